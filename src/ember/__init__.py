@@ -1,0 +1,180 @@
+"""ember: tensors with reverse-mode automatic differentiation and the PyTorch 2.x API.
+
+Example::
+    >>> import ember as torch
+    >>> x = torch.tensor([2.0], requires_grad=True)
+    >>> (x ** 2).backward()
+    >>> x.grad
+    tensor([4.])
+"""
+
+import warnings as _warnings
+
+# NumPy warns on log(0), 0/0 ... where PyTorch silently returns inf/nan: keep PyTorch's manners
+# for warnings raised inside ember's kernels only.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
+
+from . import _dtype
+from ._backend import device
+from ._dtype import (
+    bfloat16,
+    bool_ as bool,
+    double,
+    dtype,
+    float,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from ._tensor import Size, Tensor
+from . import _tensor_methods
+from ._creation import *
+from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_inference_mode_enabled
+from .ops.elementwise import *
+from .ops.elementwise import abs, pow, round
+from .ops.reduction import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    cumprod,
+    cumsum,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    prod,
+    std,
+    std_mean,
+    sum,
+    var,
+    var_mean,
+)
+from .ops.shape import (
+    atleast_1d,
+    atleast_2d,
+    broadcast_shapes,
+    broadcast_tensors,
+    broadcast_to,
+    cat,
+    chunk,
+    clone,
+    concat,
+    concatenate,
+    diag,
+    diag_embed,
+    diagonal,
+    diagonal_scatter,
+    flatten,
+    flip,
+    fliplr,
+    flipud,
+    hstack,
+    matrix_transpose,
+    movedim,
+    moveaxis,
+    narrow,
+    permute,
+    repeat_interleave,
+    reshape,
+    roll,
+    select,
+    select_scatter,
+    slice_scatter,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    swapdims,
+    t,
+    tile,
+    transpose,
+    tril,
+    triu,
+    unbind,
+    unflatten,
+    unsqueeze,
+    vstack,
+)
+from .ops.indexing import (
+    argsort,
+    argwhere,
+    gather,
+    index_add,
+    index_fill,
+    index_put,
+    index_select,
+    kthvalue,
+    masked_fill,
+    masked_scatter,
+    masked_select,
+    msort,
+    nonzero,
+    scatter,
+    scatter_add,
+    sort,
+    take,
+    take_along_dim,
+    topk,
+    unique,
+    unique_consecutive,
+)
+from .ops.linalg import addmm, bmm, dot, einsum, ger, inner_product as inner, matmul, mm, mv
+from .ops.linalg import outer, tensordot, vdot
+from . import autograd, cuda, linalg
+from ._dtype import result_type
+
+
+def is_tensor(obj) -> bool:
+    """True when ``obj`` is an ember Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """PyTorch's same-kind casting rule: never to a lower category (float -> int, int -> bool)."""
+    return from_.category <= to.category
+
+
+def typename(obj) -> str:
+    return obj.type() if isinstance(obj, Tensor) else type(obj).__name__
+
+
+def det(A: Tensor) -> Tensor:
+    return linalg.det(A)
+
+
+def inverse(A: Tensor) -> Tensor:
+    return linalg.inv(A)
+
+
+def set_printoptions(**kwargs) -> None:
+    """Accepted for compatibility; ember prints with PyTorch's default options."""
+
+
+__version__ = "0.1.0"

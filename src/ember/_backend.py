@@ -1,0 +1,153 @@
+"""The backend layer: devices, the array module of each device, and a few kernels NumPy lacks.
+
+Op code never imports numpy; it asks ``array_module`` for the module that holds a tensor's data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as _np
+
+_cupy = None
+_cupy_error: str | None = None
+
+
+def _load_cupy():
+    """Import CuPy once, and remember why it is unusable when it is."""
+    global _cupy, _cupy_error
+    if _cupy is not None or _cupy_error is not None:
+        return _cupy
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            _cupy_error = "no CUDA GPU was found"
+        else:
+            _cupy = cupy
+            _MODULE_OF_TYPE[cupy.ndarray] = cupy
+    except Exception as exc:  # ImportError, or a CUDA driver error
+        _cupy_error = f"CuPy is not usable ({type(exc).__name__}: {exc})"
+    return _cupy
+
+
+class device:
+    """Where a tensor's data lives: ``ember.device("cpu")``, ``ember.device("cuda:0")``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | device, index: int | None = None):
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device(): expected a string or device, got {type!r}")
+        if ":" in type:
+            type, _, idx = type.partition(":")
+            if index is not None or not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
+            index = int(idx)
+        if type not in ("cpu", "cuda"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {type}"
+            )
+        self.type, self.index = type, index
+
+    def __repr__(self) -> str:
+        idx = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{idx})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+
+CPU = device("cpu")
+_MODULE_OF_TYPE: dict = {_np.ndarray: _np}
+
+
+def to_device(d) -> device:
+    if d is None:
+        return CPU
+    if isinstance(d, device):
+        return d
+    if isinstance(d, int):
+        return device("cuda", d)
+    return device(d)
+
+
+def cuda_available() -> bool:
+    return _load_cupy() is not None
+
+
+def require_module(d: device):
+    """The array module for device ``d``, or a clear error saying why it cannot be had."""
+    if d.type == "cpu":
+        return _np
+    cupy = _load_cupy()
+    if cupy is None:
+        raise RuntimeError(
+            f"Cannot use device '{d}': {_cupy_error}. ember runs CUDA tensors on CuPy; "
+            "install cupy (for example `pip install cupy-cuda12x`) on a machine with an "
+            "NVIDIA GPU, or use device='cpu'."
+        )
+    return cupy
+
+
+def array_module(data):
+    """NumPy for CPU arrays, CuPy for GPU arrays."""
+    return _MODULE_OF_TYPE[type(data)]
+
+
+def device_of(data) -> device:
+    if type(data) is _np.ndarray:
+        return CPU
+    return device("cuda", data.device.id)
+
+
+def as_array(value):
+    """Make sure a kernel result is an array (NumPy turns 0-d results into scalars)."""
+    if type(value) is _np.ndarray:
+        return value
+    if type(value) in _MODULE_OF_TYPE:
+        return value
+    return _np.asarray(value)
+
+
+def move(data, d: device):
+    """Copy an array to device ``d`` (a no-op when it is already there)."""
+    xp = require_module(d)
+    if xp is _np:
+        if type(data) is _np.ndarray:
+            return data
+        return data.get()
+    with xp.cuda.Device(d.index or 0):
+        return xp.asarray(data)
+
+
+_math_erf = _np.frompyfunc(math.erf, 1, 1)
+_math_erfc = _np.frompyfunc(math.erfc, 1, 1)
+
+
+def erf(xp, x):
+    """Error function; NumPy has none, so the CPU path uses math.erf elementwise."""
+    if xp is _np:
+        return _math_erf(x).astype(x.dtype) if x.size else x.copy()
+    from cupyx.scipy.special import erf as cupy_erf
+
+    return cupy_erf(x)
+
+
+def erfc(xp, x):
+    if xp is _np:
+        return _math_erfc(x).astype(x.dtype) if x.size else x.copy()
+    from cupyx.scipy.special import erfc as cupy_erfc
+
+    return cupy_erfc(x)

@@ -1,0 +1,381 @@
+"""Tensor factories: from data, filled, ranges and random, with PyTorch's dtype inference."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from . import _backend
+from . import _dtype as dt
+from ._random import default_generator, resolve_generator
+from ._tensor import Tensor
+
+_wrap = Tensor._wrap
+
+
+def _size(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    elif len(size) == 1 and isinstance(size[0], Tensor):
+        size = tuple(size[0].tolist())
+    out = tuple(int(s) for s in size)
+    for s in out:
+        if s < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {s}: {list(out)}"
+            )
+    return out
+
+
+def _finish(data, requires_grad: bool) -> Tensor:
+    t = _wrap(data)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _xp(device):
+    return _backend.require_module(_backend.to_device(device))
+
+
+def _place(data, device):
+    d = _backend.to_device(device)
+    return _backend.move(data, d) if d.type != "cpu" else data
+
+
+def _flatten_tensors(data):
+    """Lists that contain tensors become plain nested lists of numbers."""
+    if isinstance(data, Tensor):
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_flatten_tensors(d) for d in data]
+    return data
+
+
+def _infer_dtype(np_array, from_python: bool) -> dt.dtype:
+    kind = np_array.dtype.kind
+    if from_python:
+        if kind == "f":
+            return dt.get_default_dtype()
+        if kind in "iu":
+            return dt.int64
+        if kind == "b":
+            return dt.bool_
+    if kind == "c":
+        raise TypeError("ember does not support complex tensors")
+    if kind == "O" or kind in "US":
+        raise TypeError(f"Could not infer dtype of {np_array.dtype}")
+    return dt.from_numpy_dtype(np_array.dtype)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (numbers, nested lists, arrays, tensors).
+
+    Example::
+        >>> ember.tensor([[1, 2], [3, 4.5]])
+        tensor([[1.0000, 2.0000],
+                [3.0000, 4.5000]])
+    """
+    import numpy as np
+
+    if isinstance(data, Tensor):
+        arr = data._data
+        out = arr.astype(dt.to_dtype(dtype).np) if dtype is not None else arr.copy()
+        if device is not None:
+            out = _backend.move(out, _backend.to_device(device))
+        return _finish(out, requires_grad)
+    from_python = not isinstance(data, np.ndarray) and not hasattr(data, "__cuda_array_interface__")
+    if hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray):
+        arr = data.get()
+    else:
+        if from_python and isinstance(data, (list, tuple)):
+            data = _flatten_tensors(data)
+        if isinstance(data, np.generic):
+            from_python = False
+        arr = np.array(data)
+    target = dt.to_dtype(dtype) if dtype is not None else _infer_dtype(arr, from_python)
+    if target.np is None:
+        raise RuntimeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes")
+    if arr.dtype != target.np:
+        arr = arr.astype(target.np)
+    elif not from_python:
+        arr = arr.copy()
+    return _finish(_place(arr, device), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor`` but shares memory with a NumPy array or tensor when it can."""
+    import numpy as np
+
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device)
+    if isinstance(data, np.ndarray) and (device is None or _backend.to_device(device).type == "cpu"):
+        target = dt.to_dtype(dtype) if dtype is not None else dt.from_numpy_dtype(data.dtype)
+        if target.np == data.dtype:
+            return _wrap(data)
+        return _wrap(data.astype(target.np))
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray) -> Tensor:
+    """A tensor sharing memory with ``ndarray``: writes to one show in the other."""
+    import numpy as np
+
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt.from_numpy_dtype(ndarray.dtype)
+    return _wrap(ndarray)
+
+
+def from_dlpack(ext) -> Tensor:
+    """Zero-copy import of any object that speaks DLPack (NumPy, PyTorch, CuPy, JAX...)."""
+    import numpy as np
+
+    device_type = ext.__dlpack_device__()[0] if hasattr(ext, "__dlpack_device__") else 1
+    if device_type == 1:  # kDLCPU
+        data = np.from_dlpack(ext)
+    else:
+        cupy = _backend.require_module(_backend.device("cuda"))
+        data = cupy.from_dlpack(ext)
+    dt.from_numpy_dtype(data.dtype)
+    return _wrap(data)
+
+
+def _factory(fill):
+    def make(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+             layout=None, pin_memory=False) -> Tensor:
+        d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
+        xp = _xp(device)
+        with _device_ctx(xp, device):
+            data = fill(xp, _size(size), d.np)
+        return _finish(data, requires_grad)
+
+    return make
+
+
+def _device_ctx(xp, device):
+    import contextlib
+
+    d = _backend.to_device(device)
+    if d.type == "cuda":
+        return xp.cuda.Device(d.index or 0)
+    return contextlib.nullcontext()
+
+
+zeros = _factory(lambda xp, shape, d: xp.zeros(shape, dtype=d))
+ones = _factory(lambda xp, shape, d: xp.ones(shape, dtype=d))
+empty = _factory(lambda xp, shape, d: xp.empty(shape, dtype=d))
+zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    if dtype is None:
+        dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor)
+                                else fill_value)
+    d = dt.to_dtype(dtype)
+    xp = _xp(device)
+    value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    return _finish(xp.full(_size((size,) if isinstance(size, int) else (size,)), value,
+                           dtype=d.np), requires_grad)
+
+
+def _like(factory):
+    def make(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
+             memory_format=None) -> Tensor:
+        return factory(input._data.shape, dtype=dtype or input.dtype,
+                       device=device or input.device, requires_grad=requires_grad)
+
+    return make
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+
+
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
+              requires_grad: bool = False) -> Tensor:
+    return full(input._data.shape, fill_value, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float."""
+    if end is None:
+        start, end = 0, start
+    values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = values
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in values)
+        d = dt.get_default_dtype() if is_float else dt.int64
+    else:
+        d = dt.to_dtype(dtype)
+    n = max(math.ceil((end - start) / step), 0)
+    xp = _xp(device)
+    if d.category == dt.FLOAT:
+        data = (xp.arange(n, dtype="float64") * step + start).astype(d.np)
+    else:
+        data = xp.arange(start, start + n * step, step, dtype="int64")[:n].astype(d.np)
+    return _finish(data, requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
+    xp = _xp(device)
+    data = xp.linspace(float(start), float(end), int(steps), dtype="float64")
+    if d.category != dt.FLOAT:
+        data = xp.trunc(data)
+    return _finish(data.astype(d.np), requires_grad)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
+    xp = _xp(device)
+    data = base ** xp.linspace(float(start), float(end), int(steps), dtype="float64")
+    return _finish(data.astype(d.np), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None,
+        requires_grad: bool = False) -> Tensor:
+    d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    xp = _xp(device)
+    return _finish(xp.eye(n, m, dtype=d.np), requires_grad)
+
+
+# --- random -----------------------------------------------------------------------------------
+def _float_dtype(dtype) -> dt.dtype:
+    d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
+    if d.category != dt.FLOAT:
+        raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{d.name}\'')
+    return d
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    d = _float_dtype(dtype)
+    rng = resolve_generator(generator)
+    data = rng.random(_size(size)).astype(d.np)
+    return _finish(_place(data, device), requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    d = _float_dtype(dtype)
+    rng = resolve_generator(generator)
+    data = rng.standard_normal(_size(size)).astype(d.np)
+    return _finish(_place(data, device), requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    d = dt.to_dtype(dtype) if dtype is not None else dt.int64
+    rng = resolve_generator(generator)
+    data = rng.integers(low, high, size=_size((size,))).astype(d.np)
+    return _finish(_place(data, device), requires_grad)
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    d = dt.to_dtype(dtype) if dtype is not None else dt.int64
+    rng = resolve_generator(generator)
+    return _finish(_place(rng.permutation(int(n)).astype(d.np), device), requires_grad)
+
+
+def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return rand(input._data.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return randn(input._data.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None) -> Tensor:
+    return randint(low, high, input._data.shape, dtype=dtype or input.dtype,
+                   device=device or input.device)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers with ``size``."""
+    rng = resolve_generator(generator)
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        m = mean._data if isinstance(mean, Tensor) else mean
+        s = std._data if isinstance(std, Tensor) else std
+        ref = mean if isinstance(mean, Tensor) else std
+        if isinstance(s, (int, float)) and s < 0 or hasattr(s, "min") and s.size and s.min() < 0:
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        import numpy as np
+
+        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+        data = (rng.standard_normal(shape) * s + m).astype(ref._data.dtype)
+        return _finish(data, requires_grad)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    d = _float_dtype(dtype)
+    data = (rng.standard_normal(_size((size,)) if size is not None else ()) * std + mean)
+    return _finish(_place(data.astype(d.np), device), requires_grad)
+
+
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    rng = resolve_generator(generator)
+    probs = input._data if p is None else p
+    data = (rng.random(input._data.shape) < probs).astype(input._data.dtype)
+    return _wrap(_place(data, input.device))
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator=None) -> Tensor:
+    import numpy as np
+
+    rng = resolve_generator(generator)
+    probs = np.asarray(input.detach().cpu()._data, dtype="float64")
+    rows = probs.reshape(-1, probs.shape[-1])
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    out = []
+    for row in rows:
+        total = row.sum()
+        if total <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        out.append(rng.choice(row.size, size=num_samples, replace=replacement, p=row / total))
+    data = np.stack(out).reshape(probs.shape[:-1] + (num_samples,)).astype("int64")
+    return _wrap(_place(data, input.device))
+
+
+def poisson(input: Tensor, generator=None) -> Tensor:
+    rng = resolve_generator(generator)
+    return _wrap(rng.poisson(input._data).astype(input._data.dtype))
+
+
+__all__ = [
+    "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "empty",
+    "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",
+    "logspace", "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
+    "randint_like", "normal", "bernoulli", "multinomial", "poisson", "default_generator",
+]
+_ = numbers

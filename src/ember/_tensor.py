@@ -1,0 +1,404 @@
+"""Tensor: an array (NumPy or CuPy) plus the autograd fields PyTorch users expect.
+
+The methods that run ops (``x.add``, ``x.sum``, operators ...) are attached by
+``_tensor_methods`` so that this file keeps to the tensor's own state.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from . import _backend
+from . import _dtype as dt
+from .autograd import grad_mode as _gm
+from .autograd.node import AccumulateGrad, RemovableHandle, _HookDict, add_hook
+
+_new = object.__new__
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``ember.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+
+class Tensor:
+    """A multi-dimensional array that can record the operations applied to it.
+
+    Example::
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        tensor([2., 4.])
+    """
+
+    # Defaults live on the class: a fresh tensor stores only its data and version counter.
+    _rg = False
+    grad_fn = None
+    _out_nr = 0
+    _grad = None
+    _base = None
+    _view_fn = None
+    _grad_acc = None
+    _post_acc_hooks = None
+    _retains_grad = False
+    __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
+
+    def __new__(cls, *args, **kwargs):
+        from . import _creation
+
+        if len(args) == 1 and not isinstance(args[0], int):
+            return cls._wrap(_creation.tensor(args[0], dtype=dt.get_default_dtype())._data)
+        shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        return cls._wrap(_creation.empty(*shape, **kwargs)._data)
+
+    @classmethod
+    def _wrap(cls, data):
+        t = _new(cls)
+        t._data = data
+        t._vc = [0]
+        return t
+
+    # --- metadata -----------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def dtype(self) -> dt.dtype:
+        return dt.FROM_NUMPY[self._data.dtype]
+
+    @property
+    def device(self) -> _backend.device:
+        return _backend.device_of(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.nbytes)
+
+    def stride(self, dim: int | None = None):
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim(dim, self._data.ndim, "stride")]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f" or self.dtype.category == dt.FLOAT
+
+    def is_complex(self) -> bool:
+        return False
+
+    def data_ptr(self) -> int:
+        return int(self._data.__array_interface__["data"][0]) if self.device.type == "cpu" else 0
+
+    @property
+    def layout(self) -> str:
+        return "strided"
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    # --- autograd state --------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        value = bool(value)
+        if self.grad_fn is not None:
+            if value:
+                return
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if value and self.dtype.category != dt.FLOAT:
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients"
+            )
+        self._rg = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {value!r}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if type(value._data) is not type(self._data):
+                raise RuntimeError("assigned grad has data located on a different device")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor during backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        import weakref
+
+        node = self.grad_fn
+        if node._retained is None:
+            node._retained = {}
+        node._retained[self._out_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def _accumulator(self) -> AccumulateGrad:
+        acc = self._grad_acc
+        if acc is None:
+            acc = self._grad_acc = AccumulateGrad(self)
+        return acc
+
+    def _edge(self):
+        """Where a gradient for this tensor goes: (node, output_nr)."""
+        fn = self.grad_fn
+        if fn is not None:
+            return (fn, self._out_nr)
+        return (self._accumulator(), 0)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """``hook(grad)`` runs when the gradient of this tensor is computed; it may return a new one.
+
+        Example::
+            >>> h = x.register_hook(lambda g: g * 2)
+            >>> h.remove()
+        """
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        node, nr = self._edge()
+        return node._add_tensor_hook(nr, hook)
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """``hook(tensor)`` runs after a gradient was accumulated into this leaf's ``.grad``."""
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = _HookDict()
+        return add_hook(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Compute the gradient of this tensor w.r.t. graph leaves (see ``ember.autograd.backward``)."""
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing data and version counter with this one, outside the graph."""
+        out = Tensor._wrap(self._data)
+        out._vc = self._vc
+        return out
+
+    def detach_(self) -> Tensor:
+        if self._base is not None and self._base._rg:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead."
+            )
+        self.grad_fn = None
+        self._rg = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+
+    # --- conversions ---------------------------------------------------------------------------
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return _backend.move(self._data, _backend.CPU).tolist()
+
+    def numpy(self, *, force: bool = False):
+        if self._rg and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        if type(self._data) is not _np_ndarray():
+            if not force:
+                raise TypeError(
+                    f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
+                    "to copy the tensor to host memory first."
+                )
+            return self._data.get()
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        data = self.detach().numpy(force=True)
+        return data if dtype is None else data.astype(dtype)
+
+    def __dlpack__(self, *args, **kwargs):
+        if self._rg:
+            raise RuntimeError(
+                "Can't export tensors that require gradient, use tensor.detach()"
+            )
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous"
+            )
+        return bool(self._data.reshape(()).item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.category == dt.FLOAT or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        from ._tensor_repr import tensor_repr
+
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            "ember tensors are not pickled; save them with ember.save (safetensors) instead"
+        )
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment."
+            )
+        out = type(self)._wrap(self._data.copy())
+        out._rg = self._rg
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = out
+        return out
+
+
+def _np_ndarray():
+    import numpy
+
+    return numpy.ndarray
+
+
+def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    """Turn a negative dim into a positive one, with PyTorch's IndexError when out of range."""
+    n = ndim if ndim > 0 else 1
+    if dim < -n or dim >= n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim + n if dim < 0 else dim

@@ -1,0 +1,364 @@
+"""Attach the ops to Tensor as methods and operators, PyTorch's way (``x.sum()``, ``x + y``)."""
+
+from __future__ import annotations
+
+from . import _backend
+from . import _creation as creation
+from . import _dtype as dt
+from . import _inplace
+from ._tensor import Tensor
+from .autograd import grad_mode as _gm
+from .ops import elementwise as ew
+from .ops import indexing as ix
+from .ops import linalg as la
+from .ops import reduction as red
+from .ops import shape as sh
+from .ops._dispatch import NUMBERS
+
+T = Tensor
+
+# --- plain methods: Tensor.name(self, ...) == ember.name(self, ...) ---------------------------
+_METHOD_SOURCES = {
+    ew: [
+        "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
+        "floor_divide", "pow", "float_power", "atan2", "arctan2", "maximum", "minimum", "fmax",
+        "fmin", "fmod", "remainder", "hypot", "logaddexp", "lerp", "addcmul", "addcdiv",
+        "clamp", "clip", "clamp_min", "clamp_max", "logit", "nan_to_num", "round", "positive",
+        "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
+        "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
+        "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite", "isposinf",
+        "isneginf", "signbit", "isclose", "allclose", "equal", "arcsin", "arccos", "arctan",
+        "negative", "sgn", "rsub",
+    ] + list(ew.UNARY),
+    red: [
+        "sum", "sum_to_size", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
+        "var", "std", "norm", "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero",
+    ],
+    sh: [
+        "reshape", "view", "view_as", "reshape_as", "flatten", "unflatten", "squeeze",
+        "unsqueeze", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis",
+        "expand", "expand_as", "broadcast_to", "repeat", "tile", "split", "chunk", "unbind",
+        "narrow", "select", "slice_scatter", "select_scatter", "flip", "fliplr", "flipud",
+        "roll", "tril", "triu", "diagonal", "diagonal_scatter", "diag_embed", "diag", "clone",
+        "contiguous",
+    ],
+    ix: [
+        "gather", "scatter", "scatter_add", "index_select", "index_add", "index_fill",
+        "masked_fill", "masked_select", "masked_scatter", "take_along_dim", "take", "sort",
+        "argsort", "msort", "topk", "kthvalue", "nonzero", "argwhere", "unique",
+        "unique_consecutive", "index_put",
+    ],
+    la: ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "tensordot"],
+}
+for _module, _names in _METHOD_SOURCES.items():
+    for _name in _names:
+        setattr(T, _name, getattr(_module, _name))
+
+T.inner = la.dot
+T.det = la.det
+T.inverse = la.inv
+T.logdet = lambda self: la.det(self).log()
+T.var_mean = red.var_mean
+T.std_mean = red.std_mean
+
+# --- properties ----------------------------------------------------------------------------------
+T.T = property(sh.full_transpose)
+T.mT = property(sh.matrix_transpose)
+T.H = property(sh.full_transpose)
+T.mH = property(sh.matrix_transpose)
+
+# --- operators -------------------------------------------------------------------------------------
+T.__add__ = ew.add
+T.__radd__ = ew.add
+T.__sub__ = ew.sub
+T.__rsub__ = lambda self, other: ew.sub(other, self)
+T.__mul__ = ew.mul
+T.__rmul__ = ew.mul
+T.__truediv__ = ew.div
+T.__rtruediv__ = lambda self, other: ew.div(other, self)
+T.__floordiv__ = ew.floor_divide
+T.__rfloordiv__ = lambda self, other: ew.floor_divide(other, self)
+T.__mod__ = ew.remainder
+T.__rmod__ = lambda self, other: ew.remainder(other, self)
+T.__pow__ = ew.pow
+T.__rpow__ = lambda self, other: ew.pow(other, self)
+T.__matmul__ = la.matmul
+T.__rmatmul__ = lambda self, other: la.matmul(other, self)
+T.__neg__ = ew.neg
+T.__pos__ = ew.positive
+T.__abs__ = ew.abs
+T.__and__ = ew.bitwise_and
+T.__rand__ = ew.bitwise_and
+T.__or__ = ew.bitwise_or
+T.__ror__ = ew.bitwise_or
+T.__xor__ = ew.bitwise_xor
+T.__rxor__ = ew.bitwise_xor
+T.__lt__ = ew.lt
+T.__le__ = ew.le
+T.__gt__ = ew.gt
+T.__ge__ = ew.ge
+
+
+def _invert(self: Tensor) -> Tensor:
+    return ew.logical_not(self) if self._data.dtype.kind == "b" else ew.bitwise_not(self)
+
+
+def _eq(self: Tensor, other):
+    if other is None:
+        return False
+    return ew.eq(self, other)
+
+
+def _ne(self: Tensor, other):
+    if other is None:
+        return True
+    return ew.ne(self, other)
+
+
+T.__invert__ = _invert
+T.__eq__ = _eq
+T.__ne__ = _ne
+T.__hash__ = object.__hash__
+T.__getitem__ = ix.getitem
+
+
+def _setitem(self: Tensor, key, value) -> None:
+    if isinstance(value, Tensor) or not isinstance(value, (int, float, bool)):
+        value = value if isinstance(value, Tensor) else creation.tensor(value, dtype=self.dtype)
+    _inplace.apply_inplace(self, ix.index_put_key, (key, value), "index_put_", needs_old=False)
+
+
+T.__setitem__ = _setitem
+
+
+# --- in-place forms --------------------------------------------------------------------------------
+def _inplace_method(name: str, fn, needs_old: bool = True):
+    def method(self, *args, **kwargs):
+        if kwargs:
+            return _inplace.apply_inplace(
+                self, lambda old, *a: fn(old, *a, **kwargs), args, name, needs_old
+            )
+        return _inplace.apply_inplace(self, fn, args, name, needs_old)
+
+    method.__name__ = name
+    return method
+
+
+def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
+    """add_/sub_/mul_/div_: with no graph to record, write straight into the buffer."""
+    slow = _inplace_method(name, fn, needs_old)
+
+    def method(self, other, *, alpha=1):
+        if not _gm.state.enabled or not (
+            self._rg or (other.__class__ not in NUMBERS and other._rg)
+        ):
+            data = self._data
+            value = other._data if isinstance(other, Tensor) else other
+            if (
+                alpha == 1
+                and data.flags.writeable
+                and data.dtype.kind == "f"
+                and (value.__class__ in NUMBERS or value.dtype == data.dtype)
+            ):
+                if isinstance(other, Tensor) and type(value) is not type(data):
+                    return slow(self, other)
+                try:
+                    getattr(_backend.array_module(data), ufunc)(data, value, out=data)
+                except ValueError:
+                    pass  # a shape error: let the general path report it PyTorch's way
+                else:
+                    self._vc[0] += 1
+                    return self
+        if alpha != 1:
+            return slow(self, other, alpha=alpha)
+        return slow(self, other)
+
+    method.__name__ = name
+    return method
+
+
+T.add_ = _fast_arith("add_", ew.add, "add", False)
+T.sub_ = _fast_arith("sub_", ew.sub, "subtract", False)
+T.mul_ = _fast_arith("mul_", ew.mul, "multiply", True)
+T.div_ = _inplace_method("div_", ew.div)
+T.__iadd__ = T.add_
+T.__isub__ = T.sub_
+T.__imul__ = T.mul_
+T.__itruediv__ = T.div_
+
+_INPLACE = {
+    "pow_": ew.pow, "floor_divide_": ew.floor_divide, "remainder_": ew.remainder,
+    "fmod_": ew.fmod, "atan2_": ew.atan2, "clamp_": ew.clamp, "clip_": ew.clamp,
+    "clamp_min_": ew.clamp_min, "clamp_max_": ew.clamp_max, "lerp_": ew.lerp,
+    "addcmul_": ew.addcmul, "addcdiv_": ew.addcdiv, "logit_": ew.logit,
+    "nan_to_num_": ew.nan_to_num, "round_": ew.round, "hypot_": ew.hypot,
+    "maximum_": ew.maximum, "minimum_": ew.minimum, "tril_": sh.tril, "triu_": sh.triu,
+    "scatter_": ix.scatter, "scatter_add_": ix.scatter_add, "index_add_": ix.index_add,
+    "index_fill_": ix.index_fill, "masked_scatter_": ix.masked_scatter,
+}
+for _name, _fn in _INPLACE.items():
+    setattr(T, _name, _inplace_method(_name, _fn))
+for _name in ew.UNARY:
+    setattr(T, _name + "_", _inplace_method(_name + "_", getattr(ew, _name)))
+T.__ipow__ = T.pow_
+T.__imod__ = T.remainder_
+T.__ifloordiv__ = T.floor_divide_
+T.masked_fill_ = _inplace_method("masked_fill_", ix.masked_fill, needs_old=False)
+T.copy_ = _inplace_method("copy_", _inplace.copy_value, needs_old=False)
+T.fill_ = _inplace_method("fill_", _inplace.fill_value, needs_old=False)
+
+
+def _index_put_(self, indices, values, accumulate: bool = False):
+    return _inplace.apply_inplace(
+        self, lambda old, i, v: ix.index_put(old, i, v, accumulate), (indices, values),
+        "index_put_", needs_old=False,
+    )
+
+
+def _zero_(self):
+    return T.fill_(self, 0)
+
+
+T.index_put_ = _index_put_
+T.zero_ = _zero_
+
+
+def _random_fill(name: str, sampler):
+    def method(self, *args, generator=None, **kwargs):
+        from ._random import resolve_generator
+
+        rng = resolve_generator(generator)
+        sample = lambda shape: sampler(rng, shape, *args, **kwargs)
+        return _inplace.apply_inplace(
+            self, lambda old: _inplace.random_value(old, sample), (), name, needs_old=False
+        )
+
+    method.__name__ = name
+    return method
+
+
+T.uniform_ = _random_fill("uniform_", lambda rng, shape, a=0.0, b=1.0: rng.uniform(a, b, shape))
+T.normal_ = _random_fill(
+    "normal_", lambda rng, shape, mean=0.0, std=1.0: rng.normal(mean, std, shape)
+)
+T.bernoulli_ = _random_fill("bernoulli_", lambda rng, shape, p=0.5: rng.random(shape) < (
+    p._data if isinstance(p, Tensor) else p))
+T.exponential_ = _random_fill(
+    "exponential_", lambda rng, shape, lambd=1.0: rng.exponential(1.0 / lambd, shape)
+)
+T.random_ = _random_fill(
+    "random_", lambda rng, shape, low=0, high=None: rng.integers(
+        low if high is not None else 0, high if high is not None else (low or 2**24), shape)
+)
+T.geometric_ = _random_fill("geometric_", lambda rng, shape, p: rng.geometric(p, shape))
+T.log_normal_ = _random_fill(
+    "log_normal_", lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape)
+)
+T.cauchy_ = _random_fill(
+    "cauchy_", lambda rng, shape, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(
+        shape)
+)
+
+
+# --- conversions -----------------------------------------------------------------------------------
+def _to(self, *args, **kwargs) -> Tensor:
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; copy=, non_blocking=."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, dt.dtype) or a in (float, int, bool):
+            dtype = a
+        elif isinstance(a, (str, _backend.device, int)):
+            device = a
+        elif isinstance(a, bool):
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return sh.to_dtype_device(self, dtype, device, copy)
+
+
+T.to = _to
+T.cpu = lambda self, memory_format=None: sh.to_dtype_device(self, None, "cpu")
+T.cuda = lambda self, device=None, non_blocking=False, memory_format=None: (
+    sh.to_dtype_device(self, None, _backend.device("cuda", device if isinstance(device, int)
+                                                    else 0 if device is None else
+                                                    _backend.to_device(device).index))
+)
+
+
+def _caster(d):
+    return lambda self, memory_format=None: sh.to_dtype_device(self, d)
+
+
+T.float = _caster(dt.float32)
+T.double = _caster(dt.float64)
+T.half = _caster(dt.float16)
+T.bfloat16 = _caster(dt.bfloat16)
+T.long = _caster(dt.int64)
+T.int = _caster(dt.int32)
+T.short = _caster(dt.int16)
+T.char = _caster(dt.int8)
+T.byte = _caster(dt.uint8)
+T.bool = _caster(dt.bool_)
+
+_LEGACY = {
+    "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+    "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+}
+
+
+def _type(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        prefix = "ember.cuda." if self.device.type == "cuda" else "ember."
+        return prefix + _LEGACY[self.dtype.name]
+    if isinstance(dtype, str):
+        for name, legacy in _LEGACY.items():
+            if dtype.endswith(legacy):
+                return sh.to_dtype_device(self, dt.BY_NAME[name])
+    return sh.to_dtype_device(self, dtype)
+
+
+T.type = _type
+T.type_as = lambda self, other: sh.to_dtype_device(self, other.dtype, other.device)
+
+
+def _new_factory(factory):
+    def make(self, *size, dtype=None, device=None, requires_grad=False):
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad)
+
+    return make
+
+
+T.new_zeros = _new_factory(creation.zeros)
+T.new_ones = _new_factory(creation.ones)
+T.new_empty = _new_factory(creation.empty)
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return creation.full(size, fill_value, dtype=dtype or self.dtype,
+                         device=device or self.device, requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad)
+
+
+T.new_full = _new_full
+T.new_tensor = _new_tensor
+
+
+def _data_get(self) -> Tensor:
+    return Tensor._wrap(self._data)  # .data shares memory, not the version counter
+
+
+T.data = property(_data_get, T.data.fset)

@@ -1,0 +1,106 @@
+"""Anomaly mode: remember where each node was created, and name it when backward fails."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+
+
+class _AnomalyState(threading.local):
+    enabled = False
+    check_nan = True
+
+
+state = _AnomalyState()
+
+
+def is_anomaly_enabled() -> bool:
+    return state.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return state.check_nan
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off (also usable as a context manager)."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.prev = (state.enabled, state.check_nan)
+        state.enabled, state.check_nan = bool(mode), bool(check_nan)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        state.enabled, state.check_nan = self.prev
+        return False
+
+
+class detect_anomaly:
+    """Context manager: record forward stacks and raise on NaN/inf produced in backward.
+
+    Example::
+        >>> with ember.autograd.detect_anomaly():
+        ...     y = (x.sqrt() * 0).sum()   # a NaN in backward names SqrtBackward0
+    """
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        self.prev = (state.enabled, state.check_nan)
+        state.enabled, state.check_nan = True, self.check_nan
+        return self
+
+    def __exit__(self, *exc):
+        state.enabled, state.check_nan = self.prev
+        return False
+
+    def __call__(self, fn):
+        def wrapper(*args, **kwargs):
+            with self.__class__(self.check_nan):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def record_trace(node) -> None:
+    """Store the forward stack (without the ember frames) on a new node."""
+    frames = [f for f in traceback.extract_stack()[:-1] if "/ember/" not in f.filename]
+    node._trace = "".join(traceback.format_list(frames))
+
+
+def _forward_trace(node) -> str:
+    if node._trace:
+        return f"\nTraceback of forward call that caused the error:\n{node._trace}"
+    return ""
+
+
+def apply_checked(node, grads):
+    try:
+        out = node.apply(grads)
+    except Exception as exc:
+        note = f"Error detected in {node.name()}.{_forward_trace(node)}"
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:  # Python 3.10
+            exc.args = (f"{exc.args[0] if exc.args else ''}\n{note}",) + exc.args[1:]
+        raise
+    if state.check_nan:
+        for i, g in enumerate(out):
+            if g is None:
+                continue
+            xp_data = g._data
+            if xp_data.dtype.kind == "f" and not bool(_isfinite_all(xp_data)):
+                raise RuntimeError(
+                    f"Function '{node.name()}' returned nan values in its {i}th output."
+                    f"{_forward_trace(node)}"
+                )
+    return out
+
+
+def _isfinite_all(data):
+    from .._backend import array_module
+
+    return array_module(data).isfinite(data).all()

@@ -1,0 +1,272 @@
+"""The backward engine: iterative, with dependency counts and a ready queue.
+
+It is the one place that reduces broadcast gradients to an input's shape, casts them to the
+input's dtype, runs tensor and node hooks, frees saved tensors after a node has run, and
+accumulates into leaves.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import anomaly
+from . import grad_mode as _gm
+from .node import AccumulateGrad, Node
+
+_getrefcount = sys.getrefcount
+
+
+def _probe_refcounts(t):
+    return _getrefcount(t), _getrefcount(t._data)
+
+
+def _calibrate():
+    # How many references an exclusively owned gradient shows inside accumulate_into_leaf when
+    # the engine holds it in one local variable. Measured rather than assumed (it differs
+    # between Python versions).
+    import numpy
+
+    from .._tensor import Tensor
+
+    g = Tensor._wrap(numpy.empty(1))
+    return _probe_refcounts(g)
+
+
+_OWNED = None
+
+
+def _exclusively_owned(g) -> bool:
+    """True when nothing but the engine refers to ``g`` or its memory, so it can be kept as is."""
+    global _OWNED
+    if _OWNED is None:
+        _OWNED = _calibrate()
+    data = g._data
+    return (
+        data.base is None
+        and _getrefcount(g) <= _OWNED[0]
+        and _getrefcount(data) <= _OWNED[1]
+        and data.flags.writeable
+    )
+
+
+def accumulate_into_leaf(leaf, g, create_graph: bool) -> None:
+    """``leaf.grad += g``, PyTorch's AccumulateGrad: steal when possible, else copy or add."""
+    old = leaf._grad
+    if old is None:
+        if create_graph:
+            leaf._grad = g
+        elif _exclusively_owned(g):
+            leaf._grad = g
+        else:
+            leaf._grad = g.detach().clone()
+    elif create_graph or old._rg or g._rg:
+        leaf._grad = old + g
+    else:
+        old_data = old._data
+        if old_data.flags.writeable and old_data.dtype == g._data.dtype:
+            old_data += g._data
+            old._vc[0] += 1
+        else:
+            leaf._grad = old + g
+    hooks = leaf._post_acc_hooks
+    if hooks:
+        for fn in list(hooks.values()):
+            fn(leaf)
+
+
+def _invalid_gradient(node: Node, index: int, grad, shape) -> RuntimeError:
+    return RuntimeError(
+        f"Function {node.name()} returned an invalid gradient at index {index} - got "
+        f"{list(grad.shape)} but expected shape compatible with {list(shape)}"
+    )
+
+
+def _graph_order(root_nodes: list) -> list:
+    """All nodes reachable from the roots, each listed after every node that feeds it."""
+    deps: dict = {}
+    stack = list(root_nodes)
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for edge in node._edges:
+            if edge is not None:
+                nxt = edge[0]
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    order = []
+    ready = [n for n in seen if n not in deps]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for edge in node._edges:
+            if edge is not None:
+                nxt = edge[0]
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    ready.append(nxt)
+    return order
+
+
+def _count_dependencies(root_nodes: list, needed: set | None) -> dict:
+    deps: dict = {}
+    stack = list(root_nodes)
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for edge in node._edges:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            if needed is not None and nxt not in needed:
+                continue
+            if nxt in deps:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _needed_nodes(root_nodes: list, capture_nodes: set) -> set:
+    """Nodes that lie on a path from a root to a captured input (the rest need not run)."""
+    needed = set()
+    for node in reversed(_graph_order(root_nodes)):
+        if node in capture_nodes:
+            needed.add(node)
+            continue
+        for edge in node._edges:
+            if edge is not None and edge[0] in needed:
+                needed.add(node)
+                break
+    return needed
+
+
+def run_backward(
+    roots: list,
+    root_grads: list,
+    retain_graph: bool,
+    create_graph: bool,
+    captures: dict | None = None,
+    accumulate: bool = True,
+) -> dict:
+    """Propagate ``root_grads`` from the ``roots`` edges ``(node, output_nr)``.
+
+    ``captures`` maps node -> list of (output_nr, key): the gradient arriving at that output is
+    returned under ``key`` instead of (or, for leaves, as well as) being propagated further.
+    """
+    buffers: dict = {}
+    for (node, nr), g in zip(roots, root_grads):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.num_outputs
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    root_nodes = list(buffers)
+    needed = None
+    if captures is not None:
+        needed = _needed_nodes(root_nodes, set(captures))
+        root_nodes = [n for n in root_nodes if n in needed]
+    deps = _count_dependencies(root_nodes, needed)
+    ready = [n for n in root_nodes if n not in deps]
+    captured: dict = {}
+    check_anomaly = anomaly.state.enabled
+    state = _gm.state
+    previous_mode = state.enabled
+    state.enabled = create_graph
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * node.num_outputs
+            if node._tensor_hooks:
+                for nr, fn in list(node._tensor_hooks.values()):
+                    if grads[nr] is not None:
+                        replaced = fn(grads[nr])
+                        if replaced is not None:
+                            grads[nr] = replaced
+            if node._pre_hooks:
+                for fn in list(node._pre_hooks.values()):
+                    replaced = fn(tuple(grads))
+                    if replaced is not None:
+                        grads = list(replaced)
+            retained = node._retained
+            if retained:
+                _store_retained(retained, grads, create_graph)
+            if captures is not None and node in captures:
+                for nr, key in captures[node]:
+                    captured[key] = grads[nr]
+            if type(node) is AccumulateGrad:
+                if accumulate and (captures is None or node in captures):
+                    leaf = node._variable()
+                    g = grads.pop()
+                    if leaf is not None and g is not None:
+                        del grads
+                        accumulate_into_leaf(leaf, g, create_graph)
+                continue
+            edges = node._edges
+            if all(g is None for g in grads):
+                in_grads = (None,) * len(edges)
+            elif check_anomaly:
+                in_grads = anomaly.apply_checked(node, grads)
+            else:
+                in_grads = node.apply(grads)
+            if len(in_grads) != len(edges):
+                raise RuntimeError(
+                    f"function {node.name()} returned an incorrect number of gradients "
+                    f"(expected {len(edges)}, got {len(in_grads)})"
+                )
+            if node._post_hooks:
+                for fn in list(node._post_hooks.values()):
+                    replaced = fn(in_grads, tuple(grads))
+                    if replaced is not None:
+                        in_grads = tuple(replaced)
+            if not retain_graph:
+                node.release()
+            for i, edge in enumerate(edges):
+                if edge is None:
+                    continue
+                nxt, nr = edge
+                left = deps.get(nxt)
+                if left is None:
+                    continue
+                g = in_grads[i]
+                if g is not None:
+                    shape, dt = nxt._meta[nr]
+                    data = g._data
+                    if data.shape != shape:
+                        try:
+                            g = g.sum_to_size(shape)
+                        except RuntimeError:
+                            raise _invalid_gradient(node, i, g, shape) from None
+                    if data.dtype != dt:
+                        g = g.to(dt)
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt.num_outputs
+                    current = buf[nr]
+                    buf[nr] = g if current is None else current + g
+                if left == 1:
+                    del deps[nxt]
+                    ready.append(nxt)
+                else:
+                    deps[nxt] = left - 1
+    finally:
+        state.enabled = previous_mode
+    return captured
+
+
+def _store_retained(retained: dict, grads: list, create_graph: bool) -> None:
+    for nr, ref in retained.items():
+        t = ref()
+        g = grads[nr]
+        if t is None or g is None:
+            continue
+        if t._grad is None:
+            t._grad = g if create_graph else g.detach().clone()
+        else:
+            t._grad = t._grad + g

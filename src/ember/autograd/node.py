@@ -1,0 +1,201 @@
+"""Graph nodes: one per recorded op (``grad_fn``), plus AccumulateGrad for leaves.
+
+A node keeps the edges to the nodes of its inputs, the tensors its backward formula needs
+(with the version each had when saved), and the shape/dtype of each of its outputs so that
+the engine can reduce and check the gradients that flow into it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+_sequence = itertools.count()
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``; ``remove()`` takes the hook out again."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self.id = next(RemovableHandle._ids)
+        self._hooks = weakref.ref(hooks) if hooks is not None else None
+
+    def remove(self) -> None:
+        hooks = self._hooks() if self._hooks is not None else None
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that can be weakly referenced (so handles do not keep nodes alive)."""
+
+
+def add_hook(owner_hooks: _HookDict, fn) -> RemovableHandle:
+    handle = RemovableHandle(owner_hooks)
+    owner_hooks[handle.id] = fn
+    return handle
+
+
+class Node:
+    """Base of every ``grad_fn``. Subclasses define ``backward(self, grad)``.
+
+    ``backward`` gets the gradient of the (single) output and returns one gradient per input
+    (a tuple, or a bare tensor when there is one input); ``None`` stands for a zero gradient.
+    """
+
+    # Rarely used fields live on the class so that recording an op stores only what it needs.
+    _edges: tuple = ()
+    _saved: tuple | None = ()
+    _saved_versions: tuple = ()
+    _saved_out = None
+    _meta: tuple = ()
+    _pre_hooks = None
+    _post_hooks = None
+    _tensor_hooks = None
+    _trace = None
+    _retained = None  # output_nr -> weakref of a non-leaf tensor that called retain_grad()
+    metadata_ = None
+    num_outputs = 1
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple(e if e is not None else (None, 0) for e in self._edges)
+
+    @property
+    def metadata(self) -> dict:
+        if self.metadata_ is None:
+            self.metadata_ = {}
+        return self.metadata_
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        return tuple(e is not None for e in self._edges)
+
+    def needs(self, i: int) -> bool:
+        return self._edges[i] is not None
+
+    # --- saved tensors -------------------------------------------------------------
+    def saved_tensors(self) -> tuple:
+        """Unpack what forward saved, checking that nothing was modified in place since."""
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        versions = self._saved_versions
+        for i, t in enumerate(saved):
+            if versions[i] is not None and t._vc[0] != versions[i]:
+                _raise_modified(self, t, versions[i])
+        return saved
+
+    def saved_output(self):
+        """The output of this node, rebuilt so that double backward sees its graph."""
+        record = self._saved_out
+        if record is None:
+            raise RuntimeError(FREED_MESSAGE)
+        data, vc, version = record
+        if vc[0] != version:
+            from .._tensor import Tensor
+
+            shown = Tensor._wrap(data)
+            shown._vc = vc
+            _raise_modified(self, shown, version)
+        from .._tensor import Tensor
+
+        out = Tensor._wrap(data)
+        out._vc = vc
+        out._rg = True
+        out.grad_fn = self
+        return out
+
+    def release(self) -> None:
+        self._saved = None
+        self._saved_out = None
+
+    # --- hooks -----------------------------------------------------------------------
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node computed its gradients."""
+        if self._post_hooks is None:
+            self._post_hooks = _HookDict()
+        return add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` runs before this node; it may return replacement gradients."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        return add_hook(self._pre_hooks, fn)
+
+    def _add_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
+        if self._tensor_hooks is None:
+            self._tensor_hooks = _HookDict()
+        handle = RemovableHandle(self._tensor_hooks)
+        self._tensor_hooks[handle.id] = (output_nr, fn)
+        return handle
+
+    # --- evaluation ----------------------------------------------------------------------
+    def apply(self, grads: list) -> tuple:
+        out = self.backward(grads[0])
+        if type(out) is not tuple:
+            return (out,)
+        return out
+
+    def backward(self, grad):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError(f"{self.name()} has no backward formula")
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+
+def _raise_modified(node: Node, t, saved_version: int) -> None:
+    kind = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+    type_name = kind.get(t.dtype.name, t.dtype.name.capitalize())
+    where = ""
+    if t.grad_fn is not None:
+        where = f", which is output {t._out_nr} of {t.grad_fn.name()},"
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [ember.{type_name}Tensor {list(t.shape)}]{where} is at version "
+        f"{t._vc[0]}; expected version {saved_version} instead (saved by {node.name()}). "
+        "Hint: enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with ember.autograd.set_detect_anomaly(True)."
+    )
+
+
+class AccumulateGrad(Node):
+    """The node at a leaf that requires grad: gradients arriving here go into ``leaf.grad``."""
+
+    def __init__(self, leaf):
+        self._variable = weakref.ref(leaf)
+        self._meta = ((leaf._data.shape, leaf._data.dtype),)
+
+    @property
+    def variable(self):
+        return self._variable()
+
+    def backward(self, grad):  # the engine accumulates; a direct call does the same
+        from .engine import accumulate_into_leaf
+
+        leaf = self._variable()
+        if leaf is not None and grad is not None:
+            accumulate_into_leaf(leaf, grad, create_graph=False)
+        return ()

@@ -1,0 +1,184 @@
+"""What every op shares: wrapping results, recording graph nodes, and operand promotion.
+
+An op computes its result on arrays, then calls ``record`` when some input requires grad and
+grad mode is on. ``record`` stores the edges to the inputs' nodes, the saved tensors with their
+versions, and the output's shape and dtype; the node's class holds the backward formula.
+"""
+
+from __future__ import annotations
+
+from .. import _backend
+from .. import _dtype as dt
+from .._tensor import Tensor, _wrap_dim
+from ..autograd import anomaly as _anomaly
+from ..autograd import grad_mode as _gm
+
+_new = object.__new__
+as_array = _backend.as_array
+array_module = _backend.array_module
+grad_state = _gm.state
+anomaly_state = _anomaly.state
+FLOAT, INT, BOOL = dt.FLOAT, dt.INT, dt.BOOL
+SCALAR_TYPES = (int, float, bool)
+NUMBERS = frozenset((int, float, bool))
+
+
+def wrap(data) -> Tensor:
+    """A plain tensor around a kernel's result (NumPy returns 0-d results as scalars)."""
+    if data.__class__ not in _backend._MODULE_OF_TYPE:
+        data = as_array(data)
+    t = _new(Tensor)
+    t._data = data
+    t._vc = [0]
+    return t
+
+
+def needs_grad(*tensors) -> bool:
+    if not grad_state.enabled:
+        return False
+    for t in tensors:
+        if t.__class__ not in NUMBERS and t._rg:
+            return True
+    return False
+
+
+def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = False) -> Tensor:
+    """Wrap ``data`` as the output of ``node`` whose inputs are ``inputs`` (tensors or None)."""
+    edges = []
+    for t in inputs:
+        if t is None or not isinstance(t, Tensor) or not t._rg:
+            edges.append(None)
+        else:
+            fn = t.grad_fn
+            edges.append((fn, t._out_nr) if fn is not None else (t._accumulator(), 0))
+    node._edges = tuple(edges)
+    if data.__class__ not in _backend._MODULE_OF_TYPE:
+        data = as_array(data)
+    if saved:
+        node._saved = saved
+        node._saved_versions = tuple(
+            t._vc[0] if isinstance(t, Tensor) else None for t in saved
+        )
+    out = wrap(data)
+    out._rg = True
+    out.grad_fn = node
+    node._meta = ((data.shape, data.dtype),)
+    if save_output:
+        node._saved_out = (data, out._vc, 0)
+    if anomaly_state.enabled:
+        _anomaly.record_trace(node)
+    return out
+
+
+def result(node_cls, data, inputs: tuple, saved: tuple = (), save_output: bool = False, **attrs):
+    """``record`` when some input needs grad, otherwise a plain tensor. ``attrs`` go on the node."""
+    if grad_state.enabled:
+        for t in inputs:
+            if t is not None and t.__class__ not in NUMBERS and t._rg:
+                node = node_cls()
+                if attrs:
+                    node.__dict__.update(attrs)
+                return record(node, data, inputs, saved, save_output)
+    return wrap(data)
+
+
+def check_same_device(op: str, a: Tensor, b: Tensor) -> None:
+    if type(a._data) is not type(b._data) or a.device != b.device:
+        raise RuntimeError(
+            f"{op}: Expected all tensors to be on the same device, but found at least two "
+            f"devices, {a.device} and {b.device}!"
+        )
+
+
+def to_tensor(value, like: Tensor | None = None) -> Tensor:
+    """Python numbers, lists and arrays to a tensor (on ``like``'s device)."""
+    if isinstance(value, Tensor):
+        return value
+    from .._creation import tensor
+
+    device = like.device if like is not None else None
+    return tensor(value, device=device)
+
+
+def cast(t: Tensor, to: dt.dtype) -> Tensor:
+    if t._data.dtype == to.np:
+        return t
+    return t.to(to)
+
+
+def promote(op: str, a, b):
+    """Bring two operands to PyTorch's result dtype. Returns (a, b) as tensors or (tensor, number).
+
+    Python numbers stay numbers when the tensor's dtype already holds their category: NumPy's
+    weak-scalar rules then give the same dtype as PyTorch.
+    """
+    if isinstance(b, Tensor):
+        if not isinstance(a, Tensor):
+            return promote_scalar(op, b, a, reflected=True)
+        if a._data.dtype is b._data.dtype or a._data.dtype == b._data.dtype:
+            if type(a._data) is not type(b._data):
+                check_same_device(op, a, b)
+            return a, b
+        check_same_device(op, a, b)
+        rt = dt.result_type(a, b)
+        return cast(a, rt), cast(b, rt)
+    return promote_scalar(op, a, b)
+
+
+def promote_scalar(op: str, t: Tensor, s, reflected: bool = False):
+    cls = s.__class__
+    if cls is not float and cls is not int and cls is not bool:
+        if isinstance(s, SCALAR_TYPES):
+            s = cls.__mro__[-2](s) if cls not in (bool,) else bool(s)
+        elif hasattr(s, "item") and getattr(s, "ndim", 0) == 0 and not isinstance(s, Tensor):
+            s = s.item()
+        else:
+            s = to_tensor(s, t)
+            return promote(op, s, t) if reflected else promote(op, t, s)
+    cat = t.dtype.category
+    s_cat = BOOL if s.__class__ is bool else (INT if s.__class__ is int else FLOAT)
+    if s_cat > cat:
+        t = cast(t, dt.result_type(t, s))
+    elif s_cat == INT and cat == INT and s.__class__ is int:
+        info_ok = _fits(s, t._data.dtype)
+        if not info_ok:
+            s = t._data.dtype.type(s)  # wraps around like PyTorch's integer overflow
+    return (s, t) if reflected else (t, s)
+
+
+def _fits(value: int, np_dtype) -> bool:
+    bits = np_dtype.itemsize * 8
+    if np_dtype.kind == "u":
+        return 0 <= value < (1 << bits)
+    return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
+
+
+def data_of(x):
+    """The array of a tensor, or a Python number as it is."""
+    return x._data if isinstance(x, Tensor) else x
+
+
+def float_result(op: str, t: Tensor) -> Tensor:
+    """Integer inputs to a floating op (sqrt, exp, true division ...) compute in the default dtype."""
+    if t._data.dtype.kind in "biu":
+        return t.to(dt.get_default_dtype())
+    return t
+
+
+def norm_dims(dim, ndim: int, op: str = "") -> tuple:
+    """dim=None / int / tuple to a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        return (_wrap_dim(dim, ndim, op),)
+    dims = tuple(_wrap_dim(d, ndim, op) for d in dim)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"{op}: dim {dims} appears multiple times in the list of dims")
+    return tuple(sorted(dims))
+
+
+wrap_dim = _wrap_dim
+
+
+def shape_str(t) -> str:
+    return str(list(t.shape)) if isinstance(t, Tensor) else repr(t)

@@ -1,0 +1,811 @@
+"""Elementwise ops: forward kernels and their derivatives, side by side.
+
+Each backward formula is written with ember ops, so running it under ``create_graph=True``
+records a graph and higher derivatives come for free. Broadcast gradients are reduced by the
+engine, not here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _backend
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import (
+    FLOAT,
+    NUMBERS,
+    array_module,
+    data_of,
+    float_result,
+    grad_state,
+    promote,
+    record,
+    result,
+    to_tensor,
+    wrap,
+)
+
+LN2 = math.log(2.0)
+LN10 = math.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+# --------------------------------------------------------------------------------------------
+# Unary ops: name -> (kernel(xp, x), derivative(g, x, y), saves, computes in floating point)
+# ``saves`` says which of input x and output y the derivative reads.
+# --------------------------------------------------------------------------------------------
+def _zeros(g, x, y):
+    return g * 0
+
+
+UNARY = {
+    "neg": (lambda xp, x: -x, lambda g, x, y: -g, "", False),
+    "exp": (lambda xp, x: xp.exp(x), lambda g, x, y: g * y, "y", True),  # d exp = exp
+    "exp2": (lambda xp, x: xp.exp2(x), lambda g, x, y: g * y * LN2, "y", True),
+    "expm1": (lambda xp, x: xp.expm1(x), lambda g, x, y: g * (y + 1), "y", True),
+    "log": (lambda xp, x: xp.log(x), lambda g, x, y: g / x, "x", True),  # d log = 1/x
+    "log2": (lambda xp, x: xp.log2(x), lambda g, x, y: g / (x * LN2), "x", True),
+    "log10": (lambda xp, x: xp.log10(x), lambda g, x, y: g / (x * LN10), "x", True),
+    "log1p": (lambda xp, x: xp.log1p(x), lambda g, x, y: g / (x + 1), "x", True),
+    "sqrt": (lambda xp, x: xp.sqrt(x), lambda g, x, y: g / (y * 2), "y", True),
+    # d x^-1/2 = -1/2 x^-3/2 = -y³/2
+    "rsqrt": (lambda xp, x: 1 / xp.sqrt(x), lambda g, x, y: g * (y * y * y) * -0.5, "y", True),
+    "square": (lambda xp, x: x * x, lambda g, x, y: g * (x * 2), "x", False),
+    "abs": (lambda xp, x: xp.abs(x), lambda g, x, y: g * x.sign(), "x", False),
+    "sign": (lambda xp, x: xp.sign(x), _zeros, "", False),
+    "sin": (lambda xp, x: xp.sin(x), lambda g, x, y: g * x.cos(), "x", True),
+    "cos": (lambda xp, x: xp.cos(x), lambda g, x, y: -(g * x.sin()), "x", True),
+    "tan": (lambda xp, x: xp.tan(x), lambda g, x, y: g * (y * y + 1), "y", True),  # 1 + tan²
+    "asin": (lambda xp, x: xp.arcsin(x), lambda g, x, y: g / (1 - x * x).sqrt(), "x", True),
+    "acos": (lambda xp, x: xp.arccos(x), lambda g, x, y: -(g / (1 - x * x).sqrt()), "x", True),
+    "atan": (lambda xp, x: xp.arctan(x), lambda g, x, y: g / (x * x + 1), "x", True),
+    "sinh": (lambda xp, x: xp.sinh(x), lambda g, x, y: g * x.cosh(), "x", True),
+    "cosh": (lambda xp, x: xp.cosh(x), lambda g, x, y: g * x.sinh(), "x", True),
+    "tanh": (lambda xp, x: xp.tanh(x), lambda g, x, y: g * (1 - y * y), "y", True),  # 1 - tanh²
+    "asinh": (lambda xp, x: xp.arcsinh(x), lambda g, x, y: g / (x * x + 1).sqrt(), "x", True),
+    "acosh": (lambda xp, x: xp.arccosh(x), lambda g, x, y: g / (x * x - 1).sqrt(), "x", True),
+    "atanh": (lambda xp, x: xp.arctanh(x), lambda g, x, y: g / (1 - x * x), "x", True),
+    "sigmoid": (
+        lambda xp, x: _sigmoid_kernel(xp, x),
+        lambda g, x, y: g * (y * (1 - y)),  # σ' = σ(1-σ)
+        "y",
+        True,
+    ),
+    # d erf = 2/√π e^{-x²}
+    "erf": (
+        lambda xp, x: _backend.erf(xp, x),
+        lambda g, x, y: g * ((-(x * x)).exp() * TWO_OVER_SQRT_PI),
+        "x",
+        True,
+    ),
+    "erfc": (
+        lambda xp, x: _backend.erfc(xp, x),
+        lambda g, x, y: g * ((-(x * x)).exp() * -TWO_OVER_SQRT_PI),
+        "x",
+        True,
+    ),
+    "relu": (lambda xp, x: xp.maximum(x, 0), lambda g, x, y: g * (y > 0), "y", False),
+    "reciprocal": (lambda xp, x: 1 / x, lambda g, x, y: g * -(y * y), "y", True),
+    "floor": (lambda xp, x: xp.floor(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
+    "ceil": (lambda xp, x: xp.ceil(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
+    "trunc": (lambda xp, x: xp.trunc(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
+    "frac": (lambda xp, x: x - xp.trunc(x), lambda g, x, y: g, "", False),
+}
+
+NODE_NAMES = {"relu": "ReluBackward0", "sigmoid": "SigmoidBackward0"}
+
+
+def _sigmoid_kernel(xp, x):
+    # σ(x) = 1/(1+e^-x), evaluated without overflow for large |x|
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _make_unary(name, kernel, derivative, saves, floating):
+    save_x, save_y = "x" in saves, "y" in saves
+
+    def backward(self, g):
+        x = self.saved_tensors()[0] if save_x else None
+        y = self.saved_output() if save_y else None
+        return derivative(g, x, y)
+
+    node_name = NODE_NAMES.get(name, name.capitalize() + "Backward0")
+    node_cls = type(node_name, (Node,), {"backward": backward, "__module__": __name__})
+
+    def op(input: Tensor) -> Tensor:
+        if floating and input._data.dtype.kind in "biu":
+            input = float_result(name, input)
+        elif name == "neg" and input._data.dtype.kind == "b":
+            raise RuntimeError(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
+        data = input._data
+        out = kernel(array_module(data), data)
+        if input._rg and grad_state.enabled:
+            return record(node_cls(), out, (input,), (input,) if save_x else (), save_y)
+        return wrap(out)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``ember.{name}``), differentiable."
+    return op, node_cls
+
+
+for _name, _entry in UNARY.items():
+    globals()[_name], globals()[_name.capitalize() + "Node"] = _make_unary(_name, *_entry)
+
+arcsin, arccos, arctan, negative = asin, acos, atan, neg  # noqa: F821 - made above
+sgn = sign  # noqa: F821
+
+
+def positive(input: Tensor) -> Tensor:
+    return input
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    xp = array_module(input._data)
+    data = input._data
+    out = xp.round(data, decimals) if data.dtype.kind == "f" else data.copy()
+    return result(RoundBackward0, out, (input,))
+
+
+class RoundBackward0(Node):
+    def backward(self, g):
+        return g * 0
+
+
+class LogitBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        eps = self.eps
+        # d logit = 1/(x(1-x)); zero outside [eps, 1-eps] when clamped
+        grad = g / (x * (1 - x))
+        if eps is not None:
+            grad = grad.masked_fill((x < eps) | (x > 1 - eps), 0.0)
+        return grad
+
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    input = float_result("logit", input)
+    data = input._data
+    xp = array_module(data)
+    z = xp.clip(data, eps, 1 - eps) if eps is not None else data
+    out = xp.log(z / (1 - z))
+    return result(LogitBackward0, out, (input,), (input,), eps=eps)
+
+
+class NanToNumBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        return g * x.isfinite()
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
+    data = input._data
+    xp = array_module(data)
+    if data.dtype.kind != "f":
+        return result(NanToNumBackward0, data.copy(), (input,), (input,))
+    out = xp.nan_to_num(data, nan=nan, posinf=posinf, neginf=neginf)
+    return result(NanToNumBackward0, out, (input,), (input,))
+
+
+# --------------------------------------------------------------------------------------------
+# Binary ops. Operands are promoted to PyTorch's result dtype; a Python number stays a number
+# and the formulas use it as a constant.
+# --------------------------------------------------------------------------------------------
+class AddBackward0(Node):
+    def backward(self, g):
+        alpha = self.alpha
+        return g, (g if alpha == 1 else g * alpha)
+
+
+class SubBackward0(Node):
+    def backward(self, g):
+        alpha = self.alpha
+        return g, (-g if alpha == 1 else g * -alpha)
+
+
+class RsubBackward1(Node):  # number - tensor * alpha
+    def backward(self, g):
+        alpha = self.alpha
+        return None, (-g if alpha == 1 else g * -alpha)
+
+
+def add(input, other, *, alpha=1, out=None) -> Tensor:
+    a, b = promote("add", input, other)
+    if a.__class__ is not Tensor and not isinstance(a, Tensor):
+        a, b = b, a  # a + b is symmetric: keep the tensor first
+    ad, bd = a._data, data_of(b)
+    data = ad + bd if alpha == 1 else ad + bd * alpha
+    if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
+        node = AddBackward0()
+        node.alpha = alpha
+        return record(node, data, (a, b))
+    return wrap(data)
+
+
+def sub(input, other, *, alpha=1) -> Tensor:
+    a, b = promote("sub", input, other)
+    if not isinstance(a, Tensor):
+        return _rsub(b, a, alpha)
+    if a._data.dtype.kind == "b":
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead."
+        )
+    ad, bd = a._data, data_of(b)
+    data = ad - bd if alpha == 1 else ad - bd * alpha
+    if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
+        node = SubBackward0()
+        node.alpha = alpha
+        return record(node, data, (a, b))
+    return wrap(data)
+
+
+def _rsub(t: Tensor, s, alpha=1) -> Tensor:
+    data = s - t._data * alpha if alpha != 1 else s - t._data
+    return result(RsubBackward1, data, (None, t), alpha=alpha)
+
+
+def rsub(input, other, *, alpha=1) -> Tensor:
+    return sub(other, input, alpha=alpha)
+
+
+subtract = sub
+
+
+class MulBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        edges = self._edges
+        return (g * b if edges[0] is not None else None), (
+            g * a if edges[1] is not None else None
+        )
+
+
+def mul(input, other) -> Tensor:
+    a, b = promote("mul", input, other)
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    data = a._data * data_of(b)
+    if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
+        return record(MulBackward0(), data, (a, b), (a, b))
+    return wrap(data)
+
+
+multiply = mul
+
+
+class DivBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        edges = self._edges
+        ga = g / b if edges[0] is not None else None
+        gb = -g * a / (b * b) if edges[1] is not None else None  # d(a/b)/db = -a/b²
+        return ga, gb
+
+
+class DivBackward1(Node):  # rounding_mode given: piecewise constant
+    def backward(self, g):
+        return g * 0, (g * 0 if self._edges[1] is not None else None)
+
+
+def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
+    a, b = promote("div", input, other)
+    if rounding_mode is None:
+        if isinstance(a, Tensor):
+            a = float_result("div", a)
+        else:
+            a = float(a)
+        if isinstance(b, Tensor):
+            b = float_result("div", b)
+        elif not isinstance(a, Tensor) or a._data.dtype.kind == "f":
+            b = b if isinstance(b, float) else float(b)
+        data = data_of(a) / data_of(b)
+        return result(DivBackward0, data, (a, b), (a, b))
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"'{rounding_mode}'"
+        )
+    ad, bd = data_of(a), data_of(b)
+    xp = array_module(a._data if isinstance(a, Tensor) else b._data)
+    is_int = (a._data if isinstance(a, Tensor) else b._data).dtype.kind in "biu"
+    if rounding_mode == "floor":
+        data = xp.floor_divide(ad, bd) if is_int else xp.floor(ad / bd)
+    elif is_int:
+        q = xp.floor_divide(ad, bd)
+        data = q + ((xp.remainder(ad, bd) != 0) & ((xp.asarray(ad) < 0) != (xp.asarray(bd) < 0)))
+        data = data.astype(q.dtype)
+    else:
+        data = xp.trunc(ad / bd)
+    return result(DivBackward1, data, (a, b))
+
+
+divide = true_divide = div
+
+
+def floor_divide(input, other) -> Tensor:
+    return div(input, other, rounding_mode="floor")
+
+
+class PowBackward0(Node):  # tensor ** number
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        e = self.exponent
+        if e == 0:
+            return g * 0
+        return g * (x ** (e - 1) * e)  # d x^e = e x^(e-1)
+
+
+class PowBackward1(Node):  # tensor ** tensor
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        edges = self._edges
+        ga = gb = None
+        if edges[0] is not None:
+            ga = g * (b * a ** (b - 1))
+        if edges[1] is not None:
+            y = self.saved_output()
+            # d a^b/db = a^b log a, taken as 0 where a == 0 and b >= 0 (the limit)
+            gb = (g * y * a.log()).masked_fill((a == 0) & (b >= 0), 0.0)
+        return ga, gb
+
+
+class PowBackward2(Node):  # number ** tensor
+    def backward(self, g):
+        y = self.saved_output()
+        base = self.base
+        if base == 0:
+            (b,) = self.saved_tensors()
+            return None, (g * y * -math.inf).masked_fill(b >= 0, 0.0)
+        return None, g * y * math.log(base)
+
+
+def pow(input, exponent) -> Tensor:
+    if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        if isinstance(exponent, bool):
+            exponent = int(exponent)
+        a, e = promote("pow", input, exponent)
+        ad = a._data
+        if ad.dtype.kind in "iu" and isinstance(e, int) and e < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        xp = array_module(ad)
+        if e == 2:
+            data = ad * ad
+        elif e == 0.5 and ad.dtype.kind == "f":
+            data = xp.sqrt(ad)
+        else:
+            data = ad**e
+        return result(PowBackward0, data, (a,), (a,), exponent=e)
+    a, b = promote("pow", input, exponent)
+    if isinstance(a, Tensor):
+        ad, bd = a._data, b._data
+        if ad.dtype.kind in "iu" and (bd < 0).any():
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return result(PowBackward1, ad**bd, (a, b), (a, b), save_output=True)
+    data = a**b._data
+    if not isinstance(data, type(b._data)) or data.dtype != b._data.dtype:
+        data = _backend.as_array(data).astype(b._data.dtype, copy=False)
+    return result(PowBackward2, data, (None, b), (None, b), save_output=True, base=a)
+
+
+float_power = None  # defined below once ``to`` exists
+
+
+def _float_power(input, exponent) -> Tensor:
+    input = to_tensor(input).double() if not isinstance(input, Tensor) else input.double()
+    if isinstance(exponent, Tensor):
+        exponent = exponent.double()
+    return pow(input, exponent)
+
+
+float_power = _float_power
+
+
+class Atan2Backward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        denom = a * a + b * b
+        return g * b / denom, g * -a / denom  # d atan2(a,b) = (b da - a db)/(a²+b²)
+
+
+def atan2(input, other) -> Tensor:
+    a, b = promote("atan2", input, to_tensor(other, input))
+    a, b = float_result("atan2", a), float_result("atan2", b)
+    xp = array_module(a._data)
+    return result(Atan2Backward0, xp.arctan2(a._data, b._data), (a, b), (a, b))
+
+
+arctan2 = atan2
+
+
+class MaximumBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        # ties split the gradient evenly, as PyTorch does
+        half = (a == b) * 0.5
+        wins = (a > b) + half
+        return g * wins, g * (1 - wins)
+
+
+class MinimumBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        half = (a == b) * 0.5
+        wins = (a < b) + half
+        return g * wins, g * (1 - wins)
+
+
+def maximum(input, other) -> Tensor:
+    a, b = promote("maximum", input, to_tensor(other, input))
+    xp = array_module(a._data)
+    return result(MaximumBackward0, xp.maximum(a._data, b._data), (a, b), (a, b))
+
+
+def minimum(input, other) -> Tensor:
+    a, b = promote("minimum", input, to_tensor(other, input))
+    xp = array_module(a._data)
+    return result(MinimumBackward0, xp.minimum(a._data, b._data), (a, b), (a, b))
+
+
+def fmax(input, other) -> Tensor:
+    a, b = promote("fmax", input, to_tensor(other, input))
+    xp = array_module(a._data)
+    return result(MaximumBackward0, xp.fmax(a._data, b._data), (a, b), (a, b))
+
+
+def fmin(input, other) -> Tensor:
+    a, b = promote("fmin", input, to_tensor(other, input))
+    xp = array_module(a._data)
+    return result(MinimumBackward0, xp.fmin(a._data, b._data), (a, b), (a, b))
+
+
+class FmodBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        gb = None
+        if self._edges[1] is not None:
+            gb = g * -(a / b).trunc()
+        return g, gb
+
+
+class RemainderBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        gb = None
+        if self._edges[1] is not None:
+            gb = g * -(a / b).floor()
+        return g, gb
+
+
+def fmod(input, other) -> Tensor:
+    a, b = promote("fmod", input, other)
+    if not isinstance(a, Tensor):
+        a = to_tensor(a, b)
+    xp = array_module(a._data)
+    return result(FmodBackward0, xp.fmod(a._data, data_of(b)), (a, b), (a, b))
+
+
+def remainder(input, other) -> Tensor:
+    a, b = promote("remainder", input, other)
+    if not isinstance(a, Tensor):
+        a = to_tensor(a, b)
+    xp = array_module(a._data)
+    return result(RemainderBackward0, xp.remainder(a._data, data_of(b)), (a, b), (a, b))
+
+
+class HypotBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        y = self.saved_output()
+        return g * a / y, g * b / y
+
+
+def hypot(input, other) -> Tensor:
+    a, b = promote("hypot", input, to_tensor(other, input))
+    xp = array_module(a._data)
+    return result(HypotBackward0, xp.hypot(a._data, b._data), (a, b), (a, b), save_output=True)
+
+
+class LogaddexpBackward0(Node):
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        # d/da log(e^a + e^b) = σ(a - b)
+        return g * (a - b).sigmoid(), g * (b - a).sigmoid()
+
+
+def logaddexp(input, other) -> Tensor:
+    a, b = promote("logaddexp", input, to_tensor(other, input))
+    a, b = float_result("logaddexp", a), float_result("logaddexp", b)
+    xp = array_module(a._data)
+    return result(LogaddexpBackward0, xp.logaddexp(a._data, b._data), (a, b), (a, b))
+
+
+# --------------------------------------------------------------------------------------------
+# Ternary and selection ops
+# --------------------------------------------------------------------------------------------
+class WhereBackward0(Node):
+    def backward(self, g):
+        (cond,) = self.saved_tensors()
+        edges = self._edges
+        ga = g.masked_fill(~cond, 0.0) if edges[1] is not None else None
+        gb = g.masked_fill(cond, 0.0) if edges[2] is not None else None
+        return None, ga, gb
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    cond = to_tensor(condition)
+    if cond._data.dtype.kind != "b":
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{cond.dtype.name.capitalize()}"
+        )
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        a, b = promote("where", input, other)
+    elif isinstance(input, Tensor):
+        a, b = promote("where", input, other)
+    elif isinstance(other, Tensor):
+        b, a = promote("where", other, input)
+    else:
+        rt = dt.result_type(input, other)
+        a = to_tensor(input).to(rt)
+        b = to_tensor(other).to(rt)
+    a = a if isinstance(a, Tensor) else wrap(_scalar_array(a, b))
+    b = b if isinstance(b, Tensor) else wrap(_scalar_array(b, a))
+    xp = array_module(cond._data)
+    data = xp.where(cond._data, a._data, b._data)
+    return result(WhereBackward0, data, (cond, a, b), (cond,))
+
+
+def _scalar_array(value, like: Tensor):
+    xp = array_module(like._data)
+    return xp.asarray(value, dtype=like._data.dtype)
+
+
+class ClampBackward0(Node):  # number bounds
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        lo, hi = self.min, self.max
+        keep = None
+        if lo is not None:
+            keep = x >= lo
+        if hi is not None:
+            keep = (x <= hi) if keep is None else keep & (x <= hi)
+        return g * keep
+
+
+class ClampBackward1(Node):  # tensor bounds
+    def backward(self, g):
+        x, lo, hi = self.saved_tensors()
+        keep = None
+        g_lo = g_hi = None
+        if lo is not None:
+            keep = x >= lo
+            g_lo = g.masked_fill(~(x < lo), 0.0) if self._edges[1] is not None else None
+        if hi is not None:
+            keep = (x <= hi) if keep is None else keep & (x <= hi)
+            g_hi = g.masked_fill(~(x > hi), 0.0) if self._edges[2] is not None else None
+            if g_lo is not None:  # when min > max the result is max: min gets nothing there
+                g_lo = g_lo.masked_fill(lo > hi, 0.0)
+        return g * keep, g_lo, g_hi
+
+
+def clamp(input: Tensor, min=None, max=None) -> Tensor:
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    xp = array_module(input._data)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = to_tensor(min, input) if min is not None else None
+        hi = to_tensor(max, input) if max is not None else None
+        data = input._data
+        if lo is not None:
+            data = xp.maximum(data, lo._data.astype(data.dtype, copy=False))
+        if hi is not None:
+            data = xp.minimum(data, hi._data.astype(data.dtype, copy=False))
+        return result(ClampBackward1, data, (input, lo, hi), (input, lo, hi))
+    data = input._data
+    if isinstance(min, float) and data.dtype.kind in "biu" or (
+        isinstance(max, float) and data.dtype.kind in "biu"
+    ):
+        input = input.to(dt.get_default_dtype())
+        data = input._data
+    if min is not None:
+        data = xp.maximum(data, min)
+    if max is not None:
+        data = xp.minimum(data, max)
+    if data.dtype != input._data.dtype:
+        data = data.astype(input._data.dtype)
+    return result(ClampBackward0, data, (input,), (input,), min=min, max=max)
+
+
+clip = clamp
+
+
+def clamp_min(input: Tensor, min) -> Tensor:
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max) -> Tensor:
+    return clamp(input, max=max)
+
+
+class LerpBackward0(Node):
+    def backward(self, g):
+        start, end, weight = self.saved_tensors()
+        w = self.weight if weight is None else weight
+        edges = self._edges
+        g_start = g * (1 - w) if edges[0] is not None else None
+        g_end = g * w if edges[1] is not None else None
+        g_w = g * (end - start) if len(edges) > 2 and edges[2] is not None else None
+        return g_start, g_end, g_w
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    start, end = promote("lerp", input, end)
+    if isinstance(weight, Tensor):
+        w_data = weight._data
+        data = start._data + w_data * (end._data - start._data)
+        return result(LerpBackward0, data, (start, end, weight), (start, end, weight))
+    data = start._data + weight * (end._data - start._data)
+    return result(
+        LerpBackward0, data, (start, end, None), (start, end, None), weight=weight
+    )
+
+
+class AddcmulBackward0(Node):
+    def backward(self, g):
+        _, t1, t2 = self.saved_tensors()
+        v = self.value
+        edges = self._edges
+        return (
+            g,
+            g * t2 * v if edges[1] is not None else None,
+            g * t1 * v if edges[2] is not None else None,
+        )
+
+
+class AddcdivBackward0(Node):
+    def backward(self, g):
+        _, t1, t2 = self.saved_tensors()
+        v = self.value
+        edges = self._edges
+        return (
+            g,
+            g * v / t2 if edges[1] is not None else None,
+            g * -v * t1 / (t2 * t2) if edges[2] is not None else None,
+        )
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    data = input._data + value * (tensor1._data * tensor2._data)
+    data = data.astype(input._data.dtype, copy=False) if input._data.dtype.kind == "f" else data
+    return result(
+        AddcmulBackward0, data, (input, tensor1, tensor2), (None, tensor1, tensor2), value=value
+    )
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    if tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2."
+        )
+    data = input._data + value * (tensor1._data / tensor2._data)
+    data = data.astype(input._data.dtype, copy=False) if input._data.dtype.kind == "f" else data
+    return result(
+        AddcdivBackward0, data, (input, tensor1, tensor2), (None, tensor1, tensor2), value=value
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison and logical ops: never differentiable, results are bool tensors.
+# --------------------------------------------------------------------------------------------
+def _compare(name, kernel):
+    def op(input, other) -> Tensor:
+        a, b = promote(name, input, other)
+        if not isinstance(a, Tensor):
+            a, b = b, a
+            return wrap(kernel(data_of(b), a._data))
+        return wrap(kernel(a._data, data_of(b)))
+
+    op.__name__ = name
+    return op
+
+
+eq = _compare("eq", lambda a, b: a == b)
+ne = _compare("ne", lambda a, b: a != b)
+lt = _compare("lt", lambda a, b: a < b)
+le = _compare("le", lambda a, b: a <= b)
+gt = _compare("gt", lambda a, b: a > b)
+ge = _compare("ge", lambda a, b: a >= b)
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def _logical(name, attr):
+    def op(input, other) -> Tensor:
+        a = to_tensor(input)
+        b = to_tensor(other, a)
+        xp = array_module(a._data)
+        return wrap(getattr(xp, attr)(a._data, b._data))
+
+    op.__name__ = name
+    return op
+
+
+logical_and = _logical("logical_and", "logical_and")
+logical_or = _logical("logical_or", "logical_or")
+logical_xor = _logical("logical_xor", "logical_xor")
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return wrap(array_module(input._data).logical_not(input._data))
+
+
+def _bitwise(name, kernel):
+    def op(input, other) -> Tensor:
+        a, b = promote(name, input, other)
+        if not isinstance(a, Tensor):
+            a, b = b, a
+        if a._data.dtype.kind == "f":
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{a.dtype.name.capitalize()}\'')
+        return wrap(kernel(a._data, data_of(b)))
+
+    op.__name__ = name
+    return op
+
+
+bitwise_and = _bitwise("bitwise_and", lambda a, b: a & b)
+bitwise_or = _bitwise("bitwise_or", lambda a, b: a | b)
+bitwise_xor = _bitwise("bitwise_xor", lambda a, b: a ^ b)
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    if input._data.dtype.kind == "f":
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    return wrap(~input._data)
+
+
+def isnan(input: Tensor) -> Tensor:
+    return wrap(array_module(input._data).isnan(input._data))
+
+
+def isinf(input: Tensor) -> Tensor:
+    return wrap(array_module(input._data).isinf(input._data))
+
+
+def isfinite(input: Tensor) -> Tensor:
+    return wrap(array_module(input._data).isfinite(input._data))
+
+
+def isposinf(input: Tensor) -> Tensor:
+    return wrap(array_module(input._data).isposinf(input._data))
+
+
+def isneginf(input: Tensor) -> Tensor:
+    return wrap(array_module(input._data).isneginf(input._data))
+
+
+def signbit(input: Tensor) -> Tensor:
+    return wrap(array_module(input._data).signbit(input._data))
+
+
+def isclose(input: Tensor, other: Tensor, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
+    xp = array_module(input._data)
+    return wrap(xp.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def allclose(input: Tensor, other: Tensor, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    return input.shape == other.shape and bool((input._data == other._data).all())
+
+
+__all__ = [n for n in list(globals()) if not n.startswith("_") and callable(globals()[n])]
+_ = FLOAT

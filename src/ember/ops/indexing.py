@@ -1,0 +1,668 @@
+"""Indexing, gather/scatter, masking, sorting and padding, with their derivatives."""
+
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, result, to_tensor, wrap, wrap_dim
+from .shape import make_view
+
+sort_result = namedtuple("sort", ["values", "indices"])
+topk_result = namedtuple("topk", ["values", "indices"])
+
+
+# --------------------------------------------------------------------------------------------
+# __getitem__ / index_put
+# --------------------------------------------------------------------------------------------
+def _is_basic(key: tuple) -> bool:
+    for k in key:
+        if not (k is None or k is Ellipsis or isinstance(k, slice) or
+                (isinstance(k, int) and not isinstance(k, bool))):
+            return False
+    return True
+
+
+def _index_array(xp, k, op: str):
+    if isinstance(k, Tensor):
+        data = k._data
+    elif isinstance(k, (list, tuple)):
+        data = xp.asarray(k)
+    else:
+        data = k
+    if hasattr(data, "dtype"):
+        if data.dtype.kind == "f":
+            raise IndexError(
+                "tensors used as indices must be long, int, byte or bool tensors"
+            )
+        if data.dtype.kind == "u" and data.dtype.itemsize == 1:
+            data = data.astype(bool)
+    return data
+
+
+def normalize_key(input: Tensor, key, op: str = "index"):
+    """A NumPy index equal to PyTorch's reading of ``key``; and whether it is basic (a view)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if _is_basic(key):
+        _check_basic_bounds(input._data.shape, key)
+        return key, True
+    xp = array_module(input._data)
+    out = []
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, slice):
+            out.append(k)
+        elif isinstance(k, bool):
+            out.append(xp.asarray(k))
+        elif isinstance(k, int):
+            out.append(k)
+        else:
+            out.append(_index_array(xp, k, op))
+    key = tuple(out)
+    _check_advanced_bounds(input._data.shape, key)
+    return key, False
+
+
+def _expanded_dims(shape: tuple, key: tuple):
+    """Pair each key element with the dimension it indexes (None for new axes)."""
+    consumed = 0
+    for k in key:
+        if k is None or k is Ellipsis:
+            continue
+        if hasattr(k, "dtype") and k.dtype.kind == "b":
+            consumed += builtins.max(k.ndim, 1) if k.ndim else 0
+        else:
+            consumed += 1
+    if consumed > len(shape):
+        raise IndexError(
+            f"too many indices for tensor of dimension {len(shape)}"
+        )
+    dim = 0
+    for k in key:
+        if k is None:
+            continue
+        if k is Ellipsis:
+            dim += len(shape) - consumed
+            continue
+        if hasattr(k, "dtype") and k.dtype.kind == "b":
+            if k.ndim:
+                for j in range(k.ndim):
+                    if k.shape[j] != shape[dim + j]:
+                        raise IndexError(
+                            f"The shape of the mask {list(k.shape)} at index {j} does not "
+                            f"match the shape of the indexed tensor {list(shape)} at index "
+                            f"{dim + j}"
+                        )
+            yield k, dim
+            dim += k.ndim
+            continue
+        yield k, dim
+        dim += 1
+
+
+def _check_basic_bounds(shape: tuple, key: tuple) -> None:
+    for k, d in _expanded_dims(shape, key):
+        if isinstance(k, int) and not -shape[d] <= k < shape[d]:
+            raise IndexError(
+                f"index {k} is out of bounds for dimension {d} with size {shape[d]}"
+            )
+
+
+def _check_advanced_bounds(shape: tuple, key: tuple) -> None:
+    for k, d in _expanded_dims(shape, key):
+        if isinstance(k, int):
+            size = shape[d]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
+        elif hasattr(k, "dtype") and k.dtype.kind in "iu" and k.size:
+            size = shape[d]
+            lo, hi = int(k.min()), int(k.max())
+            if lo < -size or hi >= size:
+                bad = hi if hi >= size else lo
+                raise IndexError(
+                    f"index {bad} is out of bounds for dimension {d} with size {size}"
+                )
+
+
+class IndexBackward0(Node):
+    def backward(self, g):
+        from .._creation import zeros
+
+        base = zeros(self.shape, dtype=g.dtype, device=g.device)
+        return index_put(base, self.key, g, accumulate=not self.basic)
+
+
+def getitem(input: Tensor, key) -> Tensor:
+    key, basic = normalize_key(input, key)
+    data = input._data[key]
+    node_cls = IndexBackward0
+    out = result(node_cls, data, (input,), shape=input._data.shape, key=key, basic=basic)
+    if basic:
+        make_view(out, input, (getitem, (key,)))
+    return out
+
+
+class IndexPutBackward0(Node):
+    def backward(self, g):
+        key, accumulate = self.key, self.accumulate
+        edges = self._edges
+        g_self = None
+        if edges[0] is not None:
+            g_self = g if accumulate else index_put(g, key, g[key] * 0)
+        g_values = g[key] if edges[1] is not None else None
+        return g_self, g_values
+
+
+def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``input[indices] = values`` (``+=`` with accumulate, duplicates summed)."""
+    key, _ = normalize_key(input, indices if isinstance(indices, tuple) else (indices,))
+    values = to_tensor(values, input)
+    if values._data.dtype != input._data.dtype:
+        values = values.to(input.dtype)
+    xp = array_module(input._data)
+    out = input._data.copy()
+    target_shape = out[key].shape
+    try:
+        v = xp.broadcast_to(values._data, target_shape)
+    except ValueError:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(values._data.shape)} cannot be "
+            f"broadcast to indexing result of shape {list(target_shape)}"
+        ) from None
+    if accumulate:
+        xp.add.at(out, key, v)
+    else:
+        out[key] = v
+    return result(IndexPutBackward0, out, (input, values), key=key, accumulate=accumulate)
+
+
+def index_put_key(input: Tensor, key, values) -> Tensor:
+    """``index_put`` for a raw ``__setitem__`` key (ints, slices, tensors ...)."""
+    return index_put(input, key if isinstance(key, tuple) else (key,), values)
+
+
+# --------------------------------------------------------------------------------------------
+# gather / scatter / index_select / index_add
+# --------------------------------------------------------------------------------------------
+def _along_dim_key(xp, index, dim: int) -> tuple:
+    """A fancy index addressing ``out[i0, ..., index[i], ..., in]`` for every position of index."""
+    key = []
+    for k in range(index.ndim):
+        if k == dim:
+            key.append(index)
+        else:
+            shape = [1] * index.ndim
+            shape[k] = index.shape[k]
+            key.append(xp.arange(index.shape[k]).reshape(shape))
+    return tuple(key)
+
+
+def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=None) -> None:
+    idx = index._data
+    if idx.dtype != dt.int64.np:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if idx.ndim != input._data.ndim and not (idx.ndim <= 1 and input._data.ndim <= 1):
+        raise RuntimeError(
+            f"Index tensor must have the same number of dimensions as {'self' if op != 'gather' else 'input'} tensor"
+        )
+    for k in range(idx.ndim):
+        if k != dim and idx.shape[k] > input._data.shape[k]:
+            raise RuntimeError(
+                f"Size does not match at dimension {k} expected index {list(idx.shape)} to be "
+                f"smaller than self {list(input._data.shape)} apart from dimension {dim}"
+            )
+    if idx.size:
+        size = input._data.shape[dim] if input._data.ndim else 1
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < -size or hi >= size:
+            raise RuntimeError(
+                f"{op}(): index {hi if hi >= size else lo} is out of bounds for dimension "
+                f"{dim} with size {size}"
+            )
+
+
+class GatherBackward0(Node):
+    def backward(self, g):
+        from .._creation import zeros
+
+        out = zeros(self.shape, dtype=g.dtype, device=g.device)
+        return out.scatter_add(self.dim, self.index, g)
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "gather")
+    _check_index_tensor("gather", input, d, index)
+    xp = array_module(input._data)
+    data = input._data
+    if data.ndim == 0:
+        return result(GatherBackward0, data.reshape(index._data.shape), (input,),
+                      shape=data.shape, dim=d, index=index)
+    key = _along_dim_key(xp, index._data, d)
+    return result(GatherBackward0, data[key], (input,), shape=data.shape, dim=d, index=index)
+
+
+def _embed(small: Tensor, shape: tuple) -> Tensor:
+    """Put ``small`` in the leading corner of a zero tensor of ``shape``."""
+    if tuple(small.shape) == tuple(shape):
+        return small
+    from .._creation import zeros
+
+    key = tuple(slice(0, s) for s in small.shape)
+    return index_put(zeros(shape, dtype=small.dtype, device=small.device), key, small)
+
+
+def _src_part(src: Tensor, index) -> Tensor:
+    if src._data.shape == index._data.shape:
+        return src
+    return getitem(src, tuple(slice(0, s) for s in index._data.shape))
+
+
+class ScatterBackward0(Node):  # scatter with a tensor src
+    def backward(self, g):
+        d, index = self.dim, self.index
+        g_self = g.scatter(d, index, 0.0) if self._edges[0] is not None else None
+        g_src = None
+        if self._edges[1] is not None:
+            g_src = _embed(g.gather(d, index), self.src_shape)
+        return g_self, g_src
+
+
+class ScatterBackward1(Node):  # scatter with a number
+    def backward(self, g):
+        return g.scatter(self.dim, self.index, 0.0)
+
+
+class ScatterAddBackward0(Node):
+    def backward(self, g):
+        g_src = None
+        if self._edges[1] is not None:
+            g_src = _embed(g.gather(self.dim, self.index), self.src_shape)
+        return g, g_src
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None):
+    if src is None:
+        src = value
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter")
+    _check_index_tensor("scatter", input, d, index)
+    xp = array_module(input._data)
+    out = input._data.copy()
+    key = _along_dim_key(xp, index._data, d) if out.ndim else ()
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    if isinstance(src, Tensor):
+        part = _src_part(src, index)._data.astype(out.dtype, copy=False)
+        if reduce == "add":
+            xp.add.at(out, key, part)
+        elif reduce == "multiply":
+            xp.multiply.at(out, key, part)
+        else:
+            out[key] = part
+        if reduce is not None:
+            return wrap(out)
+        return result(ScatterBackward0, out, (input, src), dim=d, index=index,
+                      src_shape=src._data.shape)
+    if reduce == "add":
+        xp.add.at(out, key, src)
+    elif reduce == "multiply":
+        xp.multiply.at(out, key, src)
+    else:
+        out[key] = src
+    return result(ScatterBackward1, out, (input,), dim=d, index=index)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_add")
+    _check_index_tensor("scatter_add", input, d, index)
+    xp = array_module(input._data)
+    out = input._data.copy()
+    key = _along_dim_key(xp, index._data, d) if out.ndim else ()
+    xp.add.at(out, key, _src_part(src, index)._data.astype(out.dtype, copy=False))
+    return result(ScatterAddBackward0, out, (input, src), dim=d, index=index,
+                  src_shape=src._data.shape)
+
+
+def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> None:
+    idx = index._data
+    if idx.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"{op}(): Expected dtype int32/int64 for index")
+    size = input._data.shape[dim] if input._data.ndim else 1
+    if idx.size and (int(idx.min()) < -size or int(idx.max()) >= size):
+        bad = int(idx.max()) if int(idx.max()) >= size else int(idx.min())
+        raise IndexError(f"{op}(): index out of range in self (index {bad}, size {size})")
+
+
+class IndexSelectBackward0(Node):
+    def backward(self, g):
+        from .._creation import zeros
+
+        out = zeros(self.shape, dtype=g.dtype, device=g.device)
+        return out.index_add(self.dim, self.index, g)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_select")
+    _check_index_vector("index_select", input, d, index)
+    xp = array_module(input._data)
+    idx = index._data.reshape(-1)
+    data = input._data
+    out = xp.take(data, idx, axis=d) if data.ndim else data.reshape(1)[idx].reshape(
+        index._data.shape)
+    return result(IndexSelectBackward0, out, (input,), shape=data.shape, dim=d, index=index)
+
+
+class IndexAddBackward0(Node):
+    def backward(self, g):
+        g_src = None
+        if self._edges[1] is not None:
+            g_src = g.index_select(self.dim, self.index)
+            if self.alpha != 1:
+                g_src = g_src * self.alpha
+            g_src = g_src.reshape(self.src_shape)
+        return g, g_src
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_add")
+    _check_index_vector("index_add", input, d, index)
+    xp = array_module(input._data)
+    out = input._data.copy()
+    src = source._data if alpha == 1 else source._data * alpha
+    src = src.astype(out.dtype, copy=False)
+    if out.ndim == 0:
+        xp.add.at(out.reshape(1), index._data.reshape(-1), src.reshape(-1))
+    else:
+        xp.add.at(out, (slice(None),) * d + (index._data.reshape(-1),), src)
+    return result(IndexAddBackward0, out, (input, source), dim=d, index=index, alpha=alpha,
+                  src_shape=source._data.shape)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    from .._creation import zeros
+
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_fill")
+    mask = zeros(input._data.shape, dtype=dt.bool_, device=input.device)
+    mask._data[(slice(None),) * d + (index._data.reshape(-1),)] = True
+    return masked_fill(input, mask, value)
+
+
+# --------------------------------------------------------------------------------------------
+# Masks
+# --------------------------------------------------------------------------------------------
+class MaskedFillBackward0(Node):
+    def backward(self, g):
+        mask = self.mask
+        g_self = g.masked_fill(mask, 0.0) if self._edges[0] is not None else None
+        g_value = None
+        if len(self._edges) > 1 and self._edges[1] is not None:
+            g_value = (g * mask).sum()
+        return (g_self, g_value) if len(self._edges) > 1 else g_self
+
+
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    if mask._data.dtype.kind != "b":
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{mask.dtype.name}"
+        )
+    xp = array_module(input._data)
+    try:
+        shape = xp.broadcast_shapes(input._data.shape, mask._data.shape)
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a ({input._data.shape}) must match the size of tensor b "
+            f"({mask._data.shape})"
+        ) from None
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value._data.ndim} dimension(s)."
+            )
+        out = xp.where(mask._data, value._data.astype(input._data.dtype), input._data)
+        return result(MaskedFillBackward0, out, (input, value), mask=mask)
+    out = xp.where(mask._data, xp.asarray(value, dtype=input._data.dtype), input._data)
+    if out.shape != shape:
+        out = xp.broadcast_to(out, shape).copy()
+    return result(MaskedFillBackward0, out, (input,), mask=mask)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    from .shape import broadcast_shapes
+
+    shape = broadcast_shapes(input.shape, mask.shape)
+    return getitem(input.expand(shape), mask.expand(shape))
+
+
+class MaskedScatterBackward0(Node):
+    def backward(self, g):
+        mask = self.mask
+        g_self = g.masked_fill(mask, 0.0)
+        g_src = None
+        if self._edges[1] is not None:
+            picked = getitem(g, mask.expand(g.shape))
+            flat = _embed(picked, (self.src_numel,))
+            g_src = flat.reshape(self.src_shape)
+        return g_self, g_src
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    xp = array_module(input._data)
+    m = xp.broadcast_to(mask._data, input._data.shape)
+    n = int(m.sum())
+    if n > source._data.size:
+        raise RuntimeError(
+            "masked_scatter: expected source to have at least as many elements as ones in mask"
+        )
+    out = input._data.copy()
+    out[m] = source._data.reshape(-1)[:n]
+    return result(MaskedScatterBackward0, out, (input, source), mask=mask,
+                  src_numel=source._data.size, src_shape=source._data.shape)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    from .shape import broadcast_shapes
+
+    d = wrap_dim(dim, input._data.ndim, "take_along_dim")
+    a_shape, i_shape = list(input.shape), list(indices.shape)
+    a_shape[d], i_shape[d] = 1, 1
+    common = list(broadcast_shapes(a_shape, i_shape))
+    a_target, i_target = list(common), list(common)
+    a_target[d], i_target[d] = input.shape[d], indices.shape[d]
+    return gather(input.expand(a_target), d, indices.expand(i_target))
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    return getitem(input.reshape(-1), index)
+
+
+# --------------------------------------------------------------------------------------------
+# Sorting and selection: indices come from the kernel, values through gather (so the gradient
+# is gather's: the value's gradient goes back to the position it came from).
+# --------------------------------------------------------------------------------------------
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    data = input._data
+    xp = array_module(data)
+    if data.ndim == 0:
+        return wrap(xp.zeros((), dtype=dt.int64.np))
+    d = wrap_dim(dim, data.ndim, "argsort")
+    if descending:
+        # negate the key so that equal elements keep their order (stable descending)
+        key = -data if data.dtype.kind == "f" else (
+            ~data if data.dtype.kind == "b" else -(data.astype(dt.int64.np)))
+        if data.dtype.kind == "f":
+            key = xp.where(xp.isnan(data), -xp.inf, key)
+        idx = xp.argsort(key, axis=d, kind="stable")
+    else:
+        idx = xp.argsort(data, axis=d, kind="stable")
+    return wrap(idx.astype(dt.int64.np, copy=False))
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    indices = argsort(input, dim, descending, stable)
+    if input._data.ndim == 0:
+        return sort_result(input.clone(), indices)
+    return sort_result(gather(input, dim, indices), indices)
+
+
+def msort(input: Tensor) -> Tensor:
+    return sort(input, 0).values
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    data = input._data
+    d = wrap_dim(dim, builtins.max(data.ndim, 1), "topk")
+    size = data.shape[d] if data.ndim else 1
+    if not 0 <= k <= size:
+        raise RuntimeError(f"selected index k out of range")
+    indices = argsort(input, d, descending=largest)
+    if data.ndim == 0:
+        return topk_result(input.clone(), indices)
+    indices = narrow_indices(indices, d, k)
+    return topk_result(gather(input, d, indices), indices)
+
+
+def narrow_indices(indices: Tensor, d: int, k: int) -> Tensor:
+    key = (slice(None),) * d + (slice(0, k),)
+    return wrap(indices._data[key].copy())
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "kthvalue")
+    indices = argsort(input, d)
+    idx = wrap(indices._data[(slice(None),) * d + (slice(k - 1, k),)].copy())
+    values = gather(input, d, idx)
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    return sort_result(values, idx)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False):
+    xp = array_module(input._data)
+    data = input._data
+    if data.ndim == 0:
+        data = data.reshape(1)
+        found = xp.nonzero(data)
+        if as_tuple:
+            return (wrap(found[0].astype(dt.int64.np)),)
+        return wrap(xp.zeros((int(found[0].size), 0), dtype=dt.int64.np))
+    found = xp.nonzero(data)
+    if as_tuple:
+        return tuple(wrap(f.astype(dt.int64.np)) for f in found)
+    return wrap(xp.stack(found, axis=1).astype(dt.int64.np) if found else xp.zeros((0, 0)))
+
+
+def argwhere(input: Tensor) -> Tensor:
+    return nonzero(input)
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim=None):
+    xp = array_module(input._data)
+    data = input._data
+    if dim is None:
+        values, inverse, counts = xp.unique(data.reshape(-1), return_inverse=True,
+                                            return_counts=True)
+        inverse = inverse.reshape(data.shape)
+    else:
+        d = wrap_dim(dim, data.ndim, "unique")
+        values, inverse, counts = xp.unique(data, return_inverse=True, return_counts=True,
+                                            axis=d)
+        inverse = inverse.reshape(-1)
+    out = [wrap(values)]
+    if return_inverse:
+        out.append(wrap(inverse.astype(dt.int64.np)))
+    if return_counts:
+        out.append(wrap(counts.astype(dt.int64.np)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_consecutive(input: Tensor, return_inverse=False, return_counts=False, dim=None):
+    xp = array_module(input._data)
+    flat = input._data.reshape(-1)
+    if flat.size == 0:
+        keep = xp.zeros(0, dtype=bool)
+    else:
+        keep = xp.concatenate([xp.asarray([True]), flat[1:] != flat[:-1]])
+    out = [wrap(flat[keep])]
+    if return_inverse:
+        out.append(wrap((xp.cumsum(keep) - 1).reshape(input._data.shape).astype(dt.int64.np)))
+    if return_counts:
+        starts = xp.nonzero(keep)[0]
+        out.append(wrap(xp.diff(xp.concatenate([starts, xp.asarray([flat.size])])).astype(
+            dt.int64.np)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Padding
+# --------------------------------------------------------------------------------------------
+class ConstantPadNdBackward0(Node):
+    def backward(self, g):
+        return pad(g, [-p for p in self.pad])  # cropping undoes padding
+
+
+def _pad_pairs(pad, ndim: int, op: str):
+    pad = [int(p) for p in pad]
+    if len(pad) % 2 or len(pad) // 2 > ndim:
+        raise RuntimeError(
+            f"Padding length should be less than or equal to two times the input dimension but "
+            f"got padding length {len(pad)} and input of dimension {ndim}"
+        )
+    return [(ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
+    """``ember.nn.functional.pad``: pad (or crop, with negative amounts) the last dims."""
+    data = input._data
+    pairs = _pad_pairs(pad, data.ndim, "pad")
+    if mode == "constant":
+        xp = array_module(data)
+        crop = [slice(None)] * data.ndim
+        for d, lo, hi in pairs:
+            crop[d] = slice(builtins.max(-lo, 0), data.shape[d] - builtins.max(-hi, 0))
+        cropped = data[tuple(crop)]
+        shape = list(cropped.shape)
+        place = [slice(None)] * data.ndim
+        for d, lo, hi in pairs:
+            lo_p, hi_p = builtins.max(lo, 0), builtins.max(hi, 0)
+            shape[d] += lo_p + hi_p
+            place[d] = slice(lo_p, lo_p + cropped.shape[d])
+        if builtins.min(shape, default=1) < 0:
+            raise RuntimeError(f"The input size {list(data.shape)} is too small for padding")
+        out = xp.full(shape, 0 if value is None else value, dtype=data.dtype)
+        out[tuple(place)] = cropped
+        return result(ConstantPadNdBackward0, out, (input,), pad=list(pad))
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"padding mode '{mode}' is not one of constant, reflect, "
+                                  "replicate, circular")
+    out = input
+    xp = array_module(data)
+    for d, lo, hi in pairs:
+        n = data.shape[d]
+        positions = xp.arange(-lo, n + hi)
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise RuntimeError(
+                    f"Argument #4: Padding size should be less than the corresponding input "
+                    f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                    f"{list(data.shape)}"
+                )
+            period = 2 * (n - 1) if n > 1 else 1
+            positions = xp.abs(positions) % period
+            positions = xp.where(positions >= n, period - positions, positions)
+        elif mode == "replicate":
+            positions = xp.clip(positions, 0, n - 1)
+        else:
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            positions = positions % n
+        out = index_select(out, d, wrap(positions.astype(dt.int64.np)))
+    return out

@@ -1,0 +1,492 @@
+"""Linear algebra: products, einsum, inverse, determinant, solve and matrix norms."""
+
+from __future__ import annotations
+
+import string
+
+from .._tensor import Tensor
+from ..autograd import grad_mode as _gm
+from ..autograd.node import Node
+from ._dispatch import array_module, result, wrap
+from .reduction import vector_norm
+
+
+def _shape(t: Tensor) -> str:
+    return "x".join(str(s) for s in t._data.shape) or "scalar"
+
+
+def _same_dtype(op: str, a: Tensor, b: Tensor) -> None:
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"{op}: expected m1 and m2 to have the same dtype, but got: {a.dtype.name} != "
+            f"{b.dtype.name}"
+        )
+    if type(a._data) is not type(b._data):
+        raise RuntimeError(
+            f"{op}: Expected all tensors to be on the same device, but found at least two "
+            f"devices, {a.device} and {b.device}!"
+        )
+
+
+class MmBackward0(Node):
+    """Gradient of a @ b for every matmul case: 1-D operands are matrices with a unit dim."""
+
+    def backward(self, g):
+        a, b = self.saved_tensors()
+        edges = self._edges
+        a1, b1 = a.ndim == 1, b.ndim == 1
+        if a1 and b1:  # dot product
+            return (g * b if edges[0] is not None else None,
+                    g * a if edges[1] is not None else None)
+        ga = gb = None
+        if a1:  # (k) @ (..., k, m) -> (..., m)
+            if edges[0] is not None:
+                ga = (g.unsqueeze(-2) @ b.mT).squeeze(-2)
+            if edges[1] is not None:
+                gb = a.unsqueeze(-1) @ g.unsqueeze(-2)
+        elif b1:  # (..., n, k) @ (k) -> (..., n)
+            if edges[0] is not None:
+                ga = g.unsqueeze(-1) @ b.unsqueeze(-2)
+            if edges[1] is not None:
+                gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1)
+        else:  # d(AB) = dA B + A dB
+            if edges[0] is not None:
+                ga = g @ b.mT
+            if edges[1] is not None:
+                gb = a.mT @ g
+        return ga, gb
+
+
+class DotBackward0(MmBackward0):
+    pass
+
+
+class MvBackward0(MmBackward0):
+    pass
+
+
+class BmmBackward0(MmBackward0):
+    pass
+
+
+class MatmulBackward0(MmBackward0):
+    pass
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(
+            f"matmul(): argument 'other' (position 2) must be Tensor, not "
+            f"{type(other if isinstance(input, Tensor) else input).__name__}"
+        )
+    a, b = input._data, other._data
+    _same_dtype("matmul", input, other)
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and "
+            f"{b.ndim}D"
+        )
+    k_a = a.shape[-1]
+    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if k_a != k_b:
+        raise RuntimeError(
+            f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
+            f"({k_a} != {k_b})"
+        )
+    xp = array_module(a)
+    try:
+        out = xp.matmul(a, b)
+    except ValueError:
+        raise RuntimeError(
+            f"matmul: batch dimensions of shapes {tuple(a.shape)} and {tuple(b.shape)} cannot "
+            "be broadcast"
+        ) from None
+    if a.ndim == 1 and b.ndim == 1:
+        node = DotBackward0
+    elif a.ndim == 2 and b.ndim == 2:
+        node = MmBackward0
+    elif b.ndim == 1 and a.ndim == 2:
+        node = MvBackward0
+    elif a.ndim == 3 and b.ndim == 3:
+        node = BmmBackward0
+    else:
+        node = MatmulBackward0
+    return result(node, out, (input, other), (input, other))
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input._data.ndim != 2 or mat2._data.ndim != 2:
+        which = "self" if input._data.ndim != 2 else "mat2"
+        raise RuntimeError(f"{which} must be a matrix")
+    if input._data.shape[1] != mat2._data.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({_shape(input)} and {_shape(mat2)})"
+        )
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input._data.ndim != 3 or mat2._data.ndim != 3:
+        raise RuntimeError(
+            f"batch1 must be a 3D tensor" if input._data.ndim != 3 else "batch2 must be a 3D tensor"
+        )
+    if input._data.shape[0] != mat2._data.shape[0] or input._data.shape[2] != mat2._data.shape[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{input._data.shape[0]}, {input._data.shape[2]}] but got: "
+            f"[{mat2._data.shape[0]}, {mat2._data.shape[1]}]."
+        )
+    return matmul(input, mat2)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    if input._data.ndim != 2 or vec._data.ndim != 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got {input._data.ndim}, {vec._data.ndim}"
+        )
+    if input._data.shape[1] != vec._data.shape[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({input._data.shape[0]}), mat ({_shape(input)}), vec "
+            f"({vec._data.shape[0]})"
+        )
+    return matmul(input, vec)
+
+
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    if input._data.ndim != 1 or tensor._data.ndim != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {input._data.ndim}D and {tensor._data.ndim}D tensors"
+        )
+    if input._data.shape[0] != tensor._data.shape[0]:
+        n, m = input._data.shape[0], tensor._data.shape[0]
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+            f"number of elements, but got {n} and {m} elements respectively"
+        )
+    return matmul(input, tensor)
+
+
+inner_product = dot
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    return dot(input, other)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    if input._data.ndim != 1 or vec2._data.ndim != 1:
+        raise RuntimeError("outer: expected 1-D tensors")
+    return input.reshape(-1, 1) * vec2
+
+
+ger = outer
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    prod = mm(mat1, mat2)
+    if alpha != 1:
+        prod = prod * alpha
+    return (input if beta == 1 else input * beta) + prod
+
+
+# --------------------------------------------------------------------------------------------
+# einsum
+# --------------------------------------------------------------------------------------------
+def _parse_einsum(equation: str, shapes: list) -> tuple:
+    """Explicit subscripts (ellipsis spelled out as letters) and the output subscript."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise RuntimeError(
+            f"einsum(): more operands were provided than specified in the equation"
+            if len(shapes) > len(terms)
+            else "einsum(): fewer operands were provided than specified in the equation"
+        )
+    used = set(c for c in eq if c.isalpha())
+    spare = [c for c in string.ascii_letters if c not in used]
+    ell_dims = 0
+    for term, shape in zip(terms, shapes):
+        if "..." in term:
+            ell_dims = max(ell_dims, len(shape) - (len(term) - 3))
+    ell = "".join(spare[:ell_dims])
+    explicit = []
+    for term, shape in zip(terms, shapes):
+        if "..." in term:
+            n = len(shape) - (len(term) - 3)
+            term = term.replace("...", ell[ell_dims - n :] if n else "")
+        if len(term) != len(shape):
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({len(term)}) does not "
+                f"match the number of dimensions ({len(shape)}) for operand "
+                f"{len(explicit)} and no ellipsis was given"
+            )
+        explicit.append(term)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for term in explicit:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    return explicit, out
+
+
+class EinsumBackward0(Node):
+    def backward(self, g):
+        operands = self.saved_tensors()
+        terms, out_term = self.terms, self.out_term
+        grads = []
+        for i, (term, t) in enumerate(zip(terms, operands)):
+            if self._edges[i] is None:
+                grads.append(None)
+                continue
+            others = [(s, o) for j, (s, o) in enumerate(zip(terms, operands)) if j != i]
+            available = set(out_term).union(*(set(s) for s, _ in others))
+            unique = "".join(dict.fromkeys(term))
+            reachable = "".join(c for c in unique if c in available)
+            eq = ",".join([out_term] + [s for s, _ in others]) + "->" + reachable
+            grad = einsum(eq, g, *[o for _, o in others])
+            # letters summed inside this operand alone: the gradient is constant along them
+            sizes = {c: t.shape[term.index(c)] for c in unique}
+            if reachable != unique:
+                shape_now = [sizes[c] for c in reachable]
+                for c in unique:
+                    if c not in reachable:
+                        grad = grad.unsqueeze(-1)
+                        shape_now.append(sizes[c])
+                order = reachable + "".join(c for c in unique if c not in reachable)
+                grad = grad.expand(shape_now)
+                grad = grad.permute([order.index(c) for c in unique])
+            if unique != term:  # repeated letters: the gradient lives on the diagonal
+                grad = _onto_diagonal(grad, unique, term, sizes)
+            grads.append(grad)
+        return tuple(grads)
+
+
+def _onto_diagonal(grad: Tensor, unique: str, term: str, sizes: dict) -> Tensor:
+    from .._creation import eye
+
+    used = set(term)
+    spare = iter(c for c in string.ascii_letters if c not in used)
+    renamed, eyes, seen = [], [], set()
+    for c in term:
+        if c in seen:
+            fresh = next(spare)
+            renamed.append(fresh)
+            eyes.append((c + fresh, eye(sizes[c], dtype=grad.dtype, device=grad.device)))
+        else:
+            seen.add(c)
+            renamed.append(c)
+    eq = ",".join([unique] + [s for s, _ in eyes]) + "->" + "".join(renamed)
+    return einsum(eq, grad, *[e for _, e in eyes])
+
+
+def einsum(equation: str, *operands) -> Tensor:
+    """Einstein summation, differentiable in every operand (also to higher order)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    terms, out_term = _parse_einsum(equation, [o._data.shape for o in operands])
+    for term, o in zip(terms, operands):
+        for c, s in zip(term, o._data.shape):
+            pass
+    eq = ",".join(terms) + "->" + out_term
+    xp = array_module(operands[0]._data)
+    try:
+        out = xp.einsum(eq, *[o._data for o in operands], optimize=len(operands) > 2)
+    except ValueError as exc:
+        raise RuntimeError(f"einsum(): {exc} (equation '{equation}', shapes "
+                           f"{[list(o._data.shape) for o in operands]})") from None
+    return result(EinsumBackward0, out, tuple(operands), tuple(operands), terms=terms,
+                  out_term=out_term)
+
+
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
+    if isinstance(dims, int):
+        dims_a = list(range(a.ndim - dims, a.ndim))
+        dims_b = list(range(dims))
+    else:
+        dims_a, dims_b = [list(d) if not isinstance(d, int) else [d] for d in dims]
+    letters = iter(string.ascii_letters)
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [next(letters) for _ in range(b.ndim)]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
+                f"{da} and second has size {b.shape[db]} in dim {db}"
+            )
+        sb[db] = sa[da]
+    out = [c for i, c in enumerate(sa) if i not in [d % a.ndim for d in dims_a]]
+    out += [c for i, c in enumerate(sb) if i not in [d % b.ndim for d in dims_b]]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+
+
+# --------------------------------------------------------------------------------------------
+# inverse, determinant, solve
+# --------------------------------------------------------------------------------------------
+def _square(op: str, A: Tensor) -> None:
+    shape = A._data.shape
+    if len(shape) < 2:
+        raise RuntimeError(
+            f"{op}: The input tensor A must have at least 2 dimensions."
+        )
+    if shape[-1] != shape[-2]:
+        raise RuntimeError(
+            f"{op}: A must be batches of square matrices, but they are {shape[-2]} by "
+            f"{shape[-1]} matrices"
+        )
+    if A._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.name}"
+        )
+
+
+class LinalgInvExBackward0(Node):
+    def backward(self, g):
+        inv = self.saved_output()
+        inv_t = inv.mT
+        return -(inv_t @ g @ inv_t)  # d A⁻¹ = -A⁻¹ dA A⁻¹
+
+
+def inv(A: Tensor) -> Tensor:
+    _square("linalg.inv", A)
+    xp = array_module(A._data)
+    try:
+        out = xp.linalg.inv(A._data)
+    except Exception:
+        raise RuntimeError(
+            "linalg.inv: The diagonal element is zero, the inversion could not be completed "
+            "because the input matrix is singular."
+        ) from None
+    return result(LinalgInvExBackward0, out, (A,), save_output=True)
+
+
+class LinalgDetBackward0(Node):
+    def backward(self, g):
+        (A,) = self.saved_tensors()
+        det_a = self.saved_output()
+        g = g.unsqueeze(-1).unsqueeze(-1)
+        if bool((det_a._data != 0).all()):
+            return g * det_a.unsqueeze(-1).unsqueeze(-1) * inv(A).mT  # d det = det A⁻ᵀ
+        return g * _cofactors(A)
+
+
+def _cofactors(A: Tensor) -> Tensor:
+    """Cofactor matrix from minors; works for singular matrices, where det·A⁻ᵀ does not."""
+    from .._creation import tensor
+    from .shape import stack
+
+    n = A.shape[-1]
+    if n == 1:
+        return A * 0 + 1
+    rows = []
+    for i in range(n):
+        keep_r = tensor([k for k in range(n) if k != i], device=A.device)
+        row = []
+        for j in range(n):
+            keep_c = tensor([k for k in range(n) if k != j], device=A.device)
+            minor = A.index_select(-2, keep_r).index_select(-1, keep_c)
+            row.append(det(minor) * (-1) ** (i + j))
+        rows.append(stack(row, -1))
+    return stack(rows, -2)
+
+
+def det(A: Tensor) -> Tensor:
+    _square("linalg.det", A)
+    xp = array_module(A._data)
+    return result(LinalgDetBackward0, xp.linalg.det(A._data), (A,), (A,), save_output=True)
+
+
+class LinalgSolveExBackward0(Node):
+    def backward(self, g):
+        A, _ = self.saved_tensors()
+        X = self.saved_output()
+        vector = self.vector
+        gB = solve(A.mT, g)  # A X = B  =>  dB = A⁻ᵀ g,  dA = -dB Xᵀ
+        gA = None
+        if self._edges[0] is not None:
+            gA = -(gB.unsqueeze(-1) @ X.unsqueeze(-2)) if vector else -(gB @ X.mT)
+        return gA, gB if self._edges[1] is not None else None
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    if not left:
+        return solve(A.mT, B.mT).mT
+    _square("linalg.solve", A)
+    _same_dtype("linalg.solve", A, B)
+    xp = array_module(A._data)
+    vector = B._data.ndim == 1 or B._data.ndim == A._data.ndim - 1
+    b = B._data[..., None] if vector else B._data
+    if b.shape[-2] != A._data.shape[-1]:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+            f"({_shape(A)} and {_shape(B)})"
+        )
+    try:
+        out = xp.linalg.solve(A._data, b)
+    except Exception:
+        raise RuntimeError(
+            "linalg.solve: The solver failed because the input matrix is singular."
+        ) from None
+    if vector:
+        out = out[..., 0]
+    return result(LinalgSolveExBackward0, out, (A, B), (A, B), save_output=True, vector=vector)
+
+
+class LinalgSvdvalsBackward0(Node):
+    def backward(self, g):
+        if _gm.is_grad_enabled():
+            raise RuntimeError("linalg.svdvals: double backward is not supported")
+        u, vh = self.u, self.vh
+        return (u * g.unsqueeze(-2)) @ vh  # dσ_k = u_kᵀ dA v_k
+
+
+def svdvals(A: Tensor) -> Tensor:
+    xp = array_module(A._data)
+    u, s, vh = xp.linalg.svd(A._data, full_matrices=False)
+    k = s.shape[-1]
+    return result(LinalgSvdvalsBackward0, s, (A,), u=wrap(u[..., :, :k]), vh=wrap(vh[..., :k, :]))
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Tensor:
+    d0, d1 = dim
+    if ord == "fro":
+        return vector_norm(A, 2, dim, keepdim)
+    if ord in ("nuc", 2, -2):
+        moved = A.movedim((d0, d1), (-2, -1))
+        s = svdvals(moved)
+        out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+        if keepdim:
+            nd = A.ndim
+            for d in sorted([d0 % nd, d1 % nd]):
+                out = out.unsqueeze(d)
+        return out
+    if ord in (1, -1, float("inf"), float("-inf")):
+        nd = A.ndim
+        d0, d1 = d0 % nd, d1 % nd
+        sum_dim, max_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+        sums = A.abs().sum(sum_dim, keepdim=True)
+        out = sums.amax(max_dim, keepdim=True) if ord > 0 else sums.amin(max_dim, keepdim=True)
+        return out if keepdim else out.squeeze((d0, d1))
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """``ember.linalg.norm``: a vector norm or a matrix norm, chosen as PyTorch chooses."""
+    if dtype is not None:
+        A = A.to(dtype)
+    if dim is not None and not isinstance(dim, int) and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim)
+    if dim is None and ord is not None:
+        if A.ndim == 2:
+            return matrix_norm(A, ord, (-2, -1), keepdim)
+        if A.ndim != 1:
+            raise RuntimeError(
+                f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                f"Got {A.ndim}D."
+            )
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: Order {ord} not supported.")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim)

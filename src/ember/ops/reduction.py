@@ -1,0 +1,522 @@
+"""Reductions and scans: forward kernels and their derivatives, side by side."""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, norm_dims, result, wrap, wrap_dim
+
+values_indices = namedtuple("return_types", ["values", "indices"])
+
+
+def _dims(input: Tensor, dim, op: str) -> tuple:
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    return norm_dims(dim, input._data.ndim, op)
+
+
+def expand_reduced(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
+    """Undo a reduction's shape: put back the reduced axes and broadcast over them."""
+    if not keepdim and dims:
+        kept = list(shape)
+        for d in dims:
+            kept[d] = 1
+        g = g.reshape(tuple(kept))
+    return g.expand(shape)
+
+
+def _accumulation_dtype(data, dtype):
+    """PyTorch sums integers and bools in int64 and half floats in float32 (returned as half)."""
+    if dtype is not None:
+        return dt.to_dtype(dtype).np, None
+    kind = data.dtype.kind
+    if kind in "biu":
+        return dt.int64.np, None
+    if data.dtype.itemsize == 2:
+        return dt.float32.np, data.dtype
+    return None, None
+
+
+class SumBackward0(Node):
+    def backward(self, g):
+        return expand_reduced(g, self.shape, self.dims, self.keepdim)
+
+
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    data = input._data
+    dims = _dims(input, dim, "sum")
+    acc, back = _accumulation_dtype(data, dtype)
+    xp = array_module(data)
+    out = xp.sum(data, axis=dims, keepdims=keepdim, dtype=acc)
+    if back is not None:
+        out = out.astype(back)
+    return result(SumBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim)
+
+
+class SumToSizeBackward0(Node):
+    def backward(self, g):
+        return g.expand(self.shape)
+
+
+def sum_to_size(input: Tensor, *size) -> Tensor:
+    """Sum ``input`` down to ``size`` (the reverse of broadcasting)."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    data = input._data
+    if data.shape == shape:
+        return input
+    lead = data.ndim - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"size {list(shape)} is not expandable to size {list(data.shape)}")
+    axes = list(range(lead))
+    for i, s in enumerate(shape):
+        have = data.shape[lead + i]
+        if s == 1 and have != 1:
+            axes.append(lead + i)
+        elif s != have:
+            raise RuntimeError(
+                f"size {list(shape)} is not expandable to size {list(data.shape)}"
+            )
+    xp = array_module(data)
+    out = xp.sum(data, axis=tuple(axes), keepdims=True) if axes else data
+    out = out.reshape(shape)
+    return result(SumToSizeBackward0, out, (input,), shape=data.shape)
+
+
+class MeanBackward0(Node):
+    def backward(self, g):
+        return expand_reduced(g, self.shape, self.dims, self.keepdim) / self.count
+
+
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    data = input._data
+    if dtype is not None:
+        input = input.to(dtype)
+        data = input._data
+    if data.dtype.kind in "biu":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {_type_name(input)}"
+        )
+    dims = _dims(input, dim, "mean")
+    xp = array_module(data)
+    acc = dt.float32.np if data.dtype.itemsize == 2 else None
+    count = 1
+    for d in dims:
+        count *= data.shape[d]
+    out = xp.sum(data, axis=dims, keepdims=keepdim, dtype=acc)
+    out = (out / count if count else out * math.nan).astype(data.dtype, copy=False)
+    return result(
+        MeanBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, count=count
+    )
+
+
+def _type_name(t: Tensor) -> str:
+    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool"}.get(t.dtype.name, t.dtype.name.capitalize())
+
+
+def _prod_except_self(x: Tensor, d: int) -> Tensor:
+    """∏_{k≠i} x_k along d without division: exclusive cumulative products from both ends."""
+    n = x.shape[d]
+    ones = x.narrow(d, 0, 1) * 0 + 1
+    before = x.narrow(d, 0, n - 1).cumprod(d)
+    after = x.flip(d).narrow(d, 0, n - 1).cumprod(d).flip(d)
+    from .shape import cat
+
+    return cat([ones, before], d) * cat([after, ones], d)
+
+
+class ProdBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        dims, keepdim = self.dims, self.keepdim
+        g = expand_reduced(g, x.shape, dims, keepdim)
+        if x.numel() == 0:
+            return g
+        if not bool((x._data == 0).any()):
+            y = expand_reduced(self.saved_output(), x.shape, dims, keepdim)
+            return g * y / x
+        if len(dims) == 1:
+            return g * _prod_except_self(x, dims[0])
+        flat = x.reshape(-1)
+        return g * _prod_except_self(flat, 0).reshape(x.shape)
+
+
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    data = input._data
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    dims = _dims(input, dim, "prod")
+    acc, back = _accumulation_dtype(data, dtype)
+    xp = array_module(data)
+    out = xp.prod(data, axis=dims, keepdims=keepdim, dtype=acc)
+    if back is not None:
+        out = out.astype(back)
+    return result(ProdBackward0, out, (input,), (input,), True, dims=dims, keepdim=keepdim)
+
+
+class AmaxBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        y = expand_reduced(self.saved_output(), x.shape, self.dims, self.keepdim)
+        mask = x == y
+        g = expand_reduced(g, x.shape, self.dims, self.keepdim)
+        # ties share the gradient evenly
+        count = mask.sum(self.dims, keepdim=True)
+        return g * mask / count
+
+
+class AminBackward0(AmaxBackward0):
+    pass
+
+
+def _extreme(name, kernel, node_cls):
+    def op(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        data = input._data
+        dims = _dims(input, dim, name)
+        if data.size == 0 and any(data.shape[d] == 0 for d in dims) or (
+            data.size == 0 and not dims
+        ):
+            raise IndexError(
+                f"{name}(): Expected reduction dim {dims[0] if dims else 0} to have non-zero "
+                "size."
+            )
+        xp = array_module(data)
+        out = getattr(xp, kernel)(data, axis=dims, keepdims=keepdim)
+        return result(node_cls, out, (input,), (input,), True, dims=dims, keepdim=keepdim)
+
+    op.__name__ = name
+    return op
+
+
+amax = _extreme("amax", "max", AmaxBackward0)
+amin = _extreme("amin", "min", AminBackward0)
+
+
+class MaxBackward0(Node):  # max/min along a dim: the gradient goes to the selected index
+    def backward(self, g):
+        shape, d, keepdim = self.shape, self.dim, self.keepdim
+        idx = self.indices
+        if not keepdim:
+            g = g.unsqueeze(d)
+            idx = idx.unsqueeze(d)
+        from .._creation import zeros
+
+        return zeros(shape, dtype=g.dtype, device=g.device).scatter(d, idx, g)
+
+
+class MinBackward0(MaxBackward0):
+    pass
+
+
+class MaxBackward1(AmaxBackward0):  # full max: evenly distributed over ties
+    pass
+
+
+class MinBackward1(AmaxBackward0):
+    pass
+
+
+def _max_min(name, kernel, argkernel, full_node, dim_node):
+    def op(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
+        from .elementwise import maximum, minimum
+
+        if isinstance(dim, Tensor):
+            return (maximum if name == "max" else minimum)(input, dim)
+        data = input._data
+        xp = array_module(data)
+        if dim is None:
+            if data.size == 0:
+                raise RuntimeError(
+                    f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument."
+                )
+            out_data = getattr(xp, kernel)(data)
+            return result(full_node, out_data, (input,), (input,), True,
+                          dims=tuple(range(data.ndim)), keepdim=False)
+        d = wrap_dim(dim, data.ndim, name)
+        if data.ndim == 0:
+            return values_indices(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
+        if data.shape[d] == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim {d} to have non-zero size."
+            )
+        idx = getattr(xp, argkernel)(data, axis=d, keepdims=keepdim)
+        vals = xp.take_along_axis(data, idx if keepdim else xp.expand_dims(idx, d), axis=d)
+        if not keepdim:
+            vals = vals.squeeze(d)
+        indices = wrap(idx.astype(dt.int64.np, copy=False))
+        values = result(dim_node, vals, (input,), shape=data.shape, dim=d, keepdim=keepdim,
+                        indices=indices)
+        return values_indices(values, indices)
+
+    op.__name__ = name
+    return op
+
+
+max = _max_min("max", "max", "argmax", MaxBackward1, MaxBackward0)
+min = _max_min("min", "min", "argmin", MinBackward1, MinBackward0)
+
+
+def _arg(name, kernel):
+    def op(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        data = input._data
+        xp = array_module(data)
+        if dim is None:
+            if data.size == 0:
+                raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                                   "input.numel() == 0.")
+            out = getattr(xp, kernel)(data.reshape(-1))
+            if keepdim:
+                out = xp.asarray(out).reshape((1,) * data.ndim)
+        else:
+            d = wrap_dim(dim, data.ndim, name)
+            if data.ndim == 0:
+                return wrap(xp.zeros((), dtype=dt.int64.np))
+            out = getattr(xp, kernel)(data, axis=d, keepdims=keepdim)
+        return wrap(xp.asarray(out).astype(dt.int64.np, copy=False))
+
+    op.__name__ = name
+    return op
+
+
+argmax = _arg("argmax", "argmax")
+argmin = _arg("argmin", "argmin")
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    if unbiased is None:
+        return 1
+    return 1 if unbiased else 0
+
+
+def _var_args(dim, unbiased, correction):
+    if isinstance(dim, bool):  # var(input, unbiased)
+        return None, dim, correction
+    return dim, unbiased, correction
+
+
+class VarBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        g = expand_reduced(g, x.shape, self.dims, self.keepdim)
+        mean_x = x.mean(self.dims, keepdim=True)
+        return g * (x - mean_x) * (2.0 / self.denom)  # d var = 2(x - x̄)/(N - c)
+
+
+class StdBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        y = expand_reduced(self.saved_output(), x.shape, self.dims, self.keepdim)
+        g = expand_reduced(g, x.shape, self.dims, self.keepdim)
+        mean_x = x.mean(self.dims, keepdim=True)
+        # d std = (x - x̄)/((N - c) std); 0 where std is 0
+        return (g * (x - mean_x) / (y * self.denom)).masked_fill(y == 0, 0.0)
+
+
+def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
+    dim, unbiased, correction = _var_args(dim, unbiased, correction)
+    data = input._data
+    if data.dtype.kind in "biu":
+        raise RuntimeError(f"{op}(): input dtype should be either floating point or complex. "
+                           f"Got {_type_name(input)} instead.")
+    dims = _dims(input, dim, op)
+    c = _correction(unbiased, correction)
+    n = 1
+    for d in dims:
+        n *= data.shape[d]
+    xp = array_module(data)
+    centred = data - xp.mean(data, axis=dims, keepdims=True)
+    denom = n - c
+    ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        var_data = (ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan)
+    return data, dims, var_data.astype(data.dtype, copy=False), denom, xp
+
+
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    _, dims, var_data, denom, _ = _var_forward(input, dim, unbiased, keepdim, correction, "var")
+    return result(VarBackward0, var_data, (input,), (input,), dims=dims, keepdim=keepdim,
+                  denom=denom)
+
+
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    _, dims, var_data, denom, xp = _var_forward(input, dim, unbiased, keepdim, correction, "std")
+    return result(StdBackward0, xp.sqrt(var_data), (input,), (input,), True, dims=dims,
+                  keepdim=keepdim, denom=denom)
+
+
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, _var_args(dim, unbiased, correction)[0], keepdim))
+
+
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, _var_args(dim, unbiased, correction)[0], keepdim))
+
+
+class LinalgVectorNormBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        ord_, dims, keepdim = self.ord, self.dims, self.keepdim
+        g = expand_reduced(g, x.shape, dims, keepdim)
+        if ord_ == 0:
+            return g * 0
+        if ord_ == 1:
+            return g * x.sign()
+        y = expand_reduced(self.saved_output(), x.shape, dims, keepdim)
+        if ord_ == 2:
+            return (g * x / y).masked_fill(y == 0, 0.0)  # d |x|₂ = x/|x|₂
+        if math.isinf(ord_):
+            mask = x.abs() == y
+            return g * x.sign() * mask / mask.sum(dims, keepdim=True)
+        # d |x|_p = sign(x)|x|^(p-1) / |x|_p^(p-1)
+        grad = g * x.sign() * x.abs() ** (ord_ - 1) / y ** (ord_ - 1)
+        return grad.masked_fill(y == 0, 0.0)
+
+
+def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
+    data = input._data
+    if data.dtype.kind in "biu":
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{_type_name(input)}"
+        )
+    dims = _dims(input, dim, "linalg.vector_norm")
+    xp = array_module(data)
+    a = xp.abs(data)
+    ord_ = float(ord)
+    if ord_ == math.inf:
+        out = xp.max(a, axis=dims, keepdims=keepdim) if a.size else xp.zeros(())
+    elif ord_ == -math.inf:
+        out = xp.min(a, axis=dims, keepdims=keepdim)
+    elif ord_ == 0:
+        out = xp.sum(a != 0, axis=dims, keepdims=keepdim).astype(data.dtype)
+    elif ord_ == 1:
+        out = xp.sum(a, axis=dims, keepdims=keepdim)
+    elif ord_ == 2:
+        out = xp.sqrt(xp.sum(a * a, axis=dims, keepdims=keepdim))
+    else:
+        out = xp.sum(a**ord_, axis=dims, keepdims=keepdim) ** (1.0 / ord_)
+    out = xp.asarray(out).astype(data.dtype, copy=False)
+    return result(LinalgVectorNormBackward0, out, (input,), (input,), True, ord=ord_, dims=dims,
+                  keepdim=keepdim)
+
+
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """``ember.norm``: vector p-norms, and 'fro' / 'nuc' over two dims."""
+    if p == "fro" or p is None:
+        if dim is None or isinstance(dim, int) or len(dim) <= 2:
+            return vector_norm(input, 2, dim, keepdim, dtype=dtype)
+    if p == "nuc":
+        from .linalg import matrix_norm
+
+        return matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim)
+    if isinstance(p, str):
+        raise RuntimeError(f"norm: unsupported p {p!r}")
+    return vector_norm(input, p, dim, keepdim, dtype=dtype)
+
+
+class LogsumexpBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        y = expand_reduced(self.saved_output(), x.shape, self.dims, self.keepdim)
+        g = expand_reduced(g, x.shape, self.dims, self.keepdim)
+        return g * (x - y).exp()  # softmax of x
+
+
+def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    from .elementwise import float_result
+
+    input = float_result("logsumexp", input)
+    data = input._data
+    dims = _dims(input, dim, "logsumexp")
+    xp = array_module(data)
+    if data.size == 0:
+        out = xp.log(xp.sum(xp.exp(data), axis=dims, keepdims=keepdim))
+    else:
+        m = xp.max(data, axis=dims, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)
+        out = xp.log(xp.sum(xp.exp(data - m), axis=dims, keepdims=True)) + m
+        if not keepdim:
+            out = out.squeeze(dims)
+    return result(LogsumexpBackward0, out, (input,), (input,), True, dims=dims, keepdim=keepdim)
+
+
+class CumsumBackward0(Node):
+    def backward(self, g):
+        d = self.dim
+        return g.flip(d).cumsum(d).flip(d)  # reversed cumulative sum
+
+
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    data = input._data
+    d = wrap_dim(dim, data.ndim, "cumsum")
+    acc, back = _accumulation_dtype(data, dtype)
+    xp = array_module(data)
+    out = xp.cumsum(data, axis=d, dtype=acc) if data.ndim else data.astype(acc or data.dtype)
+    if back is not None:
+        out = out.astype(back)
+    return result(CumsumBackward0, out, (input,), dim=d)
+
+
+class CumprodBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        d = self.dim
+        if x.ndim == 0 or x.numel() == 0:
+            return g
+        if not bool((x._data == 0).any()):
+            y = self.saved_output()
+            return (g * y).flip(d).cumsum(d).flip(d) / x  # Σ_{j≥i} g_j y_j / x_i
+        # with zeros: grad_i = Σ_{j≥i} g_j ∏_{k≤j, k≠i} x_k, one cumulative product per i
+        from .._creation import arange
+        from .shape import cat
+
+        n = x.shape[d]
+        view = [1] * x.ndim
+        view[d] = n
+        positions = arange(n, device=x.device).reshape(view)
+        pieces = []
+        for i in range(n):
+            partial = x.masked_fill(positions == i, 1.0).cumprod(d)
+            pieces.append((g * partial * (positions >= i)).sum(d, keepdim=True))
+        return cat(pieces, d)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    data = input._data
+    d = wrap_dim(dim, data.ndim, "cumprod")
+    acc, back = _accumulation_dtype(data, dtype)
+    xp = array_module(data)
+    out = xp.cumprod(data, axis=d, dtype=acc) if data.ndim else data.astype(acc or data.dtype)
+    if back is not None:
+        out = out.astype(back)
+    return result(CumprodBackward0, out, (input,), (input,), True, dim=d)
+
+
+def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    xp = array_module(input._data)
+    dims = _dims(input, dim, "all")
+    return wrap(xp.all(input._data, axis=dims, keepdims=keepdim))
+
+
+def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    xp = array_module(input._data)
+    dims = _dims(input, dim, "any")
+    return wrap(xp.any(input._data, axis=dims, keepdims=keepdim))
+
+
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    xp = array_module(input._data)
+    dims = _dims(input, dim, "count_nonzero")
+    return wrap(xp.asarray(xp.count_nonzero(input._data, axis=dims)).astype(dt.int64.np))
