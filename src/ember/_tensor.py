@@ -220,6 +220,7 @@ class Tensor:
         if node._retained is None:
             node._retained = {}
         node._retained[self._out_nr] = weakref.ref(self)
+        node._hooked = True
         self._retains_grad = True
 
     def _accumulator(self) -> AccumulateGrad:

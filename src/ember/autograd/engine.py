@@ -183,24 +183,12 @@ def run_backward(
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node.num_outputs
-            if node._tensor_hooks:
-                for nr, fn in list(node._tensor_hooks.values()):
-                    if grads[nr] is not None:
-                        replaced = fn(grads[nr])
-                        if replaced is not None:
-                            grads[nr] = replaced
-            if node._pre_hooks:
-                for fn in list(node._pre_hooks.values()):
-                    replaced = fn(tuple(grads))
-                    if replaced is not None:
-                        grads = list(replaced)
-            retained = node._retained
-            if retained:
-                _store_retained(retained, grads, create_graph)
+            if node._hooked:
+                grads = _run_pre_hooks(node, grads, create_graph)
             if captures is not None and node in captures:
                 for nr, key in captures[node]:
                     captured[key] = grads[nr]
-            if type(node) is AccumulateGrad:
+            if node.__class__ is AccumulateGrad:
                 if accumulate and (captures is None or node in captures):
                     leaf = node._variable()
                     g = grads.pop()
@@ -209,7 +197,15 @@ def run_backward(
                         accumulate_into_leaf(leaf, g, create_graph)
                 continue
             edges = node._edges
-            if all(g is None for g in grads):
+            if len(grads) == 1:
+                empty = grads[0] is None
+            else:
+                empty = True
+                for g in grads:
+                    if g is not None:
+                        empty = False
+                        break
+            if empty:
                 in_grads = (None,) * len(edges)
             elif check_anomaly:
                 in_grads = anomaly.apply_checked(node, grads)
@@ -226,16 +222,22 @@ def run_backward(
                     if replaced is not None:
                         in_grads = tuple(replaced)
             if not retain_graph:
-                node.release()
-            for i, edge in enumerate(edges):
+                if node._saved:
+                    node._saved = None
+                if node._saved_out is not None:
+                    node._saved_out = None
+            i = -1
+            for edge in edges:
+                i += 1
                 if edge is None:
                     continue
-                nxt, nr = edge
+                nxt = edge[0]
                 left = deps.get(nxt)
                 if left is None:
                     continue
                 g = in_grads[i]
                 if g is not None:
+                    nr = edge[1]
                     shape, dt = nxt._meta[nr]
                     data = g._data
                     if data.shape != shape:
@@ -243,13 +245,18 @@ def run_backward(
                             g = g.sum_to_size(shape)
                         except RuntimeError:
                             raise _invalid_gradient(node, i, g, shape) from None
-                    if data.dtype != dt:
-                        g = g.to(dt)
+                    if data.dtype is not dt and data.dtype != dt:
+                        g = g.to(_dtype_of(dt))
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] * nxt.num_outputs
-                    current = buf[nr]
-                    buf[nr] = g if current is None else current + g
+                        if nxt.num_outputs == 1:
+                            buffers[nxt] = [g]
+                        else:
+                            buf = buffers[nxt] = [None] * nxt.num_outputs
+                            buf[nr] = g
+                    else:
+                        current = buf[nr]
+                        buf[nr] = g if current is None else current + g
                 if left == 1:
                     del deps[nxt]
                     ready.append(nxt)
@@ -258,6 +265,30 @@ def run_backward(
     finally:
         state.enabled = previous_mode
     return captured
+
+
+def _dtype_of(np_dtype):
+    from .._dtype import FROM_NUMPY
+
+    return FROM_NUMPY[np_dtype]
+
+
+def _run_pre_hooks(node: Node, grads: list, create_graph: bool) -> list:
+    """Tensor hooks, then node pre-hooks, then retain_grad, in PyTorch's order."""
+    if node._tensor_hooks:
+        for nr, fn in list(node._tensor_hooks.values()):
+            if grads[nr] is not None:
+                replaced = fn(grads[nr])
+                if replaced is not None:
+                    grads[nr] = replaced
+    if node._pre_hooks:
+        for fn in list(node._pre_hooks.values()):
+            replaced = fn(tuple(grads))
+            if replaced is not None:
+                grads = list(replaced)
+    if node._retained:
+        _store_retained(node._retained, grads, create_graph)
+    return grads
 
 
 def _store_retained(retained: dict, grads: list, create_graph: bool) -> None:

@@ -69,6 +69,7 @@ class Node:
     _post_hooks = None
     _tensor_hooks = None
     _trace = None
+    _hooked = False  # any tensor hook, pre-hook or retain_grad: the engine's slow path
     _retained = None  # output_nr -> weakref of a non-leaf tensor that called retain_grad()
     metadata_ = None
     num_outputs = 1
@@ -143,11 +144,13 @@ class Node:
         """``fn(grad_outputs)`` runs before this node; it may return replacement gradients."""
         if self._pre_hooks is None:
             self._pre_hooks = _HookDict()
+        self._hooked = True
         return add_hook(self._pre_hooks, fn)
 
     def _add_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
         if self._tensor_hooks is None:
             self._tensor_hooks = _HookDict()
+        self._hooked = True
         handle = RemovableHandle(self._tensor_hooks)
         self._tensor_hooks[handle.id] = (output_nr, fn)
         return handle
