@@ -139,7 +139,7 @@ _math_erfc = _np.frompyfunc(math.erfc, 1, 1)
 def erf(xp, x):
     """Error function; NumPy has none, so the CPU path uses math.erf elementwise."""
     if xp is _np:
-        return _math_erf(x).astype(x.dtype) if x.size else x.copy()
+        return _np.asarray(_math_erf(x)).astype(x.dtype) if x.size else x.copy()
     from cupyx.scipy.special import erf as cupy_erf
 
     return cupy_erf(x)
@@ -147,7 +147,7 @@ def erf(xp, x):
 
 def erfc(xp, x):
     if xp is _np:
-        return _math_erfc(x).astype(x.dtype) if x.size else x.copy()
+        return _np.asarray(_math_erfc(x)).astype(x.dtype) if x.size else x.copy()
     from cupyx.scipy.special import erfc as cupy_erfc
 
     return cupy_erfc(x)

@@ -34,16 +34,17 @@ def _numerical_jacobian(func, inputs, index, eps):
     for col, pos in enumerate(positions):
         original = data[pos].copy()
         data[pos] = original + eps
+        # copies: an output may alias the very input being perturbed
         with no_grad():
-            plus = [o for o in _as_tuple(func(*inputs)) if hasattr(o, "_data")]
+            plus = [o._data.copy() for o in _as_tuple(func(*inputs)) if hasattr(o, "_data")]
         data[pos] = original - eps
         with no_grad():
-            minus = [o for o in _as_tuple(func(*inputs)) if hasattr(o, "_data")]
+            minus = [o._data.copy() for o in _as_tuple(func(*inputs)) if hasattr(o, "_data")]
         data[pos] = original
         for j, (p, m) in enumerate(zip(plus, minus)):
-            if p._data.dtype.kind != "f":
+            if p.dtype.kind != "f":
                 continue
-            diff = (p._data.astype("float64") - m._data.astype("float64")) / (2 * eps)
+            diff = (p.astype("float64") - m.astype("float64")) / (2 * eps)
             columns[j][col] = diff.reshape(-1)
     return columns  # per output: (input numel, output numel)
 
@@ -165,11 +166,14 @@ def gradgradcheck(
     diff_positions = [i for i, x in enumerate(inputs) if hasattr(x, "_rg") and x._rg]
 
     def first_order(*args):
+        from .grad_mode import enable_grad
+
         xs, gs = args[:n_in], args[n_in:]
-        outs = _differentiable_outputs(func(*xs))
-        grads = autograd_grad(
-            outs, [xs[i] for i in diff_positions], gs, create_graph=True, allow_unused=True
-        )
+        with enable_grad():  # the finite differences call this under no_grad
+            outs = _differentiable_outputs(func(*xs))
+            grads = autograd_grad(
+                outs, [xs[i] for i in diff_positions], gs, create_graph=True, allow_unused=True
+            )
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_order, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,

@@ -54,7 +54,7 @@ UNARY = {
     "rsqrt": (lambda xp, x: 1 / xp.sqrt(x), lambda g, x, y: g * (y * y * y) * -0.5, "y", True),
     "square": (lambda xp, x: x * x, lambda g, x, y: g * (x * 2), "x", False),
     "abs": (lambda xp, x: xp.abs(x), lambda g, x, y: g * x.sign(), "x", False),
-    "sign": (lambda xp, x: xp.sign(x), _zeros, "", False),
+    "sign": (lambda xp, x: _sign_kernel(xp, x), _zeros, "", False),
     "sin": (lambda xp, x: xp.sin(x), lambda g, x, y: g * x.cos(), "x", True),
     "cos": (lambda xp, x: xp.cos(x), lambda g, x, y: -(g * x.sin()), "x", True),
     "tan": (lambda xp, x: xp.tan(x), lambda g, x, y: g * (y * y + 1), "y", True),  # 1 + tan²
@@ -95,6 +95,14 @@ UNARY = {
 }
 
 NODE_NAMES = {"relu": "ReluBackward0", "sigmoid": "SigmoidBackward0"}
+
+
+def _sign_kernel(xp, x):
+    if x.dtype.kind == "f":  # PyTorch: sign(nan) = 0
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    if x.dtype.kind == "b":
+        return x.copy()
+    return xp.sign(x)
 
 
 def _sigmoid_kernel(xp, x):
@@ -359,7 +367,7 @@ class PowBackward2(Node):  # number ** tensor
         y = self.saved_output()
         base = self.base
         if base == 0:
-            (b,) = self.saved_tensors()
+            _, b = self.saved_tensors()
             return None, (g * y * -math.inf).masked_fill(b >= 0, 0.0)
         return None, g * y * math.log(base)
 

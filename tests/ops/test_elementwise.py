@@ -1,0 +1,227 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+
+import ember
+from tests.helpers import arrays_for, check_gradients, compare_with_torch
+
+SHAPES = array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3)
+FEW = settings(max_examples=8, deadline=None)
+
+# name -> (low, high, kinks to keep away from)
+UNARY = {
+    "neg": (-2, 2, ()), "exp": (-2, 2, ()), "exp2": (-2, 2, ()), "expm1": (-2, 2, ()),
+    "log": (0.2, 3, ()), "log2": (0.2, 3, ()), "log10": (0.2, 3, ()), "log1p": (-0.5, 2, ()),
+    "sqrt": (0.2, 3, ()), "rsqrt": (0.2, 3, ()), "square": (-2, 2, ()), "abs": (-2, 2, (0,)),
+    "sign": (-2, 2, (0,)), "sin": (-3, 3, ()), "cos": (-3, 3, ()), "tan": (-1.2, 1.2, ()),
+    "asin": (-0.8, 0.8, ()), "acos": (-0.8, 0.8, ()), "atan": (-2, 2, ()),
+    "sinh": (-2, 2, ()), "cosh": (-2, 2, ()), "tanh": (-2, 2, ()), "asinh": (-2, 2, ()),
+    "acosh": (1.2, 3, ()), "atanh": (-0.8, 0.8, ()), "sigmoid": (-3, 3, ()),
+    "erf": (-2, 2, ()), "erfc": (-2, 2, ()), "relu": (-2, 2, (0,)), "reciprocal": (0.3, 2, ()),
+    "floor": (-2, 2, (-1, 0, 1)), "ceil": (-2, 2, (-1, 0, 1)), "trunc": (-2, 2, (-1, 0, 1)),
+    "frac": (-2, 2, (-1, 0, 1)), "round": (-2, 2, (-1.5, -0.5, 0.5, 1.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@given(shape=SHAPES)
+@FEW
+def test_unary_gradcheck(name, shape):
+    low, high, kinks = UNARY[name]
+    arrays = arrays_for([shape], low, high, avoid=kinks)
+    fn = lambda m, x: getattr(m, name)(x)
+    check_gradients(fn, arrays)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_noncontiguous_and_torch(name):
+    low, high, kinks = UNARY[name]
+    arrays = arrays_for([(3, 4)], low, high, avoid=kinks)
+    fn = lambda m, x: getattr(m, name)(x)
+    check_gradients(fn, arrays, noncontiguous=True)
+    compare_with_torch(fn, arrays)
+    compare_with_torch(lambda m, x: getattr(x, name)(), arrays)
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "sin", "tanh", "sigmoid", "log", "neg", "abs"])
+def test_unary_float32_and_integer_inputs_match_torch(name, torch_mod):
+    data = np.array([[1, 2], [3, 4]])
+    for dtype in (np.float32, np.int64, np.int32):
+        compare_with_torch(lambda m, x: getattr(m, name)(x), [data], grad=False, dtype=dtype,
+                           rtol=1e-6, atol=1e-6)
+
+
+BINARY = {
+    "add": lambda m, a, b: m.add(a, b), "add_alpha": lambda m, a, b: m.add(a, b, alpha=2.5),
+    "sub": lambda m, a, b: a - b, "sub_alpha": lambda m, a, b: m.sub(a, b, alpha=-0.5),
+    "mul": lambda m, a, b: a * b, "div": lambda m, a, b: a / b,
+    "pow": lambda m, a, b: a.abs() ** b, "atan2": lambda m, a, b: m.atan2(a, b),
+    "maximum": lambda m, a, b: m.maximum(a, b), "minimum": lambda m, a, b: m.minimum(a, b),
+    "hypot": lambda m, a, b: m.hypot(a, b), "logaddexp": lambda m, a, b: m.logaddexp(a, b),
+    "fmod": lambda m, a, b: m.fmod(a, b), "remainder": lambda m, a, b: m.remainder(a, b),
+}
+BINARY_DOMAIN = {"div": (0.5, 2), "pow": (0.5, 2), "fmod": (0.5, 3), "remainder": (0.5, 3)}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@given(shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3))
+@FEW
+def test_binary_broadcasting_gradcheck(name, shapes):
+    low, high = BINARY_DOMAIN.get(name, (-2, 2))
+    a, b = arrays_for(shapes.input_shapes, low, high, avoid=(0,))
+    if name in ("fmod", "remainder"):
+        b = b * 0 + np.round(b * 3) / 3 + 0.37  # keep a/b away from integers
+    check_gradients(BINARY[name], [a, b])
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_matches_torch(name):
+    low, high = BINARY_DOMAIN.get(name, (-2, 2))
+    a, b = arrays_for([(2, 3), (3,)], low, high, avoid=(0,))
+    compare_with_torch(BINARY[name], [a, b])
+    check_gradients(BINARY[name], [a, np.broadcast_to(b, (2, 3)).copy()], noncontiguous=True)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "**"])
+@pytest.mark.parametrize("scalar", [2, 0.5, -3])
+def test_scalar_operands_both_sides(op, scalar):
+    a = arrays_for([(2, 3)], 0.5, 2)[0]
+    forward = eval(f"lambda m, x: x {op} {scalar}")
+    reflected = eval(f"lambda m, x: {scalar} {op} x") if op != "**" or scalar > 0 else None
+    check_gradients(forward, [a])
+    compare_with_torch(forward, [a])
+    if reflected is not None:
+        check_gradients(reflected, [a])
+        compare_with_torch(reflected, [a])
+
+
+def test_ternary_and_clamp_ops_gradcheck():
+    a, b, c = arrays_for([(2, 3), (2, 3), (3,)], -2, 2, avoid=(0,))
+    w = arrays_for([(2, 3)], 0.1, 0.9)[0]
+    cases = [
+        lambda m, x, y, z: m.where(x > 0, y, z),
+        lambda m, x, y, z: m.lerp(x, y, 0.3),
+        lambda m, x, y, z: m.addcmul(x, y, z, value=0.5),
+        lambda m, x, y, z: m.addcdiv(x, y, z.abs() + 1, value=2),
+        lambda m, x, y, z: m.clamp(x, -1, 1),
+        lambda m, x, y, z: m.clamp(x, min=-0.5),
+        lambda m, x, y, z: x.clamp(max=0.5),
+        lambda m, x, y, z: m.clamp(x, y - 3, y + 0.5),
+        lambda m, x, y, z: m.clip(x, min=z),
+        lambda m, x, y, z: m.logit(x.sigmoid(), eps=1e-6),
+        lambda m, x, y, z: m.nan_to_num(m.log(x)),
+    ]
+    for fn in cases:
+        check_gradients(fn, [a, b, c])
+        compare_with_torch(fn, [a, b, c])
+    lerp_w = lambda m, x, y, wt: m.lerp(x, y, wt)
+    check_gradients(lerp_w, [a, b, w])
+    compare_with_torch(lerp_w, [a, b, w])
+
+
+def test_pow_special_exponents_and_zero_base():
+    x = arrays_for([(4,)], 0.5, 2)[0]
+    for e in (0, 1, 2, 3, 0.5, -1.5):
+        check_gradients(lambda m, t: t**e, [x])
+        compare_with_torch(lambda m, t: t**e, [x])
+    base = np.array([0.0, 1.0, 2.0])
+    expo = np.array([2.0, 0.5, 1.5])
+    compare_with_torch(lambda m, a, b: m.pow(a, b), [base, expo])
+    compare_with_torch(lambda m, b: m.pow(0.0, b), [expo])
+
+
+def test_division_rounding_modes_match_torch(torch_mod):
+    a = np.array([-7.0, -3.5, 3.5, 7.0])
+    b = np.array([2.0, -2.0, 2.0, -3.0])
+    for mode in ("trunc", "floor", None):
+        compare_with_torch(lambda m, x, y: m.div(x, y, rounding_mode=mode), [a, b])
+        compare_with_torch(lambda m, x, y: m.div(x, y, rounding_mode=mode), [a, b], grad=False,
+                           dtype=np.int64)
+    compare_with_torch(lambda m, x, y: x // y, [a, b], grad=False, dtype=np.int64)
+    compare_with_torch(lambda m, x, y: x % y, [a, b], grad=False, dtype=np.int64)
+
+
+def test_comparisons_and_logical_ops_match_torch(torch_mod):
+    a = np.array([[1.0, np.nan, 3.0], [np.inf, -np.inf, 0.0]])
+    b = np.array([1.0, 2.0, 0.0])
+    for fn in [
+        lambda m, x, y: x == y, lambda m, x, y: x != y, lambda m, x, y: x < y,
+        lambda m, x, y: x <= y, lambda m, x, y: x > y, lambda m, x, y: x >= y,
+        lambda m, x, y: m.logical_and(x > 0, y > 0), lambda m, x, y: m.logical_or(x > 0, y > 0),
+        lambda m, x, y: m.logical_xor(x > 0, y > 0), lambda m, x, y: m.logical_not(x > 0),
+        lambda m, x, y: m.isnan(x), lambda m, x, y: m.isinf(x), lambda m, x, y: m.isfinite(x),
+        lambda m, x, y: ~(x > 1), lambda m, x, y: (x > 1) & (y > 0),
+        lambda m, x, y: m.isclose(x, y),
+    ]:
+        compare_with_torch(fn, [a, b], grad=False)
+    compare_with_torch(lambda m, x: x.sign(), [a], grad=False)
+
+
+def test_comparison_results_do_not_require_grad():
+    x = ember.randn(3, requires_grad=True)
+    assert not (x > 0).requires_grad
+    assert (x > 0).dtype == ember.bool
+
+
+@pytest.mark.parametrize(
+    "left,right",
+    [(np.float32, np.float64), (np.int32, np.float32), (np.int64, np.int32), (np.bool_, np.int8),
+     (np.uint8, np.int8), (np.float16, np.int64), (np.bool_, np.float16)],
+)
+def test_type_promotion_matches_torch(left, right, torch_mod):
+    a = np.array([[1, 2], [3, 4]])
+    b = np.array([1, 2])
+    for fn in (lambda m, x, y: x + y, lambda m, x, y: x * y, lambda m, x, y: x / y):
+        e = fn(ember, ember.tensor(a.astype(left)), ember.tensor(b.astype(right)))
+        t = fn(torch_mod, torch_mod.tensor(a.astype(left)), torch_mod.tensor(b.astype(right)))
+        assert e.dtype.name == str(t.dtype).split(".")[-1]
+        np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.int32, np.bool_])
+@pytest.mark.parametrize("scalar", [2, 2.5, True])
+def test_scalar_and_zero_dim_promotion_matches_torch(dtype, scalar, torch_mod):
+    a = np.array([1, 0, 3]).astype(dtype)
+    for fn in (lambda m, x: x + scalar, lambda m, x: x * scalar,
+               lambda m, x: x + m.tensor(scalar, dtype=m.float64),
+               lambda m, x: x * m.tensor(3)):
+        e, t = fn(ember, ember.tensor(a)), fn(torch_mod, torch_mod.tensor(a))
+        assert e.dtype.name == str(t.dtype).split(".")[-1], (dtype, scalar, e.dtype, t.dtype)
+        np.testing.assert_allclose(e.double().numpy(), t.double().numpy())
+
+
+def test_integer_true_division_gives_default_float():
+    out = ember.tensor([3, 4]) / ember.tensor([2, 2])
+    assert out.dtype == ember.float32
+    np.testing.assert_allclose(out.numpy(), [1.5, 2.0])
+
+
+def test_device_mismatch_names_op_and_devices():
+    class FakeCuda:
+        pass
+
+    a = ember.ones(2)
+    assert ember.cuda.is_available() is False
+    with pytest.raises(RuntimeError, match="cuda"):
+        a.to("cuda")
+
+
+def test_erf_matches_math():
+    xs = np.linspace(-3, 3, 13)
+    out = ember.erf(ember.tensor(xs)).numpy()
+    np.testing.assert_allclose(out, [math.erf(v) for v in xs], rtol=1e-15)
+
+
+def test_sigmoid_is_finite_for_large_inputs():
+    out = ember.tensor([-1000.0, 0.0, 1000.0]).sigmoid()
+    np.testing.assert_allclose(out.numpy(), [0.0, 0.5, 1.0])
+
+
+def test_where_with_scalars_matches_torch():
+    a = arrays_for([(2, 3)], -1, 1, avoid=(0,))[0]
+    compare_with_torch(lambda m, x: m.where(x > 0, x, 0.0), [a])
+    compare_with_torch(lambda m, x: m.where(x > 0, 1.0, x), [a])
