@@ -20,7 +20,10 @@ def arrays_for(shapes, low=-2.0, high=2.0, seed=0, avoid=None, gap=0.1):
         a = rng.uniform(low, high, size=shape)
         for point in avoid or ():
             close = np.abs(a - point) < gap
-            a[close] = point + gap * 1.5 * np.sign(a[close] - point + 1e-12)
+            # distinct new values: equal ones would make ties for max/min-like ops
+            a[close] = point + np.sign(a[close] - point + 1e-12) * (
+                gap * (1.1 + rng.uniform(0, 1, size=int(close.sum())))
+            )
         out.append(a)
     return out
 
