@@ -40,7 +40,7 @@ _METHOD_SOURCES = {
         "expand", "expand_as", "broadcast_to", "repeat", "tile", "split", "chunk", "unbind",
         "narrow", "select", "slice_scatter", "select_scatter", "flip", "fliplr", "flipud",
         "roll", "tril", "triu", "diagonal", "diagonal_scatter", "diag_embed", "diag", "clone",
-        "contiguous",
+        "contiguous", "repeat_interleave", "atleast_1d", "atleast_2d",
     ],
     ix: [
         "gather", "scatter", "scatter_add", "index_select", "index_add", "index_fill",

@@ -87,10 +87,9 @@ def view(input: Tensor, *shape) -> Tensor:
         return view_dtype(input, shape[0])
     data = input._data
     shape = _infer_shape(_shape_arg(shape), data.size, "view", data.shape)
-    try:
-        out = data.view()
-        out.shape = shape  # raises when it needs a copy, like PyTorch's view
-    except AttributeError:
+    out = data.reshape(shape)
+    xp = array_module(data)
+    if data.size and not xp.may_share_memory(out, data):  # reshape had to copy: no view exists
         raise RuntimeError(
             f"view size is not compatible with input tensor's size and stride (at least one "
             f"dimension spans across two contiguous subspaces). Use .reshape(...) instead."
@@ -558,9 +557,11 @@ class FlipBackward0(Node):
         return g.flip(self.dims)
 
 
-def flip(input: Tensor, dims) -> Tensor:
+def flip(input: Tensor, *dims) -> Tensor:
     data = input._data
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(dims) == 1 and not isinstance(dims[0], int):
+        dims = dims[0]
+    dims = tuple(dims)
     dims = tuple(wrap_dim(d, data.ndim, "flip") for d in dims)
     xp = array_module(data)
     out = xp.flip(data, dims).copy() if dims else data.copy()
