@@ -139,7 +139,7 @@ from .ops.indexing import (
 )
 from .ops.linalg import addmm, bmm, dot, einsum, ger, inner_product as inner, matmul, mm, mv
 from .ops.linalg import outer, tensordot, vdot
-from . import autograd, cuda, linalg
+from . import autograd, cuda, linalg, nn
 from ._dtype import result_type
 
 

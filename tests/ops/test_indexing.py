@@ -1,0 +1,133 @@
+import numpy as np
+import pytest
+
+import ember
+from tests.helpers import arrays_for, check_gradients, compare_with_torch
+
+X = arrays_for([(3, 4)], -2, 2)[0]
+
+
+def _idx(m, values):
+    return m.tensor(values)
+
+
+INDEX_OPS = {
+    "int": lambda m, t: t[1],
+    "neg_int": lambda m, t: t[-1, 2],
+    "slice": lambda m, t: t[1:, ::2],
+    "none_ellipsis": lambda m, t: t[None, ..., 1],
+    "list": lambda m, t: t[[0, 2, 0]],
+    "tensor_repeat": lambda m, t: t[_idx(m, [[0, 0], [2, 1]])],
+    "two_tensors": lambda m, t: t[_idx(m, [0, 1, 1]), _idx(m, [3, 0, 0])],
+    "bool_mask": lambda m, t: t[t > 0],
+    "bool_rows": lambda m, t: t[_idx(m, [True, False, True])],
+    "mixed": lambda m, t: t[1:, _idx(m, [0, 0, 3])],
+    "gather": lambda m, t: t.gather(1, _idx(m, [[0, 0], [1, 3], [2, 2]])),
+    "gather_small": lambda m, t: m.gather(t, 0, _idx(m, [[2, 0, 1]])),
+    "scatter": lambda m, t: t.scatter(1, _idx(m, [[0], [3], [1]]), t[:, :1] * 2),
+    "scatter_value": lambda m, t: t.scatter(0, _idx(m, [[1, 2, 0, 1]]), 0.5),
+    "scatter_add": lambda m, t: t.scatter_add(1, _idx(m, [[0, 0], [1, 1], [3, 3]]),
+                                              t[:, :2] * 3),
+    "index_select": lambda m, t: t.index_select(1, _idx(m, [3, 0, 3])),
+    "index_add": lambda m, t: t.index_add(0, _idx(m, [0, 0]), t[1:] * 2, alpha=1.5),
+    "masked_fill": lambda m, t: t.masked_fill(t > 0.5, 0.25),
+    "masked_fill_bcast": lambda m, t: t.masked_fill(_idx(m, [True, False, True, False]), -1.0),
+    "masked_select": lambda m, t: t.masked_select(t < 0),
+    "masked_scatter": lambda m, t: t.masked_scatter(t > 0, t.flip(0) * 2),
+    "take_along_dim": lambda m, t: m.take_along_dim(t, t.argsort(1), 1),
+    "take": lambda m, t: m.take(t, _idx(m, [0, 5, 11])),
+    "sort_values": lambda m, t: t.sort(1).values,
+    "sort_desc": lambda m, t: m.sort(t, 0, descending=True)[0],
+    "topk": lambda m, t: t.topk(2, 1).values,
+    "topk_smallest": lambda m, t: t.topk(2, 0, largest=False)[0],
+    "kthvalue": lambda m, t: t.kthvalue(2, 1)[0],
+    "index_put": lambda m, t: m.index_put(t, (_idx(m, [0, 0]), _idx(m, [1, 1])),
+                                          t[2, :2] * 2, accumulate=True),
+    "pad_constant": lambda m, t: m.nn.functional.pad(t, (1, 2, 0, 1), value=0.5),
+    "pad_crop": lambda m, t: m.nn.functional.pad(t, (-1, 1)),
+    "pad_reflect": lambda m, t: m.nn.functional.pad(t[None], (2, 1), mode="reflect"),
+    "pad_replicate": lambda m, t: m.nn.functional.pad(t[None], (2, 3, 1, 0), mode="replicate"),
+    "pad_circular": lambda m, t: m.nn.functional.pad(t[None], (1, 2), mode="circular"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_OPS))
+def test_indexing_op_gradcheck_and_torch(name):
+    fn = INDEX_OPS[name]
+    check_gradients(fn, [X])
+    if name not in ("bool_mask", "masked_select", "masked_scatter"):
+        check_gradients(fn, [X], noncontiguous=True)
+    compare_with_torch(fn, [X])
+
+
+def test_repeated_indices_accumulate_in_backward():
+    x = ember.zeros(3, requires_grad=True)
+    x[ember.tensor([0, 0, 2, 0])].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3, 0, 1])
+
+
+def test_setitem_is_recorded_as_index_put():
+    w = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w * 1
+    y[1] = w[0] * 10
+    assert y.grad_fn.name() == "IndexPutBackward0"
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [11, 0, 1])
+
+
+def test_setitem_with_slices_tensors_and_broadcast_matches_torch(torch_mod):
+    def run(m):
+        a = m.zeros(3, 4, dtype=m.float64)
+        v = m.tensor([1.0, 2.0, 3.0, 4.0], dtype=m.float64, requires_grad=True)
+        a[1:] = v * 2
+        a[0, m.tensor([0, 2])] = 7.0
+        a[a > 7] = -1.0
+        (a * a).sum().backward()
+        return a.detach().numpy().copy(), v.grad.numpy().copy()
+
+    e, t = run(ember), run(torch_mod)
+    np.testing.assert_allclose(e[0], t[0])
+    np.testing.assert_allclose(e[1], t[1])
+
+
+def test_index_errors_name_the_index_and_dimension():
+    x = ember.ones(2, 3)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 3"):
+        x[0, 5]
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 2"):
+        x[ember.tensor([0, 4])]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        x[0, 0, 0]
+    with pytest.raises(IndexError, match="tensors used as indices must be long"):
+        x[ember.tensor([0.0])]
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 3"):
+        x.gather(1, ember.tensor([[7]]))
+    with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions"):
+        x.gather(1, ember.tensor([0]))
+
+
+def test_sort_argsort_topk_indices_match_torch():
+    x = np.array([[3.0, 1.0, 2.0, 1.0], [0.5, 0.5, -1.0, 4.0]])
+    for fn in (lambda m, t: t.sort(dim=1, stable=True).indices, lambda m, t: t.argsort(0),
+               lambda m, t: t.sort(descending=True, stable=True)[1]):
+        compare_with_torch(fn, [x], grad=False)
+    # PyTorch does not define the order of tied elements in topk: compare without ties
+    distinct = np.array([[3.0, 1.0, 2.0, 1.5], [0.5, 0.7, -1.0, 4.0]])
+    compare_with_torch(lambda m, t: t.topk(3).indices, [distinct], grad=False)
+
+
+def test_nonzero_unique_match_torch():
+    x = np.array([[0.0, 1.0, 2.0], [2.0, 0.0, 2.0]])
+    for fn in (lambda m, t: m.nonzero(t), lambda m, t: t.nonzero(as_tuple=True)[1],
+               lambda m, t: m.unique(t), lambda m, t: t.unique(return_counts=True)[1],
+               lambda m, t: t.unique(return_inverse=True)[1], lambda m, t: m.argwhere(t),
+               lambda m, t: m.where(t > 0)[0]):
+        compare_with_torch(fn, [x], grad=False)
+
+
+def test_empty_index_results():
+    x = arrays_for([(3, 4)], -2, 2)[0]
+    for fn in (lambda m, t: t[t > 100], lambda m, t: t[m.tensor([], dtype=m.int64)],
+               lambda m, t: t[:, 2:2]):
+        compare_with_torch(fn, [x])
+        check_gradients(fn, [x])
