@@ -417,7 +417,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     _square("linalg.solve", A)
     _same_dtype("linalg.solve", A, B)
     xp = array_module(A._data)
-    vector = B._data.ndim == 1 or B._data.ndim == A._data.ndim - 1
+    # PyTorch's rule: B is a (batch of) vector(s) when it has exactly A's batch shape plus n
+    vector = B._data.ndim == 1 or B._data.shape == A._data.shape[:-1]
     b = B._data[..., None] if vector else B._data
     if b.shape[-2] != A._data.shape[-1]:
         raise RuntimeError(
