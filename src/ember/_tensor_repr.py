@@ -78,6 +78,15 @@ def _render(data, fmt, width, indent, summarize):
     return "[" + sep.join(parts) + "]"
 
 
+def _width(sample, fmt) -> int:
+    """PyTorch pads to the widest nonzero finite value; nan, inf and zeros do not count."""
+    if sample.dtype.kind == "f":
+        sample = sample[_np.isfinite(sample) & (sample != 0)]
+    elif sample.dtype.kind in "iu":
+        sample = sample[sample != 0]
+    return max((len(fmt(v.item())) for v in sample), default=1)
+
+
 def tensor_repr(t) -> str:
     data = t._data
     if type(data) is not _np.ndarray:
@@ -96,7 +105,7 @@ def tensor_repr(t) -> str:
         summarize = data.size > _THRESHOLD
         fmt = _formatter(show)
         sample = _summary_values(show) if summarize and show.ndim else show.reshape(-1)
-        width = max(len(fmt(v.item())) for v in sample) if sample.size else 1
+        width = _width(sample, fmt)
         body = _render(show, fmt, width, len(prefix), summarize)
     default_float = dt.get_default_dtype()
     if not (d is default_float or d is dt.int64 or d is dt.bool_):
