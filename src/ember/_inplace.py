@@ -71,18 +71,17 @@ def apply_inplace(self: Tensor, fn, args: tuple, op: str, needs_old: bool = True
         _write(self, new, op)
         return self
     base = self._base
-    if self.grad_fn is None and self._rg:
+    current_fn = self.grad_fn  # for a view, refreshed from its base when that changed
+    if current_fn is None and self._rg:
         raise RuntimeError(LEAF_ERROR)
-    if base is not None and base.grad_fn is None and base._rg:
+    if base is not None and base._grad_fn is None and base._rg:
         raise RuntimeError(VIEW_OF_LEAF_ERROR)
     old = Tensor._wrap(self._data.copy() if needs_old else self._data)
-    old._rg, old.grad_fn, old._out_nr = self._rg, self.grad_fn, self._out_nr
-    if self._rg and self.grad_fn is None:  # pragma: no cover - excluded above
-        old._grad_acc = self._accumulator()
+    old._rg, old._grad_fn, old._out_nr = self._rg, current_fn, self._out_nr
     new = fn(old, *args)
     _write(self, new, op)
     if base is None:
-        self.grad_fn, self._out_nr, self._rg = new.grad_fn, 0, new._rg
+        self._grad_fn, self._out_nr, self._rg = new._grad_fn, 0, new._rg
         return self
     _rebase_view(self, base, new)
     return self
@@ -113,13 +112,14 @@ def _rebase_view(view: Tensor, base: Tensor, new: Tensor) -> None:
     node.view_steps = view._view_fn
     if base._rg:
         base_old = Tensor._wrap(base._data)
-        base_old._rg, base_old.grad_fn, base_old._out_nr = True, base.grad_fn, base._out_nr
+        base_old._rg, base_old._grad_fn, base_old._out_nr = True, base._grad_fn, base._out_nr
     else:
         base_old = None
     rebased = record(node, base._data, (base_old, new))
-    base.grad_fn, base._out_nr, base._rg = rebased.grad_fn, 0, True
+    base._grad_fn, base._out_nr, base._rg = rebased._grad_fn, 0, True
     fresh = replay_view(base, view._view_fn)
-    view.grad_fn, view._out_nr, view._rg = fresh.grad_fn, fresh._out_nr, True
+    view._grad_fn, view._out_nr, view._rg = fresh._grad_fn, fresh._out_nr, True
+    view._view_version = view._vc[0]
 
 
 # --- the values that fill / copy_ / random fills write --------------------------------------

@@ -45,7 +45,8 @@ class Tensor:
 
     # Defaults live on the class: a fresh tensor stores only its data and version counter.
     _rg = False
-    grad_fn = None
+    _grad_fn = None
+    _view_version = 0  # the version at which a view's _grad_fn was last derived from its base
     _out_nr = 0
     _grad = None
     _base = None
@@ -152,7 +153,7 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         value = bool(value)
-        if self.grad_fn is not None:
+        if self._grad_fn is not None:
             if value:
                 return
             raise RuntimeError(
@@ -171,12 +172,19 @@ class Tensor:
         return self
 
     @property
+    def grad_fn(self):
+        """The node that created this tensor (None for leaves)."""
+        if self._base is not None:
+            return refresh_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
     @property
     def grad(self):
-        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
                 "Its .grad attribute won't be populated during autograd.backward(). If you "
@@ -212,11 +220,11 @@ class Tensor:
         """Keep ``.grad`` for this non-leaf tensor during backward."""
         if not self._rg:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None or self._retains_grad:
+        if self._grad_fn is None or self._retains_grad:
             return
         import weakref
 
-        node = self.grad_fn
+        node = self._grad_fn
         if node._retained is None:
             node._retained = {}
         node._retained[self._out_nr] = weakref.ref(self)
@@ -231,7 +239,7 @@ class Tensor:
 
     def _edge(self):
         """Where a gradient for this tensor goes: (node, output_nr)."""
-        fn = self.grad_fn
+        fn = self._grad_fn if self._base is None else refresh_view_grad_fn(self)
         if fn is not None:
             return (fn, self._out_nr)
         return (self._accumulator(), 0)
@@ -250,7 +258,7 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
         """``hook(tensor)`` runs after a gradient was accumulated into this leaf's ``.grad``."""
-        if self.grad_fn is not None:
+        if self._grad_fn is not None:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors"
             )
@@ -275,7 +283,7 @@ class Tensor:
             raise RuntimeError(
                 "Can't detach views in-place. Use detach() instead."
             )
-        self.grad_fn = None
+        self._grad_fn = None
         self._rg = False
         return self
 
@@ -376,7 +384,7 @@ class Tensor:
         )
 
     def __deepcopy__(self, memo):
-        if self.grad_fn is not None:
+        if self._grad_fn is not None:
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the "
                 "deepcopy protocol at the moment."
@@ -387,6 +395,21 @@ class Tensor:
             out._grad = self._grad.__deepcopy__(memo)
         memo[id(self)] = out
         return out
+
+
+def refresh_view_grad_fn(view: Tensor):
+    """A view whose base was written in place since its grad_fn was set gets a fresh one,
+    derived from the base's current graph (PyTorch regenerates it the same way)."""
+    base = view._base
+    if view._vc[0] == view._view_version or not base._rg:
+        return view._grad_fn
+    from ._inplace import replay_view
+
+    with _gm.enable_grad():
+        fresh = replay_view(base, view._view_fn)
+    view._grad_fn, view._out_nr, view._rg = fresh._grad_fn, fresh._out_nr, fresh._rg
+    view._view_version = view._vc[0]
+    return view._grad_fn
 
 
 def _np_ndarray():

@@ -110,8 +110,8 @@ def tensor_repr(t) -> str:
     default_float = dt.get_default_dtype()
     if not (d is default_float or d is dt.int64 or d is dt.bool_):
         suffixes.append(f"dtype={d!r}")
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    if t._grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
     tail = "".join(", " + s for s in suffixes)

@@ -123,7 +123,7 @@ def backward(
             captures.setdefault(node, []).append((nr, i))
     captured = run_backward(roots, root_grads, retain_graph, create_graph, captures)
     for i, t in enumerate(input_list):
-        if t.grad_fn is None:
+        if t._grad_fn is None:
             continue  # leaves were accumulated by their AccumulateGrad node
         g = captured.get(i)
         if g is not None:

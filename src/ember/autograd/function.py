@@ -194,12 +194,12 @@ class Function(metaclass=_FunctionMeta):
                 out = alias
             meta.append((out._data.shape, out._data.dtype))
             if id(out) in non_diff or out._data.dtype.kind != "f":
-                if out.grad_fn is None and id(out) not in dirty:
+                if out._grad_fn is None and id(out) not in dirty:
                     out._rg = False
                 final.append(out)
                 continue
             out._rg = True
-            out.grad_fn = node
+            out._grad_fn = node
             out._out_nr = i
             final.append(out)
         node._meta = tuple(meta)
@@ -215,7 +215,7 @@ _NO_SETUP = object()
 
 def _check_dirty(node, args) -> None:
     for t in node._dirty:
-        if t.grad_fn is None and t._rg:
+        if t._grad_fn is None and t._rg:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation."
             )

@@ -126,7 +126,7 @@ class Node:
         out = Tensor._wrap(data)
         out._vc = vc
         out._rg = True
-        out.grad_fn = self
+        out._grad_fn = self
         return out
 
     def release(self) -> None:
@@ -173,8 +173,8 @@ def _raise_modified(node: Node, t, saved_version: int) -> None:
     kind = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
     type_name = kind.get(t.dtype.name, t.dtype.name.capitalize())
     where = ""
-    if t.grad_fn is not None:
-        where = f", which is output {t._out_nr} of {t.grad_fn.name()},"
+    if t._grad_fn is not None:
+        where = f", which is output {t._out_nr} of {t._grad_fn.name()},"
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [ember.{type_name}Tensor {list(t.shape)}]{where} is at version "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import _backend
 from .. import _dtype as dt
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import Tensor, _wrap_dim, refresh_view_grad_fn
 from ..autograd import anomaly as _anomaly
 from ..autograd import grad_mode as _gm
 
@@ -49,7 +49,7 @@ def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = Fal
         if t is None or not isinstance(t, Tensor) or not t._rg:
             edges.append(None)
         else:
-            fn = t.grad_fn
+            fn = t._grad_fn if t._base is None else refresh_view_grad_fn(t)
             edges.append((fn, t._out_nr) if fn is not None else (t._accumulator(), 0))
     node._edges = tuple(edges)
     if data.__class__ not in _backend._MODULE_OF_TYPE:
@@ -61,7 +61,7 @@ def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = Fal
         )
     out = wrap(data)
     out._rg = True
-    out.grad_fn = node
+    out._grad_fn = node
     node._meta = ((data.shape, data.dtype),)
     if save_output:
         node._saved_out = (data, out._vc, 0)

@@ -278,8 +278,11 @@ def mul(input, other) -> Tensor:
     if not isinstance(a, Tensor):
         a, b = b, a
     data = a._data * data_of(b)
-    if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
-        return record(MulBackward0(), data, (a, b), (a, b))
+    if grad_state.enabled:
+        b_rg = b.__class__ not in NUMBERS and b._rg
+        if a._rg or b_rg:
+            # like PyTorch, save each operand only when the other one needs its gradient
+            return record(MulBackward0(), data, (a, b), (a if b_rg else None, b if a._rg else None))
     return wrap(data)
 
 
@@ -312,7 +315,8 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
         elif not isinstance(a, Tensor) or a._data.dtype.kind == "f":
             b = b if isinstance(b, float) else float(b)
         data = data_of(a) / data_of(b)
-        return result(DivBackward0, data, (a, b), (a, b))
+        b_rg = isinstance(b, Tensor) and b._rg
+        return result(DivBackward0, data, (a, b), (a if b_rg else None, b))
     if rounding_mode not in ("trunc", "floor"):
         raise RuntimeError(
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "

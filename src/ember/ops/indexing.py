@@ -165,6 +165,8 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     xp = array_module(input._data)
     out = input._data.copy()
     target_shape = out[key].shape
+    while values._data.ndim > len(target_shape) and values._data.shape[0] == 1:
+        values = values.squeeze(0)  # PyTorch drops leading unit dims of the value
     try:
         v = xp.broadcast_to(values._data, target_shape)
     except ValueError:

@@ -32,9 +32,9 @@ class MmBackward0(Node):
     """Gradient of a @ b for every matmul case: 1-D operands are matrices with a unit dim."""
 
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.saved_tensors()  # each saved only when the other needs a gradient
         edges = self._edges
-        a1, b1 = a.ndim == 1, b.ndim == 1
+        a1, b1 = self.a_dim == 1, self.b_dim == 1
         if a1 and b1:  # dot product
             return (g * b if edges[0] is not None else None,
                     g * a if edges[1] is not None else None)
@@ -111,7 +111,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         node = BmmBackward0
     else:
         node = MatmulBackward0
-    return result(node, out, (input, other), (input, other))
+    return result(node, out, (input, other), (input if other._rg else None,
+                                              other if input._rg else None),
+                  a_dim=a.ndim, b_dim=b.ndim)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:

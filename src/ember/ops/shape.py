@@ -24,6 +24,7 @@ def make_view(out: Tensor, src: Tensor, step) -> Tensor:
         out._base = base
         out._view_fn = src._view_fn + (step,)
     out._vc = src._vc
+    out._view_version = src._vc[0]
     return out
 
 
