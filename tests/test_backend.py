@@ -1,0 +1,66 @@
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import ember
+
+OPS_DIR = pathlib.Path(ember.__file__).parent / "ops"
+
+
+def test_no_op_module_imports_numpy():
+    offenders = []
+    for path in OPS_DIR.glob("*.py"):
+        text = path.read_text()
+        if re.search(r"^\s*(import numpy|from numpy)", text, re.MULTILINE):
+            offenders.append(path.name)
+    assert offenders == []
+
+
+def test_device_parsing_and_equality():
+    assert ember.device("cpu") == "cpu"
+    assert ember.device("cuda:1").index == 1 and ember.device("cuda:1").type == "cuda"
+    assert repr(ember.device("cuda", 0)) == "device(type='cuda', index=0)"
+    assert str(ember.device("cuda:0")) == "cuda:0"
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
+        ember.device("tpu")
+
+
+def test_cpu_tensors_live_in_numpy():
+    x = ember.ones(2, device="cpu")
+    assert isinstance(x.numpy(), np.ndarray) and x.device.type == "cpu"
+    assert x.to(ember.device("cpu")) is x
+
+
+@pytest.mark.skipif(ember.cuda.is_available(), reason="a GPU is present")
+def test_cuda_unavailable_gives_a_clear_error():
+    assert ember.cuda.is_available() is False
+    assert ember.cuda.device_count() == 0
+    with pytest.raises(RuntimeError, match="Cannot use device 'cuda'.*CuPy"):
+        ember.ones(2).to("cuda")
+    with pytest.raises(RuntimeError, match="Cannot use device 'cuda'"):
+        ember.zeros(2, device="cuda")
+    with pytest.raises(RuntimeError, match="Cannot use device 'cuda:0'"):
+        ember.ones(2).cuda()
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
+def test_cuda_round_trip_and_autograd():
+    x = ember.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    assert x.grad.device.type == "cuda"
+    assert x.grad.cpu().tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        x + ember.ones(2)
+
+
+def test_numpy_warnings_are_silenced_outside_pytest(tmp_path):
+    import subprocess
+    import sys
+
+    code = "import ember; ember.log(ember.tensor([0.0, -1.0])); ember.tensor([1.0]) / 0"
+    out = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                         text=True, check=True)
+    assert "RuntimeWarning" not in out.stderr
