@@ -14,6 +14,7 @@ from . import grad_mode as _gm
 from .node import AccumulateGrad, Node
 
 _getrefcount = sys.getrefcount
+_BASE_APPLY = Node.apply
 
 
 def _probe_refcounts(t):
@@ -209,6 +210,10 @@ def run_backward(
                 in_grads = (None,) * len(edges)
             elif check_anomaly:
                 in_grads = anomaly.apply_checked(node, grads)
+            elif type(node).apply is _BASE_APPLY:  # the usual single-output node: no list
+                in_grads = node.backward(grads[0])
+                if in_grads.__class__ is not tuple:
+                    in_grads = (in_grads,)
             else:
                 in_grads = node.apply(grads)
             if len(in_grads) != len(edges):

@@ -115,14 +115,11 @@ class Node:
         if record is None:
             raise RuntimeError(FREED_MESSAGE)
         data, vc, version = record
+        Tensor = _tensor_class()
         if vc[0] != version:
-            from .._tensor import Tensor
-
             shown = Tensor._wrap(data)
             shown._vc = vc
             _raise_modified(self, shown, version)
-        from .._tensor import Tensor
-
         out = Tensor._wrap(data)
         out._vc = vc
         out._rg = True
@@ -167,6 +164,18 @@ class Node:
 
     def __call__(self, *grads):
         return self.apply(list(grads))
+
+
+_TENSOR = []
+
+
+def _tensor_class():
+    # imported on first use: the tensor module imports this one
+    if not _TENSOR:
+        from .._tensor import Tensor
+
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
 
 
 def _raise_modified(node: Node, t, saved_version: int) -> None:

@@ -127,6 +127,13 @@ def promote(op: str, a, b):
 
 def promote_scalar(op: str, t: Tensor, s, reflected: bool = False):
     cls = s.__class__
+    kind = t._data.dtype.kind
+    # the common cases first: a float with a floating tensor, a small int with any number dtype
+    if cls is float:
+        if kind == "f":
+            return (s, t) if reflected else (t, s)
+    elif cls is int and (kind == "f" or (kind in "iu" and _fits(s, t._data.dtype))):
+        return (s, t) if reflected else (t, s)
     if cls is not float and cls is not int and cls is not bool:
         if isinstance(s, SCALAR_TYPES):
             s = cls.__mro__[-2](s) if cls not in (bool,) else bool(s)
@@ -153,9 +160,31 @@ def _fits(value: int, np_dtype) -> bool:
     return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
 
 
-def data_of(x):
-    """The array of a tensor, or a Python number as it is."""
-    return x._data if isinstance(x, Tensor) else x
+_SCALAR_ARRAYS: dict = {}
+_NUMPY_ARRAY = next(iter(_backend._MODULE_OF_TYPE))
+
+
+def data_of(x, like=None):
+    """The array of a tensor; a Python number as a cached 0-d array of ``like``'s dtype.
+
+    NumPy converts a bare Python number on every call; a cached 0-d array of the same dtype
+    gives the same result (the dtype was settled by ``promote``) for less.
+    """
+    if isinstance(x, Tensor):
+        return x._data
+    if like is None or like.__class__ is not _NUMPY_ARRAY:
+        return x
+    key = (x, like.dtype)
+    arr = _SCALAR_ARRAYS.get(key)
+    if arr is None:
+        if len(_SCALAR_ARRAYS) > 4096:
+            _SCALAR_ARRAYS.clear()
+        arr = array_module(like).asarray(x, dtype=like.dtype)
+        arr.flags.writeable = False
+        if x.__class__ is float and x != x:  # nan never equals itself: do not cache it
+            return arr
+        _SCALAR_ARRAYS[key] = arr
+    return arr
 
 
 def float_result(op: str, t: Tensor) -> Tensor:

@@ -63,13 +63,13 @@ UNARY = {
     "atan": (lambda xp, x: xp.arctan(x), lambda g, x, y: g / (x * x + 1), "x", True),
     "sinh": (lambda xp, x: xp.sinh(x), lambda g, x, y: g * x.cosh(), "x", True),
     "cosh": (lambda xp, x: xp.cosh(x), lambda g, x, y: g * x.sinh(), "x", True),
-    "tanh": (lambda xp, x: xp.tanh(x), lambda g, x, y: g * (1 - y * y), "y", True),  # 1 - tanh²
+    "tanh": (lambda xp, x: xp.tanh(x), lambda g, x, y: tanh_backward(g, y), "y", True),
     "asinh": (lambda xp, x: xp.arcsinh(x), lambda g, x, y: g / (x * x + 1).sqrt(), "x", True),
     "acosh": (lambda xp, x: xp.arccosh(x), lambda g, x, y: g / (x * x - 1).sqrt(), "x", True),
     "atanh": (lambda xp, x: xp.arctanh(x), lambda g, x, y: g / (1 - x * x), "x", True),
     "sigmoid": (
         lambda xp, x: _sigmoid_kernel(xp, x),
-        lambda g, x, y: g * (y * (1 - y)),  # σ' = σ(1-σ)
+        lambda g, x, y: sigmoid_backward(g, y),
         "y",
         True,
     ),
@@ -86,7 +86,8 @@ UNARY = {
         "x",
         True,
     ),
-    "relu": (lambda xp, x: xp.maximum(x, 0), lambda g, x, y: g * (y > 0), "y", False),
+    "relu": (lambda xp, x: xp.maximum(x, 0), lambda g, x, y: threshold_backward(g, y, 0), "y",
+             False),
     "reciprocal": (lambda xp, x: 1 / x, lambda g, x, y: g * -(y * y), "y", True),
     "floor": (lambda xp, x: xp.floor(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
     "ceil": (lambda xp, x: xp.ceil(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
@@ -95,6 +96,62 @@ UNARY = {
 }
 
 NODE_NAMES = {"relu": "ReluBackward0", "sigmoid": "SigmoidBackward0"}
+
+
+# --------------------------------------------------------------------------------------------
+# Fused backward kernels of common activations: one op instead of three in every backward
+# pass, each differentiable again through its own formula (as PyTorch's tanh_backward ...).
+# --------------------------------------------------------------------------------------------
+class TanhBackwardBackward0(Node):
+    def backward(self, gg):
+        g, y = self.saved_tensors()
+        edges = self._edges
+        # out = g (1 - y²):  d/dg = 1 - y²,  d/dy = -2 g y
+        return (gg * (1 - y * y) if edges[0] is not None else None,
+                gg * g * y * -2 if edges[1] is not None else None)
+
+
+def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
+    """grad · (1 - output²), the gradient of tanh given its output."""
+    g, y = grad._data, output._data
+    data = y * y
+    xp = array_module(data)
+    xp.subtract(1, data, out=data)
+    xp.multiply(g, data, out=data)
+    return result(TanhBackwardBackward0, data, (grad, output), (grad, output))
+
+
+class SigmoidBackwardBackward0(Node):
+    def backward(self, gg):
+        g, y = self.saved_tensors()
+        edges = self._edges
+        # out = g y (1 - y):  d/dg = y (1 - y),  d/dy = g (1 - 2y)
+        return (gg * y * (1 - y) if edges[0] is not None else None,
+                gg * g * (1 - y * 2) if edges[1] is not None else None)
+
+
+def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
+    """grad · output · (1 - output), the gradient of sigmoid given its output."""
+    g, y = grad._data, output._data
+    xp = array_module(y)
+    data = xp.subtract(1, y)
+    xp.multiply(data, y, out=data)
+    xp.multiply(g, data, out=data)
+    return result(SigmoidBackwardBackward0, data, (grad, output), (grad, output))
+
+
+class ThresholdBackwardBackward0(Node):
+    def backward(self, gg):
+        (y,) = self.saved_tensors()
+        return gg * (y > self.threshold), None  # piecewise constant in y
+
+
+def threshold_backward(grad: Tensor, output: Tensor, threshold: float) -> Tensor:
+    """grad where output > threshold, else 0 (the gradient of relu and threshold)."""
+    g, y = grad._data, output._data
+    data = g * (y > threshold)
+    return result(ThresholdBackwardBackward0, data, (grad, output), (output,),
+                  threshold=threshold)
 
 
 def _sign_kernel(xp, x):
@@ -225,7 +282,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     a, b = promote("add", input, other)
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
         a, b = b, a  # a + b is symmetric: keep the tensor first
-    ad, bd = a._data, data_of(b)
+    ad = a._data
+    bd = data_of(b, ad)
     data = ad + bd if alpha == 1 else ad + bd * alpha
     if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
         node = AddBackward0()
@@ -243,7 +301,8 @@ def sub(input, other, *, alpha=1) -> Tensor:
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
             "`^` or `logical_xor()` operator instead."
         )
-    ad, bd = a._data, data_of(b)
+    ad = a._data
+    bd = data_of(b, ad)
     data = ad - bd if alpha == 1 else ad - bd * alpha
     if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
         node = SubBackward0()
@@ -253,7 +312,8 @@ def sub(input, other, *, alpha=1) -> Tensor:
 
 
 def _rsub(t: Tensor, s, alpha=1) -> Tensor:
-    data = s - t._data * alpha if alpha != 1 else s - t._data
+    td = t._data
+    data = data_of(s, td) - td * alpha if alpha != 1 else data_of(s, td) - td
     return result(RsubBackward1, data, (None, t), alpha=alpha)
 
 
@@ -277,7 +337,8 @@ def mul(input, other) -> Tensor:
     a, b = promote("mul", input, other)
     if not isinstance(a, Tensor):
         a, b = b, a
-    data = a._data * data_of(b)
+    ad = a._data
+    data = ad * data_of(b, ad)
     if grad_state.enabled:
         b_rg = b.__class__ not in NUMBERS and b._rg
         if a._rg or b_rg:
@@ -314,7 +375,8 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
             b = float_result("div", b)
         elif not isinstance(a, Tensor) or a._data.dtype.kind == "f":
             b = b if isinstance(b, float) else float(b)
-        data = data_of(a) / data_of(b)
+        like = a._data if isinstance(a, Tensor) else b._data
+        data = data_of(a, like) / data_of(b, like)
         b_rg = isinstance(b, Tensor) and b._rg
         return result(DivBackward0, data, (a, b), (a if b_rg else None, b))
     if rounding_mode not in ("trunc", "floor"):

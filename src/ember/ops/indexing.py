@@ -6,10 +6,11 @@ import builtins
 from collections import namedtuple
 
 from .. import _dtype as dt
+from .._creation import zeros
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, result, to_tensor, wrap, wrap_dim
-from .shape import make_view
+from .shape import broadcast_shapes, make_view
 
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
@@ -129,8 +130,6 @@ def _check_advanced_bounds(shape: tuple, key: tuple) -> None:
 
 class IndexBackward0(Node):
     def backward(self, g):
-        from .._creation import zeros
-
         base = zeros(self.shape, dtype=g.dtype, device=g.device)
         return index_put(base, self.key, g, accumulate=not self.basic)
 
@@ -228,8 +227,6 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
 
 class GatherBackward0(Node):
     def backward(self, g):
-        from .._creation import zeros
-
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.scatter_add(self.dim, self.index, g)
 
@@ -250,8 +247,6 @@ def _embed(small: Tensor, shape: tuple) -> Tensor:
     """Put ``small`` in the leading corner of a zero tensor of ``shape``."""
     if tuple(small.shape) == tuple(shape):
         return small
-    from .._creation import zeros
-
     key = tuple(slice(0, s) for s in small.shape)
     return index_put(zeros(shape, dtype=small.dtype, device=small.device), key, small)
 
@@ -341,8 +336,6 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> None
 
 class IndexSelectBackward0(Node):
     def backward(self, g):
-        from .._creation import zeros
-
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.index_add(self.dim, self.index, g)
 
@@ -385,8 +378,6 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
-    from .._creation import zeros
-
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_fill")
     mask = zeros(input._data.shape, dtype=dt.bool_, device=input.device)
     mask._data[(slice(None),) * d + (index._data.reshape(-1),)] = True
@@ -435,8 +426,6 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
-    from .shape import broadcast_shapes
-
     shape = broadcast_shapes(input.shape, mask.shape)
     return getitem(input.expand(shape), mask.expand(shape))
 
@@ -470,8 +459,6 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
-    from .shape import broadcast_shapes
-
     d = wrap_dim(dim, input._data.ndim, "take_along_dim")
     a_shape, i_shape = list(input.shape), list(indices.shape)
     a_shape[d], i_shape[d] = 1, 1
@@ -523,7 +510,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     d = wrap_dim(dim, builtins.max(data.ndim, 1), "topk")
     size = data.shape[d] if data.ndim else 1
     if not 0 <= k <= size:
-        raise RuntimeError(f"selected index k out of range")
+        raise RuntimeError("selected index k out of range")
     indices = argsort(input, d, descending=largest)
     if data.ndim == 0:
         return topk_result(input.clone(), indices)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import string
 
+from .._creation import eye, tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
 from .reduction import vector_norm
+from .shape import stack
 
 
 def _shape(t: Tensor) -> str:
@@ -130,7 +132,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if input._data.ndim != 3 or mat2._data.ndim != 3:
         raise RuntimeError(
-            f"batch1 must be a 3D tensor" if input._data.ndim != 3 else "batch2 must be a 3D tensor"
+            "batch1 must be a 3D tensor" if input._data.ndim != 3 else "batch2 must be a 3D tensor"
         )
     if input._data.shape[0] != mat2._data.shape[0] or input._data.shape[2] != mat2._data.shape[1]:
         raise RuntimeError(
@@ -201,7 +203,7 @@ def _parse_einsum(equation: str, shapes: list) -> tuple:
     terms = lhs.split(",")
     if len(terms) != len(shapes):
         raise RuntimeError(
-            f"einsum(): more operands were provided than specified in the equation"
+            "einsum(): more operands were provided than specified in the equation"
             if len(shapes) > len(terms)
             else "einsum(): fewer operands were provided than specified in the equation"
         )
@@ -268,8 +270,6 @@ class EinsumBackward0(Node):
 
 
 def _onto_diagonal(grad: Tensor, unique: str, term: str, sizes: dict) -> Tensor:
-    from .._creation import eye
-
     used = set(term)
     spare = iter(c for c in string.ascii_letters if c not in used)
     renamed, eyes, seen = [], [], set()
@@ -377,9 +377,6 @@ class LinalgDetBackward0(Node):
 
 def _cofactors(A: Tensor) -> Tensor:
     """Cofactor matrix from minors; works for singular matrices, where det·A⁻ᵀ does not."""
-    from .._creation import tensor
-    from .shape import stack
-
     n = A.shape[-1]
     if n == 1:
         return A * 0 + 1

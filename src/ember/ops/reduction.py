@@ -6,9 +6,12 @@ import math
 from collections import namedtuple
 
 from .. import _dtype as dt
+from .._creation import arange, zeros
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, norm_dims, result, wrap, wrap_dim
+from .elementwise import float_result, maximum, minimum
+from .shape import cat
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 
@@ -125,8 +128,6 @@ def _prod_except_self(x: Tensor, d: int) -> Tensor:
     ones = x.narrow(d, 0, 1) * 0 + 1
     before = x.narrow(d, 0, n - 1).cumprod(d)
     after = x.flip(d).narrow(d, 0, n - 1).cumprod(d).flip(d)
-    from .shape import cat
-
     return cat([ones, before], d) * cat([after, ones], d)
 
 
@@ -204,8 +205,6 @@ class MaxBackward0(Node):  # max/min along a dim: the gradient goes to the selec
         if not keepdim:
             g = g.unsqueeze(d)
             idx = idx.unsqueeze(d)
-        from .._creation import zeros
-
         return zeros(shape, dtype=g.dtype, device=g.device).scatter(d, idx, g)
 
 
@@ -223,8 +222,6 @@ class MinBackward1(AmaxBackward0):
 
 def _max_min(name, kernel, argkernel, full_node, dim_node):
     def op(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
-        from .elementwise import maximum, minimum
-
         if isinstance(dim, Tensor):
             return (maximum if name == "max" else minimum)(input, dim)
         data = input._data
@@ -435,8 +432,6 @@ class LogsumexpBackward0(Node):
 
 
 def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    from .elementwise import float_result
-
     input = float_result("logsumexp", input)
     data = input._data
     dims = _dims(input, dim, "logsumexp")
@@ -479,9 +474,6 @@ class CumprodBackward0(Node):
             y = self.saved_output()
             return (g * y).flip(d).cumsum(d).flip(d) / x  # Σ_{j≥i} g_j y_j / x_i
         # with zeros: grad_i = Σ_{j≥i} g_j ∏_{k≤j, k≠i} x_k, one cumulative product per i
-        from .._creation import arange
-        from .shape import cat
-
         n = x.shape[d]
         view = [1] * x.ndim
         view[d] = n

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import builtins
 
+from .. import _backend
 from .. import _dtype as dt
-from .._tensor import Tensor
+from .._creation import zeros
+from .._tensor import Size, Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, record, result, wrap, wrap_dim
 
@@ -92,8 +94,8 @@ def view(input: Tensor, *shape) -> Tensor:
     xp = array_module(data)
     if data.size and not xp.may_share_memory(out, data):  # reshape had to copy: no view exists
         raise RuntimeError(
-            f"view size is not compatible with input tensor's size and stride (at least one "
-            f"dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         ) from None
     node = result(ViewBackward0, out, (input,), shape=data.shape)
     return make_view(node, input, (view, (shape,)))
@@ -299,8 +301,6 @@ def broadcast_to(input: Tensor, size) -> Tensor:
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    from .._tensor import Size
-
     ndim = builtins.max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -436,8 +436,6 @@ def atleast_2d(t: Tensor) -> Tensor:
 
 class SliceBackward0(Node):
     def backward(self, g):
-        from .._creation import zeros
-
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.slice_scatter(g, self.dim, self.start, self.start + self.length)
 
@@ -510,8 +508,6 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
 
 class SelectBackward0(Node):
     def backward(self, g):
-        from .._creation import zeros
-
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.select_scatter(g, self.dim, self.index)
 
@@ -642,8 +638,6 @@ def _diagonal_view(data, offset: int, d1: int, d2: int):
 
 class DiagonalBackward0(Node):
     def backward(self, g):
-        from .._creation import zeros
-
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.diagonal_scatter(g, self.offset, self.dim1, self.dim2)
 
@@ -684,8 +678,6 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
 
 
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    from .._creation import zeros
-
     n = input._data.shape[-1] + builtins.abs(offset)
     shape = input._data.shape[:-1] + (n, n)
     base = zeros(shape, dtype=input.dtype, device=input.device)
@@ -729,8 +721,6 @@ class ToCopyBackward0(Node):
 
 def to_dtype_device(input: Tensor, dtype=None, device=None, copy: bool = False) -> Tensor:
     """The work of ``Tensor.to``: cast and/or move, differentiable."""
-    from .. import _backend
-
     data = input._data
     target_dtype = dt.to_dtype(dtype) if dtype is not None else None
     target_device = _backend.to_device(device) if device is not None else None
