@@ -14,7 +14,6 @@ from . import grad_mode as _gm
 from .node import AccumulateGrad, Node
 
 _getrefcount = sys.getrefcount
-_BASE_APPLY = Node.apply
 
 
 def _probe_refcounts(t):
@@ -175,6 +174,7 @@ def run_backward(
     ready = [n for n in root_nodes if n not in deps]
     captured: dict = {}
     check_anomaly = anomaly.state.enabled
+    has_captures = captures is not None
     state = _gm.state
     previous_mode = state.enabled
     state.enabled = create_graph
@@ -184,9 +184,10 @@ def run_backward(
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node.num_outputs
-            if node._hooked:
+            hooked = node._hooked
+            if hooked:
                 grads = _run_pre_hooks(node, grads, create_graph)
-            if captures is not None and node in captures:
+            if has_captures and node in captures:
                 for nr, key in captures[node]:
                     captured[key] = grads[nr]
             if node.__class__ is AccumulateGrad:
@@ -210,7 +211,7 @@ def run_backward(
                 in_grads = (None,) * len(edges)
             elif check_anomaly:
                 in_grads = anomaly.apply_checked(node, grads)
-            elif type(node).apply is _BASE_APPLY:  # the usual single-output node: no list
+            elif node._simple:  # one output and the base apply: call the formula directly
                 in_grads = node.backward(grads[0])
                 if in_grads.__class__ is not tuple:
                     in_grads = (in_grads,)
@@ -221,7 +222,7 @@ def run_backward(
                     f"function {node.name()} returned an incorrect number of gradients "
                     f"(expected {len(edges)}, got {len(in_grads)})"
                 )
-            if node._post_hooks:
+            if hooked and node._post_hooks:
                 for fn in list(node._post_hooks.values()):
                     replaced = fn(in_grads, tuple(grads))
                     if replaced is not None:

@@ -73,6 +73,7 @@ class Node:
     _retained = None  # output_nr -> weakref of a non-leaf tensor that called retain_grad()
     metadata_ = None
     num_outputs = 1
+    _simple = True  # single output and the default apply: the engine calls backward directly
 
     def name(self) -> str:
         return type(self).__name__
@@ -135,6 +136,7 @@ class Node:
         """``fn(grad_inputs, grad_outputs)`` runs after this node computed its gradients."""
         if self._post_hooks is None:
             self._post_hooks = _HookDict()
+        self._hooked = True
         return add_hook(self._post_hooks, fn)
 
     def register_prehook(self, fn) -> RemovableHandle:

@@ -16,6 +16,7 @@ from ..autograd.node import Node
 from ._dispatch import (
     FLOAT,
     NUMBERS,
+    _SCALAR_ARRAYS as _SCALARS,
     array_module,
     data_of,
     float_result,
@@ -114,10 +115,13 @@ class TanhBackwardBackward0(Node):
 def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
     """grad · (1 - output²), the gradient of tanh given its output."""
     g, y = grad._data, output._data
-    data = y * y
-    xp = array_module(data)
-    xp.subtract(1, data, out=data)
-    xp.multiply(g, data, out=data)
+    if y.ndim == 0 or g.shape != y.shape:  # NumPy gives 0-d results as scalars: no out=
+        data = g * (1 - y * y)
+    else:
+        data = y * y
+        xp = array_module(data)
+        xp.subtract(1, data, out=data)
+        xp.multiply(g, data, out=data)
     return result(TanhBackwardBackward0, data, (grad, output), (grad, output))
 
 
@@ -133,10 +137,13 @@ class SigmoidBackwardBackward0(Node):
 def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
     """grad · output · (1 - output), the gradient of sigmoid given its output."""
     g, y = grad._data, output._data
-    xp = array_module(y)
-    data = xp.subtract(1, y)
-    xp.multiply(data, y, out=data)
-    xp.multiply(g, data, out=data)
+    if y.ndim == 0 or g.shape != y.shape:
+        data = g * y * (1 - y)
+    else:
+        xp = array_module(y)
+        data = xp.subtract(1, y)
+        xp.multiply(data, y, out=data)
+        xp.multiply(g, data, out=data)
     return result(SigmoidBackwardBackward0, data, (grad, output), (grad, output))
 
 
@@ -263,11 +270,13 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Ten
 class AddBackward0(Node):
     def backward(self, g):
         alpha = self.alpha
-        return g, (g if alpha == 1 else g * alpha)
+        return g, (g if alpha == 1 or self._edges[1] is None else g * alpha)
 
 
 class SubBackward0(Node):
     def backward(self, g):
+        if self._edges[1] is None:
+            return g, None
         alpha = self.alpha
         return g, (-g if alpha == 1 else g * -alpha)
 
@@ -279,6 +288,16 @@ class RsubBackward1(Node):  # number - tensor * alpha
 
 
 def add(input, other, *, alpha=1, out=None) -> Tensor:
+    if other.__class__ is float and input.__class__ is Tensor and alpha == 1:
+        ad = input._data
+        if ad.dtype.kind == "f":
+            scalar = _SCALARS.get((other, ad.dtype))
+            data = ad + (scalar if scalar is not None else data_of(other, ad))
+            if input._rg and grad_state.enabled:
+                node = AddBackward0()
+                node.alpha = 1
+                return record(node, data, (input, other))
+            return wrap(data)
     a, b = promote("add", input, other)
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
         a, b = b, a  # a + b is symmetric: keep the tensor first
@@ -293,6 +312,16 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 
 
 def sub(input, other, *, alpha=1) -> Tensor:
+    if other.__class__ is float and input.__class__ is Tensor and alpha == 1:
+        ad = input._data
+        if ad.dtype.kind == "f":
+            scalar = _SCALARS.get((other, ad.dtype))
+            data = ad - (scalar if scalar is not None else data_of(other, ad))
+            if input._rg and grad_state.enabled:
+                node = SubBackward0()
+                node.alpha = 1
+                return record(node, data, (input, other))
+            return wrap(data)
     a, b = promote("sub", input, other)
     if not isinstance(a, Tensor):
         return _rsub(b, a, alpha)
@@ -334,6 +363,14 @@ class MulBackward0(Node):
 
 
 def mul(input, other) -> Tensor:
+    if other.__class__ is float and input.__class__ is Tensor:
+        ad = input._data
+        if ad.dtype.kind == "f":  # the hot case: floating tensor times a Python float
+            scalar = _SCALARS.get((other, ad.dtype))
+            data = ad * (scalar if scalar is not None else data_of(other, ad))
+            if input._rg and grad_state.enabled:
+                return record(MulBackward0(), data, (input, other), (None, other))
+            return wrap(data)
     a, b = promote("mul", input, other)
     if not isinstance(a, Tensor):
         a, b = b, a
