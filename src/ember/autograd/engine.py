@@ -111,24 +111,25 @@ def _graph_order(root_nodes: list) -> list:
 
 
 def _count_dependencies(root_nodes: list, needed: set | None) -> dict:
+    """How many edges lead into each node reachable from the roots (without recursion)."""
     deps: dict = {}
+    roots = set(root_nodes)
     stack = list(root_nodes)
-    seen = set(stack)
+    get = deps.get
     while stack:
-        node = stack.pop()
-        for edge in node._edges:
+        for edge in stack.pop()._edges:
             if edge is None:
                 continue
             nxt = edge[0]
             if needed is not None and nxt not in needed:
                 continue
-            if nxt in deps:
-                deps[nxt] += 1
-            else:
+            count = get(nxt)
+            if count is None:
                 deps[nxt] = 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+                if nxt not in roots:  # a root is on the stack already
+                    stack.append(nxt)
+            else:
+                deps[nxt] = count + 1
     return deps
 
 
@@ -199,24 +200,23 @@ def run_backward(
                         accumulate_into_leaf(leaf, g, create_graph)
                 continue
             edges = node._edges
-            if len(grads) == 1:
-                empty = grads[0] is None
+            if node._simple:  # one output and the base apply: call the formula directly
+                g = grads[0]
+                if g is None:
+                    in_grads = (None,) * len(edges)
+                elif check_anomaly:
+                    in_grads = anomaly.apply_checked(node, grads)
+                else:
+                    in_grads = node.backward(g)
+                    if in_grads.__class__ is not tuple:
+                        in_grads = (in_grads,)
             else:
-                empty = True
-                for g in grads:
-                    if g is not None:
-                        empty = False
-                        break
-            if empty:
-                in_grads = (None,) * len(edges)
-            elif check_anomaly:
-                in_grads = anomaly.apply_checked(node, grads)
-            elif node._simple:  # one output and the base apply: call the formula directly
-                in_grads = node.backward(grads[0])
-                if in_grads.__class__ is not tuple:
-                    in_grads = (in_grads,)
-            else:
-                in_grads = node.apply(grads)
+                if all(g is None for g in grads):
+                    in_grads = (None,) * len(edges)
+                elif check_anomaly:
+                    in_grads = anomaly.apply_checked(node, grads)
+                else:
+                    in_grads = node.apply(grads)
             if len(in_grads) != len(edges):
                 raise RuntimeError(
                     f"function {node.name()} returned an incorrect number of gradients "

@@ -116,7 +116,7 @@ class Node:
         if record is None:
             raise RuntimeError(FREED_MESSAGE)
         data, vc, version = record
-        Tensor = _tensor_class()
+        Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
         if vc[0] != version:
             shown = Tensor._wrap(data)
             shown._vc = vc

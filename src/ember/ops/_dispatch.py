@@ -42,29 +42,36 @@ def needs_grad(*tensors) -> bool:
     return False
 
 
+def _edge_of(t):
+    fn = t._grad_fn if t._base is None else refresh_view_grad_fn(t)
+    if fn is not None:
+        return (fn, t._out_nr)
+    acc = t._grad_acc
+    return (acc if acc is not None else t._accumulator(), 0)
+
+
 def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = False) -> Tensor:
     """Wrap ``data`` as the output of ``node`` whose inputs are ``inputs`` (tensors or None)."""
-    edges = []
-    for t in inputs:
-        if t is None or not isinstance(t, Tensor) or not t._rg:
-            edges.append(None)
-        else:
-            fn = t._grad_fn if t._base is None else refresh_view_grad_fn(t)
-            edges.append((fn, t._out_nr) if fn is not None else (t._accumulator(), 0))
-    node._edges = tuple(edges)
+    # inputs are Tensors, None, or Python numbers (which carry no _rg and get no edge)
+    node._edges = tuple([
+        _edge_of(t) if t is not None and t.__class__ not in NUMBERS and t._rg else None
+        for t in inputs
+    ])
     if data.__class__ not in _backend._MODULE_OF_TYPE:
         data = as_array(data)
     if saved:
         node._saved = saved
-        node._saved_versions = tuple(
-            t._vc[0] if isinstance(t, Tensor) else None for t in saved
-        )
-    out = wrap(data)
+        node._saved_versions = [
+            t._vc[0] if t is not None and t.__class__ not in NUMBERS else None for t in saved
+        ]
+    out = _new(Tensor)
+    out._data = data
+    vc = out._vc = [0]
     out._rg = True
     out._grad_fn = node
     node._meta = ((data.shape, data.dtype),)
     if save_output:
-        node._saved_out = (data, out._vc, 0)
+        node._saved_out = (data, vc, 0)
     if anomaly_state.enabled:
         _anomaly.record_trace(node)
     return out
