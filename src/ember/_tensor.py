@@ -229,6 +229,7 @@ class Tensor:
             node._retained = {}
         node._retained[self._out_nr] = weakref.ref(self)
         node._hooked = True
+        node._fast = False
         self._retains_grad = True
 
     def _accumulator(self) -> AccumulateGrad:

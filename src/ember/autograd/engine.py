@@ -179,54 +179,29 @@ def run_backward(
     state = _gm.state
     previous_mode = state.enabled
     state.enabled = create_graph
+    slow_always = has_captures or check_anomaly
     try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
-            if grads is None:
-                grads = [None] * node.num_outputs
-            hooked = node._hooked
-            if hooked:
-                grads = _run_pre_hooks(node, grads, create_graph)
-            if has_captures and node in captures:
-                for nr, key in captures[node]:
-                    captured[key] = grads[nr]
-            if node.__class__ is AccumulateGrad:
-                if accumulate and (captures is None or node in captures):
-                    leaf = node._variable()
-                    g = grads.pop()
-                    if leaf is not None and g is not None:
-                        del grads
-                        accumulate_into_leaf(leaf, g, create_graph)
-                continue
             edges = node._edges
-            if node._simple:  # one output and the base apply: call the formula directly
-                g = grads[0]
-                if g is None:
-                    in_grads = (None,) * len(edges)
-                elif check_anomaly:
-                    in_grads = anomaly.apply_checked(node, grads)
+            if node._fast and not slow_always:
+                # the common node: one output, no hooks, the formula called directly
+                if grads is None or grads[0] is None:
+                    in_grads = None
                 else:
-                    in_grads = node.backward(g)
+                    in_grads = node.backward(grads[0])
                     if in_grads.__class__ is not tuple:
                         in_grads = (in_grads,)
+                    if len(in_grads) != len(edges):
+                        raise _wrong_count(node, in_grads)
             else:
-                if all(g is None for g in grads):
-                    in_grads = (None,) * len(edges)
-                elif check_anomaly:
-                    in_grads = anomaly.apply_checked(node, grads)
-                else:
-                    in_grads = node.apply(grads)
-            if len(in_grads) != len(edges):
-                raise RuntimeError(
-                    f"function {node.name()} returned an incorrect number of gradients "
-                    f"(expected {len(edges)}, got {len(in_grads)})"
-                )
-            if hooked and node._post_hooks:
-                for fn in list(node._post_hooks.values()):
-                    replaced = fn(in_grads, tuple(grads))
-                    if replaced is not None:
-                        in_grads = tuple(replaced)
+                if grads is None:
+                    grads = [None] * node.num_outputs
+                in_grads = _run_node(node, grads, create_graph, accumulate, captures,
+                                     captured, check_anomaly)
+                if in_grads is _DONE:
+                    continue
             if not retain_graph:
                 if node._saved:
                     node._saved = None
@@ -241,7 +216,7 @@ def run_backward(
                 left = deps.get(nxt)
                 if left is None:
                     continue
-                g = in_grads[i]
+                g = None if in_grads is None else in_grads[i]
                 if g is not None:
                     nr = edge[1]
                     shape, dt = nxt._meta[nr]
@@ -271,6 +246,49 @@ def run_backward(
     finally:
         state.enabled = previous_mode
     return captured
+
+
+_DONE = object()  # _run_node's answer for a node that ends the path (a leaf's AccumulateGrad)
+
+
+def _wrong_count(node: Node, in_grads) -> RuntimeError:
+    return RuntimeError(
+        f"function {node.name()} returned an incorrect number of gradients "
+        f"(expected {len(node._edges)}, got {len(in_grads)})"
+    )
+
+
+def _run_node(node, grads, create_graph, accumulate, captures, captured, check_anomaly):
+    """Everything but the common case: hooks, captures, leaves, anomaly mode, Functions."""
+    hooked = node._hooked
+    if hooked:
+        grads = _run_pre_hooks(node, grads, create_graph)
+    if captures is not None and node in captures:
+        for nr, key in captures[node]:
+            captured[key] = grads[nr]
+    if node.__class__ is AccumulateGrad:
+        if accumulate and (captures is None or node in captures):
+            leaf = node._variable()
+            g = grads.pop()
+            if leaf is not None and g is not None:
+                del grads
+                accumulate_into_leaf(leaf, g, create_graph)
+        return _DONE
+    edges = node._edges
+    if all(g is None for g in grads):
+        return None
+    if check_anomaly:
+        in_grads = anomaly.apply_checked(node, grads)
+    else:
+        in_grads = node.apply(grads)
+    if len(in_grads) != len(edges):
+        raise _wrong_count(node, in_grads)
+    if hooked and node._post_hooks:
+        for fn in list(node._post_hooks.values()):
+            replaced = fn(in_grads, tuple(grads))
+            if replaced is not None:
+                in_grads = tuple(replaced)
+    return in_grads
 
 
 def _dtype_of(np_dtype):

@@ -46,7 +46,7 @@ class BackwardCFunction(FunctionCtx, Node):
     _fn_cls = None
     _input_is_tensor: tuple = ()
     num_outputs = 1
-    _simple = False
+    _fast = False
 
     def saved_tensors_checked(self) -> tuple:
         return Node.saved_tensors(self)

@@ -73,7 +73,7 @@ class Node:
     _retained = None  # output_nr -> weakref of a non-leaf tensor that called retain_grad()
     metadata_ = None
     num_outputs = 1
-    _simple = True  # single output and the default apply: the engine calls backward directly
+    _fast = True  # one output, default apply, no hooks: the engine's fast path
 
     def name(self) -> str:
         return type(self).__name__
@@ -137,6 +137,7 @@ class Node:
         if self._post_hooks is None:
             self._post_hooks = _HookDict()
         self._hooked = True
+        self._fast = False
         return add_hook(self._post_hooks, fn)
 
     def register_prehook(self, fn) -> RemovableHandle:
@@ -144,12 +145,14 @@ class Node:
         if self._pre_hooks is None:
             self._pre_hooks = _HookDict()
         self._hooked = True
+        self._fast = False
         return add_hook(self._pre_hooks, fn)
 
     def _add_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
         if self._tensor_hooks is None:
             self._tensor_hooks = _HookDict()
         self._hooked = True
+        self._fast = False
         handle = RemovableHandle(self._tensor_hooks)
         self._tensor_hooks[handle.id] = (output_nr, fn)
         return handle
@@ -197,6 +200,8 @@ def _raise_modified(node: Node, t, saved_version: int) -> None:
 
 class AccumulateGrad(Node):
     """The node at a leaf that requires grad: gradients arriving here go into ``leaf.grad``."""
+
+    _fast = False
 
     def __init__(self, leaf):
         self._variable = weakref.ref(leaf)

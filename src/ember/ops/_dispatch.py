@@ -52,18 +52,25 @@ def _edge_of(t):
 
 def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = False) -> Tensor:
     """Wrap ``data`` as the output of ``node`` whose inputs are ``inputs`` (tensors or None)."""
-    # inputs are Tensors, None, or Python numbers (which carry no _rg and get no edge)
-    node._edges = tuple([
-        _edge_of(t) if t is not None and t.__class__ not in NUMBERS and t._rg else None
-        for t in inputs
-    ])
+    # inputs are Tensors, None, or Python numbers (which carry no _rg and get no edge);
+    # plain loops: for one or two inputs they beat a comprehension's extra frame
+    edges = []
+    for t in inputs:
+        if t is None or t.__class__ in NUMBERS or not t._rg:
+            edges.append(None)
+        elif t._base is None and t._grad_fn is not None:
+            edges.append((t._grad_fn, t._out_nr))
+        else:
+            edges.append(_edge_of(t))
+    node._edges = tuple(edges)
     if data.__class__ not in _backend._MODULE_OF_TYPE:
         data = as_array(data)
     if saved:
         node._saved = saved
-        node._saved_versions = [
-            t._vc[0] if t is not None and t.__class__ not in NUMBERS else None for t in saved
-        ]
+        versions = []
+        for t in saved:
+            versions.append(None if t is None or t.__class__ in NUMBERS else t._vc[0])
+        node._saved_versions = versions
     out = _new(Tensor)
     out._data = data
     vc = out._vc = [0]

@@ -186,16 +186,21 @@ def _make_unary(name, kernel, derivative, saves, floating):
     node_name = NODE_NAMES.get(name, name.capitalize() + "Backward0")
     node_cls = type(node_name, (Node,), {"backward": backward, "__module__": __name__})
 
+    modules = _backend._MODULE_OF_TYPE
+
     def op(input: Tensor) -> Tensor:
-        if floating and input._data.dtype.kind in "biu":
-            input = float_result(name, input)
-        elif name == "neg" and input._data.dtype.kind == "b":
-            raise RuntimeError(
-                "Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                "trying to invert a mask, use the `~` or `logical_not()` operator instead."
-            )
         data = input._data
-        out = kernel(array_module(data), data)
+        kind = data.dtype.kind
+        if kind in "biu":
+            if floating:
+                input = float_result(name, input)
+                data = input._data
+            elif name == "neg" and kind == "b":
+                raise RuntimeError(
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                    "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+                )
+        out = kernel(modules[data.__class__], data)
         if input._rg and grad_state.enabled:
             return record(node_cls(), out, (input,), (input,) if save_x else (), save_y)
         return wrap(out)
@@ -281,6 +286,19 @@ class SubBackward0(Node):
         return g, (-g if alpha == 1 else g * -alpha)
 
 
+class AddNumberBackward(Node):  # tensor + number: the hot case, one edge
+    def name(self) -> str:
+        return "AddBackward0"
+
+    def backward(self, g):
+        return g
+
+
+class SubNumberBackward(AddNumberBackward):
+    def name(self) -> str:
+        return "SubBackward0"
+
+
 class RsubBackward1(Node):  # number - tensor * alpha
     def backward(self, g):
         alpha = self.alpha
@@ -294,9 +312,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad + (scalar if scalar is not None else data_of(other, ad))
             if input._rg and grad_state.enabled:
-                node = AddBackward0()
-                node.alpha = 1
-                return record(node, data, (input, other))
+                return record(AddNumberBackward(), data, (input,))
             return wrap(data)
     a, b = promote("add", input, other)
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
@@ -318,9 +334,7 @@ def sub(input, other, *, alpha=1) -> Tensor:
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad - (scalar if scalar is not None else data_of(other, ad))
             if input._rg and grad_state.enabled:
-                node = SubBackward0()
-                node.alpha = 1
-                return record(node, data, (input, other))
+                return record(SubNumberBackward(), data, (input,))
             return wrap(data)
     a, b = promote("sub", input, other)
     if not isinstance(a, Tensor):
@@ -369,7 +383,9 @@ def mul(input, other) -> Tensor:
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad * (scalar if scalar is not None else data_of(other, ad))
             if input._rg and grad_state.enabled:
-                return record(MulBackward0(), data, (input, other), (None, other))
+                node = MulByNumberBackward()
+                node.other = other
+                return record(node, data, (input,))
             return wrap(data)
     a, b = promote("mul", input, other)
     if not isinstance(a, Tensor):
@@ -385,6 +401,14 @@ def mul(input, other) -> Tensor:
 
 
 multiply = mul
+
+
+class MulByNumberBackward(Node):  # tensor * number: the hot case, one edge, nothing saved
+    def name(self) -> str:
+        return "MulBackward0"
+
+    def backward(self, g):
+        return g * self.other
 
 
 class DivBackward0(Node):
