@@ -269,9 +269,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Compute the gradient of this tensor w.r.t. graph leaves (see ``ember.autograd.backward``)."""
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """A tensor sharing data and version counter with this one, outside the graph."""
@@ -396,6 +394,14 @@ class Tensor:
             out._grad = self._grad.__deepcopy__(memo)
         memo[id(self)] = out
         return out
+
+
+def _autograd_backward(*args, **kwargs):
+    global _autograd_backward
+    from .autograd import backward
+
+    _autograd_backward = backward  # bound on first use: autograd imports this module
+    backward(*args, **kwargs)
 
 
 def refresh_view_grad_fn(view: Tensor):

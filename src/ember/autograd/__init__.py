@@ -30,9 +30,7 @@ def _as_tuple(x) -> tuple:
 
 
 def _make_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list:
-    from .._creation import ones_like
-    from .._tensor import Tensor
-
+    Tensor = _tensor_class()
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
@@ -43,7 +41,7 @@ def _make_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list
                     "grad can be implicitly created only for real scalar outputs but got "
                     f"{out.dtype}"
                 )
-            grads.append(ones_like(out) if out._rg else None)
+            grads.append(_ones_like(out) if out._rg else None)
             continue
         if not isinstance(g, Tensor):
             from .._creation import tensor
@@ -62,6 +60,19 @@ def _make_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list
             )
         grads.append(g)
     return grads
+
+
+def _ones_like(t):
+    data = t._data
+    one = data.__class__(data.shape, data.dtype)  # an empty numpy.ndarray / cupy.ndarray
+    one.fill(1)
+    return _tensor_class()._wrap(one)
+
+
+def _tensor_class():
+    from .node import _tensor_class as tensor_class
+
+    return tensor_class()
 
 
 def _roots(outputs: tuple, grads: list):

@@ -175,7 +175,7 @@ def _fits(value: int, np_dtype) -> bool:
 
 
 _SCALAR_ARRAYS: dict = {}
-_NUMPY_ARRAY = next(iter(_backend._MODULE_OF_TYPE))
+NUMPY_ARRAY = _NUMPY_ARRAY = next(iter(_backend._MODULE_OF_TYPE))
 
 
 def data_of(x, like=None):

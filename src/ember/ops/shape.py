@@ -13,7 +13,7 @@ from .. import _dtype as dt
 from .._creation import zeros
 from .._tensor import Size, Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, grad_state, record, result, wrap, wrap_dim
+from ._dispatch import NUMPY_ARRAY, array_module, grad_state, record, result, wrap, wrap_dim
 
 
 def make_view(out: Tensor, src: Tensor, step) -> Tensor:
@@ -286,10 +286,22 @@ def expand(input: Tensor, *sizes) -> Tensor:
     target = tuple(target)
     if target == data.shape:
         return _alias(input)
-    xp = array_module(data)
-    out = xp.broadcast_to(data, target)
+    out = _broadcast_view(data, target, lead)
     node = result(ExpandBackward0, out, (input,), shape=data.shape)
     return make_view(node, input, (expand, (target,)))
+
+
+def _broadcast_view(data, target: tuple, lead: int):
+    """A read-only view of ``data`` broadcast to ``target`` (stride 0 along new dims)."""
+    if data.__class__ is NUMPY_ARRAY and data.flags.c_contiguous:
+        # NumPy's broadcast_to builds an nditer in Python; the ndarray constructor is C
+        strides = [0] * lead
+        for have, want, stride in zip(data.shape, target[lead:], data.strides):
+            strides.append(stride if have == want else 0)
+        out = NUMPY_ARRAY(target, data.dtype, buffer=data, strides=tuple(strides))
+        out.flags.writeable = False
+        return out
+    return array_module(data).broadcast_to(data, target)
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
