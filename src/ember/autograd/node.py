@@ -11,6 +11,7 @@ import itertools
 import weakref
 
 _sequence = itertools.count()
+_new = object.__new__
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -121,7 +122,8 @@ class Node:
             shown = Tensor._wrap(data)
             shown._vc = vc
             _raise_modified(self, shown, version)
-        out = Tensor._wrap(data)
+        out = _new(Tensor)
+        out._data = data
         out._vc = vc
         out._rg = True
         out._grad_fn = self
