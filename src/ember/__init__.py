@@ -15,7 +15,7 @@ import warnings as _warnings
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
 from . import _dtype
-from ._backend import device
+from ._backend import device, get_num_threads, set_num_threads
 from ._dtype import (
     bfloat16,
     bool_ as bool,

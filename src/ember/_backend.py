@@ -151,3 +151,82 @@ def erfc(xp, x):
     from cupyx.scipy.special import erfc as cupy_erfc
 
     return cupy_erfc(x)
+
+
+# --- intra-op parallelism for costly elementwise kernels ------------------------------------
+# NumPy runs each ufunc on one core. Transcendental functions (exp, tanh, ...) on large arrays
+# are compute-bound, so ember splits them over a small thread pool (NumPy releases the GIL
+# inside ufunc loops), as PyTorch does with its intra-op threads.
+import os as _os
+import threading as _threading
+
+PARALLEL_MIN_ELEMENTS = 1 << 16
+_num_threads = [0]
+_pool_lock = _threading.Lock()
+_pool = [None]
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(_os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, _os.cpu_count() or 1)
+
+
+def get_num_threads() -> int:
+    if not _num_threads[0]:
+        _num_threads[0] = _default_threads()
+    return _num_threads[0]
+
+
+def set_num_threads(n: int) -> None:
+    if int(n) < 1:
+        raise ValueError(f"set_num_threads expects a positive integer, got {n}")
+    with _pool_lock:
+        _num_threads[0] = int(n)
+        if _pool[0] is not None:
+            _pool[0].shutdown(wait=False)
+            _pool[0] = None
+
+
+def _thread_pool():
+    if _pool[0] is None:
+        with _pool_lock:
+            if _pool[0] is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _pool[0] = ThreadPoolExecutor(get_num_threads() - 1, thread_name_prefix="ember")
+    return _pool[0]
+
+
+def parallel_map(kernel, xp, data, ufunc=None):
+    """``kernel(xp, data)`` computed in chunks on several threads when ``data`` is large.
+
+    With ``ufunc`` (a NumPy ufunc equal to the kernel) each chunk is written in place.
+    """
+    threads = get_num_threads()
+    if (
+        threads < 2
+        or data.size < PARALLEL_MIN_ELEMENTS
+        or xp is not _np
+        or not data.flags.c_contiguous
+    ):
+        return kernel(xp, data)
+    flat = data.reshape(-1)
+    first = kernel(xp, flat[:1])  # the result dtype, from one element
+    out = _np.empty(data.size, dtype=first.dtype)
+    step = -(-data.size // threads)
+    bounds = [(start, min(start + step, data.size)) for start in range(0, data.size, step)]
+
+    def work(span):
+        start, stop = span
+        if ufunc is not None:
+            ufunc(flat[start:stop], out=out[start:stop])
+        else:
+            out[start:stop] = kernel(xp, flat[start:stop])
+
+    futures = [_thread_pool().submit(work, span) for span in bounds[1:]]
+    work(bounds[0])
+    for f in futures:
+        f.result()
+    return out.reshape(data.shape)

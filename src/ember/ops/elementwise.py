@@ -175,8 +175,22 @@ def _sigmoid_kernel(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
+# compute-bound kernels worth splitting over threads for large tensors
+# (name -> the array-module ufunc equal to the kernel, or None for composite kernels)
+HEAVY = {
+    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
+    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
+    "sigmoid": None, "sqrt": "sqrt", "rsqrt": None,
+}
+
+
 def _make_unary(name, kernel, derivative, saves, floating):
     save_x, save_y = "x" in saves, "y" in saves
+    heavy = name in HEAVY
+    parallel_map = _backend.parallel_map
+    threshold = _backend.PARALLEL_MIN_ELEMENTS
 
     def backward(self, g):
         x = self.saved_tensors()[0] if save_x else None
@@ -200,7 +214,11 @@ def _make_unary(name, kernel, derivative, saves, floating):
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are "
                     "trying to invert a mask, use the `~` or `logical_not()` operator instead."
                 )
-        out = kernel(modules[data.__class__], data)
+        if heavy and data.size >= threshold:
+            xp = modules[data.__class__]
+            out = parallel_map(kernel, xp, data, getattr(xp, HEAVY[name] or "", None))
+        else:
+            out = kernel(modules[data.__class__], data)
         if input._rg and grad_state.enabled:
             return record(node_cls(), out, (input,), (input,) if save_x else (), save_y)
         return wrap(out)
