@@ -91,8 +91,11 @@ def table(rows: list[tuple], peers: list[str]) -> str:
 def machine_info() -> str:
     import numpy
 
-    parts = [f"{platform.machine()}, {platform.processor() or 'cpu'}",
-             f"Python {platform.python_version()}", f"NumPy {numpy.__version__}"]
+    parts = [
+        f"{platform.machine()}, {platform.processor() or 'cpu'}",
+        f"Python {platform.python_version()}",
+        f"NumPy {numpy.__version__}",
+    ]
     try:
         import torch
 

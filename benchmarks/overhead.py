@@ -55,7 +55,8 @@ def main() -> None:
         per_lib = {name: cases(lib, shape) for name, lib in libs.items()}
         for kind in ["forward", "forward+backward"]:
             results = measure_side_by_side(
-                {name: per_lib[name][kind] for name in libs}, repeats=9,
+                {name: per_lib[name][kind] for name in libs},
+                repeats=9,
                 min_time=0.2 if shape == (16,) else 0.5,
             )
             case = f"{CHAIN}-op chain {shape} {kind}"

@@ -58,17 +58,20 @@ def compare_with_torch(fn, arrays, *, grad=True, atol=1e-7, rtol=1e-6, dtype=np.
     """Run ``fn`` on ember and on torch over the same data: values, dtypes and gradients agree."""
     if torch is None:
         return
-    e_in = [ember.tensor(a.astype(dtype), requires_grad=grad and a.dtype.kind == "f")
-            for a in arrays]
-    t_in = [torch.tensor(a.astype(dtype), requires_grad=grad and a.dtype.kind == "f")
-            for a in arrays]
+    e_in = [
+        ember.tensor(a.astype(dtype), requires_grad=grad and a.dtype.kind == "f") for a in arrays
+    ]
+    t_in = [
+        torch.tensor(a.astype(dtype), requires_grad=grad and a.dtype.kind == "f") for a in arrays
+    ]
     e_out, t_out = _outputs(fn(ember, *e_in)), _outputs(fn(torch, *t_in))
     assert len(e_out) == len(t_out)
     for e, t in zip(e_out, t_out):
         assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], (e.dtype, t.dtype)
         assert tuple(e.shape) == tuple(t.shape)
-        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), atol=atol, rtol=rtol,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            e.detach().numpy(), t.detach().numpy(), atol=atol, rtol=rtol, equal_nan=True
+        )
     if not grad:
         return
     pairs = [(e, t) for e, t in zip(e_out, t_out) if t.requires_grad]
@@ -78,16 +81,23 @@ def compare_with_torch(fn, arrays, *, grad=True, atol=1e-7, rtol=1e-6, dtype=np.
     seeds = [rng.standard_normal(tuple(t.shape)) for _, t in pairs]
     e_leaves = [x for x in e_in if x.requires_grad]
     t_leaves = [x for x in t_in if x.requires_grad]
-    e_grads = ember.autograd.grad([e for e, _ in pairs], e_leaves,
-                                  [ember.tensor(s, dtype=e.dtype) for s, (e, _) in
-                                   zip(seeds, pairs)], allow_unused=True)
-    t_grads = torch.autograd.grad([t for _, t in pairs], t_leaves,
-                                  [torch.tensor(s, dtype=t.dtype) for s, (_, t) in
-                                   zip(seeds, pairs)], allow_unused=True)
+    e_grads = ember.autograd.grad(
+        [e for e, _ in pairs],
+        e_leaves,
+        [ember.tensor(s, dtype=e.dtype) for s, (e, _) in zip(seeds, pairs)],
+        allow_unused=True,
+    )
+    t_grads = torch.autograd.grad(
+        [t for _, t in pairs],
+        t_leaves,
+        [torch.tensor(s, dtype=t.dtype) for s, (_, t) in zip(seeds, pairs)],
+        allow_unused=True,
+    )
     for eg, tg in zip(e_grads, t_grads):
         if tg is None:
             assert eg is None or not np.any(eg.numpy())
             continue
         assert eg is not None
-        np.testing.assert_allclose(eg.numpy(), tg.numpy(), atol=atol * 10, rtol=rtol * 10,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            eg.numpy(), tg.numpy(), atol=atol * 10, rtol=rtol * 10, equal_nan=True
+        )

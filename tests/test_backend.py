@@ -61,6 +61,7 @@ def test_numpy_warnings_are_silenced_outside_pytest(tmp_path):
     import sys
 
     code = "import ember; ember.log(ember.tensor([0.0, -1.0])); ember.tensor([1.0]) / 0"
-    out = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True
+    )
     assert "RuntimeWarning" not in out.stderr

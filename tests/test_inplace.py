@@ -7,8 +7,10 @@ from tests.helpers import compare_with_torch
 
 def test_inplace_on_leaf_requiring_grad_raises():
     x = ember.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an "
-                                           "in-place operation."):
+    with pytest.raises(
+        RuntimeError,
+        match="a leaf Variable that requires grad is being used in an in-place operation.",
+    ):
         x.add_(1)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         x[0] = 3.0
@@ -31,10 +33,14 @@ def test_modifying_saved_tensor_raises_with_versions():
     with pytest.raises(RuntimeError) as info:
         y.sum().backward()
     message = str(info.value)
-    assert "one of the variables needed for gradient computation has been modified by an " \
-           "inplace operation" in message
-    assert "[ember.FloatTensor [2]], which is output 0 of AddBackward0, is at version 1; " \
-           "expected version 0 instead" in message
+    assert (
+        "one of the variables needed for gradient computation has been modified by an "
+        "inplace operation" in message
+    )
+    assert (
+        "[ember.FloatTensor [2]], which is output 0 of AddBackward0, is at version 1; "
+        "expected version 0 instead" in message
+    )
 
 
 def test_modifying_saved_output_raises():
@@ -50,12 +56,12 @@ def test_inplace_that_clobbers_nothing_saved_works_like_torch(torch_mod):
         x = m.tensor([1.0, -2.0, 3.0], dtype=m.float64, requires_grad=True)
         w = m.tensor([0.5, 0.25, 2.0], dtype=m.float64, requires_grad=True)
         h = x * 2
-        h.add_(w)          # add saves nothing
-        h.mul_(w)          # saves the old h (a copy) and w
+        h.add_(w)  # add saves nothing
+        h.mul_(w)  # saves the old h (a copy) and w
         h.sub_(1, alpha=2)
         h.clamp_(min=-1.0)
         h[0] = h[1] * 3
-        h.relu_()          # saves its output; nothing writes h afterwards
+        h.relu_()  # saves its output; nothing writes h afterwards
         (h * h).sum().backward()
         return h.detach().numpy().copy(), x.grad.numpy(), w.grad.numpy()
 
@@ -69,14 +75,19 @@ def test_inplace_on_views_rewrites_base_graph_like_torch(torch_mod):
         w = m.tensor([2.0, -1.0], dtype=m.float64, requires_grad=True)
         base = x * 1
         col = base[:, 1]
-        col.mul_(w)                  # CopySlices on base
-        base.t()[2].add_(10.0)       # view of a view
+        col.mul_(w)  # CopySlices on base
+        base.t()[2].add_(10.0)  # view of a view
         row = base.view(-1)[:3]
         row.exp_()
         loss = (base * base).sum() + col.sum()
         loss.backward()
-        return base.detach().numpy().copy(), x.grad.numpy(), w.grad.numpy(), \
-            base.grad_fn.name(), col.grad_fn is not None
+        return (
+            base.detach().numpy().copy(),
+            x.grad.numpy(),
+            w.grad.numpy(),
+            base.grad_fn.name(),
+            col.grad_fn is not None,
+        )
 
     e, t = run(ember), run(torch_mod)
     for a, b in zip(e[:3], t[:3]):
@@ -96,8 +107,9 @@ def test_inplace_writes_into_leaf_without_grad_makes_it_non_leaf():
 def test_inplace_dtype_rules_match_torch(torch_mod):
     for m in (ember, torch_mod):
         x = m.tensor([1, 2])
-        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
-                                               "output type Long"):
+        with pytest.raises(
+            RuntimeError, match="result type Float can't be cast to the desired output type Long"
+        ):
             x.add_(1.5)
         x.add_(2)
         assert x.tolist() == [3, 4]
@@ -155,6 +167,16 @@ def test_iadd_operators_are_in_place():
 
 def test_unary_inplace_variants_match_torch():
     a = np.array([[0.5, 1.5], [2.0, 0.25]])
-    for name in ("exp_", "log_", "sqrt_", "sigmoid_", "tanh_", "neg_", "abs_", "sin_",
-                 "reciprocal_", "floor_"):
+    for name in (
+        "exp_",
+        "log_",
+        "sqrt_",
+        "sigmoid_",
+        "tanh_",
+        "neg_",
+        "abs_",
+        "sin_",
+        "reciprocal_",
+        "floor_",
+    ):
         compare_with_torch(lambda m, t: getattr(t * 1, name)(), [a])

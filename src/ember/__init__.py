@@ -14,11 +14,11 @@ import warnings as _warnings
 # for warnings raised inside ember's kernels only.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
-from . import _dtype
+from . import _dtype, _tensor_methods, autograd, cuda, linalg, nn
 from ._backend import device, get_num_threads, set_num_threads
+from ._creation import *
 from ._dtype import (
     bfloat16,
-    bool_ as bool,
     double,
     dtype,
     float,
@@ -34,18 +34,45 @@ from ._dtype import (
     int64,
     long,
     promote_types,
+    result_type,
     set_default_dtype,
     short,
     uint8,
 )
-from ._tensor import Size, Tensor
-from . import _tensor_methods
-from ._creation import *
+from ._dtype import (
+    bool_ as bool,
+)
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from ._tensor import Size, Tensor
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .ops.elementwise import *
 from .ops.elementwise import abs, pow, round
+from .ops.indexing import (
+    argsort,
+    argwhere,
+    gather,
+    index_add,
+    index_fill,
+    index_put,
+    index_select,
+    kthvalue,
+    masked_fill,
+    masked_scatter,
+    masked_select,
+    msort,
+    nonzero,
+    scatter,
+    scatter_add,
+    sort,
+    take,
+    take_along_dim,
+    topk,
+    unique,
+    unique_consecutive,
+)
+from .ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer, tensordot, vdot
+from .ops.linalg import inner_product as inner
 from .ops.reduction import (
     all,
     amax,
@@ -89,8 +116,8 @@ from .ops.shape import (
     flipud,
     hstack,
     matrix_transpose,
-    movedim,
     moveaxis,
+    movedim,
     narrow,
     permute,
     repeat_interleave,
@@ -114,33 +141,6 @@ from .ops.shape import (
     unsqueeze,
     vstack,
 )
-from .ops.indexing import (
-    argsort,
-    argwhere,
-    gather,
-    index_add,
-    index_fill,
-    index_put,
-    index_select,
-    kthvalue,
-    masked_fill,
-    masked_scatter,
-    masked_select,
-    msort,
-    nonzero,
-    scatter,
-    scatter_add,
-    sort,
-    take,
-    take_along_dim,
-    topk,
-    unique,
-    unique_consecutive,
-)
-from .ops.linalg import addmm, bmm, dot, einsum, ger, inner_product as inner, matmul, mm, mv
-from .ops.linalg import outer, tensordot, vdot
-from . import autograd, cuda, linalg, nn
-from ._dtype import result_type
 
 
 def is_tensor(obj) -> bool:

@@ -6,6 +6,8 @@ Op code never imports numpy; it asks ``array_module`` for the module that holds 
 from __future__ import annotations
 
 import math
+import os as _os
+import threading as _threading
 
 import numpy as _np
 
@@ -157,9 +159,6 @@ def erfc(xp, x):
 # NumPy runs each ufunc on one core. Transcendental functions (exp, tanh, ...) on large arrays
 # are compute-bound, so ember splits them over a small thread pool (NumPy releases the GIL
 # inside ufunc loops), as PyTorch does with its intra-op threads.
-import os as _os
-import threading as _threading
-
 PARALLEL_MIN_ELEMENTS = 1 << 16
 _num_threads = [0]
 _pool_lock = _threading.Lock()

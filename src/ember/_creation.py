@@ -21,9 +21,7 @@ def _size(size) -> tuple:
     out = tuple(int(s) for s in size)
     for s in out:
         if s < 0:
-            raise RuntimeError(
-                f"Trying to create tensor with negative dimension {s}: {list(out)}"
-            )
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(out)}")
     return out
 
 
@@ -68,8 +66,9 @@ def _infer_dtype(np_array, from_python: bool) -> dt.dtype:
     return dt.from_numpy_dtype(np_array.dtype)
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
-           pin_memory: bool = False) -> Tensor:
+def tensor(
+    data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False
+) -> Tensor:
     """A new tensor holding a copy of ``data`` (numbers, nested lists, arrays, tensors).
 
     Example::
@@ -110,7 +109,9 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
-    if isinstance(data, np.ndarray) and (device is None or _backend.to_device(device).type == "cpu"):
+    if isinstance(data, np.ndarray) and (
+        device is None or _backend.to_device(device).type == "cpu"
+    ):
         target = dt.to_dtype(dtype) if dtype is not None else dt.from_numpy_dtype(data.dtype)
         if target.np == data.dtype:
             return _wrap(data)
@@ -146,8 +147,15 @@ def from_dlpack(ext) -> Tensor:
 
 
 def _factory(fill):
-    def make(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
-             layout=None, pin_memory=False) -> Tensor:
+    def make(
+        *size,
+        dtype=None,
+        device=None,
+        requires_grad: bool = False,
+        out=None,
+        layout=None,
+        pin_memory=False,
+    ) -> Tensor:
         d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
         xp = _xp(device)
         with _device_ctx(xp, device):
@@ -174,20 +182,26 @@ zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
-        dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor)
-                                else fill_value)
+        dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     d = dt.to_dtype(dtype)
     xp = _xp(device)
     value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
-    return _finish(xp.full(_size((size,) if isinstance(size, int) else (size,)), value,
-                           dtype=d.np), requires_grad)
+    return _finish(
+        xp.full(_size((size,) if isinstance(size, int) else (size,)), value, dtype=d.np),
+        requires_grad,
+    )
 
 
 def _like(factory):
-    def make(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
-             memory_format=None) -> Tensor:
-        return factory(input._data.shape, dtype=dtype or input.dtype,
-                       device=device or input.device, requires_grad=requires_grad)
+    def make(
+        input: Tensor, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+    ) -> Tensor:
+        return factory(
+            input._data.shape,
+            dtype=dtype or input.dtype,
+            device=device or input.device,
+            requires_grad=requires_grad,
+        )
 
     return make
 
@@ -197,14 +211,21 @@ ones_like = _like(ones)
 empty_like = _like(empty)
 
 
-def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
-              requires_grad: bool = False) -> Tensor:
-    return full(input._data.shape, fill_value, dtype=dtype or input.dtype,
-                device=device or input.device, requires_grad=requires_grad)
+def full_like(
+    input: Tensor, fill_value, *, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
+    return full(
+        input._data.shape,
+        fill_value,
+        dtype=dtype or input.dtype,
+        device=device or input.device,
+        requires_grad=requires_grad,
+    )
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
+def arange(
+    start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float."""
     if end is None:
         start, end = 0, start
@@ -228,8 +249,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     return _finish(data, requires_grad)
 
 
-def linspace(start, end, steps: int, *, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+def linspace(
+    start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
     xp = _xp(device)
     data = xp.linspace(float(start), float(end), int(steps), dtype="float64")
@@ -238,16 +260,25 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
     return _finish(data.astype(d.np), requires_grad)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+def logspace(
+    start,
+    end,
+    steps: int,
+    base: float = 10.0,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+) -> Tensor:
     d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
     xp = _xp(device)
     data = base ** xp.linspace(float(start), float(end), int(steps), dtype="float64")
     return _finish(data.astype(d.np), requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, dtype=None, device=None,
-        requires_grad: bool = False) -> Tensor:
+def eye(
+    n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
@@ -259,7 +290,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
 def _float_dtype(dtype) -> dt.dtype:
     d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
     if d.category != dt.FLOAT:
-        raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{d.name}\'')
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{d.name}'")
     return d
 
 
@@ -279,45 +310,72 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
     return _finish(_place(data, device), requires_grad)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad: bool = False) -> Tensor:
+def randint(
+    low,
+    high=None,
+    size=None,
+    *,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+) -> Tensor:
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
-                           f"to={high}")
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
     d = dt.to_dtype(dtype) if dtype is not None else dt.int64
     rng = resolve_generator(generator)
     data = rng.integers(low, high, size=_size((size,))).astype(d.np)
     return _finish(_place(data, device), requires_grad)
 
 
-def randperm(n: int, *, generator=None, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+def randperm(
+    n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     d = dt.to_dtype(dtype) if dtype is not None else dt.int64
     rng = resolve_generator(generator)
     return _finish(_place(rng.permutation(int(n)).astype(d.np), device), requires_grad)
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return rand(input._data.shape, dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+    return rand(
+        input._data.shape,
+        dtype=dtype or input.dtype,
+        device=device or input.device,
+        requires_grad=requires_grad,
+    )
 
 
 def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return randn(input._data.shape, dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
+    return randn(
+        input._data.shape,
+        dtype=dtype or input.dtype,
+        device=device or input.device,
+        requires_grad=requires_grad,
+    )
 
 
 def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None) -> Tensor:
-    return randint(low, high, input._data.shape, dtype=dtype or input.dtype,
-                   device=device or input.device)
+    return randint(
+        low, high, input._data.shape, dtype=dtype or input.dtype, device=device or input.device
+    )
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
+def normal(
+    mean=0.0,
+    std=1.0,
+    size=None,
+    *,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers with ``size``."""
     rng = resolve_generator(generator)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
@@ -334,7 +392,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     d = _float_dtype(dtype)
-    data = (rng.standard_normal(_size((size,)) if size is not None else ()) * std + mean)
+    data = rng.standard_normal(_size((size,)) if size is not None else ()) * std + mean
     return _finish(_place(data.astype(d.np), device), requires_grad)
 
 
@@ -345,8 +403,9 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     return _wrap(_place(data, input.device))
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
-                generator=None) -> Tensor:
+def multinomial(
+    input: Tensor, num_samples: int, replacement: bool = False, *, generator=None
+) -> Tensor:
     import numpy as np
 
     rng = resolve_generator(generator)
@@ -355,8 +414,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if (rows < 0).any() or not np.isfinite(rows).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if not replacement and num_samples > rows.shape[-1]:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                           "replacement")
+        raise RuntimeError(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+        )
     out = []
     for row in rows:
         total = row.sum()
@@ -373,9 +433,34 @@ def poisson(input: Tensor, generator=None) -> Tensor:
 
 
 __all__ = [
-    "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "empty",
-    "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",
-    "logspace", "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
-    "randint_like", "normal", "bernoulli", "multinomial", "poisson", "default_generator",
+    "tensor",
+    "as_tensor",
+    "asarray",
+    "from_numpy",
+    "from_dlpack",
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "arange",
+    "linspace",
+    "logspace",
+    "eye",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "normal",
+    "bernoulli",
+    "multinomial",
+    "poisson",
+    "default_generator",
 ]
 _ = numbers

@@ -246,7 +246,7 @@ class Tensor:
         return (self._accumulator(), 0)
 
     def register_hook(self, hook) -> RemovableHandle:
-        """``hook(grad)`` runs when the gradient of this tensor is computed; it may return a new one.
+        """``hook(grad)`` runs when this tensor's gradient is computed; it may return a new one.
 
         Example::
             >>> h = x.register_hook(lambda g: g * 2)
@@ -268,7 +268,7 @@ class Tensor:
         return add_hook(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Compute the gradient of this tensor w.r.t. graph leaves (see ``ember.autograd.backward``)."""
+        """Accumulate this tensor's gradient into the graph leaves (``ember.autograd.backward``)."""
         _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
@@ -279,9 +279,7 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         if self._base is not None and self._base._rg:
-            raise RuntimeError(
-                "Can't detach views in-place. Use detach() instead."
-            )
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._grad_fn = None
         self._rg = False
         return self
@@ -326,9 +324,7 @@ class Tensor:
 
     def __dlpack__(self, *args, **kwargs):
         if self._rg:
-            raise RuntimeError(
-                "Can't export tensors that require gradient, use tensor.detach()"
-            )
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
@@ -346,9 +342,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous"
-            )
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
 
     def __float__(self) -> float:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from . import _backend
+from . import _backend, _inplace
 from . import _creation as creation
 from . import _dtype as dt
-from . import _inplace
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .ops import elementwise as ew
@@ -17,36 +16,164 @@ from .ops._dispatch import NUMBERS
 
 T = Tensor
 
-# --- plain methods: Tensor.name(self, ...) == ember.name(self, ...) ---------------------------
+# --- plain methods: Tensor.name(self, ...) == ember.name(self, ...) ---
 _METHOD_SOURCES = {
     ew: [
-        "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
-        "floor_divide", "pow", "float_power", "atan2", "arctan2", "maximum", "minimum", "fmax",
-        "fmin", "fmod", "remainder", "hypot", "logaddexp", "lerp", "addcmul", "addcdiv",
-        "clamp", "clip", "clamp_min", "clamp_max", "logit", "nan_to_num", "round", "positive",
-        "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
-        "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
-        "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite", "isposinf",
-        "isneginf", "signbit", "isclose", "allclose", "equal", "arcsin", "arccos", "arctan",
-        "negative", "sgn", "rsub",
-    ] + list(ew.UNARY),
+        "add",
+        "sub",
+        "subtract",
+        "mul",
+        "multiply",
+        "div",
+        "divide",
+        "true_divide",
+        "floor_divide",
+        "pow",
+        "float_power",
+        "atan2",
+        "arctan2",
+        "maximum",
+        "minimum",
+        "fmax",
+        "fmin",
+        "fmod",
+        "remainder",
+        "hypot",
+        "logaddexp",
+        "lerp",
+        "addcmul",
+        "addcdiv",
+        "clamp",
+        "clip",
+        "clamp_min",
+        "clamp_max",
+        "logit",
+        "nan_to_num",
+        "round",
+        "positive",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "greater",
+        "greater_equal",
+        "less",
+        "less_equal",
+        "not_equal",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "logical_not",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "bitwise_not",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isposinf",
+        "isneginf",
+        "signbit",
+        "isclose",
+        "allclose",
+        "equal",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "negative",
+        "sgn",
+        "rsub",
+    ]
+    + list(ew.UNARY),
     red: [
-        "sum", "sum_to_size", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
-        "var", "std", "norm", "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero",
+        "sum",
+        "sum_to_size",
+        "mean",
+        "prod",
+        "amax",
+        "amin",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "var",
+        "std",
+        "norm",
+        "logsumexp",
+        "cumsum",
+        "cumprod",
+        "all",
+        "any",
+        "count_nonzero",
     ],
     sh: [
-        "reshape", "view", "view_as", "reshape_as", "flatten", "unflatten", "squeeze",
-        "unsqueeze", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis",
-        "expand", "expand_as", "broadcast_to", "repeat", "tile", "split", "chunk", "unbind",
-        "narrow", "select", "slice_scatter", "select_scatter", "flip", "fliplr", "flipud",
-        "roll", "tril", "triu", "diagonal", "diagonal_scatter", "diag_embed", "diag", "clone",
-        "contiguous", "repeat_interleave", "atleast_1d", "atleast_2d",
+        "reshape",
+        "view",
+        "view_as",
+        "reshape_as",
+        "flatten",
+        "unflatten",
+        "squeeze",
+        "unsqueeze",
+        "permute",
+        "transpose",
+        "swapaxes",
+        "swapdims",
+        "t",
+        "movedim",
+        "moveaxis",
+        "expand",
+        "expand_as",
+        "broadcast_to",
+        "repeat",
+        "tile",
+        "split",
+        "chunk",
+        "unbind",
+        "narrow",
+        "select",
+        "slice_scatter",
+        "select_scatter",
+        "flip",
+        "fliplr",
+        "flipud",
+        "roll",
+        "tril",
+        "triu",
+        "diagonal",
+        "diagonal_scatter",
+        "diag_embed",
+        "diag",
+        "clone",
+        "contiguous",
+        "repeat_interleave",
+        "atleast_1d",
+        "atleast_2d",
     ],
     ix: [
-        "gather", "scatter", "scatter_add", "index_select", "index_add", "index_fill",
-        "masked_fill", "masked_select", "masked_scatter", "take_along_dim", "take", "sort",
-        "argsort", "msort", "topk", "kthvalue", "nonzero", "argwhere", "unique",
-        "unique_consecutive", "index_put",
+        "gather",
+        "scatter",
+        "scatter_add",
+        "index_select",
+        "index_add",
+        "index_fill",
+        "masked_fill",
+        "masked_select",
+        "masked_scatter",
+        "take_along_dim",
+        "take",
+        "sort",
+        "argsort",
+        "msort",
+        "topk",
+        "kthvalue",
+        "nonzero",
+        "argwhere",
+        "unique",
+        "unique_consecutive",
+        "index_put",
     ],
     la: ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "tensordot"],
 }
@@ -61,13 +188,13 @@ T.logdet = lambda self: la.det(self).log()
 T.var_mean = red.var_mean
 T.std_mean = red.std_mean
 
-# --- properties ----------------------------------------------------------------------------------
+# --- properties ---
 T.T = property(sh.full_transpose)
 T.mT = property(sh.matrix_transpose)
 T.H = property(sh.full_transpose)
 T.mH = property(sh.matrix_transpose)
 
-# --- operators -------------------------------------------------------------------------------------
+# --- operators ---
 T.__add__ = ew.add
 T.__radd__ = ew.add
 T.__sub__ = ew.sub
@@ -131,7 +258,7 @@ def _setitem(self: Tensor, key, value) -> None:
 T.__setitem__ = _setitem
 
 
-# --- in-place forms --------------------------------------------------------------------------------
+# --- in-place forms ---
 def _inplace_method(name: str, fn, needs_old: bool = True):
     def method(self, *args, **kwargs):
         if kwargs:
@@ -187,14 +314,31 @@ T.__imul__ = T.mul_
 T.__itruediv__ = T.div_
 
 _INPLACE = {
-    "pow_": ew.pow, "floor_divide_": ew.floor_divide, "remainder_": ew.remainder,
-    "fmod_": ew.fmod, "atan2_": ew.atan2, "clamp_": ew.clamp, "clip_": ew.clamp,
-    "clamp_min_": ew.clamp_min, "clamp_max_": ew.clamp_max, "lerp_": ew.lerp,
-    "addcmul_": ew.addcmul, "addcdiv_": ew.addcdiv, "logit_": ew.logit,
-    "nan_to_num_": ew.nan_to_num, "round_": ew.round, "hypot_": ew.hypot,
-    "maximum_": ew.maximum, "minimum_": ew.minimum, "tril_": sh.tril, "triu_": sh.triu,
-    "scatter_": ix.scatter, "scatter_add_": ix.scatter_add, "index_add_": ix.index_add,
-    "index_fill_": ix.index_fill, "masked_scatter_": ix.masked_scatter,
+    "pow_": ew.pow,
+    "floor_divide_": ew.floor_divide,
+    "remainder_": ew.remainder,
+    "fmod_": ew.fmod,
+    "atan2_": ew.atan2,
+    "clamp_": ew.clamp,
+    "clip_": ew.clamp,
+    "clamp_min_": ew.clamp_min,
+    "clamp_max_": ew.clamp_max,
+    "lerp_": ew.lerp,
+    "addcmul_": ew.addcmul,
+    "addcdiv_": ew.addcdiv,
+    "logit_": ew.logit,
+    "nan_to_num_": ew.nan_to_num,
+    "round_": ew.round,
+    "hypot_": ew.hypot,
+    "maximum_": ew.maximum,
+    "minimum_": ew.minimum,
+    "tril_": sh.tril,
+    "triu_": sh.triu,
+    "scatter_": ix.scatter,
+    "scatter_add_": ix.scatter_add,
+    "index_add_": ix.index_add,
+    "index_fill_": ix.index_fill,
+    "masked_scatter_": ix.masked_scatter,
 }
 for _name, _fn in _INPLACE.items():
     setattr(T, _name, _inplace_method(_name, _fn))
@@ -210,8 +354,11 @@ T.fill_ = _inplace_method("fill_", _inplace.fill_value, needs_old=False)
 
 def _index_put_(self, indices, values, accumulate: bool = False):
     return _inplace.apply_inplace(
-        self, lambda old, i, v: ix.index_put(old, i, v, accumulate), (indices, values),
-        "index_put_", needs_old=False,
+        self,
+        lambda old, i, v: ix.index_put(old, i, v, accumulate),
+        (indices, values),
+        "index_put_",
+        needs_old=False,
     )
 
 
@@ -241,26 +388,29 @@ T.uniform_ = _random_fill("uniform_", lambda rng, shape, a=0.0, b=1.0: rng.unifo
 T.normal_ = _random_fill(
     "normal_", lambda rng, shape, mean=0.0, std=1.0: rng.normal(mean, std, shape)
 )
-T.bernoulli_ = _random_fill("bernoulli_", lambda rng, shape, p=0.5: rng.random(shape) < (
-    p._data if isinstance(p, Tensor) else p))
+T.bernoulli_ = _random_fill(
+    "bernoulli_",
+    lambda rng, shape, p=0.5: rng.random(shape) < (p._data if isinstance(p, Tensor) else p),
+)
 T.exponential_ = _random_fill(
     "exponential_", lambda rng, shape, lambd=1.0: rng.exponential(1.0 / lambd, shape)
 )
 T.random_ = _random_fill(
-    "random_", lambda rng, shape, low=0, high=None: rng.integers(
-        low if high is not None else 0, high if high is not None else (low or 2**24), shape)
+    "random_",
+    lambda rng, shape, low=0, high=None: rng.integers(
+        low if high is not None else 0, high if high is not None else (low or 2**24), shape
+    ),
 )
 T.geometric_ = _random_fill("geometric_", lambda rng, shape, p: rng.geometric(p, shape))
 T.log_normal_ = _random_fill(
     "log_normal_", lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape)
 )
 T.cauchy_ = _random_fill(
-    "cauchy_", lambda rng, shape, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(
-        shape)
+    "cauchy_", lambda rng, shape, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(shape)
 )
 
 
-# --- conversions -----------------------------------------------------------------------------------
+# --- conversions ---
 def _to(self, *args, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; copy=, non_blocking=."""
     dtype = kwargs.pop("dtype", None)
@@ -286,10 +436,17 @@ def _to(self, *args, **kwargs) -> Tensor:
 
 T.to = _to
 T.cpu = lambda self, memory_format=None: sh.to_dtype_device(self, None, "cpu")
-T.cuda = lambda self, device=None, non_blocking=False, memory_format=None: (
-    sh.to_dtype_device(self, None, _backend.device("cuda", device if isinstance(device, int)
-                                                    else 0 if device is None else
-                                                    _backend.to_device(device).index))
+T.cuda = lambda self, device=None, non_blocking=False, memory_format=None: sh.to_dtype_device(
+    self,
+    None,
+    _backend.device(
+        "cuda",
+        device
+        if isinstance(device, int)
+        else 0
+        if device is None
+        else _backend.to_device(device).index,
+    ),
 )
 
 
@@ -309,9 +466,16 @@ T.byte = _caster(dt.uint8)
 T.bool = _caster(dt.bool_)
 
 _LEGACY = {
-    "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-    "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-    "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+    "float32": "FloatTensor",
+    "float64": "DoubleTensor",
+    "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor",
+    "int64": "LongTensor",
+    "int32": "IntTensor",
+    "int16": "ShortTensor",
+    "int8": "CharTensor",
+    "uint8": "ByteTensor",
+    "bool": "BoolTensor",
 }
 
 
@@ -332,8 +496,12 @@ T.type_as = lambda self, other: sh.to_dtype_device(self, other.dtype, other.devi
 
 def _new_factory(factory):
     def make(self, *size, dtype=None, device=None, requires_grad=False):
-        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
-                       requires_grad=requires_grad)
+        return factory(
+            *size,
+            dtype=dtype or self.dtype,
+            device=device or self.device,
+            requires_grad=requires_grad,
+        )
 
     return make
 
@@ -344,13 +512,19 @@ T.new_empty = _new_factory(creation.empty)
 
 
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return creation.full(size, fill_value, dtype=dtype or self.dtype,
-                         device=device or self.device, requires_grad=requires_grad)
+    return creation.full(
+        size,
+        fill_value,
+        dtype=dtype or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                           requires_grad=requires_grad)
+    return creation.tensor(
+        data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad
+    )
 
 
 T.new_full = _new_full

@@ -53,9 +53,17 @@ def _summary_values(data):
         parts = [data[:_EDGE_ITEMS], data[-_EDGE_ITEMS:]]
     else:
         parts = [data]
-    return _np.concatenate([_summary_values(p[i]) if p.ndim > 1 else p.reshape(-1)
-                            for p in parts for i in range(len(p))]) if data.ndim > 1 else (
-        _np.concatenate([p.reshape(-1) for p in parts]))
+    return (
+        _np.concatenate(
+            [
+                _summary_values(p[i]) if p.ndim > 1 else p.reshape(-1)
+                for p in parts
+                for i in range(len(p))
+            ]
+        )
+        if data.ndim > 1
+        else (_np.concatenate([p.reshape(-1) for p in parts]))
+    )
 
 
 def _render(data, fmt, width, indent, summarize):

@@ -67,15 +67,18 @@ def test_saved_tensors_are_released_after_backward():
 
 def test_non_scalar_backward_needs_gradient():
     x = ember.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+    with pytest.raises(
+        RuntimeError, match="grad can be implicitly created only for scalar outputs"
+    ):
         (x * 2).backward()
     (x * 2).backward(ember.tensor([1.0, 0.5]))
     np.testing.assert_allclose(x.grad.numpy(), [2, 1])
 
 
 def test_backward_of_tensor_without_grad_raises():
-    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does "
-                                           "not have a grad_fn"):
+    with pytest.raises(
+        RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"
+    ):
         ember.tensor([1.0]).sum().backward()
 
 

@@ -31,7 +31,6 @@ class Scale(Function):
 class SplitTwo(Function):
     @staticmethod
     def forward(ctx, x):
-        ctx.mark_non_differentiable
         return x * 2, x * 3
 
     @staticmethod
@@ -119,8 +118,9 @@ def test_wrong_number_of_gradients_is_a_clear_error():
             return g
 
     a, b = ember.ones(2, requires_grad=True), ember.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="returned an incorrect number of gradients "
-                                           "\\(expected 2, got 1\\)"):
+    with pytest.raises(
+        RuntimeError, match="returned an incorrect number of gradients \\(expected 2, got 1\\)"
+    ):
         Bad.apply(a, b).sum().backward()
 
 
@@ -135,8 +135,11 @@ def test_wrong_shape_of_gradient_is_a_clear_error():
             return ember.ones(5)
 
     a = ember.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="returned an invalid gradient at index 0 - got \\[5\\] "
-                                           "but expected shape compatible with \\[2\\]"):
+    with pytest.raises(
+        RuntimeError,
+        match="returned an invalid gradient at index 0 - got \\[5\\] "
+        "but expected shape compatible with \\[2\\]",
+    ):
         BadShape.apply(a).sum().backward()
 
 

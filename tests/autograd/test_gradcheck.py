@@ -18,8 +18,9 @@ class WrongGrad(Function):
 def test_gradcheck_accepts_correct_and_rejects_wrong_gradients():
     x = ember.tensor([0.3, -1.2], dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
-    with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to "
-                                             "input 0"):
+    with pytest.raises(
+        GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"
+    ):
         ember.autograd.gradcheck(WrongGrad.apply, (x,))
     assert ember.autograd.gradcheck(WrongGrad.apply, (x,), raise_exception=False) is False
 
@@ -44,6 +45,7 @@ def test_gradgradcheck_catches_a_wrong_second_derivative():
 def test_gradcheck_with_several_inputs_and_outputs():
     a = ember.randn(2, 3, dtype=ember.float64, requires_grad=True)
     b = ember.randn(3, dtype=ember.float64, requires_grad=True)
-    assert ember.autograd.gradcheck(lambda x, y: (x * y, (x @ y).exp()), (a, b), eps=1e-6,
-                                    atol=1e-5)
+    assert ember.autograd.gradcheck(
+        lambda x, y: (x * y, (x @ y).exp()), (a, b), eps=1e-6, atol=1e-5
+    )
     assert ember.autograd.gradgradcheck(lambda x, y: (x * y).sin(), (a, b))

@@ -3,7 +3,6 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import ember
@@ -14,16 +13,41 @@ FEW = settings(max_examples=8, deadline=None)
 
 # name -> (low, high, kinks to keep away from)
 UNARY = {
-    "neg": (-2, 2, ()), "exp": (-2, 2, ()), "exp2": (-2, 2, ()), "expm1": (-2, 2, ()),
-    "log": (0.2, 3, ()), "log2": (0.2, 3, ()), "log10": (0.2, 3, ()), "log1p": (-0.5, 2, ()),
-    "sqrt": (0.2, 3, ()), "rsqrt": (0.2, 3, ()), "square": (-2, 2, ()), "abs": (-2, 2, (0,)),
-    "sign": (-2, 2, (0,)), "sin": (-3, 3, ()), "cos": (-3, 3, ()), "tan": (-1.2, 1.2, ()),
-    "asin": (-0.8, 0.8, ()), "acos": (-0.8, 0.8, ()), "atan": (-2, 2, ()),
-    "sinh": (-2, 2, ()), "cosh": (-2, 2, ()), "tanh": (-2, 2, ()), "asinh": (-2, 2, ()),
-    "acosh": (1.2, 3, ()), "atanh": (-0.8, 0.8, ()), "sigmoid": (-3, 3, ()),
-    "erf": (-2, 2, ()), "erfc": (-2, 2, ()), "relu": (-2, 2, (0,)), "reciprocal": (0.3, 2, ()),
-    "floor": (-2, 2, (-1, 0, 1)), "ceil": (-2, 2, (-1, 0, 1)), "trunc": (-2, 2, (-1, 0, 1)),
-    "frac": (-2, 2, (-1, 0, 1)), "round": (-2, 2, (-1.5, -0.5, 0.5, 1.5)),
+    "neg": (-2, 2, ()),
+    "exp": (-2, 2, ()),
+    "exp2": (-2, 2, ()),
+    "expm1": (-2, 2, ()),
+    "log": (0.2, 3, ()),
+    "log2": (0.2, 3, ()),
+    "log10": (0.2, 3, ()),
+    "log1p": (-0.5, 2, ()),
+    "sqrt": (0.2, 3, ()),
+    "rsqrt": (0.2, 3, ()),
+    "square": (-2, 2, ()),
+    "abs": (-2, 2, (0,)),
+    "sign": (-2, 2, (0,)),
+    "sin": (-3, 3, ()),
+    "cos": (-3, 3, ()),
+    "tan": (-1.2, 1.2, ()),
+    "asin": (-0.8, 0.8, ()),
+    "acos": (-0.8, 0.8, ()),
+    "atan": (-2, 2, ()),
+    "sinh": (-2, 2, ()),
+    "cosh": (-2, 2, ()),
+    "tanh": (-2, 2, ()),
+    "asinh": (-2, 2, ()),
+    "acosh": (1.2, 3, ()),
+    "atanh": (-0.8, 0.8, ()),
+    "sigmoid": (-3, 3, ()),
+    "erf": (-2, 2, ()),
+    "erfc": (-2, 2, ()),
+    "relu": (-2, 2, (0,)),
+    "reciprocal": (0.3, 2, ()),
+    "floor": (-2, 2, (-1, 0, 1)),
+    "ceil": (-2, 2, (-1, 0, 1)),
+    "trunc": (-2, 2, (-1, 0, 1)),
+    "frac": (-2, 2, (-1, 0, 1)),
+    "round": (-2, 2, (-1.5, -0.5, 0.5, 1.5)),
 }
 
 
@@ -51,18 +75,26 @@ def test_unary_noncontiguous_and_torch(name):
 def test_unary_float32_and_integer_inputs_match_torch(name, torch_mod):
     data = np.array([[1, 2], [3, 4]])
     for dtype in (np.float32, np.int64, np.int32):
-        compare_with_torch(lambda m, x: getattr(m, name)(x), [data], grad=False, dtype=dtype,
-                           rtol=1e-6, atol=1e-6)
+        compare_with_torch(
+            lambda m, x: getattr(m, name)(x), [data], grad=False, dtype=dtype, rtol=1e-6, atol=1e-6
+        )
 
 
 BINARY = {
-    "add": lambda m, a, b: m.add(a, b), "add_alpha": lambda m, a, b: m.add(a, b, alpha=2.5),
-    "sub": lambda m, a, b: a - b, "sub_alpha": lambda m, a, b: m.sub(a, b, alpha=-0.5),
-    "mul": lambda m, a, b: a * b, "div": lambda m, a, b: a / b,
-    "pow": lambda m, a, b: a.abs() ** b, "atan2": lambda m, a, b: m.atan2(a, b),
-    "maximum": lambda m, a, b: m.maximum(a, b), "minimum": lambda m, a, b: m.minimum(a, b),
-    "hypot": lambda m, a, b: m.hypot(a, b), "logaddexp": lambda m, a, b: m.logaddexp(a, b),
-    "fmod": lambda m, a, b: m.fmod(a, b), "remainder": lambda m, a, b: m.remainder(a, b),
+    "add": lambda m, a, b: m.add(a, b),
+    "add_alpha": lambda m, a, b: m.add(a, b, alpha=2.5),
+    "sub": lambda m, a, b: a - b,
+    "sub_alpha": lambda m, a, b: m.sub(a, b, alpha=-0.5),
+    "mul": lambda m, a, b: a * b,
+    "div": lambda m, a, b: a / b,
+    "pow": lambda m, a, b: a.abs() ** b,
+    "atan2": lambda m, a, b: m.atan2(a, b),
+    "maximum": lambda m, a, b: m.maximum(a, b),
+    "minimum": lambda m, a, b: m.minimum(a, b),
+    "hypot": lambda m, a, b: m.hypot(a, b),
+    "logaddexp": lambda m, a, b: m.logaddexp(a, b),
+    "fmod": lambda m, a, b: m.fmod(a, b),
+    "remainder": lambda m, a, b: m.remainder(a, b),
 }
 BINARY_DOMAIN = {"div": (0.5, 2), "pow": (0.5, 2), "fmod": (0.5, 3), "remainder": (0.5, 3)}
 
@@ -139,8 +171,9 @@ def test_division_rounding_modes_match_torch(torch_mod):
     b = np.array([2.0, -2.0, 2.0, -3.0])
     for mode in ("trunc", "floor", None):
         compare_with_torch(lambda m, x, y: m.div(x, y, rounding_mode=mode), [a, b])
-        compare_with_torch(lambda m, x, y: m.div(x, y, rounding_mode=mode), [a, b], grad=False,
-                           dtype=np.int64)
+        compare_with_torch(
+            lambda m, x, y: m.div(x, y, rounding_mode=mode), [a, b], grad=False, dtype=np.int64
+        )
     compare_with_torch(lambda m, x, y: x // y, [a, b], grad=False, dtype=np.int64)
     compare_with_torch(lambda m, x, y: x % y, [a, b], grad=False, dtype=np.int64)
 
@@ -149,12 +182,21 @@ def test_comparisons_and_logical_ops_match_torch(torch_mod):
     a = np.array([[1.0, np.nan, 3.0], [np.inf, -np.inf, 0.0]])
     b = np.array([1.0, 2.0, 0.0])
     for fn in [
-        lambda m, x, y: x == y, lambda m, x, y: x != y, lambda m, x, y: x < y,
-        lambda m, x, y: x <= y, lambda m, x, y: x > y, lambda m, x, y: x >= y,
-        lambda m, x, y: m.logical_and(x > 0, y > 0), lambda m, x, y: m.logical_or(x > 0, y > 0),
-        lambda m, x, y: m.logical_xor(x > 0, y > 0), lambda m, x, y: m.logical_not(x > 0),
-        lambda m, x, y: m.isnan(x), lambda m, x, y: m.isinf(x), lambda m, x, y: m.isfinite(x),
-        lambda m, x, y: ~(x > 1), lambda m, x, y: (x > 1) & (y > 0),
+        lambda m, x, y: x == y,
+        lambda m, x, y: x != y,
+        lambda m, x, y: x < y,
+        lambda m, x, y: x <= y,
+        lambda m, x, y: x > y,
+        lambda m, x, y: x >= y,
+        lambda m, x, y: m.logical_and(x > 0, y > 0),
+        lambda m, x, y: m.logical_or(x > 0, y > 0),
+        lambda m, x, y: m.logical_xor(x > 0, y > 0),
+        lambda m, x, y: m.logical_not(x > 0),
+        lambda m, x, y: m.isnan(x),
+        lambda m, x, y: m.isinf(x),
+        lambda m, x, y: m.isfinite(x),
+        lambda m, x, y: ~(x > 1),
+        lambda m, x, y: (x > 1) & (y > 0),
         lambda m, x, y: m.isclose(x, y),
     ]:
         compare_with_torch(fn, [a, b], grad=False)
@@ -169,8 +211,15 @@ def test_comparison_results_do_not_require_grad():
 
 @pytest.mark.parametrize(
     "left,right",
-    [(np.float32, np.float64), (np.int32, np.float32), (np.int64, np.int32), (np.bool_, np.int8),
-     (np.uint8, np.int8), (np.float16, np.int64), (np.bool_, np.float16)],
+    [
+        (np.float32, np.float64),
+        (np.int32, np.float32),
+        (np.int64, np.int32),
+        (np.bool_, np.int8),
+        (np.uint8, np.int8),
+        (np.float16, np.int64),
+        (np.bool_, np.float16),
+    ],
 )
 def test_type_promotion_matches_torch(left, right, torch_mod):
     a = np.array([[1, 2], [3, 4]])
@@ -186,9 +235,12 @@ def test_type_promotion_matches_torch(left, right, torch_mod):
 @pytest.mark.parametrize("scalar", [2, 2.5, True])
 def test_scalar_and_zero_dim_promotion_matches_torch(dtype, scalar, torch_mod):
     a = np.array([1, 0, 3]).astype(dtype)
-    for fn in (lambda m, x: x + scalar, lambda m, x: x * scalar,
-               lambda m, x: x + m.tensor(scalar, dtype=m.float64),
-               lambda m, x: x * m.tensor(3)):
+    for fn in (
+        lambda m, x: x + scalar,
+        lambda m, x: x * scalar,
+        lambda m, x: x + m.tensor(scalar, dtype=m.float64),
+        lambda m, x: x * m.tensor(3),
+    ):
         e, t = fn(ember, ember.tensor(a)), fn(torch_mod, torch_mod.tensor(a))
         assert e.dtype.name == str(t.dtype).split(".")[-1], (dtype, scalar, e.dtype, t.dtype)
         np.testing.assert_allclose(e.double().numpy(), t.double().numpy())

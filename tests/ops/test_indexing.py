@@ -26,8 +26,7 @@ INDEX_OPS = {
     "gather_small": lambda m, t: m.gather(t, 0, _idx(m, [[2, 0, 1]])),
     "scatter": lambda m, t: t.scatter(1, _idx(m, [[0], [3], [1]]), t[:, :1] * 2),
     "scatter_value": lambda m, t: t.scatter(0, _idx(m, [[1, 2, 0, 1]]), 0.5),
-    "scatter_add": lambda m, t: t.scatter_add(1, _idx(m, [[0, 0], [1, 1], [3, 3]]),
-                                              t[:, :2] * 3),
+    "scatter_add": lambda m, t: t.scatter_add(1, _idx(m, [[0, 0], [1, 1], [3, 3]]), t[:, :2] * 3),
     "index_select": lambda m, t: t.index_select(1, _idx(m, [3, 0, 3])),
     "index_add": lambda m, t: t.index_add(0, _idx(m, [0, 0]), t[1:] * 2, alpha=1.5),
     "masked_fill": lambda m, t: t.masked_fill(t > 0.5, 0.25),
@@ -41,8 +40,9 @@ INDEX_OPS = {
     "topk": lambda m, t: t.topk(2, 1).values,
     "topk_smallest": lambda m, t: t.topk(2, 0, largest=False)[0],
     "kthvalue": lambda m, t: t.kthvalue(2, 1)[0],
-    "index_put": lambda m, t: m.index_put(t, (_idx(m, [0, 0]), _idx(m, [1, 1])),
-                                          t[2, :2] * 2, accumulate=True),
+    "index_put": lambda m, t: m.index_put(
+        t, (_idx(m, [0, 0]), _idx(m, [1, 1])), t[2, :2] * 2, accumulate=True
+    ),
     "pad_constant": lambda m, t: m.nn.functional.pad(t, (1, 2, 0, 1), value=0.5),
     "pad_crop": lambda m, t: m.nn.functional.pad(t, (-1, 1)),
     "pad_reflect": lambda m, t: m.nn.functional.pad(t[None], (2, 1), mode="reflect"),
@@ -108,8 +108,11 @@ def test_index_errors_name_the_index_and_dimension():
 
 def test_sort_argsort_topk_indices_match_torch():
     x = np.array([[3.0, 1.0, 2.0, 1.0], [0.5, 0.5, -1.0, 4.0]])
-    for fn in (lambda m, t: t.sort(dim=1, stable=True).indices, lambda m, t: t.argsort(0),
-               lambda m, t: t.sort(descending=True, stable=True)[1]):
+    for fn in (
+        lambda m, t: t.sort(dim=1, stable=True).indices,
+        lambda m, t: t.argsort(0),
+        lambda m, t: t.sort(descending=True, stable=True)[1],
+    ):
         compare_with_torch(fn, [x], grad=False)
     # PyTorch does not define the order of tied elements in topk: compare without ties
     distinct = np.array([[3.0, 1.0, 2.0, 1.5], [0.5, 0.7, -1.0, 4.0]])
@@ -118,16 +121,24 @@ def test_sort_argsort_topk_indices_match_torch():
 
 def test_nonzero_unique_match_torch():
     x = np.array([[0.0, 1.0, 2.0], [2.0, 0.0, 2.0]])
-    for fn in (lambda m, t: m.nonzero(t), lambda m, t: t.nonzero(as_tuple=True)[1],
-               lambda m, t: m.unique(t), lambda m, t: t.unique(return_counts=True)[1],
-               lambda m, t: t.unique(return_inverse=True)[1], lambda m, t: m.argwhere(t),
-               lambda m, t: m.where(t > 0)[0]):
+    for fn in (
+        lambda m, t: m.nonzero(t),
+        lambda m, t: t.nonzero(as_tuple=True)[1],
+        lambda m, t: m.unique(t),
+        lambda m, t: t.unique(return_counts=True)[1],
+        lambda m, t: t.unique(return_inverse=True)[1],
+        lambda m, t: m.argwhere(t),
+        lambda m, t: m.where(t > 0)[0],
+    ):
         compare_with_torch(fn, [x], grad=False)
 
 
 def test_empty_index_results():
     x = arrays_for([(3, 4)], -2, 2)[0]
-    for fn in (lambda m, t: t[t > 100], lambda m, t: t[m.tensor([], dtype=m.int64)],
-               lambda m, t: t[:, 2:2]):
+    for fn in (
+        lambda m, t: t[t > 100],
+        lambda m, t: t[m.tensor([], dtype=m.int64)],
+        lambda m, t: t[:, 2:2],
+    ):
         compare_with_torch(fn, [x])
         check_gradients(fn, [x])

@@ -7,9 +7,18 @@ import ember
 from tests.helpers import arrays_for, check_gradients, compare_with_torch
 
 MATMUL_SHAPES = [
-    ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)),
-    ((2, 3), (5, 3, 4)), ((5, 2, 3), (5, 3, 4)), ((2, 1, 2, 3), (5, 3, 2)), ((3,), (2, 3, 4)),
-    ((2, 2, 3), (3,)), ((0, 3), (3, 2)), ((2, 0), (0, 3)),
+    ((3,), (3,)),
+    ((2, 3), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3, 4)),
+    ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)),
+    ((5, 2, 3), (5, 3, 4)),
+    ((2, 1, 2, 3), (5, 3, 2)),
+    ((3,), (2, 3, 4)),
+    ((2, 2, 3), (3,)),
+    ((0, 3), (3, 2)),
+    ((2, 0), (0, 3)),
 ]
 
 
@@ -32,10 +41,13 @@ def test_matmul_gradcheck_over_shapes(n, k, m_, batch):
 
 def test_mm_bmm_mv_dot_outer_and_friends():
     a, b, v, w, batch_a, batch_b = arrays_for(
-        [(2, 3), (3, 4), (3,), (3,), (2, 2, 3), (2, 3, 2)], -1, 1)
+        [(2, 3), (3, 4), (3,), (3,), (2, 2, 3), (2, 3, 2)], -1, 1
+    )
     cases = [
-        (lambda m, x, y: m.mm(x, y), [a, b]), (lambda m, x, y: x.mv(y), [a, v]),
-        (lambda m, x, y: m.dot(x, y), [v, w]), (lambda m, x, y: m.outer(x, y), [v, w]),
+        (lambda m, x, y: m.mm(x, y), [a, b]),
+        (lambda m, x, y: x.mv(y), [a, v]),
+        (lambda m, x, y: m.dot(x, y), [v, w]),
+        (lambda m, x, y: m.outer(x, y), [v, w]),
         (lambda m, x, y: m.bmm(x, y), [batch_a, batch_b]),
         (lambda m, x, y: m.tensordot(x, y, 1), [a, b]),
         (lambda m, x, y: m.tensordot(x, y, ([1, 2], [2, 1])), [batch_a, batch_b]),
@@ -47,12 +59,22 @@ def test_mm_bmm_mv_dot_outer_and_friends():
 
 
 EINSUMS = [
-    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->", [(2, 3)]), ("ij->j", [(2, 3)]),
-    ("i,i->", [(3,), (3,)]), ("i,j->ij", [(2,), (3,)]), ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
-    ("ii->i", [(3, 3)]), ("ii->", [(3, 3)]), ("ij,ij->ij", [(2, 3), (2, 3)]),
-    ("...ij,...jk->...ik", [(2, 2, 3), (3, 2)]), ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
-    ("ijk->kji", [(2, 3, 2)]), ("ij,jk", [(2, 3), (3, 2)]), ("iij->j", [(2, 2, 3)]),
-    ("ab,b->a", [(2, 3), (3,)]), ("i,ij->j", [(2,), (2, 3)]),
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij->", [(2, 3)]),
+    ("ij->j", [(2, 3)]),
+    ("i,i->", [(3,), (3,)]),
+    ("i,j->ij", [(2,), (3,)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+    ("ii->i", [(3, 3)]),
+    ("ii->", [(3, 3)]),
+    ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+    ("ijk->kji", [(2, 3, 2)]),
+    ("ij,jk", [(2, 3), (3, 2)]),
+    ("iij->j", [(2, 2, 3)]),
+    ("ab,b->a", [(2, 3), (3,)]),
+    ("i,ij->j", [(2,), (2, 3)]),
 ]
 
 
@@ -70,8 +92,10 @@ def test_inv_det_solve():
     batch = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
     B, vec = rng.standard_normal((3, 2)), rng.standard_normal((3,))
     cases = [
-        (lambda m, a: m.linalg.inv(a), [A]), (lambda m, a: m.linalg.inv(a), [batch]),
-        (lambda m, a: m.linalg.det(a), [A]), (lambda m, a: m.det(a), [batch]),
+        (lambda m, a: m.linalg.inv(a), [A]),
+        (lambda m, a: m.linalg.inv(a), [batch]),
+        (lambda m, a: m.linalg.det(a), [A]),
+        (lambda m, a: m.det(a), [batch]),
         (lambda m, a, b: m.linalg.solve(a, b), [A, B]),
         (lambda m, a, b: m.linalg.solve(a, b), [A, vec]),
         (lambda m, a, b: m.linalg.solve(a, b), [batch, B]),
@@ -99,9 +123,13 @@ def test_matrix_and_vector_norms_match_torch():
         fn = lambda m, a: m.linalg.matrix_norm(a, ord_)
         compare_with_torch(fn, [A])
         check_gradients(fn, [A], gradgrad=ord_ not in ("nuc", 2, -2))
-    for fn in (lambda m, a: m.linalg.norm(a), lambda m, a: m.linalg.norm(a, dim=1),
-               lambda m, a: m.linalg.norm(a, 1), lambda m, a: m.linalg.norm(a[0], 3),
-               lambda m, a: m.linalg.norm(a, "fro", dim=(0, 1), keepdim=True)):
+    for fn in (
+        lambda m, a: m.linalg.norm(a),
+        lambda m, a: m.linalg.norm(a, dim=1),
+        lambda m, a: m.linalg.norm(a, 1),
+        lambda m, a: m.linalg.norm(a[0], 3),
+        lambda m, a: m.linalg.norm(a, "fro", dim=(0, 1), keepdim=True),
+    ):
         compare_with_torch(fn, [A])
         check_gradients(fn, [A])
 

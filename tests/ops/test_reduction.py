@@ -13,10 +13,15 @@ FEW = settings(max_examples=8, deadline=None)
 def _dims(shape, data):
     if not shape:
         return None
-    return data.draw(st.one_of(
-        st.none(), st.integers(-len(shape), len(shape) - 1),
-        st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape),
-                 unique=True).map(tuple)))
+    return data.draw(
+        st.one_of(
+            st.none(),
+            st.integers(-len(shape), len(shape) - 1),
+            st.lists(
+                st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True
+            ).map(tuple),
+        )
+    )
 
 
 REDUCTIONS = {
@@ -26,8 +31,9 @@ REDUCTIONS = {
     "amin": lambda m, x, d, k: m.amin(x, () if d is None else d, keepdim=k),
     "var": lambda m, x, d, k: m.var(x, d, keepdim=k),
     "std": lambda m, x, d, k: m.std(x, d, keepdim=k, correction=0),
-    "logsumexp": lambda m, x, d, k: m.logsumexp(x, tuple(range(x.ndim)) if d is None else d,
-                                                keepdim=k),
+    "logsumexp": lambda m, x, d, k: m.logsumexp(
+        x, tuple(range(x.ndim)) if d is None else d, keepdim=k
+    ),
     "norm": lambda m, x, d, k: m.linalg.vector_norm(x, 2, d, keepdim=k),
     "norm1": lambda m, x, d, k: m.linalg.vector_norm(x, 1, d, keepdim=k),
     "norm3": lambda m, x, d, k: m.linalg.vector_norm(x, 3, d, keepdim=k),
@@ -36,14 +42,21 @@ REDUCTIONS = {
 
 
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
-@given(shape=array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3), data=st.data(),
-       keepdim=st.booleans())
+@given(
+    shape=array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3),
+    data=st.data(),
+    keepdim=st.booleans(),
+)
 @FEW
 def test_reduction_gradcheck(name, shape, data, keepdim):
     dims = _dims(shape, data)
     if name in ("var", "std"):
-        sizes = [shape[d] for d in (range(len(shape)) if dims is None else
-                                     ([dims] if isinstance(dims, int) else dims))]
+        sizes = [
+            shape[d]
+            for d in (
+                range(len(shape)) if dims is None else ([dims] if isinstance(dims, int) else dims)
+            )
+        ]
         if int(np.prod(sizes)) < 2:
             return
     x = arrays_for([shape], -2, 2, avoid=(0,), gap=0.2)[0]
@@ -68,8 +81,10 @@ def test_sum_and_mean_of_empty_tensors_match_torch():
 
 
 def test_prod_with_and_without_zeros():
-    for x in (np.array([[1.5, -2.0, 0.5], [0.7, 1.1, -0.9]]),
-              np.array([[1.5, 0.0, 0.5], [0.0, 0.0, 2.0]])):
+    for x in (
+        np.array([[1.5, -2.0, 0.5], [0.7, 1.1, -0.9]]),
+        np.array([[1.5, 0.0, 0.5], [0.0, 0.0, 2.0]]),
+    ):
         for fn in (lambda m, t: t.prod(), lambda m, t: t.prod(1), lambda m, t: t.prod(0, True)):
             check_gradients(fn, [x])
             compare_with_torch(fn, [x])
@@ -78,8 +93,12 @@ def test_prod_with_and_without_zeros():
 def test_cumsum_and_cumprod():
     x = np.array([[1.5, -2.0, 0.5], [0.7, 1.1, -0.9]])
     z = np.array([[1.5, 0.0, 0.5, 2.0], [0.0, 3.0, 0.0, 2.0]])
-    for fn in (lambda m, t: t.cumsum(1), lambda m, t: m.cumsum(t, 0), lambda m, t: t.cumprod(1),
-               lambda m, t: t.cumprod(0)):
+    for fn in (
+        lambda m, t: t.cumsum(1),
+        lambda m, t: m.cumsum(t, 0),
+        lambda m, t: t.cumprod(1),
+        lambda m, t: t.cumprod(0),
+    ):
         check_gradients(fn, [x])
         compare_with_torch(fn, [x])
     check_gradients(lambda m, t: t.cumprod(1), [z])
@@ -88,10 +107,14 @@ def test_cumsum_and_cumprod():
 
 def test_max_min_with_dim_return_values_and_indices():
     x = arrays_for([(3, 4)], -2, 2)[0]
-    for fn in (lambda m, t: t.max(1), lambda m, t: t.min(0, keepdim=True),
-               lambda m, t: m.max(t, dim=-1), lambda m, t: t.max(), lambda m, t: t.min()):
-        check_gradients(lambda m, t: fn(m, t)[0] if isinstance(fn(m, t), tuple) else fn(m, t),
-                        [x])
+    for fn in (
+        lambda m, t: t.max(1),
+        lambda m, t: t.min(0, keepdim=True),
+        lambda m, t: m.max(t, dim=-1),
+        lambda m, t: t.max(),
+        lambda m, t: t.min(),
+    ):
+        check_gradients(lambda m, t: fn(m, t)[0] if isinstance(fn(m, t), tuple) else fn(m, t), [x])
         compare_with_torch(fn, [x])
     values, indices = ember.tensor(x).max(dim=1)
     assert indices.dtype == ember.int64
@@ -107,18 +130,28 @@ def test_max_ties_share_gradient_like_torch():
 
 def test_argmax_argmin_all_any_count_nonzero_match_torch():
     x = np.array([[1.0, 5.0, 0.0], [7.0, -1.0, 0.0]])
-    for fn in (lambda m, t: t.argmax(), lambda m, t: t.argmin(1),
-               lambda m, t: t.argmax(0, keepdim=True), lambda m, t: (t > 0).all(),
-               lambda m, t: (t > 0).any(1), lambda m, t: m.count_nonzero(t),
-               lambda m, t: m.count_nonzero(t, 1), lambda m, t: t.all(dim=1)):
+    for fn in (
+        lambda m, t: t.argmax(),
+        lambda m, t: t.argmin(1),
+        lambda m, t: t.argmax(0, keepdim=True),
+        lambda m, t: (t > 0).all(),
+        lambda m, t: (t > 0).any(1),
+        lambda m, t: m.count_nonzero(t),
+        lambda m, t: m.count_nonzero(t, 1),
+        lambda m, t: t.all(dim=1),
+    ):
         compare_with_torch(fn, [x], grad=False)
 
 
 def test_reduction_dtypes_match_torch(torch_mod):
     for dtype in (np.int32, np.bool_, np.float16, np.uint8):
         x = np.array([[1, 0, 3], [4, 5, 0]]).astype(dtype)
-        for fn in (lambda m, t: t.sum(), lambda m, t: t.sum(1), lambda m, t: t.prod(),
-                   lambda m, t: t.cumsum(0)):
+        for fn in (
+            lambda m, t: t.sum(),
+            lambda m, t: t.sum(1),
+            lambda m, t: t.prod(),
+            lambda m, t: t.cumsum(0),
+        ):
             compare_with_torch(fn, [x], grad=False, dtype=dtype, rtol=1e-3)
 
 
@@ -129,18 +162,27 @@ def test_mean_of_integers_raises_like_torch():
 
 def test_var_std_correction_and_unbiased_match_torch():
     x = arrays_for([(3, 5)], -2, 2)[0]
-    for fn in (lambda m, t: t.var(), lambda m, t: t.var(1, unbiased=False),
-               lambda m, t: t.std(0, correction=2), lambda m, t: m.var_mean(t, 1)[0],
-               lambda m, t: m.std_mean(t, 1)[1], lambda m, t: t.var(False)):
+    for fn in (
+        lambda m, t: t.var(),
+        lambda m, t: t.var(1, unbiased=False),
+        lambda m, t: t.std(0, correction=2),
+        lambda m, t: m.var_mean(t, 1)[0],
+        lambda m, t: m.std_mean(t, 1)[1],
+        lambda m, t: t.var(False),
+    ):
         compare_with_torch(fn, [x])
         check_gradients(fn, [x])
 
 
 def test_norm_variants_match_torch():
     x = arrays_for([(3, 4)], -2, 2, avoid=(0,))[0]
-    for fn in (lambda m, t: t.norm(), lambda m, t: t.norm(dim=1), lambda m, t: t.norm(1, 0),
-               lambda m, t: m.norm(t, p=3, dim=1, keepdim=True),
-               lambda m, t: m.linalg.vector_norm(t, 0.5)):
+    for fn in (
+        lambda m, t: t.norm(),
+        lambda m, t: t.norm(dim=1),
+        lambda m, t: t.norm(1, 0),
+        lambda m, t: m.norm(t, p=3, dim=1, keepdim=True),
+        lambda m, t: m.linalg.vector_norm(t, 0.5),
+    ):
         compare_with_torch(fn, [x])
         check_gradients(fn, [x])
 

@@ -70,8 +70,12 @@ def test_shape_op_gradcheck_and_torch(name):
         check_gradients(fn, [X])
         if name != "view":  # view of a transposed tensor is an error, as in PyTorch
             check_gradients(fn, [X], noncontiguous=True)
-    compare_with_torch(fn, [X], rtol=1e-6 if name != "to_float32" else 1e-5,
-                       atol=1e-7 if name != "to_float32" else 1e-5)
+    compare_with_torch(
+        fn,
+        [X],
+        rtol=1e-6 if name != "to_float32" else 1e-5,
+        atol=1e-7 if name != "to_float32" else 1e-5,
+    )
 
 
 @given(shape=array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=3), data=st.data())
@@ -129,7 +133,12 @@ def test_cat_promotes_and_skips_legacy_empty():
 
 def test_zero_size_shape_ops():
     x = np.zeros((0, 3))
-    for fn in (lambda m, t: t.reshape(3, 0), lambda m, t: t.t(), lambda m, t: m.cat([t, t]),
-               lambda m, t: t.flip(0), lambda m, t: t.unsqueeze(0).expand(2, 0, 3)):
+    for fn in (
+        lambda m, t: t.reshape(3, 0),
+        lambda m, t: t.t(),
+        lambda m, t: m.cat([t, t]),
+        lambda m, t: t.flip(0),
+        lambda m, t: t.unsqueeze(0).expand(2, 0, 3),
+    ):
         compare_with_torch(fn, [x])
         check_gradients(fn, [x])

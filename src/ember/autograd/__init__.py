@@ -127,9 +127,7 @@ def backward(
         captures = {}
         for i, t in enumerate(input_list):
             if not t._rg:
-                raise RuntimeError(
-                    f"element {i} of the input tensors does not require grad"
-                )
+                raise RuntimeError(f"element {i} of the input tensors does not require grad")
             node, nr = t._edge()
             captures.setdefault(node, []).append((nr, i))
     captured = run_backward(roots, root_grads, retain_graph, create_graph, captures)
@@ -179,19 +177,18 @@ def grad(
         )
     if retain_graph is None:
         retain_graph = create_graph
-    for i, t in enumerate(ins):
+    for t in ins:
         if not t._rg:
-            raise RuntimeError(
-                f"One of the differentiated Tensors does not require grad"
-            )
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
     grads = _make_grads(outs, grads_in, create_graph)
     roots, root_grads = _roots(outs, grads)
     captures: dict = {}
     for i, t in enumerate(ins):
         node, nr = t._edge()
         captures.setdefault(node, []).append((nr, i))
-    captured = run_backward(roots, root_grads, retain_graph, create_graph, captures,
-                            accumulate=False)
+    captured = run_backward(
+        roots, root_grads, retain_graph, create_graph, captures, accumulate=False
+    )
     result = []
     for i, t in enumerate(ins):
         g = captured.get(i)
@@ -218,20 +215,42 @@ def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unu
     n = batch[0].shape[0]
     per_input = [[] for _ in ins]
     for b in range(n):
-        gs = grad(outs, ins, tuple(g[b] for g in batch), retain_graph=True,
-                  create_graph=create_graph, allow_unused=allow_unused, materialize_grads=True)
+        gs = grad(
+            outs,
+            ins,
+            tuple(g[b] for g in batch),
+            retain_graph=True,
+            create_graph=create_graph,
+            allow_unused=allow_unused,
+            materialize_grads=True,
+        )
         for i, g in enumerate(gs):
             per_input[i].append(g)
     return tuple(stack(p) for p in per_input)
 
 
+from . import graph  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
-from . import graph  # noqa: E402
 
 __all__ = [
-    "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
-    "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-    "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
-    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "graph", "Sequence",
+    "backward",
+    "grad",
+    "Function",
+    "FunctionCtx",
+    "once_differentiable",
+    "gradcheck",
+    "gradgradcheck",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "graph",
+    "Sequence",
 ]

@@ -198,8 +198,9 @@ def run_backward(
             else:
                 if grads is None:
                     grads = [None] * node.num_outputs
-                in_grads = _run_node(node, grads, create_graph, accumulate, captures,
-                                     captured, check_anomaly)
+                in_grads = _run_node(
+                    node, grads, create_graph, accumulate, captures, captured, check_anomaly
+                )
                 if in_grads is _DONE:
                     continue
             if not retain_graph:

@@ -12,7 +12,7 @@ from .node import Node
 
 
 class FunctionCtx:
-    """What ``forward`` can tell ``backward``: saved tensors, dirty and non-differentiable outputs."""
+    """What forward tells backward: saved tensors, dirty and non-differentiable outputs."""
 
     _to_save = ()
     _dirty = ()
@@ -171,14 +171,10 @@ class Function(metaclass=_FunctionMeta):
         if not record:
             return outputs
         _check_dirty(node, args)
-        node._edges = tuple(
-            a._edge() if t and a._rg else None for t, a in zip(is_tensor, args)
-        )
+        node._edges = tuple(a._edge() if t and a._rg else None for t, a in zip(is_tensor, args))
         saved = node._to_save
         node._saved = saved
-        node._saved_versions = tuple(
-            t._vc[0] if isinstance(t, Tensor) else None for t in saved
-        )
+        node._saved_versions = tuple(t._vc[0] if isinstance(t, Tensor) else None for t in saved)
         node.num_outputs = len(outs)
         final = []
         meta = []
@@ -240,17 +236,18 @@ def once_differentiable(fn):
 
         with _gm.no_grad():
             out = fn(ctx, *grads)
-        if not _gm.is_grad_enabled() or not any(
-            isinstance(g, Tensor) and g._rg for g in grads
-        ):
+        if not _gm.is_grad_enabled() or not any(isinstance(g, Tensor) and g._rg for g in grads):
             return out
         single = not isinstance(out, tuple)
         outs = (out,) if single else out
         wrapped = []
         for g in outs:
             if isinstance(g, Tensor):
-                g = record(_OnceDifferentiableBackward(), g._data,
-                           tuple(x for x in grads if isinstance(x, Tensor)))
+                g = record(
+                    _OnceDifferentiableBackward(),
+                    g._data,
+                    tuple(x for x in grads if isinstance(x, Tensor)),
+                )
             wrapped.append(g)
         return wrapped[0] if single else tuple(wrapped)
 

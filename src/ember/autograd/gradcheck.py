@@ -62,8 +62,13 @@ def _analytical_jacobian(func, inputs, index, outputs):
 
             seed = xp.zeros(out._data.size, dtype=out._data.dtype)
             seed[k] = 1
-            (g,) = autograd_grad(out, x, Tensor._wrap(seed.reshape(out._data.shape)),
-                                 retain_graph=True, allow_unused=True)
+            (g,) = autograd_grad(
+                out,
+                x,
+                Tensor._wrap(seed.reshape(out._data.shape)),
+                retain_graph=True,
+                allow_unused=True,
+            )
             if g is not None:
                 if g._data.shape != x._data.shape:
                     raise GradcheckError(
@@ -104,7 +109,7 @@ def gradcheck(
     outputs = _differentiable_outputs(func(*inputs))
     try:
         if not outputs:
-            for i, x in enumerate(inputs):
+            for x in inputs:
                 if hasattr(x, "_rg") and x._rg:
                     raise GradcheckError(
                         "gradcheck expects at least one output of func to require grad"
@@ -116,8 +121,11 @@ def gradcheck(
             numerical = _numerical_jacobian(func, inputs, i, eps)
             outputs = _differentiable_outputs(func(*inputs))
             analytical = _analytical_jacobian(func, inputs, i, outputs)
-            num_for_diff = [n for n, o in zip(numerical, _as_tuple(func(*inputs)))
-                            if hasattr(o, "_rg") and o._rg]
+            num_for_diff = [
+                n
+                for n, o in zip(numerical, _as_tuple(func(*inputs)))
+                if hasattr(o, "_rg") and o._rg
+            ]
             for j, (a, n) in enumerate(zip(analytical, num_for_diff)):
                 xp = _backend.array_module(a)
                 if not xp.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
@@ -152,15 +160,13 @@ def gradgradcheck(
     masked: bool = False,
 ) -> bool:
     """Check second derivatives: gradcheck of the map (inputs, grad_outputs) -> gradients."""
-    from . import grad as autograd_grad
     from .._creation import randn_like
+    from . import grad as autograd_grad
 
     inputs = _as_tuple(inputs)
     outputs = _differentiable_outputs(func(*inputs))
     if grad_outputs is None:
-        grad_outputs = tuple(
-            randn_like(o, dtype=o.dtype).requires_grad_() for o in outputs
-        )
+        grad_outputs = tuple(randn_like(o, dtype=o.dtype).requires_grad_() for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
     diff_positions = [i for i, x in enumerate(inputs) if hasattr(x, "_rg") and x._rg]
@@ -176,5 +182,11 @@ def gradgradcheck(
             )
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(first_order, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+    return gradcheck(
+        first_order,
+        inputs + grad_outputs,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+    )

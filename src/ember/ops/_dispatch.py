@@ -202,7 +202,7 @@ def data_of(x, like=None):
 
 
 def float_result(op: str, t: Tensor) -> Tensor:
-    """Integer inputs to a floating op (sqrt, exp, true division ...) compute in the default dtype."""
+    """Integer inputs to a floating op (sqrt, exp, true division) compute in the default dtype."""
     if t._data.dtype.kind in "biu":
         return t.to(dt.get_default_dtype())
     return t

@@ -14,9 +14,11 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import (
+    _SCALAR_ARRAYS as _SCALARS,
+)
+from ._dispatch import (
     FLOAT,
     NUMBERS,
-    _SCALAR_ARRAYS as _SCALARS,
     array_module,
     data_of,
     float_result,
@@ -87,8 +89,12 @@ UNARY = {
         "x",
         True,
     ),
-    "relu": (lambda xp, x: xp.maximum(x, 0), lambda g, x, y: threshold_backward(g, y, 0), "y",
-             False),
+    "relu": (
+        lambda xp, x: xp.maximum(x, 0),
+        lambda g, x, y: threshold_backward(g, y, 0),
+        "y",
+        False,
+    ),
     "reciprocal": (lambda xp, x: 1 / x, lambda g, x, y: g * -(y * y), "y", True),
     "floor": (lambda xp, x: xp.floor(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
     "ceil": (lambda xp, x: xp.ceil(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
@@ -108,8 +114,10 @@ class TanhBackwardBackward0(Node):
         g, y = self.saved_tensors()
         edges = self._edges
         # out = g (1 - y²):  d/dg = 1 - y²,  d/dy = -2 g y
-        return (gg * (1 - y * y) if edges[0] is not None else None,
-                gg * g * y * -2 if edges[1] is not None else None)
+        return (
+            gg * (1 - y * y) if edges[0] is not None else None,
+            gg * g * y * -2 if edges[1] is not None else None,
+        )
 
 
 def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
@@ -130,8 +138,10 @@ class SigmoidBackwardBackward0(Node):
         g, y = self.saved_tensors()
         edges = self._edges
         # out = g y (1 - y):  d/dg = y (1 - y),  d/dy = g (1 - 2y)
-        return (gg * y * (1 - y) if edges[0] is not None else None,
-                gg * g * (1 - y * 2) if edges[1] is not None else None)
+        return (
+            gg * y * (1 - y) if edges[0] is not None else None,
+            gg * g * (1 - y * 2) if edges[1] is not None else None,
+        )
 
 
 def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
@@ -157,8 +167,7 @@ def threshold_backward(grad: Tensor, output: Tensor, threshold: float) -> Tensor
     """grad where output > threshold, else 0 (the gradient of relu and threshold)."""
     g, y = grad._data, output._data
     data = g * (y > threshold)
-    return result(ThresholdBackwardBackward0, data, (grad, output), (output,),
-                  threshold=threshold)
+    return result(ThresholdBackwardBackward0, data, (grad, output), (output,), threshold=threshold)
 
 
 def _sign_kernel(xp, x):
@@ -178,11 +187,28 @@ def _sigmoid_kernel(xp, x):
 # compute-bound kernels worth splitting over threads for large tensors
 # (name -> the array-module ufunc equal to the kernel, or None for composite kernels)
 HEAVY = {
-    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
-    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
-    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
-    "sigmoid": None, "sqrt": "sqrt", "rsqrt": None,
+    "exp": "exp",
+    "exp2": "exp2",
+    "expm1": "expm1",
+    "log": "log",
+    "log2": "log2",
+    "log10": "log10",
+    "log1p": "log1p",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "sigmoid": None,
+    "sqrt": "sqrt",
+    "rsqrt": None,
 }
 
 
@@ -389,9 +415,7 @@ class MulBackward0(Node):
     def backward(self, g):
         a, b = self.saved_tensors()
         edges = self._edges
-        return (g * b if edges[0] is not None else None), (
-            g * a if edges[1] is not None else None
-        )
+        return (g * b if edges[0] is not None else None), (g * a if edges[1] is not None else None)
 
 
 def mul(input, other) -> Tensor:
@@ -762,8 +786,10 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
             data = xp.minimum(data, hi._data.astype(data.dtype, copy=False))
         return result(ClampBackward1, data, (input, lo, hi), (input, lo, hi))
     data = input._data
-    if isinstance(min, float) and data.dtype.kind in "biu" or (
-        isinstance(max, float) and data.dtype.kind in "biu"
+    if (
+        isinstance(min, float)
+        and data.dtype.kind in "biu"
+        or (isinstance(max, float) and data.dtype.kind in "biu")
     ):
         input = input.to(dt.get_default_dtype())
         data = input._data
@@ -805,9 +831,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
         data = start._data + w_data * (end._data - start._data)
         return result(LerpBackward0, data, (start, end, weight), (start, end, weight))
     data = start._data + weight * (end._data - start._data)
-    return result(
-        LerpBackward0, data, (start, end, None), (start, end, None), weight=weight
-    )
+    return result(LerpBackward0, data, (start, end, None), (start, end, None), weight=weight)
 
 
 class AddcmulBackward0(Node):
@@ -905,7 +929,7 @@ def _bitwise(name, kernel):
         if not isinstance(a, Tensor):
             a, b = b, a
         if a._data.dtype.kind == "f":
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{a.dtype.name.capitalize()}\'')
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{a.dtype.name.capitalize()}'")
         return wrap(kernel(a._data, data_of(b)))
 
     op.__name__ = name

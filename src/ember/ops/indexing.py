@@ -21,8 +21,12 @@ topk_result = namedtuple("topk", ["values", "indices"])
 # --------------------------------------------------------------------------------------------
 def _is_basic(key: tuple) -> bool:
     for k in key:
-        if not (k is None or k is Ellipsis or isinstance(k, slice) or
-                (isinstance(k, int) and not isinstance(k, bool))):
+        if not (
+            k is None
+            or k is Ellipsis
+            or isinstance(k, slice)
+            or (isinstance(k, int) and not isinstance(k, bool))
+        ):
             return False
     return True
 
@@ -36,9 +40,7 @@ def _index_array(xp, k, op: str):
         data = k
     if hasattr(data, "dtype"):
         if data.dtype.kind == "f":
-            raise IndexError(
-                "tensors used as indices must be long, int, byte or bool tensors"
-            )
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if data.dtype.kind == "u" and data.dtype.itemsize == 1:
             data = data.astype(bool)
     return data
@@ -78,9 +80,7 @@ def _expanded_dims(shape: tuple, key: tuple):
         else:
             consumed += 1
     if consumed > len(shape):
-        raise IndexError(
-            f"too many indices for tensor of dimension {len(shape)}"
-        )
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
     dim = 0
     for k in key:
         if k is None:
@@ -107,9 +107,7 @@ def _expanded_dims(shape: tuple, key: tuple):
 def _check_basic_bounds(shape: tuple, key: tuple) -> None:
     for k, d in _expanded_dims(shape, key):
         if isinstance(k, int) and not -shape[d] <= k < shape[d]:
-            raise IndexError(
-                f"index {k} is out of bounds for dimension {d} with size {shape[d]}"
-            )
+            raise IndexError(f"index {k} is out of bounds for dimension {d} with size {shape[d]}")
 
 
 def _check_advanced_bounds(shape: tuple, key: tuple) -> None:
@@ -123,9 +121,7 @@ def _check_advanced_bounds(shape: tuple, key: tuple) -> None:
             lo, hi = int(k.min()), int(k.max())
             if lo < -size or hi >= size:
                 bad = hi if hi >= size else lo
-                raise IndexError(
-                    f"index {bad} is out of bounds for dimension {d} with size {size}"
-                )
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
 
 
 class IndexBackward0(Node):
@@ -206,8 +202,9 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
     if idx.dtype != dt.int64.np:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index")
     if idx.ndim != input._data.ndim and not (idx.ndim <= 1 and input._data.ndim <= 1):
+        which = "input" if op == "gather" else "self"
         raise RuntimeError(
-            f"Index tensor must have the same number of dimensions as {'self' if op != 'gather' else 'input'} tensor"
+            f"Index tensor must have the same number of dimensions as {which} tensor"
         )
     for k in range(idx.ndim):
         if k != dim and idx.shape[k] > input._data.shape[k]:
@@ -237,8 +234,14 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     xp = array_module(input._data)
     data = input._data
     if data.ndim == 0:
-        return result(GatherBackward0, data.reshape(index._data.shape), (input,),
-                      shape=data.shape, dim=d, index=index)
+        return result(
+            GatherBackward0,
+            data.reshape(index._data.shape),
+            (input,),
+            shape=data.shape,
+            dim=d,
+            index=index,
+        )
     key = _along_dim_key(xp, index._data, d)
     return result(GatherBackward0, data[key], (input,), shape=data.shape, dim=d, index=index)
 
@@ -300,8 +303,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
             out[key] = part
         if reduce is not None:
             return wrap(out)
-        return result(ScatterBackward0, out, (input, src), dim=d, index=index,
-                      src_shape=src._data.shape)
+        return result(
+            ScatterBackward0, out, (input, src), dim=d, index=index, src_shape=src._data.shape
+        )
     if reduce == "add":
         xp.add.at(out, key, src)
     elif reduce == "multiply":
@@ -318,8 +322,9 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     out = input._data.copy()
     key = _along_dim_key(xp, index._data, d) if out.ndim else ()
     xp.add.at(out, key, _src_part(src, index)._data.astype(out.dtype, copy=False))
-    return result(ScatterAddBackward0, out, (input, src), dim=d, index=index,
-                  src_shape=src._data.shape)
+    return result(
+        ScatterAddBackward0, out, (input, src), dim=d, index=index, src_shape=src._data.shape
+    )
 
 
 def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> None:
@@ -346,8 +351,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     xp = array_module(input._data)
     idx = index._data.reshape(-1)
     data = input._data
-    out = xp.take(data, idx, axis=d) if data.ndim else data.reshape(1)[idx].reshape(
-        index._data.shape)
+    out = (
+        xp.take(data, idx, axis=d) if data.ndim else data.reshape(1)[idx].reshape(index._data.shape)
+    )
     return result(IndexSelectBackward0, out, (input,), shape=data.shape, dim=d, index=index)
 
 
@@ -373,8 +379,15 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         xp.add.at(out.reshape(1), index._data.reshape(-1), src.reshape(-1))
     else:
         xp.add.at(out, (slice(None),) * d + (index._data.reshape(-1),), src)
-    return result(IndexAddBackward0, out, (input, source), dim=d, index=index, alpha=alpha,
-                  src_shape=source._data.shape)
+    return result(
+        IndexAddBackward0,
+        out,
+        (input, source),
+        dim=d,
+        index=index,
+        alpha=alpha,
+        src_shape=source._data.shape,
+    )
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
@@ -400,8 +413,7 @@ class MaskedFillBackward0(Node):
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     if mask._data.dtype.kind != "b":
         raise RuntimeError(
-            f"masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{mask.dtype.name}"
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype.name}"
         )
     xp = array_module(input._data)
     try:
@@ -452,8 +464,14 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         )
     out = input._data.copy()
     out[m] = source._data.reshape(-1)[:n]
-    return result(MaskedScatterBackward0, out, (input, source), mask=mask,
-                  src_numel=source._data.size, src_shape=source._data.shape)
+    return result(
+        MaskedScatterBackward0,
+        out,
+        (input, source),
+        mask=mask,
+        src_numel=source._data.size,
+        src_shape=source._data.shape,
+    )
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
@@ -484,8 +502,11 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     d = wrap_dim(dim, data.ndim, "argsort")
     if descending:
         # negate the key so that equal elements keep their order (stable descending)
-        key = -data if data.dtype.kind == "f" else (
-            ~data if data.dtype.kind == "b" else -(data.astype(dt.int64.np)))
+        key = (
+            -data
+            if data.dtype.kind == "f"
+            else (~data if data.dtype.kind == "b" else -(data.astype(dt.int64.np)))
+        )
         if data.dtype.kind == "f":
             key = xp.where(xp.isnan(data), -xp.inf, key)
         idx = xp.argsort(key, axis=d, kind="stable")
@@ -552,18 +573,23 @@ def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
 
 
-def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
-           return_counts: bool = False, dim=None):
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim=None,
+):
     xp = array_module(input._data)
     data = input._data
     if dim is None:
-        values, inverse, counts = xp.unique(data.reshape(-1), return_inverse=True,
-                                            return_counts=True)
+        values, inverse, counts = xp.unique(
+            data.reshape(-1), return_inverse=True, return_counts=True
+        )
         inverse = inverse.reshape(data.shape)
     else:
         d = wrap_dim(dim, data.ndim, "unique")
-        values, inverse, counts = xp.unique(data, return_inverse=True, return_counts=True,
-                                            axis=d)
+        values, inverse, counts = xp.unique(data, return_inverse=True, return_counts=True, axis=d)
         inverse = inverse.reshape(-1)
     out = [wrap(values)]
     if return_inverse:
@@ -585,8 +611,9 @@ def unique_consecutive(input: Tensor, return_inverse=False, return_counts=False,
         out.append(wrap((xp.cumsum(keep) - 1).reshape(input._data.shape).astype(dt.int64.np)))
     if return_counts:
         starts = xp.nonzero(keep)[0]
-        out.append(wrap(xp.diff(xp.concatenate([starts, xp.asarray([flat.size])])).astype(
-            dt.int64.np)))
+        out.append(
+            wrap(xp.diff(xp.concatenate([starts, xp.asarray([flat.size])])).astype(dt.int64.np))
+        )
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -630,8 +657,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
         out[tuple(place)] = cropped
         return result(ConstantPadNdBackward0, out, (input,), pad=list(pad))
     if mode not in ("reflect", "replicate", "circular"):
-        raise NotImplementedError(f"padding mode '{mode}' is not one of constant, reflect, "
-                                  "replicate, circular")
+        raise NotImplementedError(
+            f"padding mode '{mode}' is not one of constant, reflect, replicate, circular"
+        )
     out = input
     xp = array_module(data)
     for d, lo, hi in pairs:

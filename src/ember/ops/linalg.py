@@ -38,8 +38,10 @@ class MmBackward0(Node):
         edges = self._edges
         a1, b1 = self.a_dim == 1, self.b_dim == 1
         if a1 and b1:  # dot product
-            return (g * b if edges[0] is not None else None,
-                    g * a if edges[1] is not None else None)
+            return (
+                g * b if edges[0] is not None else None,
+                g * a if edges[1] is not None else None,
+            )
         ga = gb = None
         if a1:  # (k) @ (..., k, m) -> (..., m)
             if edges[0] is not None:
@@ -85,8 +87,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     _same_dtype("matmul", input, other)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
-            f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and "
-            f"{b.ndim}D"
+            f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
         )
     k_a = a.shape[-1]
     k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
@@ -113,9 +114,14 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         node = BmmBackward0
     else:
         node = MatmulBackward0
-    return result(node, out, (input, other), (input if other._rg else None,
-                                              other if input._rg else None),
-                  a_dim=a.ndim, b_dim=b.ndim)
+    return result(
+        node,
+        out,
+        (input, other),
+        (input if other._rg else None, other if input._rg else None),
+        a_dim=a.ndim,
+        b_dim=b.ndim,
+    )
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
@@ -290,18 +296,18 @@ def einsum(equation: str, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, out_term = _parse_einsum(equation, [o._data.shape for o in operands])
-    for term, o in zip(terms, operands):
-        for c, s in zip(term, o._data.shape):
-            pass
     eq = ",".join(terms) + "->" + out_term
     xp = array_module(operands[0]._data)
     try:
         out = xp.einsum(eq, *[o._data for o in operands], optimize=len(operands) > 2)
     except ValueError as exc:
-        raise RuntimeError(f"einsum(): {exc} (equation '{equation}', shapes "
-                           f"{[list(o._data.shape) for o in operands]})") from None
-    return result(EinsumBackward0, out, tuple(operands), tuple(operands), terms=terms,
-                  out_term=out_term)
+        raise RuntimeError(
+            f"einsum(): {exc} (equation '{equation}', shapes "
+            f"{[list(o._data.shape) for o in operands]})"
+        ) from None
+    return result(
+        EinsumBackward0, out, tuple(operands), tuple(operands), terms=terms, out_term=out_term
+    )
 
 
 def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
@@ -331,9 +337,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
 def _square(op: str, A: Tensor) -> None:
     shape = A._data.shape
     if len(shape) < 2:
-        raise RuntimeError(
-            f"{op}: The input tensor A must have at least 2 dimensions."
-        )
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     if shape[-1] != shape[-2]:
         raise RuntimeError(
             f"{op}: A must be batches of square matrices, but they are {shape[-2]} by "

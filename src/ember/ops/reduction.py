@@ -80,9 +80,7 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
         if s == 1 and have != 1:
             axes.append(lead + i)
         elif s != have:
-            raise RuntimeError(
-                f"size {list(shape)} is not expandable to size {list(data.shape)}"
-            )
+            raise RuntimeError(f"size {list(shape)} is not expandable to size {list(data.shape)}")
     xp = array_module(data)
     out = xp.sum(data, axis=tuple(axes), keepdims=True) if axes else data
     out = out.reshape(shape)
@@ -118,8 +116,14 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 
 
 def _type_name(t: Tensor) -> str:
-    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool"}.get(t.dtype.name, t.dtype.name.capitalize())
+    return {
+        "int64": "Long",
+        "int32": "Int",
+        "int16": "Short",
+        "int8": "Char",
+        "uint8": "Byte",
+        "bool": "Bool",
+    }.get(t.dtype.name, t.dtype.name.capitalize())
 
 
 def _prod_except_self(x: Tensor, d: int) -> Tensor:
@@ -179,12 +183,13 @@ def _extreme(name, kernel, node_cls):
     def op(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         data = input._data
         dims = _dims(input, dim, name)
-        if data.size == 0 and any(data.shape[d] == 0 for d in dims) or (
-            data.size == 0 and not dims
+        if (
+            data.size == 0
+            and any(data.shape[d] == 0 for d in dims)
+            or (data.size == 0 and not dims)
         ):
             raise IndexError(
-                f"{name}(): Expected reduction dim {dims[0] if dims else 0} to have non-zero "
-                "size."
+                f"{name}(): Expected reduction dim {dims[0] if dims else 0} to have non-zero size."
             )
         xp = array_module(data)
         out = getattr(xp, kernel)(data, axis=dims, keepdims=keepdim)
@@ -233,22 +238,28 @@ def _max_min(name, kernel, argkernel, full_node, dim_node):
                     "Specify the reduction dim with the 'dim' argument."
                 )
             out_data = getattr(xp, kernel)(data)
-            return result(full_node, out_data, (input,), (input,), True,
-                          dims=tuple(range(data.ndim)), keepdim=False)
+            return result(
+                full_node,
+                out_data,
+                (input,),
+                (input,),
+                True,
+                dims=tuple(range(data.ndim)),
+                keepdim=False,
+            )
         d = wrap_dim(dim, data.ndim, name)
         if data.ndim == 0:
             return values_indices(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
         if data.shape[d] == 0:
-            raise IndexError(
-                f"{name}(): Expected reduction dim {d} to have non-zero size."
-            )
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         idx = getattr(xp, argkernel)(data, axis=d, keepdims=keepdim)
         vals = xp.take_along_axis(data, idx if keepdim else xp.expand_dims(idx, d), axis=d)
         if not keepdim:
             vals = vals.squeeze(d)
         indices = wrap(idx.astype(dt.int64.np, copy=False))
-        values = result(dim_node, vals, (input,), shape=data.shape, dim=d, keepdim=keepdim,
-                        indices=indices)
+        values = result(
+            dim_node, vals, (input,), shape=data.shape, dim=d, keepdim=keepdim, indices=indices
+        )
         return values_indices(values, indices)
 
     op.__name__ = name
@@ -265,8 +276,9 @@ def _arg(name, kernel):
         xp = array_module(data)
         if dim is None:
             if data.size == 0:
-                raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                                   "input.numel() == 0.")
+                raise RuntimeError(
+                    f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                )
             out = getattr(xp, kernel)(data.reshape(-1))
             if keepdim:
                 out = xp.asarray(out).reshape((1,) * data.ndim)
@@ -321,8 +333,10 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
     dim, unbiased, correction = _var_args(dim, unbiased, correction)
     data = input._data
     if data.dtype.kind in "biu":
-        raise RuntimeError(f"{op}(): input dtype should be either floating point or complex. "
-                           f"Got {_type_name(input)} instead.")
+        raise RuntimeError(
+            f"{op}(): input dtype should be either floating point or complex. "
+            f"Got {_type_name(input)} instead."
+        )
     dims = _dims(input, dim, op)
     c = _correction(unbiased, correction)
     n = 1
@@ -333,30 +347,43 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
     denom = n - c
     ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
     with xp.errstate(divide="ignore", invalid="ignore"):
-        var_data = (ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan)
+        var_data = ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan
     return data, dims, var_data.astype(data.dtype, copy=False), denom, xp
 
 
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     _, dims, var_data, denom, _ = _var_forward(input, dim, unbiased, keepdim, correction, "var")
-    return result(VarBackward0, var_data, (input,), (input,), dims=dims, keepdim=keepdim,
-                  denom=denom)
+    return result(
+        VarBackward0, var_data, (input,), (input,), dims=dims, keepdim=keepdim, denom=denom
+    )
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     _, dims, var_data, denom, xp = _var_forward(input, dim, unbiased, keepdim, correction, "std")
-    return result(StdBackward0, xp.sqrt(var_data), (input,), (input,), True, dims=dims,
-                  keepdim=keepdim, denom=denom)
+    return result(
+        StdBackward0,
+        xp.sqrt(var_data),
+        (input,),
+        (input,),
+        True,
+        dims=dims,
+        keepdim=keepdim,
+        denom=denom,
+    )
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, _var_args(dim, unbiased, correction)[0], keepdim))
+    return (
+        var(input, dim, unbiased, keepdim, correction=correction),
+        mean(input, _var_args(dim, unbiased, correction)[0], keepdim),
+    )
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, _var_args(dim, unbiased, correction)[0], keepdim))
+    return (
+        std(input, dim, unbiased, keepdim, correction=correction),
+        mean(input, _var_args(dim, unbiased, correction)[0], keepdim),
+    )
 
 
 class LinalgVectorNormBackward0(Node):
@@ -405,8 +432,16 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=
     else:
         out = xp.sum(a**ord_, axis=dims, keepdims=keepdim) ** (1.0 / ord_)
     out = xp.asarray(out).astype(data.dtype, copy=False)
-    return result(LinalgVectorNormBackward0, out, (input,), (input,), True, ord=ord_, dims=dims,
-                  keepdim=keepdim)
+    return result(
+        LinalgVectorNormBackward0,
+        out,
+        (input,),
+        (input,),
+        True,
+        ord=ord_,
+        dims=dims,
+        keepdim=keepdim,
+    )
 
 
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:

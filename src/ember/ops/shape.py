@@ -53,9 +53,7 @@ def _infer_shape(shape: tuple, numel: int, op: str, src_shape) -> tuple:
             if s != -1:
                 known *= s
         if known == 0 or numel % known:
-            raise RuntimeError(
-                f"shape '{list(shape)}' is invalid for input of size {numel}"
-            )
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
     total = 1
     for s in shape:
@@ -211,8 +209,9 @@ swapaxes = swapdims = transpose
 
 def t(input: Tensor) -> Tensor:
     if input._data.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{input._data.ndim}D")
+        raise RuntimeError(
+            f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D"
+        )
     if input._data.ndim < 2:
         return _alias(input)
     return transpose(input, 0, 1)
@@ -240,8 +239,10 @@ moveaxis = movedim
 
 def matrix_transpose(input: Tensor) -> Tensor:
     if input._data.ndim < 2:
-        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
-                           f"Got {input._data.ndim}-D tensor.")
+        raise RuntimeError(
+            "tensor.mT is only supported on matrices or batches of matrices. "
+            f"Got {input._data.ndim}-D tensor."
+        )
     return transpose(input, -2, -1)
 
 
@@ -460,12 +461,11 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     if start < 0:
         start += size
     if start < 0 or length < 0 or start + length > size:
-        raise RuntimeError(
-            f"start ({start}) + length ({length}) exceeds dimension size ({size})."
-        )
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * d + (slice(start, start + length),)
-    node = result(SliceBackward0, data[key], (input,), shape=data.shape, dim=d, start=start,
-                  length=length)
+    node = result(
+        SliceBackward0, data[key], (input,), shape=data.shape, dim=d, start=start, length=length
+    )
     return make_view(node, input, (narrow, (d, start, length)))
 
 
@@ -477,8 +477,9 @@ class SliceScatterBackward0(Node):
         return g_self, g_src
 
 
-def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None,
-                  step: int = 1) -> Tensor:
+def slice_scatter(
+    input: Tensor, src: Tensor, dim: int = 0, start=None, end=None, step: int = 1
+) -> Tensor:
     data = input._data
     d = wrap_dim(dim, data.ndim, "slice_scatter")
     s, e, _ = slice(start, end).indices(data.shape[d])
@@ -493,8 +494,9 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and size:
-            raise RuntimeError(f"split expects split_size be non-negative, but got split_size="
-                               f"{step}")
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={step}"
+            )
         sizes = [builtins.min(step, size - i) for i in range(0, size, step)] if size else [0]
     else:
         sizes = list(split_size_or_sections)
@@ -659,10 +661,10 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     d1, d2 = wrap_dim(dim1, data.ndim, "diagonal"), wrap_dim(dim2, data.ndim, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    xp = array_module(data)
     out = _diagonal_view(data, offset, d1, d2)
-    node = result(DiagonalBackward0, out, (input,), shape=data.shape, offset=offset, dim1=d1,
-                  dim2=d2)
+    node = result(
+        DiagonalBackward0, out, (input,), shape=data.shape, offset=offset, dim1=d1, dim2=d2
+    )
     if out.size:
         make_view(node, input, (diagonal, (offset, d1, d2)))
     return node
@@ -677,12 +679,12 @@ class DiagonalScatterBackward0(Node):
         )
 
 
-def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
-                     dim2: int = 1) -> Tensor:
+def diagonal_scatter(
+    input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1
+) -> Tensor:
     data = input._data
     d1, d2 = wrap_dim(dim1, data.ndim), wrap_dim(dim2, data.ndim)
     out = data.copy()
-    xp = array_module(data)
     view = _diagonal_view(out, offset, d1, d2)
     if view.size:
         view[...] = src._data
@@ -749,8 +751,11 @@ def to_dtype_device(input: Tensor, dtype=None, device=None, copy: bool = False) 
         out = out.astype(target_dtype.np)
     elif copy and out is data:
         out = data.copy()
-    if grad_state.enabled and input._rg and (target_dtype is None or
-                                              target_dtype.category == dt.FLOAT):
+    if (
+        grad_state.enabled
+        and input._rg
+        and (target_dtype is None or target_dtype.category == dt.FLOAT)
+    ):
         node = ToCopyBackward0()
         node.dtype = input.dtype
         node.device = input.device
