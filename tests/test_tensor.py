@@ -201,5 +201,5 @@ def test_tensor_constructor_like_torch():
 
 
 def test_negative_size_is_an_error():
-    with pytest.raises(RuntimeError, match="negative dimension -1"):
+    with pytest.raises(RuntimeError, match="Dimension size must be non-negative"):
         ember.zeros(2, -1)

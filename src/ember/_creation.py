@@ -21,7 +21,7 @@ def _size(size) -> tuple:
     out = tuple(int(s) for s in size)
     for s in out:
         if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(out)}")
+            raise RuntimeError(f"Dimension size must be non-negative: got size {list(out)}")
     return out
 
 
