@@ -1,5 +1,8 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
 
 import ember
 from tests.helpers import arrays_for, check_gradients, compare_with_torch
@@ -142,3 +145,18 @@ def test_empty_index_results():
     ):
         compare_with_torch(fn, [x])
         check_gradients(fn, [x])
+
+
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3), data=st.data())
+@settings(max_examples=20, deadline=None)
+def test_gather_and_index_select_over_generated_shapes(shape, data):
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    rng = np.random.default_rng(len(shape) + dim)
+    index = rng.integers(0, shape[dim], size=shape)
+    rows = rng.integers(0, shape[dim], size=4)
+    x = arrays_for([shape], -1, 1)[0]
+    gather = lambda m, t: t.gather(dim, m.tensor(index))
+    select = lambda m, t: t.index_select(dim, m.tensor(rows))
+    for fn in (gather, select):
+        check_gradients(fn, [x])
+        compare_with_torch(fn, [x])

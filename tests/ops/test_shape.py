@@ -142,3 +142,26 @@ def test_zero_size_shape_ops():
     ):
         compare_with_torch(fn, [x])
         check_gradients(fn, [x])
+
+
+GENERATED_SHAPE_OPS = {
+    "flatten": lambda m, t: t.flatten(),
+    "unsqueeze": lambda m, t: t.unsqueeze(0),
+    "expand": lambda m, t: t.expand((2,) + tuple(t.shape)),
+    "flip": lambda m, t: t.flip(list(range(t.ndim))),
+    "reshape_neg": lambda m, t: t.reshape(-1, 1),
+    "cat_self": lambda m, t: m.cat([t, t * 2], 0) if t.ndim else m.stack([t, t * 2]),
+    "repeat": lambda m, t: t.repeat((2,) * max(t.ndim, 1)),
+    "clone_t": lambda m, t: (t.mT if t.ndim >= 2 else t).clone(),
+    "sum_to": lambda m, t: (t.unsqueeze(0).expand((3,) + tuple(t.shape)) * 1).sum_to_size(t.shape),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED_SHAPE_OPS))
+@given(shape=array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3))
+@settings(max_examples=10, deadline=None)
+def test_shape_ops_over_generated_shapes(name, shape):
+    x = arrays_for([shape], -1, 1)[0]
+    fn = GENERATED_SHAPE_OPS[name]
+    check_gradients(fn, [x])
+    compare_with_torch(fn, [x])
