@@ -56,7 +56,7 @@ def main() -> None:
         for kind in ["forward", "forward+backward"]:
             results = measure_side_by_side(
                 {name: per_lib[name][kind] for name in libs},
-                repeats=9,
+                repeats=15,
                 min_time=0.2 if shape == (16,) else 0.5,
             )
             case = f"{CHAIN}-op chain {shape} {kind}"
