@@ -36,6 +36,11 @@ class dtype:
     def is_complex(self) -> bool:
         return False
 
+    @property
+    def legacy_name(self) -> str:
+        """PyTorch's old type name, used in messages: ``Float`` for float32, ``Long`` ..."""
+        return LEGACY_NAMES[self.name]
+
     def __repr__(self) -> str:
         return f"ember.{self.name}"
 
@@ -60,6 +65,19 @@ bool_ = dtype("bool", _np.dtype("bool"), BOOL, 1, False)
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
+
+LEGACY_NAMES = {
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+}
 
 ALL = (float16, float32, float64, bfloat16, int8, int16, int32, int64, uint8, bool_)
 BY_NAME = {d.name: d for d in ALL}

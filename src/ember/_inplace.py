@@ -41,7 +41,8 @@ def _write(self: Tensor, new: Tensor, op: str) -> None:
         have, want = dt.FROM_NUMPY[value.dtype], dt.FROM_NUMPY[data.dtype]
         if have.category > want.category:
             raise RuntimeError(
-                f"result type {_type(have)} can't be cast to the desired output type {_type(want)}"
+                f"result type {have.legacy_name} can't be cast to the desired output type "
+                f"{want.legacy_name}"
             )
     if not data.flags.writeable:
         raise RuntimeError(
@@ -53,21 +54,6 @@ def _write(self: Tensor, new: Tensor, op: str) -> None:
         xp = array_module(data)
         xp.copyto(data, value, casting="unsafe")
     self._vc[0] += 1
-
-
-def _type(d: dt.dtype) -> str:
-    return {
-        "float32": "Float",
-        "float64": "Double",
-        "float16": "Half",
-        "int64": "Long",
-        "int32": "Int",
-        "int16": "Short",
-        "int8": "Char",
-        "uint8": "Byte",
-        "bool": "Bool",
-        "bfloat16": "BFloat16",
-    }[d.name]
 
 
 def apply_inplace(self: Tensor, fn, args: tuple, op: str, needs_old: bool = True) -> Tensor:

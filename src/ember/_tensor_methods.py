@@ -465,27 +465,14 @@ T.char = _caster(dt.int8)
 T.byte = _caster(dt.uint8)
 T.bool = _caster(dt.bool_)
 
-_LEGACY = {
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "float16": "HalfTensor",
-    "bfloat16": "BFloat16Tensor",
-    "int64": "LongTensor",
-    "int32": "IntTensor",
-    "int16": "ShortTensor",
-    "int8": "CharTensor",
-    "uint8": "ByteTensor",
-    "bool": "BoolTensor",
-}
-
 
 def _type(self, dtype=None, non_blocking=False):
     if dtype is None:
         prefix = "ember.cuda." if self.device.type == "cuda" else "ember."
-        return prefix + _LEGACY[self.dtype.name]
+        return prefix + self.dtype.legacy_name + "Tensor"
     if isinstance(dtype, str):
-        for name, legacy in _LEGACY.items():
-            if dtype.endswith(legacy):
+        for name, legacy in dt.LEGACY_NAMES.items():
+            if dtype.endswith(legacy + "Tensor"):
                 return sh.to_dtype_device(self, dt.BY_NAME[name])
     return sh.to_dtype_device(self, dtype)
 

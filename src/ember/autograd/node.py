@@ -186,8 +186,7 @@ def _tensor_class():
 
 
 def _raise_modified(node: Node, t, saved_version: int) -> None:
-    kind = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
-    type_name = kind.get(t.dtype.name, t.dtype.name.capitalize())
+    type_name = t.dtype.legacy_name
     where = ""
     if t._grad_fn is not None:
         where = f", which is output {t._out_nr} of {t._grad_fn.name()},"

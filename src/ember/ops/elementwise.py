@@ -616,28 +616,21 @@ class MinimumBackward0(Node):
         return g * wins, g * (1 - wins)
 
 
-def maximum(input, other) -> Tensor:
-    a, b = promote("maximum", input, to_tensor(other, input))
-    xp = array_module(a._data)
-    return result(MaximumBackward0, xp.maximum(a._data, b._data), (a, b), (a, b))
+def _selection(name: str, kernel: str, node_cls):
+    def op(input, other) -> Tensor:
+        a, b = promote(name, input, to_tensor(other, input))
+        xp = array_module(a._data)
+        return result(node_cls, getattr(xp, kernel)(a._data, b._data), (a, b), (a, b))
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise ``{name}`` of two tensors (ties share the gradient evenly)."
+    return op
 
 
-def minimum(input, other) -> Tensor:
-    a, b = promote("minimum", input, to_tensor(other, input))
-    xp = array_module(a._data)
-    return result(MinimumBackward0, xp.minimum(a._data, b._data), (a, b), (a, b))
-
-
-def fmax(input, other) -> Tensor:
-    a, b = promote("fmax", input, to_tensor(other, input))
-    xp = array_module(a._data)
-    return result(MaximumBackward0, xp.fmax(a._data, b._data), (a, b), (a, b))
-
-
-def fmin(input, other) -> Tensor:
-    a, b = promote("fmin", input, to_tensor(other, input))
-    xp = array_module(a._data)
-    return result(MinimumBackward0, xp.fmin(a._data, b._data), (a, b), (a, b))
+maximum = _selection("maximum", "maximum", MaximumBackward0)
+minimum = _selection("minimum", "minimum", MinimumBackward0)
+fmax = _selection("fmax", "fmax", MaximumBackward0)  # like maximum, but NaN loses
+fmin = _selection("fmin", "fmin", MinimumBackward0)
 
 
 class FmodBackward0(Node):

@@ -92,16 +92,23 @@ class MeanBackward0(Node):
         return expand_reduced(g, self.shape, self.dims, self.keepdim) / self.count
 
 
-def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    data = input._data
+def _floating_input(input: Tensor, dtype, message: str) -> Tensor:
+    """Cast to ``dtype`` when given; integer and bool inputs are refused with ``message``."""
     if dtype is not None:
         input = input.to(dtype)
-        data = input._data
-    if data.dtype.kind in "biu":
-        raise RuntimeError(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {_type_name(input)}"
-        )
+    if input._data.dtype.kind in "biu":
+        raise RuntimeError(message + input.dtype.legacy_name)
+    return input
+
+
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    input = _floating_input(
+        input,
+        dtype,
+        "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+        "complex dtype. Got: ",
+    )
+    data = input._data
     dims = _dims(input, dim, "mean")
     xp = array_module(data)
     acc = dt.float32.np if data.dtype.itemsize == 2 else None
@@ -113,17 +120,6 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     return result(
         MeanBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, count=count
     )
-
-
-def _type_name(t: Tensor) -> str:
-    return {
-        "int64": "Long",
-        "int32": "Int",
-        "int16": "Short",
-        "int8": "Char",
-        "uint8": "Byte",
-        "bool": "Bool",
-    }.get(t.dtype.name, t.dtype.name.capitalize())
 
 
 def _prod_except_self(x: Tensor, d: int) -> Tensor:
@@ -335,7 +331,7 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
     if data.dtype.kind in "biu":
         raise RuntimeError(
             f"{op}(): input dtype should be either floating point or complex. "
-            f"Got {_type_name(input)} instead."
+            f"Got {input.dtype.legacy_name} instead."
         )
     dims = _dims(input, dim, op)
     c = _correction(unbiased, correction)
@@ -407,14 +403,12 @@ class LinalgVectorNormBackward0(Node):
 
 
 def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    if dtype is not None:
-        input = input.to(dtype)
+    input = _floating_input(
+        input,
+        dtype,
+        "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
+    )
     data = input._data
-    if data.dtype.kind in "biu":
-        raise RuntimeError(
-            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-            f"{_type_name(input)}"
-        )
     dims = _dims(input, dim, "linalg.vector_norm")
     xp = array_module(data)
     a = xp.abs(data)
