@@ -299,3 +299,19 @@ def test_grad_from_nothing_warns_nothing():
         warnings.simplefilter("error")
         x = ember.ones(2, requires_grad=True)
         assert x.grad is None
+
+
+def test_grad_mode_decorators_without_parentheses():
+    x = ember.ones(2, requires_grad=True)
+
+    @ember.no_grad
+    def doubled(t):
+        return t * 2
+
+    @ember.enable_grad
+    def tripled(t):
+        return t * 3
+
+    assert not doubled(x).requires_grad
+    with ember.no_grad():
+        assert tripled(x).requires_grad

@@ -25,6 +25,12 @@ def is_inference_mode_enabled() -> bool:
 class _DecoratorContextManager:
     """A context manager that also decorates functions (and generator functions are not special)."""
 
+    def __new__(cls, *args, **kwargs):
+        # ``@no_grad`` without parentheses: the function arrives as the only argument
+        if cls in (no_grad, enable_grad) and len(args) == 1 and callable(args[0]) and not kwargs:
+            return object.__new__(cls)(args[0])
+        return object.__new__(cls)
+
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
