@@ -181,6 +181,10 @@ for _module, _names in _METHOD_SOURCES.items():
     for _name in _names:
         setattr(T, _name, getattr(_module, _name))
 
+from .ops import activation as _act  # noqa: E402
+
+T.softmax = _act.softmax
+T.log_softmax = _act.log_softmax
 T.inner = la.dot
 T.det = la.det
 T.inverse = la.inv

@@ -1,5 +1,6 @@
-"""ember.nn: neural-network building blocks (the functional namespace so far)."""
+"""ember.nn: modules, parameters, functional forms, initialisation and utilities."""
 
-from . import functional
-
-__all__ = ["functional"]
+from . import functional, init
+from .modules import *  # noqa: F403
+from .modules import Module
+from .parameter import Buffer, Parameter

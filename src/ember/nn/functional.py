@@ -1,5 +1,374 @@
-"""ember.nn.functional: the functional forms of layers and losses."""
+"""ember.nn.functional: the functional forms of layers, activations and losses.
 
+Everything here composes differentiable ember ops (softmax and log-softmax have fused stable
+kernels in ``ember.ops.activation``), so every loss supports double backward.
+"""
+
+from __future__ import annotations
+
+from .. import _creation
+from .._tensor import Tensor
+from ..ops.activation import (
+    elu,
+    gelu,
+    glu,
+    hardtanh,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    mish,
+    prelu,
+    relu,
+    relu6,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softsign,
+    tanhshrink,
+    threshold,
+)
+from ..ops.elementwise import clamp, sigmoid, tanh, where
 from ..ops.indexing import pad
 
-__all__ = ["pad"]
+__all__ = [
+    "linear",
+    "bilinear",
+    "dropout",
+    "one_hot",
+    "pad",
+    "cosine_similarity",
+    "normalize",
+    "relu",
+    "leaky_relu",
+    "elu",
+    "gelu",
+    "silu",
+    "mish",
+    "softplus",
+    "hardtanh",
+    "relu6",
+    "prelu",
+    "sigmoid",
+    "tanh",
+    "softmax",
+    "log_softmax",
+    "softmin",
+    "logsigmoid",
+    "softsign",
+    "tanhshrink",
+    "threshold",
+    "glu",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "nll_loss",
+    "cross_entropy",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "cosine_embedding_loss",
+    "margin_ranking_loss",
+]
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x Wᵀ + b."""
+    if input.shape[-1:] != weight.shape[-1:] and weight.dim() == 2:
+        rows = "x".join(str(s) for s in input.shape) or "scalar"
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({rows} and "
+            f"{weight.shape[1]}x{weight.shape[0]})"
+        )
+    out = input @ weight.t() if weight.dim() == 2 else input @ weight
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):
+    from ..ops.linalg import einsum
+
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out + bias if bias is not None else out
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability p and scale the rest by 1/(1-p) while training."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+    else:
+        keep = _creation.bernoulli(
+            _creation.full(tuple(input.shape), 1.0 - p, dtype=input.dtype, device=input.device)
+        )
+        out = input * (keep / (1.0 - p))
+    return input.copy_(out) if inplace else out
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero whole channels (dim 1) of an (N, C, H, W) or (C, H, W) input."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    batched = input.dim() == 4
+    shape = tuple(input.shape[:2]) + (1, 1) if batched else (input.shape[0], 1, 1)
+    keep = _creation.bernoulli(_creation.full(shape, 1.0 - p, dtype=input.dtype))
+    out = input * (keep / (1.0 - p)) if p < 1.0 else input * 0.0
+    return input.copy_(out) if inplace else out
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    if tensor.dtype.name != "int64":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    eye = _creation.eye(num_classes, dtype=tensor.dtype, device=tensor.device)
+    return eye[tensor]
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    dot = (x1 * x2).sum(dim)
+    n1 = clamp(x1.norm(dim=dim), min=eps)
+    n2 = clamp(x2.norm(dim=dim), min=eps)
+    return dot / (n1 * n2)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    return input / clamp(input.norm(p, dim, keepdim=True), min=eps)
+
+
+# --- losses -----------------------------------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_same_size(op: str, input: Tensor, target: Tensor) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        import warnings
+
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean", weight=None) -> Tensor:
+    _check_same_size("mse_loss", input, target)
+    diff = input - target
+    return _reduce(diff * diff, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    _check_same_size("l1_loss", input, target)
+    return _reduce((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0
+) -> Tensor:
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
+) -> Tensor:
+    d = (input - target).abs()
+    return _reduce(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
+
+
+def _class_dim_gather(log_probs: Tensor, target: Tensor) -> Tensor:
+    """log_probs[n, target[n], ...]: the class axis is dim 1 (or 0 for a single sample)."""
+    if log_probs.dim() == 1:
+        return log_probs.gather(0, target.reshape(1)).reshape(())
+    return log_probs.gather(1, target.unsqueeze(1)).squeeze(1)
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Negative log-likelihood of ``target`` classes under log-probabilities ``input``."""
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    batch = input.shape[0] if input.dim() > 1 else None
+    if batch is not None and target.shape[0] != batch:
+        raise ValueError(
+            f"Expected input batch_size ({batch}) to match target batch_size ({target.shape[0]})."
+        )
+    classes = input.shape[1] if input.dim() > 1 else input.shape[0]
+    ignored = target == ignore_index
+    safe = target.masked_fill(ignored, 0)
+    if safe.numel() and (int(safe.max()) >= classes or int(safe.min()) < 0):
+        bad = int(safe.max()) if int(safe.max()) >= classes else int(safe.min())
+        raise IndexError(f"Target {bad} is out of bounds.")
+    picked = _class_dim_gather(input, safe)
+    w = weight[safe] if weight is not None else _creation.ones_like(picked)
+    w = w.masked_fill(ignored, 0.0)
+    loss = -picked * w
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Softmax cross-entropy with class indices or class probabilities as ``target``."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 1 if input.dim() > 1 else 0
+    log_probs = log_softmax(input, class_dim)
+    classes = input.shape[class_dim]
+    w_shape = [1] * input.dim()
+    w_shape[class_dim] = classes
+    if target.is_floating_point():  # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(
+                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
+            )
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        terms = log_probs * target
+        if weight is not None:
+            terms = terms * weight.reshape(w_shape)
+        loss = -terms.sum(class_dim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // classes if input.numel() else 1)
+        return _reduce(loss, reduction)
+    nll = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0:
+        return nll
+    ignored = target == ignore_index
+    terms = log_probs * weight.reshape(w_shape) if weight is not None else log_probs
+    smooth = (-terms.sum(class_dim)).masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            smooth = smooth.sum() / weight[target.masked_select(~ignored)].sum()
+        else:
+            smooth = smooth.sum() / (~ignored).sum()
+    else:
+        smooth = _reduce(smooth, reduction)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
+        )
+    # PyTorch clamps the logs at -100 so that 0 and 1 give finite losses
+    log_p = clamp(input.log(), min=-100.0)
+    log_q = clamp((1 - input).log(), min=-100.0)
+    loss = -(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight=None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """BCE on logits, computed as log(1 + e^-|x|) + max(-x, 0) so it never overflows."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
+    softplus_neg = (-input.abs()).exp().log1p() + clamp(-input, min=0.0)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input + log_weight * softplus_neg
+    else:
+        loss = (1 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = where(target > 0, target * (target.clamp(min=1e-45).log() - input), target * 0.0)
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.dim() else 1)
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    eps = 1e-12  # PyTorch's EPSILON in this loss
+    dim = input1.dim() - 1
+    dot = (input1 * input2).sum(dim)
+    mag = ((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)
+    cos = dot / mag.sqrt()
+    loss = where(target == 1, 1 - cos, where(target == -1, clamp(cos - margin, min=0.0), cos * 0.0))
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    return _reduce(clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
