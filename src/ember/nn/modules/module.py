@@ -416,7 +416,7 @@ class Module:
 
         with no_grad():
             for mod in self.modules():
-                for name, p in mod._parameters.items():
+                for p in mod._parameters.values():
                     if p is None:
                         continue
                     new = convert(p)
