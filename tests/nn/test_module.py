@@ -52,7 +52,7 @@ def test_shared_parameters_are_listed_once():
 def test_attribute_errors_like_torch():
     net = nn.Linear(2, 2)
     with pytest.raises(AttributeError, match="'Linear' object has no attribute 'nope'"):
-        net.nope
+        _ = net.nope
     with pytest.raises(TypeError, match="cannot assign 'int' as parameter 'weight'"):
         net.weight = 3
     with pytest.raises(KeyError, match="buffer name can"):

@@ -1,0 +1,143 @@
+"""RMSprop (centered, momentum) and Adagrad, PyTorch's update rules."""
+
+from __future__ import annotations
+
+from .. import _creation
+from ..autograd.grad_mode import no_grad
+from .optimizer import Optimizer
+
+
+class RMSprop(Optimizer):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach=None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                alpha=alpha,
+                eps=eps,
+                weight_decay=weight_decay,
+                momentum=momentum,
+                centered=centered,
+                capturable=capturable,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+            ),
+        )
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                grad = p._grad if not group["maximize"] else -p._grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = _creation.tensor(0.0)
+                    state["square_avg"] = _creation.zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = _creation.zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = _creation.zeros_like(p)
+                state["step"] += 1
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                square_avg = state["square_avg"]
+                square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+                if centered:
+                    grad_avg = state["grad_avg"]
+                    grad_avg.lerp_(grad, 1 - alpha)
+                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_().add_(eps)
+                else:
+                    avg = square_avg.sqrt().add_(eps)
+                if momentum > 0:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(momentum).addcdiv_(grad, avg)
+                    p.add_(buf, alpha=-lr)
+                else:
+                    p.addcdiv_(grad, avg, value=-lr)
+        return loss
+
+
+class Adagrad(Optimizer):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach=None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused=None,
+    ):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                lr_decay=lr_decay,
+                eps=eps,
+                weight_decay=weight_decay,
+                initial_accumulator_value=initial_accumulator_value,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = _creation.tensor(0.0)
+                state["sum"] = _creation.full_like(p, group["initial_accumulator_value"])
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                grad = p._grad if not group["maximize"] else -p._grad
+                state = self.state[p]
+                state["step"] += 1
+                step = state["step"].item()
+                if group["weight_decay"] != 0:
+                    grad = grad.add(p, alpha=group["weight_decay"])
+                clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+                state["sum"].addcmul_(grad, grad, value=1)
+                std = state["sum"].sqrt().add_(group["eps"])
+                p.addcdiv_(grad, std, value=-clr)
+        return loss
