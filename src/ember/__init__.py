@@ -179,5 +179,5 @@ def set_printoptions(**kwargs) -> None:
 
 __version__ = "0.1.0"
 
-from . import optim  # noqa: E402
+from . import optim, utils  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
