@@ -26,9 +26,18 @@ from . import _dtype as dt
 from ._tensor import Tensor
 
 # safetensors dtype codes
-_CODE_OF = {"float16": "F16", "float32": "F32", "float64": "F64", "bfloat16": "BF16",
-            "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64", "uint8": "U8",
-            "bool": "BOOL"}
+_CODE_OF = {
+    "float16": "F16",
+    "float32": "F32",
+    "float64": "F64",
+    "bfloat16": "BF16",
+    "int8": "I8",
+    "int16": "I16",
+    "int32": "I32",
+    "int64": "I64",
+    "uint8": "U8",
+    "bool": "BOOL",
+}
 _DTYPE_OF = {code: name for name, code in _CODE_OF.items()}
 _STRUCTURE_KEY = "ember.structure"
 _MAX_HEADER = 100 * 1024 * 1024
@@ -55,8 +64,9 @@ def _flatten(obj, tensors: dict, path: str):
             items.append([k, _flatten(v, tensors, f"{path}.{k}" if path else str(k))])
         return {"__dict__": items}
     if isinstance(obj, (list, tuple)):
-        values = [_flatten(v, tensors, f"{path}.{i}" if path else str(i))
-                  for i, v in enumerate(obj)]
+        values = [
+            _flatten(v, tensors, f"{path}.{i}" if path else str(i)) for i, v in enumerate(obj)
+        ]
         return {"__tuple__": values} if isinstance(obj, tuple) else values
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
@@ -88,8 +98,11 @@ def save(obj, f, *, metadata: dict | None = None) -> None:
     for key in sorted(tensors):
         t = tensors[key]
         raw = _tensor_bytes(t)
-        header[key] = {"dtype": _CODE_OF[t.dtype.name], "shape": list(t.shape),
-                       "data_offsets": [offset, offset + len(raw)]}
+        header[key] = {
+            "dtype": _CODE_OF[t.dtype.name],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(raw)],
+        }
         chunks.append(raw)
         offset += len(raw)
     meta = {str(k): str(v) for k, v in (metadata or {}).items()}
@@ -146,8 +159,10 @@ def _parse_safetensors(blob: bytes):
         raise _bad(f"the file has {len(blob)} bytes, fewer than the 8-byte header length")
     (n,) = struct.unpack("<Q", blob[:8])
     if n > _MAX_HEADER or 8 + n > len(blob):
-        raise _bad(f"the header claims {n} bytes but the file has {len(blob) - 8} after the "
-                   "length (truncated or not safetensors)")
+        raise _bad(
+            f"the header claims {n} bytes but the file has {len(blob) - 8} after the "
+            "length (truncated or not safetensors)"
+        )
     try:
         header = json.loads(blob[8 : 8 + n].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -166,8 +181,11 @@ def _parse_safetensors(blob: bytes):
             raise _bad(f"entry '{key}' has unsupported dtype {code!r}")
         if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
             raise _bad(f"entry '{key}' has an invalid shape {shape!r}")
-        if (not isinstance(offsets, list) or len(offsets) != 2
-                or not all(isinstance(o, int) for o in offsets)):
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) for o in offsets)
+        ):
             raise _bad(f"entry '{key}' has invalid data_offsets {offsets!r}")
         begin, end = offsets
         d = dt.BY_NAME[_DTYPE_OF[code]]
@@ -175,21 +193,28 @@ def _parse_safetensors(blob: bytes):
         for s in shape:
             count *= s
         if not 0 <= begin <= end or end > len(data):
-            raise _bad(f"entry '{key}' points at bytes {begin}..{end} but the data section has "
-                       f"{len(data)} (truncated file?)")
+            raise _bad(
+                f"entry '{key}' points at bytes {begin}..{end} but the data section has "
+                f"{len(data)} (truncated file?)"
+            )
         if end - begin != count * d.itemsize:
-            raise _bad(f"entry '{key}' holds {end - begin} bytes, expected "
-                       f"{count * d.itemsize} for shape {shape} and dtype {code}")
+            raise _bad(
+                f"entry '{key}' holds {end - begin} bytes, expected "
+                f"{count * d.itemsize} for shape {shape} and dtype {code}"
+            )
         spans.append((begin, end, key))
         np_dtype = d.np.newbyteorder("<") if d.np.byteorder not in "|" else d.np
-        arrays[key] = np.frombuffer(data[begin:end], dtype=np_dtype).reshape(shape).astype(
-            d.np, copy=True)
+        arrays[key] = (
+            np.frombuffer(data[begin:end], dtype=np_dtype).reshape(shape).astype(d.np, copy=True)
+        )
     spans.sort()
     position = 0
     for begin, end, key in spans:
         if begin != position:
-            raise _bad(f"entry '{key}' starts at byte {begin}, expected {position} "
-                       "(overlapping or gapped data)")
+            raise _bad(
+                f"entry '{key}' starts at byte {begin}, expected {position} "
+                "(overlapping or gapped data)"
+            )
         position = end
     if position != len(data):
         raise _bad(f"{len(data) - position} trailing bytes after the last tensor")
@@ -253,9 +278,15 @@ def save_file(tensors: dict, path, metadata: dict | None = None) -> None:
 
 # --- PyTorch checkpoints, without torch and without running pickled code -------------------
 _STORAGE_DTYPES = {
-    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
-    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+    "FloatStorage": "float32",
+    "DoubleStorage": "float64",
+    "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16",
+    "LongStorage": "int64",
+    "IntStorage": "int32",
+    "ShortStorage": "int16",
+    "CharStorage": "int8",
+    "ByteStorage": "uint8",
     "BoolStorage": "bool",
 }
 
@@ -265,8 +296,9 @@ class _StorageType:
         self.dtype_name = dtype_name
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False,
-                       backward_hooks=None, metadata=None):
+def _rebuild_tensor_v2(
+    storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
+):
     array, _ = storage
     itemsize = array.itemsize
     if size:
@@ -274,11 +306,16 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
         if min(size) == 0:
             needed = 0
         if needed > array.size:
-            raise SerializationError("ember.load: a tensor in the checkpoint reaches past its "
-                                     "storage (corrupt file)")
-    view = np.lib.stride_tricks.as_strided(
-        array[storage_offset:], shape=tuple(size), strides=tuple(s * itemsize for s in stride)
-    ) if array.size else np.zeros(tuple(size), dtype=array.dtype)
+            raise SerializationError(
+                "ember.load: a tensor in the checkpoint reaches past its storage (corrupt file)"
+            )
+    view = (
+        np.lib.stride_tricks.as_strided(
+            array[storage_offset:], shape=tuple(size), strides=tuple(s * itemsize for s in stride)
+        )
+        if array.size
+        else np.zeros(tuple(size), dtype=array.dtype)
+    )
     t = Tensor._wrap(np.array(view, copy=True))
     if requires_grad:
         t.requires_grad_(True)
@@ -327,8 +364,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
                 raise SerializationError(
                     f"ember.load: storage {key} is missing from the checkpoint"
                 ) from None
-            array = np.frombuffer(raw, dtype=d.np.newbyteorder("<") if d.np.itemsize > 1
-                                  else d.np)
+            array = np.frombuffer(raw, dtype=d.np.newbyteorder("<") if d.np.itemsize > 1 else d.np)
             self.storages[key] = (array.astype(d.np, copy=False), numel)
         return self.storages[key]
 
