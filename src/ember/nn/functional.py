@@ -28,49 +28,20 @@ from ..ops.activation import (
     tanhshrink,
     threshold,
 )
+from ..ops.conv import (
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    fold,
+    max_pool1d,
+    max_pool2d,
+    unfold,
+)
 from ..ops.elementwise import clamp, sigmoid, tanh, where
 from ..ops.indexing import pad
-
-__all__ = [
-    "linear",
-    "bilinear",
-    "dropout",
-    "one_hot",
-    "pad",
-    "cosine_similarity",
-    "normalize",
-    "relu",
-    "leaky_relu",
-    "elu",
-    "gelu",
-    "silu",
-    "mish",
-    "softplus",
-    "hardtanh",
-    "relu6",
-    "prelu",
-    "sigmoid",
-    "tanh",
-    "softmax",
-    "log_softmax",
-    "softmin",
-    "logsigmoid",
-    "softsign",
-    "tanhshrink",
-    "threshold",
-    "glu",
-    "mse_loss",
-    "l1_loss",
-    "smooth_l1_loss",
-    "huber_loss",
-    "nll_loss",
-    "cross_entropy",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "kl_div",
-    "cosine_embedding_loss",
-    "margin_ranking_loss",
-]
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -372,3 +343,117 @@ def margin_ranking_loss(
     reduction: str = "mean",
 ) -> Tensor:
     return _reduce(clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
+
+
+# --- convolution, pooling, normalisation, embedding --------------------------------------
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise over the batch (and spatial) dims; in training, update the running stats."""
+    from ..autograd.grad_mode import no_grad
+
+    dims = (0,) + tuple(range(2, input.dim()))
+    shape = [1] * input.dim()
+    shape[1] = input.shape[1]
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{list(input.shape)}"
+            )
+        mean = input.mean(dims)
+        var = input.var(dims, correction=0)
+        if running_mean is not None:
+            with no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
+                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * count / (count - 1)))
+    else:
+        mean, var = running_mean, running_var
+    out = (input - mean.reshape(shape)) / (var.reshape(shape) + eps).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(
+    input: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5
+) -> Tensor:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.dim() - len(shape) :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+            f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
+        )
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, keepdim=True, correction=0)
+    out = (input - mean) / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got input "
+            f"of shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    grouped = input.reshape(n, num_groups, -1)
+    mean = grouped.mean(2, keepdim=True)
+    var = grouped.var(2, keepdim=True, correction=0)
+    out = ((grouped - mean) / (var + eps).sqrt()).reshape(input.shape)
+    shape = [1] * input.dim()
+    shape[1] = c
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx=None,
+    max_norm=None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """Rows of ``weight`` picked by ``input``; the padding row receives no gradient."""
+    if input.dtype.name not in ("int64", "int32"):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {input.dtype.legacy_name} instead"
+        )
+    if max_norm is not None:
+        from ..autograd.grad_mode import no_grad
+
+        with no_grad():
+            rows = weight[input.reshape(-1)]
+            norms = rows.norm(norm_type, dim=1, keepdim=True)
+            scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+            weight[input.reshape(-1)] = rows * scale
+    out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        keep = (input != padding_idx).unsqueeze(-1)
+        out = where(keep, out, out.detach())
+    return out

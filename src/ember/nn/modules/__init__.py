@@ -21,6 +21,7 @@ from .activation import (
     Tanh,
 )
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout, Dropout2d
 from .flatten import Flatten, Unflatten
 from .linear import Bilinear, Identity, Linear
@@ -38,3 +39,5 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module
+from .normalization import BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, LayerNorm
+from .pooling import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d

@@ -1,0 +1,447 @@
+"""Convolution and pooling on im2col windows: ``unfold`` / ``fold`` plus one GEMM.
+
+``unfold`` (im2col) and ``fold`` (col2im) are each other's derivative, so convolutions built
+from them and ``matmul`` are differentiable to any order. Pooling picks window elements with
+``gather`` (max) or averages them with masks, never looping over pixels in Python.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, result
+
+
+def _pair(value, n: int = 2, name: str = "") -> tuple:
+    if isinstance(value, (tuple, list)):
+        if len(value) != n:
+            raise ValueError(f"{name} must have {n} elements, got {value}")
+        return tuple(int(v) for v in value)
+    return (int(value),) * n
+
+
+def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
+    return (size + lo + hi - d * (k - 1) - 1) // s + 1
+
+
+def _im2col(xp, data, kernel, stride, pads, dilation):
+    """(N, C, H, W) -> (N, C, kh, kw, oh, ow) windows (a copy, C-contiguous)."""
+    (kh, kw), (sh, sw), ((ph0, ph1), (pw0, pw1)), (dh, dw) = kernel, stride, pads, dilation
+    if ph0 or ph1 or pw0 or pw1:
+        data = xp.pad(data, ((0, 0), (0, 0), (ph0, ph1), (pw0, pw1)))
+    n, c, h, w = data.shape
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (w - dw * (kw - 1) - 1) // sw + 1
+    cols = xp.empty((n, c, kh, kw, max(oh, 0), max(ow, 0)), dtype=data.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, i, j] = data[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
+    return cols
+
+
+def _col2im(xp, cols, size, kernel, stride, pads, dilation):
+    """The adjoint of _im2col: add each window element back to where it came from."""
+    (kh, kw), (sh, sw), ((ph0, ph1), (pw0, pw1)), (dh, dw) = kernel, stride, pads, dilation
+    n, c = cols.shape[:2]
+    oh, ow = cols.shape[4:]
+    h, w = size[0] + ph0 + ph1, size[1] + pw0 + pw1
+    out = xp.zeros((n, c, h, w), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ] += cols[:, :, i, j]
+    return out[:, :, ph0 : ph0 + size[0], pw0 : pw0 + size[1]]
+
+
+class Im2ColBackward0(Node):
+    def backward(self, g):
+        return fold_windows(g, self.size, self.kernel, self.stride, self.pads, self.dilation)
+
+
+class Col2ImBackward0(Node):
+    def backward(self, g):
+        return unfold_windows(g, self.kernel, self.stride, self.pads, self.dilation)
+
+
+def unfold_windows(input: Tensor, kernel, stride, pads, dilation) -> Tensor:
+    """(N, C, H, W) -> (N, C, kh, kw, oh, ow) sliding windows (zero padding)."""
+    data = input._data
+    cols = _im2col(array_module(data), data, kernel, stride, pads, dilation)
+    return result(
+        Im2ColBackward0,
+        cols,
+        (input,),
+        size=data.shape[2:],
+        kernel=kernel,
+        stride=stride,
+        pads=pads,
+        dilation=dilation,
+    )
+
+
+def fold_windows(cols: Tensor, size, kernel, stride, pads, dilation) -> Tensor:
+    """(N, C, kh, kw, oh, ow) -> (N, C, H, W), summing where windows overlap."""
+    data = cols._data
+    out = _col2im(array_module(data), data, tuple(size), kernel, stride, pads, dilation)
+    return result(
+        Col2ImBackward0, out, (cols,), kernel=kernel, stride=stride, pads=pads, dilation=dilation
+    )
+
+
+def _padding_pairs(padding, kernel, dilation, stride, n: int, op: str) -> tuple:
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * n
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pairs = []
+            for k, d in zip(kernel, dilation):
+                total = d * (k - 1)
+                pairs.append((total // 2, total - total // 2))
+            return tuple(pairs)
+        raise ValueError(
+            f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
+        )
+    return tuple((p, p) for p in _pair(padding, n, "padding"))
+
+
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """2-D convolution (cross-correlation, as PyTorch) of (N, C, H, W) or (C, H, W) input."""
+    unbatched = input.dim() == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.dim() != 4:
+        raise RuntimeError(
+            f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+            f"{list(input.shape)}"
+        )
+    out_ch, in_per_group, kh, kw = weight.shape
+    n, c, h, w = input.shape
+    if c != in_per_group * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(input.shape)} to have {in_per_group * groups} channels, but got {c} channels "
+            "instead"
+        )
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            f"Input type ({input.dtype.legacy_name}) and weight type "
+            f"({weight.dtype.legacy_name}) should be the same"
+        )
+    stride, dilation = _pair(stride, 2, "stride"), _pair(dilation, 2, "dilation")
+    pads = _padding_pairs(padding, (kh, kw), dilation, stride, 2, "conv2d")
+    oh = _out_size(h, kh, stride[0], *pads[0], dilation[0])
+    ow = _out_size(w, kw, stride[1], *pads[1], dilation[1])
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({h + sum(pads[0])} x "
+            f"{w + sum(pads[1])}). Kernel size: ({dilation[0] * (kh - 1) + 1} x "
+            f"{dilation[1] * (kw - 1) + 1}). Kernel size can't be greater than actual input size"
+        )
+    cols = unfold_windows(input, (kh, kw), stride, pads, dilation)  # (N, C, kh, kw, oh, ow)
+    cols = cols.reshape(n, groups, in_per_group * kh * kw, oh * ow)
+    wmat = weight.reshape(groups, out_ch // groups, in_per_group * kh * kw)
+    out = (wmat @ cols).reshape(n, out_ch, oh, ow)  # one batched GEMM per group
+    if bias is not None:
+        out = out + bias.reshape(1, out_ch, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """1-D convolution of (N, C, L) or (C, L) input, as a 2-D one over a unit height."""
+    unbatched = input.dim() == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    if isinstance(padding, str):
+        pad2 = padding
+    else:
+        pad2 = (0, _pair(padding, 1, "padding")[0])
+    out = conv2d(
+        input.unsqueeze(2),
+        weight.unsqueeze(2),
+        bias,
+        (1, _pair(stride, 1)[0]),
+        pad2,
+        (1, _pair(dilation, 1)[0]),
+        groups,
+    ).squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
+    """The adjoint of conv2d: scatter each input pixel through the kernel (col2im)."""
+    unbatched = input.dim() == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    in_ch, out_per_group, kh, kw = weight.shape
+    n, c, h, w = input.shape
+    if c != in_ch:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+            f"{list(input.shape)} to have {in_ch} channels, but got {c} channels instead"
+        )
+    stride, dilation = _pair(stride, 2, "stride"), _pair(dilation, 2, "dilation")
+    pad, out_pad = _pair(padding, 2, "padding"), _pair(output_padding, 2, "output_padding")
+    out_h = (h - 1) * stride[0] - 2 * pad[0] + dilation[0] * (kh - 1) + out_pad[0] + 1
+    out_w = (w - 1) * stride[1] - 2 * pad[1] + dilation[1] * (kw - 1) + out_pad[1] + 1
+    x = input.reshape(n, groups, in_ch // groups, h * w)
+    wmat = weight.reshape(groups, in_ch // groups, out_per_group * kh * kw).transpose(1, 2)
+    cols = (wmat @ x).reshape(n, groups * out_per_group, kh, kw, h, w)
+    pads = ((pad[0], pad[0] - out_pad[0]), (pad[1], pad[1] - out_pad[1]))
+    out = fold_windows(cols, (out_h, out_w), (kh, kw), stride, pads, dilation)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+# --- pooling --------------------------------------------------------------------------------
+def _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode):
+    sizes = []
+    for size, k, s, p, d in zip((h, w), kernel, stride, padding, dilation):
+        if p * 2 > k:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+        span = size + 2 * p - d * (k - 1) - 1
+        out = (math.ceil(span / s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1  # the last window must start inside the input or the left padding
+        sizes.append(out)
+    return sizes
+
+
+def _window_index(xp, h, w, kernel, stride, padding, dilation, out_hw):
+    """Row and column of every window element: (oh, ow, kh*kw) each, plus in-bounds masks."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    oh, ow = out_hw
+    rows = (xp.arange(oh) * sh - ph)[:, None, None, None] + (xp.arange(kh) * dh)[
+        None, None, :, None
+    ]
+    cols = (xp.arange(ow) * sw - pw)[None, :, None, None] + (xp.arange(kw) * dw)[
+        None, None, None, :
+    ]
+    rows, cols = xp.broadcast_arrays(rows, cols)
+    rows, cols = rows.reshape(oh, ow, kh * kw), cols.reshape(oh, ow, kh * kw)
+    inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+    return rows, cols, inside
+
+
+def _as_4d(input: Tensor, op: str):
+    if input.dim() == 3:
+        return input.unsqueeze(0), True
+    if input.dim() != 4:
+        raise RuntimeError(f"{op}: Expected 3D or 4D input, got {input.dim()}D")
+    return input, False
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """Max over windows; the gradient goes to the chosen element (through gather)."""
+    from .._creation import tensor as make_tensor
+
+    x, unbatched = _as_4d(input, "max_pool2d")
+    kernel = _pair(kernel_size, 2, "kernel_size")
+    stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
+    padding, dilation = _pair(padding, 2, "padding"), _pair(dilation, 2, "dilation")
+    n, c, h, w = x.shape
+    oh, ow = _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode)
+    data = x._data
+    xp = array_module(data)
+    rows, cols, inside = _window_index(xp, h, w, kernel, stride, padding, dilation, (oh, ow))
+    flat = xp.where(inside, rows * w + cols, 0)  # (oh, ow, K)
+    values = data.reshape(n, c, h * w)[:, :, flat]  # (N, C, oh, ow, K)
+    values = xp.where(inside, values, -xp.inf)
+    best = xp.argmax(values, axis=-1)
+    index = xp.take_along_axis(xp.broadcast_to(flat, values.shape), best[..., None], axis=-1)[
+        ..., 0
+    ]
+    idx = make_tensor(index.reshape(n, c, oh * ow).astype("int64"))
+    out = x.reshape(n, c, h * w).gather(2, idx).reshape(n, c, oh, ow)
+    indices = idx.reshape(n, c, oh, ow)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return (out, indices) if return_indices else out
+
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override=None,
+) -> Tensor:
+    """Mean over windows, with PyTorch's rules for what the divisor counts."""
+    from .._creation import tensor as make_tensor
+
+    x, unbatched = _as_4d(input, "avg_pool2d")
+    kernel = _pair(kernel_size, 2, "kernel_size")
+    stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
+    padding = _pair(padding, 2, "padding")
+    n, c, h, w = x.shape
+    oh, ow = _pool_geometry(h, w, kernel, stride, padding, (1, 1), ceil_mode)
+    xp = array_module(x._data)
+    rows, cols, inside = _window_index(xp, h, w, kernel, stride, padding, (1, 1), (oh, ow))
+    flat = xp.where(inside, rows * w + cols, 0).reshape(oh * ow * kernel[0] * kernel[1])
+    if divisor_override:
+        divisor = xp.full((oh, ow), float(divisor_override))
+    elif count_include_pad:  # padding counts, the overflow of ceil_mode does not
+        in_pad = (
+            (rows >= -padding[0])
+            & (rows < h + padding[0])
+            & (cols >= -padding[1])
+            & (cols < w + padding[1])
+        )
+        divisor = in_pad.sum(-1)
+    else:
+        divisor = inside.sum(-1)
+    weights = inside / divisor[..., None]  # (oh, ow, K)
+    picked = x.reshape(n, c, h * w).index_select(2, make_tensor(flat.astype("int64")))
+    picked = picked.reshape(n, c, oh, ow, kernel[0] * kernel[1])
+    out = (picked * make_tensor(weights.astype(x._data.dtype))).sum(-1)
+    return out.squeeze(0) if unbatched else out
+
+
+def _adaptive_matrix(xp, size: int, out: int, dtype):
+    """Row i averages input positions floor(i·size/out) .. ceil((i+1)·size/out)."""
+    m = xp.zeros((out, size), dtype=dtype)
+    for i in range(out):
+        start = (i * size) // out
+        end = -((-(i + 1) * size) // out)
+        m[i, start:end] = 1.0 / (end - start)
+    return m
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Average over adaptive windows, as two small matrix products (rows, then columns)."""
+    from .._creation import tensor as make_tensor
+
+    x, unbatched = _as_4d(input, "adaptive_avg_pool2d")
+    h, w = x.shape[2:]
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    oh, ow = oh or h, ow or w
+    xp = array_module(x._data)
+    rows = make_tensor(_adaptive_matrix(xp, h, oh, x._data.dtype))
+    cols = make_tensor(_adaptive_matrix(xp, w, ow, x._data.dtype))
+    out = rows @ x @ cols.mT
+    return out.squeeze(0) if unbatched else out
+
+
+def _as_2d_pool(fn, input: Tensor, kernel_size, stride, padding, *args, **kwargs):
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    k = (1, _pair(kernel_size, 1)[0])
+    s = None if stride is None else (1, _pair(stride, 1)[0])
+    p = (0, _pair(padding, 1)[0])
+    out = fn(x.unsqueeze(2), k, s, p, *args, **kwargs)
+    if isinstance(out, tuple):
+        out = tuple(o.squeeze(2) for o in out)
+        return tuple(o.squeeze(0) for o in out) if unbatched else out
+    out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    return _as_2d_pool(
+        max_pool2d,
+        input,
+        kernel_size,
+        stride,
+        padding,
+        (1, _pair(dilation, 1)[0]),
+        ceil_mode,
+        return_indices,
+    )
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    return _as_2d_pool(
+        avg_pool2d, input, kernel_size, stride, padding, ceil_mode, count_include_pad
+    )
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """``ember.nn.functional.unfold``: (N, C, H, W) -> (N, C·kh·kw, L)."""
+    kernel = _pair(kernel_size, 2, "kernel_size")
+    pads = tuple((p, p) for p in _pair(padding, 2, "padding"))
+    cols = unfold_windows(
+        input, kernel, _pair(stride, 2, "stride"), pads, _pair(dilation, 2, "dilation")
+    )
+    n, c = input.shape[:2]
+    return cols.reshape(n, c * kernel[0] * kernel[1], -1)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """``ember.nn.functional.fold``: (N, C·kh·kw, L) -> (N, C, H, W), summing overlaps."""
+    kernel = _pair(kernel_size, 2, "kernel_size")
+    size = _pair(output_size, 2, "output_size")
+    stride, dilation = _pair(stride, 2, "stride"), _pair(dilation, 2, "dilation")
+    padding = _pair(padding, 2, "padding")
+    pads = tuple((p, p) for p in padding)
+    oh = _out_size(size[0], kernel[0], stride[0], *pads[0], dilation[0])
+    ow = _out_size(size[1], kernel[1], stride[1], *pads[1], dilation[1])
+    n, ckk, _ = input.shape
+    c = ckk // (kernel[0] * kernel[1])
+    cols = input.reshape(n, c, kernel[0], kernel[1], oh, ow)
+    return fold_windows(cols, size, kernel, stride, pads, dilation)
