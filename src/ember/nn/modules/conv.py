@@ -89,7 +89,7 @@ class _ConvNd(Module):
         )
         if self.padding != (0,) * n:
             s += (
-                f", padding={self.padding!r}"
+                f", padding={self.padding}"
                 if isinstance(self.padding, str)
                 else f", padding={self.padding}"
             )

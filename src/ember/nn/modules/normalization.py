@@ -19,13 +19,19 @@ class _BatchNorm(Module):
         track_running_stats: bool = True,
         device=None,
         dtype=None,
+        *,
+        bias: bool = True,
     ):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
+        self.use_bias = affine and bias
         if affine:
             self.weight = Parameter(_creation.ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(_creation.zeros(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(_creation.zeros(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -71,7 +77,8 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.use_bias}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 
@@ -99,6 +106,7 @@ class LayerNorm(Module):
         )
         self.normalized_shape, self.eps = shape, eps
         self.elementwise_affine = elementwise_affine
+        self.use_bias = bias
         if elementwise_affine:
             self.weight = Parameter(_creation.ones(*shape, device=device, dtype=dtype))
             if bias:
@@ -114,7 +122,8 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.use_bias}"
         )
 
 
@@ -127,19 +136,20 @@ class GroupNorm(Module):
         affine: bool = True,
         device=None,
         dtype=None,
+        *,
+        bias: bool = True,
     ):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
-        self.num_groups, self.num_channels, self.eps, self.affine = (
-            num_groups,
-            num_channels,
-            eps,
-            affine,
-        )
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine, self.use_bias = eps, affine, affine and bias
         if affine:
             self.weight = Parameter(_creation.ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(_creation.zeros(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(_creation.zeros(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -148,7 +158,10 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.use_bias}"
+        )
 
 
 class Embedding(Module):
