@@ -179,6 +179,6 @@ def set_printoptions(**kwargs) -> None:
 
 __version__ = "0.1.0"
 
-from . import optim, utils  # noqa: E402
+from . import datasets, optim, utils, viz  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
 from .serialization import load, save  # noqa: E402
