@@ -286,13 +286,16 @@ def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
             data = self._data
             value = other._data if isinstance(other, Tensor) else other
             if (
-                alpha == 1
-                and data.flags.writeable
+                data.flags.writeable
                 and data.dtype.kind == "f"
                 and (value.__class__ in NUMBERS or value.dtype == data.dtype)
             ):
                 if isinstance(other, Tensor) and type(value) is not type(data):
                     return slow(self, other)
+                if alpha != 1:  # the optimizer's p.add_(d_p, alpha=-lr)
+                    value = value * alpha
+                    if value.__class__ not in NUMBERS and value.dtype != data.dtype:
+                        value = value.astype(data.dtype)
                 try:
                     getattr(_backend.array_module(data), ufunc)(data, value, out=data)
                 except ValueError:

@@ -7,58 +7,38 @@ accumulates into leaves.
 
 from __future__ import annotations
 
-import sys
-
 from . import anomaly
 from . import grad_mode as _gm
 from .node import AccumulateGrad, Node
 
-_getrefcount = sys.getrefcount
+
+def _memory_root(data):
+    while data.base is not None:
+        data = data.base
+    return data
 
 
-def _probe_refcounts(t):
-    return _getrefcount(t), _getrefcount(t._data)
+def accumulate_into_leaf(
+    leaf, g, create_graph: bool, claimed: set | None = None, shared: bool = True
+) -> None:
+    """``leaf.grad += g``, PyTorch's AccumulateGrad: keep the engine's buffer when no other
+    leaf's gradient (nor the caller's gradient) lives in the same memory, else copy it.
 
-
-def _calibrate():
-    # How many references an exclusively owned gradient shows inside accumulate_into_leaf when
-    # the engine holds it in one local variable. Measured rather than assumed (it differs
-    # between Python versions).
-    import numpy
-
-    from .._tensor import Tensor
-
-    g = Tensor._wrap(numpy.empty(1))
-    return _probe_refcounts(g)
-
-
-_OWNED = None
-
-
-def _exclusively_owned(g) -> bool:
-    """True when nothing but the engine refers to ``g`` or its memory, so it can be kept as is."""
-    global _OWNED
-    if _OWNED is None:
-        _OWNED = _calibrate()
-    data = g._data
-    return (
-        data.base is None
-        and _getrefcount(g) <= _OWNED[0]
-        and _getrefcount(data) <= _OWNED[1]
-        and data.flags.writeable
-    )
-
-
-def accumulate_into_leaf(leaf, g, create_graph: bool) -> None:
-    """``leaf.grad += g``, PyTorch's AccumulateGrad: steal when possible, else copy or add."""
+    ``claimed`` holds the memory already handed to leaves in this backward pass; ``shared``
+    says ``g`` may be visible outside the engine (a hook's result or a user's tensor).
+    """
     old = leaf._grad
     if old is None:
         if create_graph:
             leaf._grad = g
-        elif _exclusively_owned(g):
-            leaf._grad = g
-        else:
+            return _post_accumulate(leaf)
+        data = g._data
+        root = _memory_root(data)
+        if shared or claimed is None or id(root) in claimed or not data.flags.writeable:
             leaf._grad = g.detach().clone()
+        else:
+            claimed.add(id(root))
+            leaf._grad = g if g.__class__ is _plain_tensor() else g.detach()
     elif create_graph or old._rg or g._rg:
         leaf._grad = old + g
     else:
@@ -68,10 +48,20 @@ def accumulate_into_leaf(leaf, g, create_graph: bool) -> None:
             old._vc[0] += 1
         else:
             leaf._grad = old + g
+    _post_accumulate(leaf)
+
+
+def _post_accumulate(leaf) -> None:
     hooks = leaf._post_acc_hooks
     if hooks:
         for fn in list(hooks.values()):
             fn(leaf)
+
+
+def _plain_tensor():
+    from .node import _tensor_class
+
+    return _tensor_class()
 
 
 def _invalid_gradient(node: Node, index: int, grad, shape) -> RuntimeError:
@@ -174,6 +164,8 @@ def run_backward(
     deps = _count_dependencies(root_nodes, needed)
     ready = [n for n in root_nodes if n not in deps]
     captured: dict = {}
+    # memory handed to leaves' .grad in this pass; the caller's gradients count as taken
+    claimed = {id(_memory_root(g._data)) for g in root_grads}
     check_anomaly = anomaly.state.enabled
     has_captures = captures is not None
     state = _gm.state
@@ -199,7 +191,14 @@ def run_backward(
                 if grads is None:
                     grads = [None] * node.num_outputs
                 in_grads = _run_node(
-                    node, grads, create_graph, accumulate, captures, captured, check_anomaly
+                    node,
+                    grads,
+                    create_graph,
+                    accumulate,
+                    captures,
+                    captured,
+                    check_anomaly,
+                    claimed,
                 )
                 if in_grads is _DONE:
                     continue
@@ -259,11 +258,14 @@ def _wrong_count(node: Node, in_grads) -> RuntimeError:
     )
 
 
-def _run_node(node, grads, create_graph, accumulate, captures, captured, check_anomaly):
+def _run_node(node, grads, create_graph, accumulate, captures, captured, check_anomaly, claimed):
     """Everything but the common case: hooks, captures, leaves, anomaly mode, Functions."""
     hooked = node._hooked
+    from_hook = False
     if hooked:
+        before = list(grads)
         grads = _run_pre_hooks(node, grads, create_graph)
+        from_hook = any(a is not b for a, b in zip(before, grads))
     if captures is not None and node in captures:
         for nr, key in captures[node]:
             captured[key] = grads[nr]
@@ -272,8 +274,7 @@ def _run_node(node, grads, create_graph, accumulate, captures, captured, check_a
             leaf = node._variable()
             g = grads.pop()
             if leaf is not None and g is not None:
-                del grads
-                accumulate_into_leaf(leaf, g, create_graph)
+                accumulate_into_leaf(leaf, g, create_graph, claimed, shared=from_hook)
         return _DONE
     edges = node._edges
     if all(g is None for g in grads):
