@@ -41,3 +41,5 @@ from .loss import (
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, RNNBase
+from .transformer import MultiheadAttention, TransformerEncoderLayer
