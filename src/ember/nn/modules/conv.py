@@ -30,9 +30,10 @@ class _ConvNd(Module):
         groups: int = 1,
         bias: bool = True,
         padding_mode: str = "zeros",
-        output_padding=0,
         device=None,
         dtype=None,
+        *,
+        output_padding=0,
     ):
         super().__init__()
         n = self._dims
@@ -109,35 +110,6 @@ class _ConvNd(Module):
 class Conv2d(_ConvNd):
     """2-D convolution over (N, C, H, W); padding may be 'same' or 'valid'."""
 
-    def __init__(
-        self,
-        in_channels,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        bias=True,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            padding_mode,
-            0,
-            device,
-            dtype,
-        )
-
     def forward(self, input):
         x, padding = self._padded(input)
         return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
@@ -145,35 +117,6 @@ class Conv2d(_ConvNd):
 
 class Conv1d(_ConvNd):
     _dims = 1
-
-    def __init__(
-        self,
-        in_channels,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        bias=True,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            padding_mode,
-            0,
-            device,
-            dtype,
-        )
 
     def forward(self, input):
         x, padding = self._padded(input)
@@ -214,9 +157,9 @@ class ConvTranspose2d(_ConvNd):
             groups,
             bias,
             padding_mode,
-            output_padding,
             device,
             dtype,
+            output_padding=output_padding,
         )
 
     def forward(self, input, output_size=None):

@@ -9,6 +9,18 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def _affine(module: Module, shape, weight: bool, bias: bool, device, dtype) -> None:
+    """Register weight (ones) and bias (zeros) of ``shape``, or None in their place."""
+    if weight:
+        module.weight = Parameter(_creation.ones(*shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("weight", None)
+    if weight and bias:
+        module.bias = Parameter(_creation.zeros(*shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class _BatchNorm(Module):
     def __init__(
         self,
@@ -26,15 +38,7 @@ class _BatchNorm(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.use_bias = affine and bias
-        if affine:
-            self.weight = Parameter(_creation.ones(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_creation.zeros(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer(
                 "running_mean", _creation.zeros(num_features, device=device, dtype=dtype)
@@ -107,15 +111,7 @@ class LayerNorm(Module):
         self.normalized_shape, self.eps = shape, eps
         self.elementwise_affine = elementwise_affine
         self.use_bias = bias
-        if elementwise_affine:
-            self.weight = Parameter(_creation.ones(*shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_creation.zeros(*shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, shape, elementwise_affine, bias, device, dtype)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -144,15 +140,7 @@ class GroupNorm(Module):
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine, self.use_bias = eps, affine, affine and bias
-        if affine:
-            self.weight = Parameter(_creation.ones(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_creation.zeros(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_channels,), affine, bias, device, dtype)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
