@@ -293,13 +293,20 @@ def max_pool2d(
     data = x._data
     xp = array_module(data)
     rows, cols, inside = _window_index(xp, h, w, kernel, stride, padding, dilation, (oh, ow))
-    flat = xp.where(inside, rows * w + cols, 0)  # (oh, ow, K)
-    values = data.reshape(n, c, h * w)[:, :, flat]  # (N, C, oh, ow, K)
-    values = xp.where(inside, values, -xp.inf)
-    best = xp.argmax(values, axis=-1)
-    index = xp.take_along_axis(xp.broadcast_to(flat, values.shape), best[..., None], axis=-1)[
-        ..., 0
-    ]
+    flat = xp.where(inside, rows * w + cols, 0)  # (oh, ow, K): each window's input positions
+    planes = data.reshape(n, c, h * w)
+    # a running max over the K window elements: K vectorised passes, the first maximum (or
+    # NaN) wins as in PyTorch, where one argmax over a short last axis would be slow
+    best = index = None
+    for j in range(flat.shape[-1]):
+        value = planes[:, :, flat[..., j]]
+        value = xp.where(inside[..., j], value, -xp.inf)
+        if best is None:
+            best, index = value, xp.broadcast_to(flat[..., j], value.shape)
+            continue
+        better = (value > best) | (xp.isnan(value) & ~xp.isnan(best))
+        best = xp.where(better, value, best)
+        index = xp.where(better, flat[..., j], index)
     idx = make_tensor(index.reshape(n, c, oh * ow).astype("int64"))
     out = x.reshape(n, c, h * w).gather(2, idx).reshape(n, c, oh, ow)
     indices = idx.reshape(n, c, oh, ow)
