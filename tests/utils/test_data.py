@@ -105,3 +105,22 @@ def test_map_dataset_subclass():
 
     xs, ys = next(iter(DataLoader(Squares(), batch_size=4)))
     assert xs.tolist() == [0, 1, 4, 9] and ys.dtype == ember.float64
+
+
+def test_batches_equal_collated_rows_and_match_torch(torch_mod):
+    x = np.arange(20.0).reshape(10, 2)
+    y = np.arange(10)
+    e = list(DataLoader(TensorDataset(ember.tensor(x), ember.tensor(y)), batch_size=4))
+    t = list(
+        torch_mod.utils.data.DataLoader(
+            torch_mod.utils.data.TensorDataset(torch_mod.tensor(x), torch_mod.tensor(y)),
+            batch_size=4,
+        )
+    )
+    assert type(e[0]) is type(t[0]) is list
+    for be, bt in zip(e, t):
+        for ae, at in zip(be, bt):
+            np.testing.assert_array_equal(ae.numpy(), at.numpy())
+            assert ae.dtype.name == str(at.dtype).split(".")[-1]
+    collated = default_collate([ds_row for ds_row in TensorDataset(ember.tensor(x))][:4])
+    np.testing.assert_array_equal(collated[0].numpy(), e[0][0].numpy())

@@ -6,7 +6,7 @@ import collections.abc
 import numbers
 
 from ..._tensor import Tensor
-from .dataset import IterableDataset
+from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 
@@ -40,8 +40,8 @@ def default_collate(batch):
         lengths = {len(s) for s in batch}
         if len(lengths) != 1:
             raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = [default_collate(list(s)) for s in zip(*batch)]
-        return tuple(transposed) if isinstance(first, tuple) else transposed
+        # a list for tuples too, as PyTorch does ("backwards compatibility")
+        return [default_collate(list(s)) for s in zip(*batch)]
     raise TypeError(
         "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
         f"found {type(first)}"
@@ -130,6 +130,15 @@ class DataLoader:
         if self.batch_sampler is None:
             for idx in self.sampler:
                 yield self.collate_fn(self.dataset[idx])
+            return
+        if self.collate_fn is default_collate and type(self.dataset) is TensorDataset:
+            # stacking the rows of a TensorDataset is indexing it with the batch's indices
+            from ... import _creation
+
+            tensors = self.dataset.tensors
+            for indices in self.batch_sampler:
+                index = _creation.tensor(list(indices), dtype="int64")
+                yield [t[index] for t in tensors]
             return
         for indices in self.batch_sampler:
             yield self.collate_fn([self.dataset[i] for i in indices])
