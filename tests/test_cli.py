@@ -18,7 +18,7 @@ def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
     assert metrics["held_out_accuracy"] > 0.85 and len(metrics["history"]["train_loss"]) == 3
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dot = (out / "graph.dot").read_text()
-    assert dot.startswith("digraph") and "MmBackward0" in dot and "LogSoftmaxBackward0" in dot
+    assert dot.startswith("digraph") and "AddmmBackward0" in dot and "LogSoftmaxBackward0" in dot
     assert '"1.weight\\n(128, 64)"' in dot and "(10, 128)" in dot
     model = cli.build_model("mlp")
     model.load_state_dict(ember.load(out / "model.safetensors"))

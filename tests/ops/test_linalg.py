@@ -154,3 +154,18 @@ def test_linalg_errors_name_shapes():
 def test_integer_matmul_matches_torch(torch_mod):
     a = np.arange(6).reshape(2, 3)
     compare_with_torch(lambda m, x: x @ x.T, [a], grad=False, dtype=np.int64)
+
+
+@pytest.mark.parametrize("x_shape", [(3, 5), (2, 3, 5), (5,)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_op_gradcheck_torch_and_layouts(x_shape, with_bias):
+    x, w, b = arrays_for([x_shape, (4, 5), (4,)], -1, 1)
+    fn = lambda m, x, w, b: m.nn.functional.linear(x, w, b if with_bias else None)
+    check_gradients(fn, [x, w, b])
+    compare_with_torch(fn, [x, w, b])
+    we = ember.tensor(w, requires_grad=True)
+    out = ember.nn.functional.linear(ember.tensor(x), we, ember.tensor(b) if with_bias else None)
+    out.sum().backward()
+    assert we.grad.is_contiguous()  # the optimizer then walks it in order
+    if len(x_shape) == 2:
+        assert out.grad_fn.name() == ("AddmmBackward0" if with_bias else "MmBackward0")

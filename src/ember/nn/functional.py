@@ -42,18 +42,7 @@ from ..ops.conv import (
 )
 from ..ops.elementwise import clamp, sigmoid, tanh, where
 from ..ops.indexing import pad
-
-
-def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x Wᵀ + b."""
-    if input.shape[-1:] != weight.shape[-1:] and weight.dim() == 2:
-        rows = "x".join(str(s) for s in input.shape) or "scalar"
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({rows} and "
-            f"{weight.shape[1]}x{weight.shape[0]})"
-        )
-    out = input @ weight.t() if weight.dim() == 2 else input @ weight
-    return out + bias if bias is not None else out
+from ..ops.linalg import linear
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):

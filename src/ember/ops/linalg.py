@@ -494,3 +494,58 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: Order {ord} not supported.")
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim)
+
+
+class LinearBackward0(Node):
+    """y = x Wᵀ + b: each gradient computed in its own layout (gW as (out, in), contiguous)."""
+
+    def backward(self, g):
+        x, w = self.saved_tensors()
+        edges = self._edges
+        gx = g @ w if edges[0] is not None else None
+        gw = gb = None
+        if edges[1] is not None or (len(edges) > 2 and edges[2] is not None):
+            g2 = g.reshape(-1, g.shape[-1])
+            if edges[1] is not None:
+                gw = g2.mT @ x.reshape(-1, x.shape[-1])
+            if len(edges) > 2 and edges[2] is not None:
+                gb = g2.sum(0)
+        return (gx, gw, gb) if len(edges) > 2 else (gx, gw)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``ember.nn.functional.linear``: x Wᵀ + b as one op."""
+    x, w = input._data, weight._data
+    if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[1]:
+        rows = "x".join(str(s) for s in x.shape) or "scalar"
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({rows} and "
+            f"{w.shape[1] if w.ndim == 2 else w.shape}x{w.shape[0]})"
+        )
+    _same_dtype("linear", input, weight)
+    xp = array_module(x)
+    out = xp.matmul(x, w.T)
+    if bias is not None:
+        if bias._data.dtype != out.dtype:
+            raise RuntimeError(
+                f"linear: bias dtype {bias.dtype.name} differs from input dtype {input.dtype.name}"
+            )
+        out += bias._data
+        inputs = (input, weight, bias)
+    else:
+        inputs = (input, weight)
+    # PyTorch's names for the common cases: addmm (2-D with bias), mm (2-D without)
+    if x.ndim != 2:
+        node = LinearBackward0
+    else:
+        node = AddmmBackward0 if bias is not None else MmLinearBackward
+    return result(node, out, inputs, (input if weight._rg else None, weight if input._rg else None))
+
+
+class AddmmBackward0(LinearBackward0):
+    pass
+
+
+class MmLinearBackward(LinearBackward0):
+    def name(self) -> str:
+        return "MmBackward0"
