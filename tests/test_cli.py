@@ -76,3 +76,17 @@ def test_digits_dataset_is_shipped():
     assert sorted(set(labels.tolist())) == list(range(10))
     assert int(images.max()) == 16
     _ = np
+
+
+def test_graph_picture_is_svg_with_graphviz_or_a_hint_without(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    if shutil.which("dot"):
+        cli.main(["demo", "--epochs", "1", "--out", str(tmp_path / "svg"), "--no-progress"])
+        svg = (tmp_path / "svg" / "graph.svg").read_text()
+        assert svg.lstrip().startswith("<?xml") and "AddmmBackward0" in svg
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    cli.main(["demo", "--epochs", "1", "--out", str(tmp_path / "dot"), "--no-progress"])
+    assert "Graphviz's `dot` was not found" in capsys.readouterr().out
+    assert not (tmp_path / "dot" / "graph.svg").exists()
+    assert (tmp_path / "dot" / "graph.dot").exists()
