@@ -1,0 +1,180 @@
+"""ember.func: function transforms in the style of torch.func (built on reverse mode).
+
+``vmap`` has no batching rules: it runs the function once per slice and stacks the results,
+which is correct for any function and as fast as a Python loop.
+"""
+
+from __future__ import annotations
+
+from ._tensor import Tensor
+from .autograd import functional as _F
+from .autograd import grad as _autograd_grad
+from .autograd.grad_mode import enable_grad
+from .ops.shape import stack
+
+
+def _argnums(argnums):
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def grad_and_value(func, argnums=0, has_aux: bool = False):
+    """A function returning (gradient of func w.r.t. argnums, func's value)."""
+
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums)
+        args = list(args)
+        with enable_grad():
+            for i in nums:
+                args[i] = args[i].detach().requires_grad_(True)
+            out = func(*args, **kwargs)
+            value, aux = out if has_aux else (out, None)
+            if not isinstance(value, Tensor) or value.numel() != 1:
+                raise RuntimeError(
+                    "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor"
+                )
+            g = _autograd_grad(
+                value, [args[i] for i in nums], allow_unused=True, materialize_grads=True
+            )
+        g = g[0] if isinstance(argnums, int) else tuple(g)
+        value = value.detach()
+        return (g, (value, aux)) if has_aux else (g, value)
+
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux: bool = False):
+    """The gradient of a scalar function, as a function.
+
+    Example::
+        >>> ember.func.grad(lambda x: (x ** 3).sum())(ember.tensor([2.0]))
+        tensor([12.])
+    """
+    inner = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        g, value = inner(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapper
+
+
+def vjp(func, *primals, has_aux: bool = False):
+    """(func(*primals), vjp_fn) where vjp_fn(cotangent) returns one gradient per primal."""
+    with enable_grad():
+        xs = tuple(p.detach().requires_grad_(True) for p in primals)
+        out = func(*xs)
+    value, aux = out if has_aux else (out, None)
+
+    def vjp_fn(*cotangents):
+        outs = value if isinstance(value, (tuple, list)) else (value,)
+        return tuple(
+            _autograd_grad(
+                outs, xs, cotangents, retain_graph=True, allow_unused=True, materialize_grads=True
+            )
+        )
+
+    detached = value.detach() if isinstance(value, Tensor) else tuple(v.detach() for v in value)
+    return (detached, vjp_fn, aux) if has_aux else (detached, vjp_fn)
+
+
+def jvp(func, primals, tangents):
+    """(func(*primals), J·tangents)."""
+    out, jv = _F.jvp(func, tuple(primals), tuple(tangents))
+    return out, jv
+
+
+def jacrev(func, argnums=0, has_aux: bool = False):
+    def wrapper(*args):
+        nums = _argnums(argnums)
+
+        def partial(*chosen):
+            full = list(args)
+            for i, c in zip(nums, chosen):
+                full[i] = c
+            out = func(*full)
+            return out[0] if has_aux else out
+
+        nested = any(isinstance(args[i], Tensor) and args[i].requires_grad for i in nums)
+        jac = _F.jacobian(partial, tuple(args[i] for i in nums), create_graph=nested)
+        if isinstance(argnums, int):
+            jac = jac[0] if isinstance(jac, tuple) and not isinstance(jac, Tensor) else jac
+        return jac
+
+    return wrapper
+
+
+jacfwd = jacrev  # same values; ember computes both in reverse mode
+
+
+def hessian(func, argnums=0):
+    inner = jacrev(func, argnums)
+
+    def wrapper(*args):
+        nums = _argnums(argnums)
+        args = list(args)
+        for i in nums:  # the outer transform's leaves: the inner one keeps its graph
+            args[i] = args[i].detach().requires_grad_(True)
+        return jacfwd(inner, argnums)(*args)
+
+    return wrapper
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
+    """Map ``func`` over a dimension of its inputs (a loop over slices, then stack)."""
+
+    def wrapper(*args):
+        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+        sizes = {a.shape[d] for a, d in zip(args, dims) if d is not None and isinstance(a, Tensor)}
+        if len(sizes) != 1:
+            raise ValueError(
+                f"vmap: Expected all tensors to have the same size in the mapped "
+                f"dimension, got sizes {sorted(sizes)}"
+            )
+        (n,) = sizes
+        results = []
+        for i in range(n):
+            sliced = [
+                a.select(d, i) if d is not None and isinstance(a, Tensor) else a
+                for a, d in zip(args, dims)
+            ]
+            results.append(func(*sliced))
+        if isinstance(results[0], tuple):
+            return tuple(stack([r[k] for r in results], out_dims) for k in range(len(results[0])))
+        return stack(results, out_dims)
+
+    return wrapper
+
+
+def functional_call(
+    module,
+    parameter_and_buffer_dicts,
+    args=(),
+    kwargs=None,
+    *,
+    tie_weights: bool = True,
+    strict: bool = False,
+):
+    """Call ``module`` with some parameters/buffers replaced by the given tensors."""
+    dicts = parameter_and_buffer_dicts
+    if isinstance(dicts, (tuple, list)):
+        merged = {}
+        for d in dicts:
+            merged.update(d)
+        dicts = merged
+    args = args if isinstance(args, tuple) else (args,)
+    saved = []
+    try:
+        for name, value in dicts.items():
+            path, _, leaf = name.rpartition(".")
+            owner = module.get_submodule(path)
+            store = owner._parameters if leaf in owner._parameters else owner._buffers
+            if leaf not in store:
+                if strict:
+                    raise RuntimeError(f"functional_call: unexpected key '{name}'")
+                continue
+            saved.append((store, leaf, store[leaf]))
+            store[leaf] = value
+        return module(*args, **(kwargs or {}))
+    finally:
+        for store, leaf, old in reversed(saved):
+            store[leaf] = old
