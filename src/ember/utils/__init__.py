@@ -1,3 +1,3 @@
 """ember.utils: data loading (and, later, checkpointing helpers)."""
 
-from . import data
+from . import checkpoint, data
