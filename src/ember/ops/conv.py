@@ -292,21 +292,35 @@ def max_pool2d(
     oh, ow = _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode)
     data = x._data
     xp = array_module(data)
-    rows, cols, inside = _window_index(xp, h, w, kernel, stride, padding, dilation, (oh, ow))
-    flat = xp.where(inside, rows * w + cols, 0)  # (oh, ow, K): each window's input positions
-    planes = data.reshape(n, c, h * w)
-    # a running max over the K window elements: K vectorised passes, the first maximum (or
-    # NaN) wins as in PyTorch, where one argmax over a short last axis would be slow
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    # pad with -inf (and far enough for ceil_mode's last window), then visit the K window
+    # elements as strided views: a running maximum where the first maximum (or NaN) wins, as
+    # in PyTorch, and the flat input index of the winner
+    bottom = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - ph)
+    right = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pw)
+    padded = (
+        xp.pad(data, ((0, 0), (0, 0), (ph, bottom), (pw, right)), constant_values=-xp.inf)
+        if (ph or pw or bottom or right)
+        else data
+    )
+    out_rows = xp.arange(oh)[:, None] * sh - ph
+    out_cols = xp.arange(ow)[None, :] * sw - pw
     best = index = None
-    for j in range(flat.shape[-1]):
-        value = planes[:, :, flat[..., j]]
-        value = xp.where(inside[..., j], value, -xp.inf)
-        if best is None:
-            best, index = value, xp.broadcast_to(flat[..., j], value.shape)
-            continue
-        better = (value > best) | (xp.isnan(value) & ~xp.isnan(best))
-        best = xp.where(better, value, best)
-        index = xp.where(better, flat[..., j], index)
+    for i in range(kh):
+        for j in range(kw):
+            value = padded[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
+            where_from = (out_rows + i * dh) * w + (out_cols + j * dw)
+            if best is None:
+                best, index = value, xp.broadcast_to(where_from, value.shape)
+                continue
+            better = (value > best) | (xp.isnan(value) & ~xp.isnan(best))
+            best = xp.where(better, value, best)
+            index = xp.where(better, where_from, index)
     idx = make_tensor(index.reshape(n, c, oh * ow).astype("int64"))
     out = x.reshape(n, c, h * w).gather(2, idx).reshape(n, c, oh, ow)
     indices = idx.reshape(n, c, oh, ow)
