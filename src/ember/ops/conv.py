@@ -321,12 +321,59 @@ def max_pool2d(
             better = (value > best) | (xp.isnan(value) & ~xp.isnan(best))
             best = xp.where(better, value, best)
             index = xp.where(better, where_from, index)
-    idx = make_tensor(index.reshape(n, c, oh * ow).astype("int64"))
-    out = x.reshape(n, c, h * w).gather(2, idx).reshape(n, c, oh, ow)
-    indices = idx.reshape(n, c, oh, ow)
+    index = xp.ascontiguousarray(index, dtype="int64")
+    overlap = sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1
+    out = result(
+        MaxPool2DWithIndicesBackward0,
+        xp.ascontiguousarray(best),
+        (x,),
+        index=index,
+        shape=x._data.shape,
+        overlap=overlap,
+    )
+    indices = make_tensor(index)
     if unbatched:
         out, indices = out.squeeze(0), indices.squeeze(0)
     return (out, indices) if return_indices else out
+
+
+class MaxPool2DWithIndicesBackward0(Node):
+    def backward(self, g):
+        return max_unpool(g, self.index, self.shape, self.overlap)
+
+
+class MaxUnpoolBackward0(Node):
+    def backward(self, g):
+        n, c, h, w = g.shape
+        flat = g._data.reshape(n, c, h * w)
+        xp = array_module(flat)
+        index = self.index
+        picked = xp.take_along_axis(flat, index.reshape(n, c, -1), axis=2)
+        return _gather_like(g, picked.reshape(index.shape), self.index)
+
+
+def _gather_like(g: Tensor, values, index) -> Tensor:
+    """g's values at the pooled positions, differentiable in g (through max_unpool again)."""
+    return result(
+        MaxPool2DWithIndicesBackward0, values, (g,), index=index, shape=g._data.shape, overlap=True
+    )
+
+
+def max_unpool(grad: Tensor, index, shape, overlap: bool) -> Tensor:
+    """Send each pooled gradient back to the input position its maximum came from."""
+    n, c, h, w = shape
+    data = grad._data
+    xp = array_module(data)
+    out = xp.zeros((n, c, h * w), dtype=data.dtype)
+    flat_index = index.reshape(n, c, -1)
+    flat_grad = data.reshape(n, c, -1)
+    if overlap:  # overlapping windows can pick one input twice: add, do not overwrite
+        rows = xp.arange(n)[:, None, None]
+        chans = xp.arange(c)[None, :, None]
+        xp.add.at(out, (rows, chans, flat_index), flat_grad)
+    else:
+        xp.put_along_axis(out, flat_index, flat_grad, axis=2)
+    return result(MaxUnpoolBackward0, out.reshape(shape), (grad,), index=index)
 
 
 def avg_pool2d(
