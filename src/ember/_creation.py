@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 from . import _backend
 from . import _dtype as dt
@@ -463,4 +462,3 @@ __all__ = [
     "poisson",
     "default_generator",
 ]
-_ = numbers

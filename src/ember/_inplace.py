@@ -12,7 +12,7 @@ from . import _dtype as dt
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .autograd.node import Node
-from .ops._dispatch import NUMBERS, array_module, record, result, wrap
+from .ops._dispatch import array_module, record, result, wrap
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_ERROR = (
@@ -168,6 +168,3 @@ def random_value(old: Tensor, sample) -> Tensor:
     if old.device.type != "cpu":
         data = _backend.move(data, old.device)
     return result(FillBackward0, data, (old,))
-
-
-_ = NUMBERS

@@ -309,7 +309,7 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
-        if type(self._data) is not _np_ndarray():
+        if self.device.type != "cpu":
             if not force:
                 raise TypeError(
                     f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
@@ -411,12 +411,6 @@ def refresh_view_grad_fn(view: Tensor):
     view._grad_fn, view._out_nr, view._rg = fresh._grad_fn, fresh._out_nr, fresh._rg
     view._view_version = view._vc[0]
     return view._grad_fn
-
-
-def _np_ndarray():
-    import numpy
-
-    return numpy.ndarray
 
 
 def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from .anomaly import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -252,5 +250,4 @@ __all__ = [
     "is_anomaly_enabled",
     "is_anomaly_check_nan_enabled",
     "graph",
-    "Sequence",
 ]

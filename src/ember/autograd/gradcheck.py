@@ -27,10 +27,9 @@ def _numerical_jacobian(func, inputs, index, eps):
     with no_grad():
         base_outputs = [o for o in _as_tuple(func(*inputs)) if hasattr(o, "_data")]
     columns = [xp.zeros((data.size, o._data.size), dtype="float64") for o in base_outputs]
-    flat_positions = list(xp.ndindex(data.shape)) if hasattr(xp, "ndindex") else None
     import numpy as np
 
-    positions = flat_positions if flat_positions is not None else list(np.ndindex(data.shape))
+    positions = list(np.ndindex(data.shape))
     for col, pos in enumerate(positions):
         original = data[pos].copy()
         data[pos] = original + eps

@@ -33,15 +33,6 @@ def wrap(data) -> Tensor:
     return t
 
 
-def needs_grad(*tensors) -> bool:
-    if not grad_state.enabled:
-        return False
-    for t in tensors:
-        if t.__class__ not in NUMBERS and t._rg:
-            return True
-    return False
-
-
 def _edge_of(t):
     fn = t._grad_fn if t._base is None else refresh_view_grad_fn(t)
     if fn is not None:
@@ -221,7 +212,3 @@ def norm_dims(dim, ndim: int, op: str = "") -> tuple:
 
 
 wrap_dim = _wrap_dim
-
-
-def shape_str(t) -> str:
-    return str(list(t.shape)) if isinstance(t, Tensor) else repr(t)

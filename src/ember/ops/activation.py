@@ -12,7 +12,7 @@ import math
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, float_result, result, wrap_dim
-from .elementwise import clamp, erf, maximum, minimum, sigmoid, tanh, where
+from .elementwise import clamp, erf, sigmoid, tanh, where
 
 SQRT_HALF = math.sqrt(0.5)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -157,6 +157,3 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
     return softmax(-input, dim, dtype)
-
-
-_ = (maximum, minimum)

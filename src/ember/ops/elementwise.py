@@ -17,7 +17,6 @@ from ._dispatch import (
     _SCALAR_ARRAYS as _SCALARS,
 )
 from ._dispatch import (
-    FLOAT,
     NUMBERS,
     array_module,
     data_of,
@@ -569,17 +568,12 @@ def pow(input, exponent) -> Tensor:
     return result(PowBackward2, data, (None, b), (None, b), save_output=True, base=a)
 
 
-float_power = None  # defined below once ``to`` exists
-
-
-def _float_power(input, exponent) -> Tensor:
+def float_power(input, exponent) -> Tensor:
+    """``input ** exponent`` computed in float64, as PyTorch's float_power."""
     input = to_tensor(input).double() if not isinstance(input, Tensor) else input.double()
     if isinstance(exponent, Tensor):
         exponent = exponent.double()
     return pow(input, exponent)
-
-
-float_power = _float_power
 
 
 class Atan2Backward0(Node):
@@ -978,4 +972,3 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 
 __all__ = [n for n in list(globals()) if not n.startswith("_") and callable(globals()[n])]
-_ = FLOAT
