@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import anomaly
 from . import grad_mode as _gm
-from .node import AccumulateGrad, Node
+from .node import AccumulateGrad, Node, _tensor_class
 
 
 def _memory_root(data):
@@ -59,8 +59,6 @@ def _post_accumulate(leaf) -> None:
 
 
 def _plain_tensor():
-    from .node import _tensor_class
-
     return _tensor_class()
 
 
