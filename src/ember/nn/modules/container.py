@@ -8,6 +8,13 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def _renumber(modules: dict, items: list) -> None:
+    """Store ``items`` under the keys "0", "1", ... (PyTorch renumbers after a removal)."""
+    modules.clear()
+    for i, mod in enumerate(items):
+        modules[str(i)] = mod
+
+
 class Sequential(Module):
     """Modules applied one after another; indexable and sliceable.
 
@@ -49,10 +56,7 @@ class Sequential(Module):
         keys = list(self._modules)[idx] if isinstance(idx, slice) else [self._index(idx)]
         for key in keys:
             del self._modules[key]
-        items = list(self._modules.values())  # renumber, as PyTorch does
-        self._modules.clear()
-        for i, mod in enumerate(items):
-            self._modules[str(i)] = mod
+        _renumber(self._modules, list(self._modules.values()))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -72,9 +76,7 @@ class Sequential(Module):
     def insert(self, index: int, module: Module) -> Sequential:
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, mod in enumerate(items):
-            self._modules[str(i)] = mod
+        _renumber(self._modules, items)
         return self
 
 
@@ -100,9 +102,7 @@ class ModuleList(Module):
     def __delitem__(self, idx) -> None:
         items = list(self._modules.values())
         del items[idx]
-        self._modules.clear()
-        for i, mod in enumerate(items):
-            self._modules[str(i)] = mod
+        _renumber(self._modules, items)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -125,13 +125,53 @@ class ModuleList(Module):
     def insert(self, index: int, module: Module) -> None:
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, mod in enumerate(items):
-            self._modules[str(i)] = mod
+        _renumber(self._modules, items)
 
 
-class ModuleDict(Module):
+class _MappingOf:
+    """The dict protocol over one of a Module's stores (``_modules`` or ``_parameters``)."""
+
+    _store = ""
+
+    def _items(self) -> dict:
+        return self.__dict__[self._store]
+
+    def __delitem__(self, key: str) -> None:
+        del self._items()[key]
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __iter__(self):
+        return iter(self._items())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items()
+
+    def keys(self):
+        return self._items().keys()
+
+    def values(self):
+        return self._items().values()
+
+    def items(self):
+        return self._items().items()
+
+    def pop(self, key: str):
+        return self._items().pop(key)
+
+    def clear(self) -> None:
+        self._items().clear()
+
+    def update(self, values) -> None:
+        for key, value in values.items() if hasattr(values, "items") else values:
+            self[key] = value
+
+
+class ModuleDict(_MappingOf, Module):
     """A dict of modules whose parameters the parent module sees."""
+
+    _store = "_modules"
 
     def __init__(self, modules=None):
         super().__init__()
@@ -143,38 +183,6 @@ class ModuleDict(Module):
 
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
-
-    def __delitem__(self, key: str) -> None:
-        del self._modules[key]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
-
-    def pop(self, key: str) -> Module:
-        return self._modules.pop(key)
-
-    def clear(self) -> None:
-        self._modules.clear()
-
-    def update(self, modules) -> None:
-        items = modules.items() if hasattr(modules, "items") else modules
-        for key, mod in items:
-            self[key] = mod
 
 
 class ParameterList(Module):
@@ -214,8 +222,10 @@ class ParameterList(Module):
         )
 
 
-class ParameterDict(Module):
+class ParameterDict(_MappingOf, Module):
     """A dict of parameters registered on the module."""
+
+    _store = "_parameters"
 
     def __init__(self, parameters=None):
         super().__init__()
@@ -227,32 +237,6 @@ class ParameterDict(Module):
 
     def __setitem__(self, key: str, param) -> None:
         self.register_parameter(key, _as_parameter(param))
-
-    def __delitem__(self, key: str) -> None:
-        del self._parameters[key]
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def values(self):
-        return self._parameters.values()
-
-    def items(self):
-        return self._parameters.items()
-
-    def update(self, parameters) -> None:
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for key, p in items:
-            self[key] = p
 
     def extra_repr(self) -> str:
         return "\n".join(
