@@ -6,7 +6,7 @@ import math
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, params_with_grads
 
 
 class Adam(Optimizer):
@@ -61,10 +61,7 @@ class Adam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                grad = p._grad if not group["maximize"] else -p._grad
+            for p, grad in params_with_grads(group):
                 state = self.state[p]
                 if not state:
                     state["step"] = _creation.tensor(0.0)

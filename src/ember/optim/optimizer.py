@@ -17,6 +17,15 @@ class _Required:
 required = _Required()
 
 
+def params_with_grads(group: dict):
+    """(parameter, gradient) for each parameter of ``group`` that has one; the gradient is
+    negated when the group maximizes."""
+    negate = group.get("maximize", False)
+    for p in group["params"]:
+        if p._grad is not None:
+            yield p, (-p._grad if negate else p._grad)
+
+
 class Optimizer:
     """Base class: subclasses implement ``step`` over ``self.param_groups``."""
 

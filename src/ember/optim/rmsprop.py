@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, params_with_grads
 
 
 class RMSprop(Optimizer):
@@ -52,10 +52,7 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                grad = p._grad if not group["maximize"] else -p._grad
+            for p, grad in params_with_grads(group):
                 state = self.state[p]
                 if not state:
                     state["step"] = _creation.tensor(0.0)
@@ -127,10 +124,7 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                grad = p._grad if not group["maximize"] else -p._grad
+            for p, grad in params_with_grads(group):
                 state = self.state[p]
                 state["step"] += 1
                 step = state["step"].item()

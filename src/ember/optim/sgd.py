@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, required
+from .optimizer import Optimizer, params_with_grads, required
 
 
 class SGD(Optimizer):
@@ -51,11 +51,8 @@ class SGD(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-            wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d_p = p._grad if not maximize else -p._grad
+            wd, nesterov = group["weight_decay"], group["nesterov"]
+            for p, d_p in params_with_grads(group):
                 if wd != 0:
                     d_p = d_p.add(p, alpha=wd)
                 if momentum != 0:
