@@ -42,6 +42,7 @@ from ._dtype import (
 from ._dtype import (
     bool_ as bool,
 )
+from ._memory_scope import memory_scope
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ._tensor import Size, Tensor
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled

@@ -11,6 +11,9 @@ import warnings
 from . import _backend
 from . import _dtype as dt
 from .autograd import grad_mode as _gm
+from .autograd._watch import tensor_created as _tensor_created
+from .autograd._watch import view_made as _view_made
+from .autograd._watch import watch as _watch
 from .autograd.node import AccumulateGrad, RemovableHandle, _HookDict, add_hook
 
 _new = object.__new__
@@ -69,6 +72,8 @@ class Tensor:
         t = _new(cls)
         t._data = data
         t._vc = [0]
+        if _watch.on:
+            _tensor_created(t)
         return t
 
     # --- metadata -----------------------------------------------------------------------
@@ -275,6 +280,8 @@ class Tensor:
         """A tensor sharing data and version counter with this one, outside the graph."""
         out = Tensor._wrap(self._data)
         out._vc = self._vc
+        if _watch.on:
+            _view_made(out)
         return out
 
     def detach_(self) -> Tensor:

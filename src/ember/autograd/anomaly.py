@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import traceback
 
+from . import _watch
+
 
 class _AnomalyState(threading.local):
     enabled = False
@@ -28,12 +30,14 @@ class set_detect_anomaly:
     def __init__(self, mode: bool, check_nan: bool = True):
         self.prev = (state.enabled, state.check_nan)
         state.enabled, state.check_nan = bool(mode), bool(check_nan)
+        _watch.refresh()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         state.enabled, state.check_nan = self.prev
+        _watch.refresh()
         return False
 
 
@@ -51,10 +55,12 @@ class detect_anomaly:
     def __enter__(self):
         self.prev = (state.enabled, state.check_nan)
         state.enabled, state.check_nan = True, self.check_nan
+        _watch.refresh()
         return self
 
     def __exit__(self, *exc):
         state.enabled, state.check_nan = self.prev
+        _watch.refresh()
         return False
 
     def __call__(self, fn):

@@ -7,15 +7,13 @@ accumulates into leaves.
 
 from __future__ import annotations
 
-from . import anomaly
+from time import perf_counter_ns
+
+from . import _watch, anomaly
 from . import grad_mode as _gm
 from .node import AccumulateGrad, Node, _tensor_class
 
-
-def _memory_root(data):
-    while data.base is not None:
-        data = data.base
-    return data
+_memory_root = _watch.memory_root
 
 
 def accumulate_into_leaf(
@@ -165,11 +163,12 @@ def run_backward(
     # memory handed to leaves' .grad in this pass; the caller's gradients count as taken
     claimed = {id(_memory_root(g._data)) for g in root_grads}
     check_anomaly = anomaly.state.enabled
+    timed = _watch.watch.timing
     has_captures = captures is not None
     state = _gm.state
     previous_mode = state.enabled
     state.enabled = create_graph
-    slow_always = has_captures or check_anomaly
+    slow_always = has_captures or check_anomaly or timed
     try:
         while ready:
             node = ready.pop()
@@ -188,6 +187,7 @@ def run_backward(
             else:
                 if grads is None:
                     grads = [None] * node.num_outputs
+                start = perf_counter_ns() if timed else 0
                 in_grads = _run_node(
                     node,
                     grads,
@@ -198,6 +198,8 @@ def run_backward(
                     check_anomaly,
                     claimed,
                 )
+                if timed:
+                    _node_ran(node, start)
                 if in_grads is _DONE:
                     continue
             if not retain_graph:
@@ -244,6 +246,12 @@ def run_backward(
     finally:
         state.enabled = previous_mode
     return captured
+
+
+def _node_ran(node, start: int) -> None:
+    end = perf_counter_ns()
+    for observer in _watch.watch.observers:
+        observer.node_ran(node, start, end)
 
 
 _DONE = object()  # _run_node's answer for a node that ends the path (a leaf's AccumulateGrad)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+from . import _watch
 from . import grad_mode as _gm
 from .node import Node
 
@@ -200,10 +201,10 @@ class Function(metaclass=_FunctionMeta):
             out._out_nr = i
             final.append(out)
         node._meta = tuple(meta)
-        from . import anomaly
-
-        if anomaly.state.enabled:
-            anomaly.record_trace(node)
+        if _watch.watch.on:
+            for out in final:
+                if isinstance(out, Tensor):
+                    _watch.node_created(node, out, saved)
         return final[0] if single else tuple(final)
 
 

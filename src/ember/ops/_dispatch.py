@@ -10,14 +10,14 @@ from __future__ import annotations
 from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor, _wrap_dim, refresh_view_grad_fn
-from ..autograd import anomaly as _anomaly
+from ..autograd import _watch
 from ..autograd import grad_mode as _gm
 
 _new = object.__new__
 as_array = _backend.as_array
 array_module = _backend.array_module
 grad_state = _gm.state
-anomaly_state = _anomaly.state
+watch = _watch.watch
 FLOAT, INT, BOOL = dt.FLOAT, dt.INT, dt.BOOL
 SCALAR_TYPES = (int, float, bool)
 NUMBERS = frozenset((int, float, bool))
@@ -30,6 +30,8 @@ def wrap(data) -> Tensor:
     t = _new(Tensor)
     t._data = data
     t._vc = [0]
+    if watch.on:
+        _watch.tensor_created(t)
     return t
 
 
@@ -70,8 +72,8 @@ def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = Fal
     node._meta = ((data.shape, data.dtype),)
     if save_output:
         node._saved_out = (data, vc, 0)
-    if anomaly_state.enabled:
-        _anomaly.record_trace(node)
+    if watch.on:
+        _watch.node_created(node, out, saved)
     return out
 
 

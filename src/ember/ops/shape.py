@@ -12,8 +12,18 @@ from .. import _backend
 from .. import _dtype as dt
 from .._creation import zeros
 from .._tensor import Size, Tensor
+from ..autograd import _watch
 from ..autograd.node import Node
-from ._dispatch import NUMPY_ARRAY, array_module, grad_state, record, result, wrap, wrap_dim
+from ._dispatch import (
+    NUMPY_ARRAY,
+    array_module,
+    grad_state,
+    record,
+    result,
+    watch,
+    wrap,
+    wrap_dim,
+)
 
 
 def make_view(out: Tensor, src: Tensor, step) -> Tensor:
@@ -27,6 +37,8 @@ def make_view(out: Tensor, src: Tensor, step) -> Tensor:
         out._view_fn = src._view_fn + (step,)
     out._vc = src._vc
     out._view_version = src._vc[0]
+    if watch.on:
+        _watch.view_made(out)
     return out
 
 

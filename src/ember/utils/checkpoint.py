@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
+from .._creation import empty
 from .._random import default_generator
 from .._tensor import Tensor
 from ..autograd import backward as autograd_backward
 from ..autograd.function import Function
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 
 
 class CheckpointFunction(Function):
@@ -69,11 +72,29 @@ def checkpoint(
     Example::
         >>> y = ember.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
     """
+    if use_reentrant is None:
+        warnings.warn(
+            "ember.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+            "use_reentrant=False is recommended (it also gives gradients to the parameters "
+            "used inside when no input requires grad); without it, the reentrant form runs.",
+            UserWarning,
+            stacklevel=2,
+        )
     if kwargs:
         run = lambda *a: function(*a, **kwargs)  # noqa: E731
     else:
         run = function
+    if use_reentrant is False and is_grad_enabled():
+        # The non-reentrant form records the segment even when no input requires grad, so
+        # that the parameters used inside get their gradients: a dummy input carries the edge.
+        inner = run
+        run = lambda _dummy, *a: inner(*a)  # noqa: E731
+        args = (_dummy_input(),) + args
     return CheckpointFunction.apply(run, preserve_rng_state, *args)
+
+
+def _dummy_input() -> Tensor:
+    return empty(0, requires_grad=True)
 
 
 def checkpoint_sequential(
