@@ -180,7 +180,7 @@ def set_printoptions(**kwargs) -> None:
 
 __version__ = "0.1.0"
 
-from . import datasets, func, optim, utils, viz  # noqa: E402
+from . import datasets, func, optim, profiler, utils, viz  # noqa: E402
 from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
 from .serialization import load, save  # noqa: E402

@@ -12,7 +12,7 @@ from .ops import indexing as ix
 from .ops import linalg as la
 from .ops import reduction as red
 from .ops import shape as sh
-from .ops._dispatch import NUMBERS
+from .ops._dispatch import NUMBERS, named
 
 T = Tensor
 
@@ -271,7 +271,7 @@ def _inplace_method(name: str, fn, needs_old: bool = True):
             )
         return _inplace.apply_inplace(self, fn, args, name, needs_old)
 
-    method.__name__ = name
+    named(method, name)
     return method
 
 
@@ -307,7 +307,7 @@ def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
             return slow(self, other, alpha=alpha)
         return slow(self, other)
 
-    method.__name__ = name
+    named(method, name)
     return method
 
 
@@ -387,7 +387,7 @@ def _random_fill(name: str, sampler):
             self, lambda old: _inplace.random_value(old, sample), (), name, needs_old=False
         )
 
-    method.__name__ = name
+    named(method, name)
     return method
 
 

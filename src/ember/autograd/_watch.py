@@ -34,6 +34,9 @@ class Observer:
         """An op recorded ``node`` with output ``out`` and saved tensors ``saved``."""
         self.tensor_created(out)
 
+    def node_started(self, node) -> None:
+        """The engine is about to run ``node``'s backward."""
+
     def node_ran(self, node, start_ns: int, end_ns: int) -> None:
         """The engine ran ``node``'s backward between the two ``perf_counter_ns`` readings."""
 

@@ -187,7 +187,11 @@ def run_backward(
             else:
                 if grads is None:
                     grads = [None] * node.num_outputs
-                start = perf_counter_ns() if timed else 0
+                start = 0
+                if timed:
+                    for observer in _watch.watch.observers:
+                        observer.node_started(node)
+                    start = perf_counter_ns()
                 in_grads = _run_node(
                     node,
                     grads,

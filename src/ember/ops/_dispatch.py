@@ -89,6 +89,31 @@ def result(node_cls, data, inputs: tuple, saved: tuple = (), save_output: bool =
     return wrap(data)
 
 
+def named(fn, name: str):
+    """Give a function made by a factory its op's name, down to its code object, so that
+    tracebacks and the profiler tell ops made by the same factory apart."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__code__ = fn.__code__.replace(co_name=name)
+    return fn
+
+
+def broadcast_error(op: str, *arrays) -> RuntimeError:
+    """PyTorch's message for operands whose shapes do not broadcast."""
+    shapes = [getattr(a, "shape", ()) for a in arrays]
+    a, b = shapes[0], shapes[1] if len(shapes) > 1 else ()
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and x != 1 and y != 1:
+            dim = max(len(a), len(b)) - i
+            return RuntimeError(
+                f"{op}: The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {dim}"
+            )
+    shown = ", ".join(str(list(s)) for s in shapes)
+    return RuntimeError(f"{op}: shapes {shown} cannot be broadcast together")
+
+
 def check_same_device(op: str, a: Tensor, b: Tensor) -> None:
     if type(a._data) is not type(b._data) or a.device != b.device:
         raise RuntimeError(

@@ -19,9 +19,11 @@ from ._dispatch import (
 from ._dispatch import (
     NUMBERS,
     array_module,
+    broadcast_error,
     data_of,
     float_result,
     grad_state,
+    named,
     promote,
     record,
     result,
@@ -248,7 +250,7 @@ def _make_unary(name, kernel, derivative, saves, floating):
             return record(node_cls(), out, (input,), (input,) if save_x else (), save_y)
         return wrap(out)
 
-    op.__name__ = name
+    named(op, name)
     op.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``ember.{name}``), differentiable."
     return op, node_cls
 
@@ -362,7 +364,10 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
         a, b = b, a  # a + b is symmetric: keep the tensor first
     ad = a._data
     bd = data_of(b, ad)
-    data = ad + bd if alpha == 1 else ad + bd * alpha
+    try:
+        data = ad + bd if alpha == 1 else ad + bd * alpha
+    except ValueError:
+        raise broadcast_error("add", ad, bd) from None
     if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
         node = AddBackward0()
         node.alpha = alpha
@@ -389,7 +394,10 @@ def sub(input, other, *, alpha=1) -> Tensor:
         )
     ad = a._data
     bd = data_of(b, ad)
-    data = ad - bd if alpha == 1 else ad - bd * alpha
+    try:
+        data = ad - bd if alpha == 1 else ad - bd * alpha
+    except ValueError:
+        raise broadcast_error("sub", ad, bd) from None
     if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
         node = SubBackward0()
         node.alpha = alpha
@@ -432,7 +440,10 @@ def mul(input, other) -> Tensor:
     if not isinstance(a, Tensor):
         a, b = b, a
     ad = a._data
-    data = ad * data_of(b, ad)
+    try:
+        data = ad * data_of(b, ad)
+    except ValueError:
+        raise broadcast_error("mul", ad, data_of(b, ad)) from None
     if grad_state.enabled:
         b_rg = b.__class__ not in NUMBERS and b._rg
         if a._rg or b_rg:
@@ -478,7 +489,10 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
         elif not isinstance(a, Tensor) or a._data.dtype.kind == "f":
             b = b if isinstance(b, float) else float(b)
         like = a._data if isinstance(a, Tensor) else b._data
-        data = data_of(a, like) / data_of(b, like)
+        try:
+            data = data_of(a, like) / data_of(b, like)
+        except ValueError:
+            raise broadcast_error("div", data_of(a, like), data_of(b, like)) from None
         b_rg = isinstance(b, Tensor) and b._rg
         return result(DivBackward0, data, (a, b), (a if b_rg else None, b))
     if rounding_mode not in ("trunc", "floor"):
@@ -614,9 +628,13 @@ def _selection(name: str, kernel: str, node_cls):
     def op(input, other) -> Tensor:
         a, b = promote(name, input, to_tensor(other, input))
         xp = array_module(a._data)
-        return result(node_cls, getattr(xp, kernel)(a._data, b._data), (a, b), (a, b))
+        try:
+            data = getattr(xp, kernel)(a._data, b._data)
+        except ValueError:
+            raise broadcast_error(name, a._data, b._data) from None
+        return result(node_cls, data, (a, b), (a, b))
 
-    op.__name__ = name
+    named(op, name)
     op.__doc__ = f"Elementwise ``{name}`` of two tensors (ties share the gradient evenly)."
     return op
 
@@ -722,7 +740,10 @@ def where(condition, input=None, other=None):
     a = a if isinstance(a, Tensor) else wrap(_scalar_array(a, b))
     b = b if isinstance(b, Tensor) else wrap(_scalar_array(b, a))
     xp = array_module(cond._data)
-    data = xp.where(cond._data, a._data, b._data)
+    try:
+        data = xp.where(cond._data, a._data, b._data)
+    except ValueError:
+        raise broadcast_error("where", a._data, b._data) from None
     return result(WhereBackward0, data, (cond, a, b), (cond,))
 
 
@@ -875,9 +896,12 @@ def _compare(name, kernel):
         if not isinstance(a, Tensor):
             a, b = b, a
             return wrap(kernel(data_of(b), a._data))
-        return wrap(kernel(a._data, data_of(b)))
+        try:
+            return wrap(kernel(a._data, data_of(b)))
+        except ValueError:
+            raise broadcast_error(name, a._data, data_of(b)) from None
 
-    op.__name__ = name
+    named(op, name)
     return op
 
 
@@ -897,7 +921,7 @@ def _logical(name, attr):
         xp = array_module(a._data)
         return wrap(getattr(xp, attr)(a._data, b._data))
 
-    op.__name__ = name
+    named(op, name)
     return op
 
 
@@ -919,7 +943,7 @@ def _bitwise(name, kernel):
             raise RuntimeError(f"\"{name}_cpu\" not implemented for '{a.dtype.name.capitalize()}'")
         return wrap(kernel(a._data, data_of(b)))
 
-    op.__name__ = name
+    named(op, name)
     return op
 
 

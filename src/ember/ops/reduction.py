@@ -9,7 +9,7 @@ from .. import _dtype as dt
 from .._creation import arange, zeros
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, norm_dims, result, wrap, wrap_dim
+from ._dispatch import array_module, named, norm_dims, result, wrap, wrap_dim
 from .elementwise import float_result, maximum, minimum
 from .shape import cat
 
@@ -191,7 +191,7 @@ def _extreme(name, kernel, node_cls):
         out = getattr(xp, kernel)(data, axis=dims, keepdims=keepdim)
         return result(node_cls, out, (input,), (input,), True, dims=dims, keepdim=keepdim)
 
-    op.__name__ = name
+    named(op, name)
     return op
 
 
@@ -258,7 +258,7 @@ def _max_min(name, kernel, argkernel, full_node, dim_node):
         )
         return values_indices(values, indices)
 
-    op.__name__ = name
+    named(op, name)
     return op
 
 
@@ -285,7 +285,7 @@ def _arg(name, kernel):
             out = getattr(xp, kernel)(data, axis=d, keepdims=keepdim)
         return wrap(xp.asarray(out).astype(dt.int64.np, copy=False))
 
-    op.__name__ = name
+    named(op, name)
     return op
 
 
