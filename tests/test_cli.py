@@ -12,14 +12,17 @@ def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
     assert cli.main(["demo", "--epochs", "3", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "held-out accuracy" in printed
-    for name in ("model.safetensors", "curves.png", "graph.dot", "metrics.json"):
+    for name in ("model.safetensors", "curves.png", "graph.dot", "graph.html", "metrics.json"):
         assert (out / name).exists(), name
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["held_out_accuracy"] > 0.85 and len(metrics["history"]["train_loss"]) == 3
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dot = (out / "graph.dot").read_text()
     assert dot.startswith("digraph") and "AddmmBackward0" in dot and "LogSoftmaxBackward0" in dot
-    assert '"1.weight\\n(128, 64)"' in dot and "(10, 128)" in dot
+    assert '"1.weight\\n(128, 64) float32\\ngrad norm ' in dot and "(10, 128)" in dot
+    assert "subgraph cluster_" in dot and 'label="1 (Linear)"' in dot  # clusters per module
+    page = (out / "graph.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and '"1.weight"' in page
     model = cli.build_model("mlp")
     model.load_state_dict(ember.load(out / "model.safetensors"))
 

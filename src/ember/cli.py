@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -80,12 +81,24 @@ def _plot(history: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def _write_graph(out: Path, loss, model, make_dot, to_svg, to_html, hint: str) -> None:
+    """One training step's backward graph: DOT, HTML, and SVG when Graphviz is installed."""
+    dot = make_dot(loss, params=dict(model.named_parameters()))
+    (out / "graph.dot").write_text(dot)
+    (out / "graph.html").write_text(to_html(dot, title=f"ember demo: {type(model).__name__}"))
+    svg = to_svg(dot)
+    if svg is not None:
+        (out / "graph.svg").write_text(svg)
+    else:
+        print(hint)
+
+
 def demo(args) -> int:
     import ember
     from ember.utils.data import DataLoader
 
     from .datasets import digits_dataset
-    from .viz import INSTALL_HINT, make_dot, to_svg
+    from .viz import INSTALL_HINT, make_dot, to_html, to_svg, track_modules
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -114,19 +127,16 @@ def demo(args) -> int:
         seen, loss_sum, correct = 0, 0.0, 0
         for x, y in bar:
             x, y = x.to(device), y.to(device)
-            logits = model(x)
-            loss = loss_fn(logits, y)
-            if not graph_written:  # one training step's backward graph, before it is freed
-                dot = make_dot(loss, params=dict(model.named_parameters()))
-                (out / "graph.dot").write_text(dot)
-                svg = to_svg(dot)
-                if svg is not None:
-                    (out / "graph.svg").write_text(svg)
-                else:
-                    print(INSTALL_HINT)
-                graph_written = True
+            first = not graph_written
+            with track_modules(model) if first else contextlib.nullcontext():
+                logits = model(x)
+                loss = loss_fn(logits, y)
             optimizer.zero_grad()
-            loss.backward()
+            # the first step keeps its graph a moment, to be drawn with its gradients
+            loss.backward(retain_graph=first)
+            if first:
+                _write_graph(out, loss, model, make_dot, to_svg, to_html, INSTALL_HINT)
+                graph_written = True
             optimizer.step()
             n = len(y)
             seen += n
@@ -165,7 +175,8 @@ def demo(args) -> int:
         f"({elapsed:.1f} s)"
     )
     print(
-        f"wrote {out / 'model.safetensors'}, {out / 'curves.png'}, {out / 'graph.dot'}"
+        f"wrote {out / 'model.safetensors'}, {out / 'curves.png'}, {out / 'graph.dot'}, "
+        f"{out / 'graph.html'}"
         + (f", {out / 'graph.svg'}" if (out / "graph.svg").exists() else "")
         + f", {out / 'metrics.json'}"
     )
@@ -192,8 +203,8 @@ def parser() -> argparse.ArgumentParser:
         description="Train a classifier on the 8x8 handwritten digits shipped with ember: a "
         "progress bar with running loss and accuracy, held-out accuracy, and in --out the "
         "checkpoint (model.safetensors), loss/accuracy curves (curves.png), one training "
-        "step's backward graph (graph.dot, and graph.svg when Graphviz is installed) and "
-        "metrics.json.",
+        "step's backward graph (graph.dot, graph.html, and graph.svg when Graphviz is "
+        "installed) and metrics.json.",
     )
     d.add_argument("--model", choices=MODELS, default="mlp", help="mlp (default) or cnn")
     d.add_argument("--epochs", type=int, default=20, help="passes over the data (default 20)")

@@ -1,3 +1,8 @@
-"""ember.viz: pictures of the backward graph (DOT text; SVG through Graphviz's ``dot``)."""
+"""ember.viz: pictures of the backward graph (DOT text, SVG through Graphviz's ``dot``, and a
+self-contained HTML page that needs no Graphviz), grouped by module with ``track_modules``."""
 
-from .dot import INSTALL_HINT, make_dot, to_svg
+from .dot import INSTALL_HINT, DotGraph, make_dot, to_svg
+from .html import to_html
+from .modules import track_modules
+
+__all__ = ["INSTALL_HINT", "DotGraph", "make_dot", "to_html", "to_svg", "track_modules"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import dataclass
 
-from ..autograd.graph import walk
+from ..autograd.graph import saved_arrays, saved_bytes, walk
 from ..autograd.node import AccumulateGrad
 
 INSTALL_HINT = (
@@ -13,48 +14,284 @@ INSTALL_HINT = (
     "`apt-get install graphviz`, macOS: `brew install graphviz`) and open the .dot file meanwhile."
 )
 
+COLORS = {
+    "op": "lightgrey",
+    "root": "darkolivegreen1",
+    "leaf": "lightblue",
+    "saved": "orange",
+    "module": "lightyellow",
+    "nonfinite": "#ff6b6b",
+}
 
-def _quote(text: str) -> str:
-    # a label may hold DOT's own "\n" line breaks: only quotes need escaping
-    return '"' + text.replace('"', '\\"') + '"'
+
+@dataclass
+class GraphNode:
+    id: str
+    kind: str  # op, root, leaf, saved, module (a collapsed module)
+    lines: list
+    module: tuple = ()  # ((path, class name), ...) of the clusters it sits in
+    nonfinite: bool = False
+    detail: str = ""  # a longer description (HTML tooltip)
+
+    @property
+    def color(self) -> str:
+        return COLORS["nonfinite"] if self.nonfinite else COLORS[self.kind]
 
 
-def make_dot(tensor, params: dict | None = None) -> str:
-    """DOT text for the graph that produced ``tensor``: op nodes, leaves (named when ``params``
-    maps names to parameters), edges labelled with the shape that flows along them.
+@dataclass
+class GraphEdge:
+    src: str  # the input side
+    dst: str  # the node that consumes it
+    label: str = ""
+    saved: bool = False  # a saved tensor's dashed edge
 
-    Example::
-        >>> dot = ember.viz.make_dot(loss, params=dict(model.named_parameters()))
-    """
+
+class DotGraph(str):
+    """DOT text (a ``str``) that also carries the graph it describes, for ``to_html``."""
+
+    nodes: list = []
+    edges: list = []
+    clusters: dict = {}  # module path -> (class name, parent path)
+
+    @property
+    def source(self) -> str:
+        return str(self)
+
+    def save(self, path: str) -> str:
+        with open(path, "w") as f:
+            f.write(self)
+        return path
+
+
+def _fmt_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def _shape_text(shape, dtype) -> str:
+    name = getattr(dtype, "name", str(dtype))
+    return f"{tuple(shape)} {name}" if dtype is not None else f"{tuple(shape)}"
+
+
+def _nonfinite(data) -> bool:
+    if data is None or data.dtype.kind != "f" or data.size == 0:
+        return False
+    from .._backend import array_module
+
+    return not bool(array_module(data).isfinite(data).all())
+
+
+def _grad_norm(t) -> float | None:
+    g = t._grad
+    if g is None:
+        return None
+    from .._backend import array_module
+
+    data = g._data
+    return float(array_module(data).sqrt((data.astype("float64") ** 2).sum()))
+
+
+def _describe(tensor, params, show_saved) -> tuple[list, list]:
     names = {id(p): n for n, p in (params or {}).items()}
-    lines = [
-        "digraph backward {",
-        '  graph [rankdir=BT, fontname="Helvetica"];',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
-    ]
     root = tensor.grad_fn
-    ids = {}
-    for node in walk(tensor):
+    nodes, edges, ids = [], [], {}
+    order = walk(tensor)
+    for node in order:
         ids[node] = f"n{len(ids)}"
+    for node in order:
+        nid = ids[node]
+        module = node._module or ()
         if isinstance(node, AccumulateGrad):
             leaf = node.variable
-            label = names.get(id(leaf), "leaf") if leaf is not None else "leaf"
+            name = names.get(id(leaf), "leaf") if leaf is not None else "(freed leaf)"
+            lines = [name]
+            bad = False
             if leaf is not None:
-                label += f"\\n{tuple(leaf.shape)}"
-            lines.append(f"  {ids[node]} [label={_quote(label)}, fillcolor=lightblue];")
+                lines.append(_shape_text(leaf.shape, leaf.dtype))
+                norm = _grad_norm(leaf)
+                if norm is not None:
+                    lines.append(f"grad norm {norm:.4g}")
+                bad = _nonfinite(leaf._data) or (
+                    leaf._grad is not None and _nonfinite(leaf._grad._data)
+                )
+                if bad:
+                    lines.append("NaN/inf!")
+            if not module and name != "leaf" and "." in name:
+                module = tuple(
+                    (".".join(name.split(".")[: i + 1]), "")
+                    for i in range(len(name.split(".")) - 1)
+                )
+            nodes.append(GraphNode(nid, "leaf", lines, module, bad, f"leaf {name}"))
         else:
-            color = "darkolivegreen1" if node is root else "lightgrey"
-            lines.append(f"  {ids[node]} [label={_quote(node.name())}, fillcolor={color}];")
-    for node, node_id in ids.items():
+            arrays = saved_arrays(node)
+            lines = [node.name()]
+            nbytes = saved_bytes([node])
+            if nbytes:
+                lines.append(f"saved {_fmt_bytes(nbytes)}")
+            bad = any(_nonfinite(a) for a in arrays)
+            kind = "op"
+            if node is root:
+                kind = "root"
+                lines.append(f"out {_shape_text(tensor.shape, tensor.dtype)}")
+                bad = bad or _nonfinite(tensor._data)
+            if bad:
+                lines.append("NaN/inf!")
+            detail = f"{node.name()}: {len(arrays)} saved tensors, {_fmt_bytes(nbytes)}"
+            nodes.append(GraphNode(nid, kind, lines, module, bad, detail))
+            if show_saved:
+                for i, data in enumerate(arrays):
+                    sid = f"{nid}s{i}"
+                    is_out = node._saved_out is not None and data is node._saved_out[0]
+                    label = "result" if is_out else f"saved[{i}]"
+                    text = [label, _shape_text(data.shape, _dtype_of(data.dtype))]
+                    text.append(_fmt_bytes(int(data.nbytes)))
+                    bad_saved = _nonfinite(data)
+                    nodes.append(GraphNode(sid, "saved", text, module, bad_saved, label))
+                    edges.append(GraphEdge(sid, nid, "", saved=True))
         for edge in node._edges:
             if edge is None:
                 continue
             child, nr = edge
             shape, dtype = child._meta[nr]
-            label = f"{tuple(shape)}"
-            lines.append(f"  {ids[child]} -> {node_id} [label={_quote(label)}, fontsize=8];")
+            label = _shape_text(shape, _dtype_of(dtype) if dtype is not None else None)
+            edges.append(GraphEdge(ids[child], nid, label))
+    return nodes, edges
+
+
+def _dtype_of(np_dtype):
+    from .._dtype import FROM_NUMPY
+
+    return FROM_NUMPY.get(np_dtype, np_dtype)
+
+
+def _collapse(nodes: list, edges: list, max_depth: int) -> tuple[list, list]:
+    """Draw every module nested deeper than ``max_depth`` as one node."""
+    keep, rep, groups = [], {}, {}
+    for n in nodes:
+        if len(n.module) <= max_depth:
+            keep.append(n)
+            rep[n.id] = n.id
+            continue
+        path, cls = n.module[max_depth]
+        group = groups.get(path)
+        if group is None:
+            label = f"{path} ({cls})" if cls else path
+            group = groups[path] = GraphNode(
+                f"m{len(groups)}", "module", [label], n.module[:max_depth], False, ""
+            )
+            group.counts = {"op": 0, "leaf": 0, "saved": 0, "root": 0}
+            keep.append(group)
+        group.counts[n.kind] += 1
+        group.nonfinite = group.nonfinite or n.nonfinite
+        if n.kind == "root":
+            group.kind = "root"
+        rep[n.id] = group.id
+    for group in groups.values():
+        c = group.counts
+        ops, leaves = c["op"] + c["root"], c["leaf"]
+        group.lines.append(f"{ops} op{'s' * (ops != 1)}, {leaves} parameter{'s' * (leaves != 1)}")
+        group.detail = f"{group.lines[0]}: collapsed (max_depth={max_depth})"
+        if group.nonfinite:
+            group.lines.append("NaN/inf!")
+    merged, seen = [], set()
+    for e in edges:
+        a, b = rep[e.src], rep[e.dst]
+        if a == b or (a, b) in seen:
+            continue
+        seen.add((a, b))
+        merged.append(GraphEdge(a, b, e.label, e.saved))
+    return keep, merged
+
+
+def _quote(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + text + '"'
+
+
+def _dot_text(nodes: list, edges: list) -> tuple[str, dict]:
+    lines = [
+        "digraph backward {",
+        '  graph [rankdir=BT, fontname="Helvetica", compound=true];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=8];',
+    ]
+    # the cluster tree: module path -> (class name, child paths, member nodes)
+    clusters: dict = {}
+    top_members = []
+    for n in nodes:
+        if not n.module:
+            top_members.append(n)
+            continue
+        parent = ""
+        for path, cls in n.module:
+            entry = clusters.setdefault(path, {"cls": cls, "parent": parent, "nodes": []})
+            entry["cls"] = entry["cls"] or cls
+            parent = path
+        clusters[n.module[-1][0]]["nodes"].append(n)
+
+    def node_line(n: GraphNode, indent: str) -> str:
+        label = "\n".join(n.lines)
+        shape = ", shape=ellipse" if n.kind == "saved" else ""
+        shape = ", shape=box3d" if n.kind == "module" else shape
+        return f'{indent}{n.id} [label={_quote(label)}, fillcolor="{n.color}"{shape}];'
+
+    def emit(path: str, depth: int) -> None:
+        entry = clusters[path]
+        indent = "  " * (depth + 1)
+        label = f"{path} ({entry['cls']})" if entry["cls"] else path
+        lines.append(f"{indent}subgraph cluster_{len(lines)} {{")
+        lines.append(f'{indent}  label={_quote(label)}; style="rounded"; color=grey50;')
+        for n in entry["nodes"]:
+            lines.append(node_line(n, indent + "  "))
+        for child, sub in clusters.items():
+            if sub["parent"] == path:
+                emit(child, depth + 1)
+        lines.append(f"{indent}}}")
+
+    for n in top_members:
+        lines.append(node_line(n, "  "))
+    for path, entry in clusters.items():
+        if entry["parent"] == "":
+            emit(path, 0)
+    for e in edges:
+        style = ", style=dashed, arrowhead=none" if e.saved else ""
+        lines.append(f"  {e.src} -> {e.dst} [label={_quote(e.label)}{style}];")
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", {p: (v["cls"], v["parent"]) for p, v in clusters.items()}
+
+
+def make_dot(
+    tensor,
+    params: dict | None = None,
+    show_saved: bool = False,
+    max_depth: int | None = None,
+) -> DotGraph:
+    """The backward graph behind ``tensor`` as DOT text (a ``DotGraph``, which is a ``str``).
+
+    Op nodes carry PyTorch's node names and the bytes of their saved tensors; leaves carry
+    their parameter name (``params=dict(model.named_parameters())``), shape, dtype and, after
+    backward, the norm of their gradient; edges carry shape and dtype; NaN or inf values (in
+    leaves, gradients, saved tensors, the output) turn a node red. Nodes recorded inside
+    ``ember.viz.track_modules(model)`` are grouped into one cluster per module; modules nested
+    deeper than ``max_depth`` are drawn as a single node each. ``show_saved=True`` adds a node
+    for every saved tensor.
+
+    Example::
+        >>> with ember.viz.track_modules(model):
+        ...     loss = loss_fn(model(x), y)
+        >>> dot = ember.viz.make_dot(loss, params=dict(model.named_parameters()))
+        >>> dot.save("graph.dot"); svg = ember.viz.to_svg(dot); page = ember.viz.to_html(dot)
+    """
+    nodes, edges = _describe(tensor, params, show_saved)
+    if max_depth is not None:
+        nodes, edges = _collapse(nodes, edges, max_depth)
+    text, clusters = _dot_text(nodes, edges)
+    graph = DotGraph(text)
+    graph.nodes, graph.edges, graph.clusters = nodes, edges, clusters
+    return graph
 
 
 def to_svg(dot_text: str) -> str | None:
@@ -63,6 +300,6 @@ def to_svg(dot_text: str) -> str | None:
     if exe is None:
         return None
     done = subprocess.run(
-        [exe, "-Tsvg"], input=dot_text, capture_output=True, text=True, check=True, timeout=120
+        [exe, "-Tsvg"], input=str(dot_text), capture_output=True, text=True, check=True, timeout=120
     )
     return done.stdout
