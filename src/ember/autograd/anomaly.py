@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import traceback
 
+from .._backend import array_module
 from . import _watch
 
 
@@ -72,15 +73,24 @@ class detect_anomaly:
 
 
 def record_trace(node) -> None:
-    """Store the forward stack (without the ember frames) on a new node."""
-    frames = [f for f in traceback.extract_stack()[:-1] if "/ember/" not in f.filename]
-    node._trace = "".join(traceback.format_list(frames))
+    """Store the forward stack (without ember's own frames) on a new node."""
+    node._trace = [f for f in traceback.extract_stack()[:-2] if _EMBER_DIR not in f.filename]
+
+
+_EMBER_DIR = __file__.rsplit("/autograd/", 1)[0] + "/"
 
 
 def _forward_trace(node) -> str:
-    if node._trace:
-        return f"\nTraceback of forward call that caused the error:\n{node._trace}"
-    return ""
+    frames = node._trace
+    if not frames:
+        return ""
+    last = frames[-1]
+    code = f": {last.line.strip()}" if last.line else ""
+    return (
+        f"\nIt was created in forward at {last.filename}:{last.lineno}{code}"
+        f"\nTraceback of forward call that caused the error:\n"
+        + "".join(traceback.format_list(frames))
+    )
 
 
 def apply_checked(node, grads):
@@ -99,14 +109,13 @@ def apply_checked(node, grads):
                 continue
             xp_data = g._data
             if xp_data.dtype.kind == "f" and not bool(_isfinite_all(xp_data)):
+                what = "nan" if bool(array_module(xp_data).isnan(xp_data).any()) else "inf"
                 raise RuntimeError(
-                    f"Function '{node.name()}' returned nan values in its {i}th output."
+                    f"Function '{node.name()}' returned {what} values in its {i}th output."
                     f"{_forward_trace(node)}"
                 )
     return out
 
 
 def _isfinite_all(data):
-    from .._backend import array_module
-
     return array_module(data).isfinite(data).all()
