@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import _dtype as dt
 from ._tensor import Tensor
+from .autograd import _cuts
 from .autograd import grad_mode as _gm
 from .autograd.node import Node
 from .ops._dispatch import array_module, record, result, wrap
@@ -61,7 +62,11 @@ def apply_inplace(self: Tensor, fn, args: tuple, op: str, needs_old: bool = True
     grad_on = _gm.state.enabled
     if not grad_on or not (self._rg or _any_requires_grad(args)):
         with _gm.no_grad():
-            new = fn(self, *args)
+            _cuts.state.quiet += 1  # writing into a tensor is not a use that cuts the graph
+            try:
+                new = fn(self, *args)
+            finally:
+                _cuts.state.quiet -= 1
         _write(self, new, op)
         return self
     base = self._base

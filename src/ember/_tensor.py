@@ -10,6 +10,7 @@ import warnings
 
 from . import _backend
 from . import _dtype as dt
+from .autograd import _cuts
 from .autograd import grad_mode as _gm
 from .autograd._watch import tensor_created as _tensor_created
 from .autograd._watch import view_made as _view_made
@@ -57,6 +58,9 @@ class Tensor:
     _grad_acc = None
     _post_acc_hooks = None
     _retains_grad = False
+    _cut_log = None  # (kind, op) -> source line: where this leaf's value left the graph
+    _cut_origin = None  # (kind, op, source line) when this tensor came out of a cut
+    _zeroed = None  # (to what, source line, backward run) of the last zero_grad
     __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
 
     def __new__(cls, *args, **kwargs):
@@ -278,6 +282,13 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing data and version counter with this one, outside the graph."""
+        out = self._detach()
+        if self._rg:
+            _cuts.note("detached", "detach()", self, out)
+        return out
+
+    def _detach(self) -> Tensor:
+        # ember's own detaching: not a user's cut, so explain() does not report it
         out = Tensor._wrap(self._data)
         out._vc = self._vc
         if _watch.on:
@@ -287,13 +298,19 @@ class Tensor:
     def detach_(self) -> Tensor:
         if self._base is not None and self._base._rg:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._rg:
+            _cuts.note("detached", "detach_()", self, None)
+            self._cut_origin = ("detached", "detach_()", _cuts.user_site())
         self._grad_fn = None
         self._rg = False
         return self
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        out = Tensor._wrap(self._data)  # shares memory, not the version counter (PyTorch)
+        if self._rg:
+            _cuts.note("detached", ".data", self, out)
+        return out
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -326,7 +343,7 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        data = self.detach().numpy(force=True)
+        data = self._detach().numpy(force=True)
         return data if dtype is None else data.astype(dtype)
 
     def __dlpack__(self, *args, **kwargs):

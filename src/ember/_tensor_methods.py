@@ -523,10 +523,3 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 
 T.new_full = _new_full
 T.new_tensor = _new_tensor
-
-
-def _data_get(self) -> Tensor:
-    return Tensor._wrap(self._data)  # .data shares memory, not the version counter
-
-
-T.data = property(_data_get, T.data.fset)

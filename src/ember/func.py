@@ -25,7 +25,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         args = list(args)
         with enable_grad():
             for i in nums:
-                args[i] = args[i].detach().requires_grad_(True)
+                args[i] = args[i]._detach().requires_grad_(True)
             out = func(*args, **kwargs)
             value, aux = out if has_aux else (out, None)
             if not isinstance(value, Tensor) or value.numel() != 1:
@@ -36,7 +36,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                 value, [args[i] for i in nums], allow_unused=True, materialize_grads=True
             )
         g = g[0] if isinstance(argnums, int) else tuple(g)
-        value = value.detach()
+        value = value._detach()
         return (g, (value, aux)) if has_aux else (g, value)
 
     return wrapper
@@ -61,7 +61,7 @@ def grad(func, argnums=0, has_aux: bool = False):
 def vjp(func, *primals, has_aux: bool = False):
     """(func(*primals), vjp_fn) where vjp_fn(cotangent) returns one gradient per primal."""
     with enable_grad():
-        xs = tuple(p.detach().requires_grad_(True) for p in primals)
+        xs = tuple(p._detach().requires_grad_(True) for p in primals)
         out = func(*xs)
     value, aux = out if has_aux else (out, None)
 
@@ -73,7 +73,7 @@ def vjp(func, *primals, has_aux: bool = False):
             )
         )
 
-    detached = value.detach() if isinstance(value, Tensor) else tuple(v.detach() for v in value)
+    detached = value._detach() if isinstance(value, Tensor) else tuple(v._detach() for v in value)
     return (detached, vjp_fn, aux) if has_aux else (detached, vjp_fn)
 
 
@@ -113,7 +113,7 @@ def hessian(func, argnums=0):
         nums = _argnums(argnums)
         args = list(args)
         for i in nums:  # the outer transform's leaves: the inner one keeps its graph
-            args[i] = args[i].detach().requires_grad_(True)
+            args[i] = args[i]._detach().requires_grad_(True)
         return jacfwd(inner, argnums)(*args)
 
     return wrapper

@@ -77,7 +77,7 @@ def _flatten(obj, tensors: dict, path: str):
 
 
 def _tensor_bytes(t: Tensor) -> bytes:
-    data = t.detach().cpu()._data
+    data = t._detach().cpu()._data
     if data.dtype.byteorder == ">":
         data = data.astype(data.dtype.newbyteorder("<"))
     return np.ascontiguousarray(data).tobytes()

@@ -9,6 +9,7 @@ from .anomaly import (
     set_detect_anomaly,
 )
 from .engine import run_backward
+from .explain import Explanation, explain
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -201,7 +202,7 @@ def grad(
 
                 g = zeros_like(t)
         elif not create_graph:
-            g = g.detach()
+            g = g._detach()
         result.append(g)
     return tuple(result)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from time import perf_counter_ns
 
-from . import _watch, anomaly
+from . import _cuts, _watch, anomaly
 from . import grad_mode as _gm
 from .node import AccumulateGrad, Node, _tensor_class
 
@@ -33,10 +33,10 @@ def accumulate_into_leaf(
         data = g._data
         root = _memory_root(data)
         if shared or claimed is None or id(root) in claimed or not data.flags.writeable:
-            leaf._grad = g.detach().clone()
+            leaf._grad = g._detach().clone()
         else:
             claimed.add(id(root))
-            leaf._grad = g if g.__class__ is _plain_tensor() else g.detach()
+            leaf._grad = g if g.__class__ is _plain_tensor() else g._detach()
     elif create_graph or old._rg or g._rg:
         leaf._grad = old + g
     else:
@@ -153,6 +153,9 @@ def run_backward(
             buf = buffers[node] = [None] * node.num_outputs
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     root_nodes = list(buffers)
+    _cuts.state.backward_runs += 1
+    for node in root_nodes:  # explain() tells a graph that ran backward from one that did not
+        node._backward_run = _cuts.state.backward_runs
     needed = None
     if captures is not None:
         needed = _needed_nodes(root_nodes, set(captures))
@@ -334,6 +337,6 @@ def _store_retained(retained: dict, grads: list, create_graph: bool) -> None:
         if t is None or g is None:
             continue
         if t._grad is None:
-            t._grad = g if create_graph else g.detach().clone()
+            t._grad = g if create_graph else g._detach().clone()
         else:
             t._grad = t._grad + g

@@ -23,7 +23,7 @@ def _prepare(inputs, create_graph: bool):
     for t in inputs:
         if not isinstance(t, Tensor):
             raise TypeError(f"The inputs given to the function must be Tensors, got {type(t)}")
-        x = t if (create_graph and t.requires_grad) else t.detach().requires_grad_(True)
+        x = t if (create_graph and t.requires_grad) else t._detach().requires_grad_(True)
         out.append(x)
     return tuple(out)
 
@@ -77,7 +77,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         else:
             vs, _ = _as_tuple(v)
         g = _grads(outs, xs, vs, create_graph, strict, "vjp")
-    out = tuple(o if create_graph else o.detach() for o in outs)
+    out = tuple(o if create_graph else o._detach() for o in outs)
     return (out if out_many else out[0]), (g if many else g[0])
 
 
@@ -100,7 +100,7 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         dummies = tuple(_creation.zeros_like(o).requires_grad_(True) for o in outs)
         g = _grads(outs, xs, dummies, True, strict, "jvp")  # Jᵀu, linear in u
         jv = _grads(g, dummies, vs, create_graph, strict, "jvp")
-    out = tuple(o if create_graph else o.detach() for o in outs)
+    out = tuple(o if create_graph else o._detach() for o in outs)
     return (out if out_many else out[0]), (jv if out_many else jv[0])
 
 
@@ -134,7 +134,7 @@ def jacobian(
                     j = stack(per_input[i], 0).reshape(tuple(o.shape) + tuple(x.shape))
                 else:
                     j = _creation.zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype)
-                row.append(j if create_graph else j.detach())
+                row.append(j if create_graph else j._detach())
             rows.append(tuple(row) if many else row[0])
     return tuple(rows) if out_many else rows[0]
 
@@ -179,7 +179,7 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         if v is None:
             vs = tuple(_creation.ones_like(x) for x in xs)
         res = _grads(g, xs, vs, create_graph, strict, "vhp")
-    out = out if create_graph else out.detach()
+    out = out if create_graph else out._detach()
     return out, (res if many else res[0])
 
 

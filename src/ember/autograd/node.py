@@ -70,6 +70,7 @@ class Node:
     _post_hooks = None
     _tensor_hooks = None
     _trace = None
+    _backward_run = 0  # the number of the last backward that started here (explain())
     _module = None  # ((path, class name), ...) of the modules running when recorded
     _hooked = False  # any tensor hook, pre-hook or retain_grad: the engine's slow path
     _retained = None  # output_nr -> weakref of a non-leaf tensor that called retain_grad()

@@ -364,8 +364,10 @@ def batch_norm(
         var = input.var(dims, correction=0)
         if running_mean is not None:
             with no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
-                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * count / (count - 1)))
+                running_mean.mul_(1 - momentum).add_(mean._detach() * momentum)
+                running_var.mul_(1 - momentum).add_(
+                    var._detach() * (momentum * count / (count - 1))
+                )
     else:
         mean, var = running_mean, running_var
     out = (input - mean.reshape(shape)) / (var.reshape(shape) + eps).sqrt()
@@ -444,5 +446,5 @@ def embedding(
         if padding_idx < 0:
             padding_idx += weight.shape[0]
         keep = (input != padding_idx).unsqueeze(-1)
-        out = where(keep, out, out.detach())
+        out = where(keep, out, out._detach())
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor, _wrap_dim, refresh_view_grad_fn
-from ..autograd import _watch
+from ..autograd import _cuts, _watch
 from ..autograd import grad_mode as _gm
 
 _new = object.__new__
@@ -86,7 +86,30 @@ def result(node_cls, data, inputs: tuple, saved: tuple = (), save_output: bool =
                 if attrs:
                     node.__dict__.update(attrs)
                 return record(node, data, inputs, saved, save_output)
-    return wrap(data)
+        return wrap(data)
+    out = wrap(data)
+    for t in inputs:
+        if t is not None and t.__class__ not in NUMBERS and t._rg:
+            _cuts.note_inputs("no_grad", node_cls, inputs, out, out_site=False)
+            break
+    return out
+
+
+def no_grad_result(node_cls, data, inputs: tuple) -> Tensor:
+    """The output of an op run under no_grad on an input that requires grad (noted)."""
+    out = wrap(data)
+    _cuts.note_inputs("no_grad", node_cls, inputs, out, out_site=False)
+    return out
+
+
+def non_differentiable(op: str, out: Tensor, *inputs) -> Tensor:
+    """Note a non-differentiable op (comparison, argmax, integer cast) on grad inputs."""
+    if grad_state.enabled:
+        for t in inputs:
+            if t.__class__ is Tensor and t._rg:
+                _cuts.note_inputs("non-differentiable", op, inputs, out)
+                break
+    return out
 
 
 def named(fn, name: str):

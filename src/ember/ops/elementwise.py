@@ -24,6 +24,8 @@ from ._dispatch import (
     float_result,
     grad_state,
     named,
+    no_grad_result,
+    non_differentiable,
     promote,
     record,
     result,
@@ -246,8 +248,10 @@ def _make_unary(name, kernel, derivative, saves, floating):
             out = parallel_map(kernel, xp, data, getattr(xp, HEAVY[name] or "", None))
         else:
             out = kernel(modules[data.__class__], data)
-        if input._rg and grad_state.enabled:
-            return record(node_cls(), out, (input,), (input,) if save_x else (), save_y)
+        if input._rg:
+            if grad_state.enabled:
+                return record(node_cls(), out, (input,), (input,) if save_x else (), save_y)
+            return no_grad_result(node_cls, out, (input,))
         return wrap(out)
 
     named(op, name)
@@ -356,8 +360,10 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
         if ad.dtype.kind == "f":
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad + (scalar if scalar is not None else data_of(other, ad))
-            if input._rg and grad_state.enabled:
-                return record(AddNumberBackward(), data, (input,))
+            if input._rg:
+                if grad_state.enabled:
+                    return record(AddNumberBackward(), data, (input,))
+                return no_grad_result(AddBackward0, data, (input,))
             return wrap(data)
     a, b = promote("add", input, other)
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
@@ -368,10 +374,12 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
         data = ad + bd if alpha == 1 else ad + bd * alpha
     except ValueError:
         raise broadcast_error("add", ad, bd) from None
-    if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
-        node = AddBackward0()
-        node.alpha = alpha
-        return record(node, data, (a, b))
+    if a._rg or (b.__class__ not in NUMBERS and b._rg):
+        if grad_state.enabled:
+            node = AddBackward0()
+            node.alpha = alpha
+            return record(node, data, (a, b))
+        return no_grad_result(AddBackward0, data, (a, b))
     return wrap(data)
 
 
@@ -431,10 +439,12 @@ def mul(input, other) -> Tensor:
         if ad.dtype.kind == "f":  # the hot case: floating tensor times a Python float
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad * (scalar if scalar is not None else data_of(other, ad))
-            if input._rg and grad_state.enabled:
-                node = MulByNumberBackward()
-                node.other = other
-                return record(node, data, (input,))
+            if input._rg:
+                if grad_state.enabled:
+                    node = MulByNumberBackward()
+                    node.other = other
+                    return record(node, data, (input,))
+                return no_grad_result(MulBackward0, data, (input,))
             return wrap(data)
     a, b = promote("mul", input, other)
     if not isinstance(a, Tensor):
@@ -444,11 +454,12 @@ def mul(input, other) -> Tensor:
         data = ad * data_of(b, ad)
     except ValueError:
         raise broadcast_error("mul", ad, data_of(b, ad)) from None
-    if grad_state.enabled:
-        b_rg = b.__class__ not in NUMBERS and b._rg
-        if a._rg or b_rg:
+    b_rg = b.__class__ not in NUMBERS and b._rg
+    if a._rg or b_rg:
+        if grad_state.enabled:
             # like PyTorch, save each operand only when the other one needs its gradient
             return record(MulBackward0(), data, (a, b), (a if b_rg else None, b if a._rg else None))
+        return no_grad_result(MulBackward0, data, (a, b))
     return wrap(data)
 
 
@@ -895,11 +906,12 @@ def _compare(name, kernel):
         a, b = promote(name, input, other)
         if not isinstance(a, Tensor):
             a, b = b, a
-            return wrap(kernel(data_of(b), a._data))
+            return non_differentiable(name, wrap(kernel(data_of(b), a._data)), a, b)
         try:
-            return wrap(kernel(a._data, data_of(b)))
+            out = wrap(kernel(a._data, data_of(b)))
         except ValueError:
             raise broadcast_error(name, a._data, data_of(b)) from None
+        return non_differentiable(name, out, a, b)
 
     named(op, name)
     return op

@@ -9,7 +9,15 @@ from .. import _dtype as dt
 from .._creation import arange, zeros
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, named, norm_dims, result, wrap, wrap_dim
+from ._dispatch import (
+    array_module,
+    named,
+    non_differentiable,
+    norm_dims,
+    result,
+    wrap,
+    wrap_dim,
+)
 from .elementwise import float_result, maximum, minimum
 from .shape import cat
 
@@ -283,7 +291,9 @@ def _arg(name, kernel):
             if data.ndim == 0:
                 return wrap(xp.zeros((), dtype=dt.int64.np))
             out = getattr(xp, kernel)(data, axis=d, keepdims=keepdim)
-        return wrap(xp.asarray(out).astype(dt.int64.np, copy=False))
+        return non_differentiable(
+            name, wrap(xp.asarray(out).astype(dt.int64.np, copy=False)), input
+        )
 
     named(op, name)
     return op

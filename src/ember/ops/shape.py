@@ -18,6 +18,8 @@ from ._dispatch import (
     NUMPY_ARRAY,
     array_module,
     grad_state,
+    no_grad_result,
+    non_differentiable,
     record,
     result,
     watch,
@@ -772,6 +774,10 @@ def to_dtype_device(input: Tensor, dtype=None, device=None, copy: bool = False) 
         node.dtype = input.dtype
         node.device = input.device
         return record(node, out, (input,))
+    if input._rg:
+        if not grad_state.enabled:
+            return no_grad_result(ToCopyBackward0, out, (input,))
+        return non_differentiable(f"cast to {target_dtype.name}", wrap(out), input)
     return wrap(out)
 
 

@@ -6,6 +6,7 @@ from collections import defaultdict
 from copy import deepcopy
 
 from .._tensor import Tensor
+from ..autograd import _cuts
 from ..autograd.grad_mode import no_grad
 
 
@@ -75,6 +76,7 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        _cuts.note_zeroed((p for g in self.param_groups for p in g["params"]), set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
                 if p._grad is None:

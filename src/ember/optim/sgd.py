@@ -59,7 +59,7 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = state["momentum_buffer"] = d_p.clone().detach()
+                        buf = state["momentum_buffer"] = d_p.clone()._detach()
                     else:
                         buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
                     d_p = d_p.add(buf, alpha=momentum) if nesterov else buf

@@ -30,7 +30,7 @@ class CheckpointFunction(Function):
         for is_tensor, plain in zip(ctx.is_tensor, ctx.plain):
             if is_tensor:
                 t = next(saved)
-                inputs.append(t.detach().requires_grad_(t.requires_grad))
+                inputs.append(t._detach().requires_grad_(t.requires_grad))
             else:
                 inputs.append(plain)
         current = default_generator.get_state() if ctx.rng_state is not None else None

@@ -6,6 +6,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
+from ...autograd import _cuts
 from ...autograd.function import Function
 from ...autograd.node import RemovableHandle, _HookDict
 from ..parameter import Buffer, Parameter
@@ -314,10 +315,10 @@ class Module:
             lead = mod_prefix + "." if mod_prefix else ""
             for name, p in mod._parameters.items():
                 if p is not None:
-                    out[lead + name] = p if keep_vars else p.detach()
+                    out[lead + name] = p if keep_vars else p._detach()
             for name, b in mod._buffers.items():
                 if b is not None and name not in mod._non_persistent_buffers_set:
-                    out[lead + name] = b if keep_vars else b.detach()
+                    out[lead + name] = b if keep_vars else b._detach()
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
@@ -391,6 +392,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        _cuts.note_zeroed(self.parameters(), set_to_none)
         for p in self.parameters():
             if p._grad is None:
                 continue
