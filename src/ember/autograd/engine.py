@@ -171,6 +171,8 @@ def run_backward(
     state = _gm.state
     previous_mode = state.enabled
     state.enabled = create_graph
+    # formulas read saved tensors that require grad with grad mode off: not a user's cut
+    _cuts.state.quiet += 1
     slow_always = has_captures or check_anomaly or timed
     try:
         while ready:
@@ -252,6 +254,7 @@ def run_backward(
                     deps[nxt] = left - 1
     finally:
         state.enabled = previous_mode
+        _cuts.state.quiet -= 1
     return captured
 
 
