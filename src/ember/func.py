@@ -17,24 +17,57 @@ def _argnums(argnums):
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
+def _flatten(tree) -> tuple[list, object]:
+    """The tensors of a nest of dicts, lists and tuples, and a function that rebuilds it."""
+    if isinstance(tree, Tensor):
+        return [tree], lambda leaves: leaves[0]
+    if isinstance(tree, dict):
+        keys = list(tree)
+        parts = [_flatten(tree[k]) for k in keys]
+    elif isinstance(tree, (list, tuple)):
+        keys = None
+        parts = [_flatten(v) for v in tree]
+    else:
+        raise TypeError(f"expected tensors in dicts, lists or tuples, got {type(tree).__name__}")
+    sizes = [len(leaves) for leaves, _ in parts]
+
+    def rebuild(leaves):
+        out, start = [], 0
+        for (_, build), size in zip(parts, sizes):
+            out.append(build(leaves[start : start + size]))
+            start += size
+        if keys is not None:
+            return dict(zip(keys, out))
+        return type(tree)(out)
+
+    return [leaf for leaves, _ in parts for leaf in leaves], rebuild
+
+
 def grad_and_value(func, argnums=0, has_aux: bool = False):
     """A function returning (gradient of func w.r.t. argnums, func's value)."""
 
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums)
         args = list(args)
+        trees = []  # per differentiated argument: (its leaves, rebuild)
         with enable_grad():
             for i in nums:
-                args[i] = args[i]._detach().requires_grad_(True)
+                leaves, rebuild = _flatten(args[i])
+                leaves = [t._detach().requires_grad_(True) for t in leaves]
+                trees.append((leaves, rebuild))
+                args[i] = rebuild(leaves)
             out = func(*args, **kwargs)
             value, aux = out if has_aux else (out, None)
             if not isinstance(value, Tensor) or value.numel() != 1:
                 raise RuntimeError(
                     "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor"
                 )
-            g = _autograd_grad(
-                value, [args[i] for i in nums], allow_unused=True, materialize_grads=True
-            )
+            flat = [t for leaves, _ in trees for t in leaves]
+            grads = _autograd_grad(value, flat, allow_unused=True, materialize_grads=True)
+        g, start = [], 0
+        for leaves, rebuild in trees:  # each argument's gradient has the argument's structure
+            g.append(rebuild(list(grads[start : start + len(leaves)])))
+            start += len(leaves)
         g = g[0] if isinstance(argnums, int) else tuple(g)
         value = value._detach()
         return (g, (value, aux)) if has_aux else (g, value)
@@ -112,9 +145,13 @@ def hessian(func, argnums=0):
     def wrapper(*args):
         nums = _argnums(argnums)
         args = list(args)
+        nested = any(isinstance(args[i], Tensor) and args[i].requires_grad for i in nums)
         for i in nums:  # the outer transform's leaves: the inner one keeps its graph
             args[i] = args[i]._detach().requires_grad_(True)
-        return jacfwd(inner, argnums)(*args)
+        out = jacfwd(inner, argnums)(*args)
+        if nested:  # an enclosing transform differentiates through this one
+            return out
+        return out._detach() if isinstance(out, Tensor) else tuple(o._detach() for o in out)
 
     return wrapper
 

@@ -1,0 +1,47 @@
+"""ember.func with nested arguments (dicts of parameters, as with functional_call)."""
+
+import numpy as np
+
+import ember
+from ember import nn
+from ember.func import functional_call, grad, grad_and_value
+
+
+def test_grad_of_a_dict_of_parameters_has_the_dict_structure():
+    ember.manual_seed(0)
+    model = nn.Linear(3, 2)
+    x, y = ember.randn(4, 3), ember.randn(4, 2)
+    params = {k: p.detach() for k, p in model.named_parameters()}
+    loss_of = lambda p: nn.functional.mse_loss(functional_call(model, p, (x,)), y)
+    grads = grad(loss_of)(params)
+    assert sorted(grads) == ["bias", "weight"]
+    nn.functional.mse_loss(model(x), y).backward()
+    np.testing.assert_allclose(grads["weight"].numpy(), model.weight.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(grads["bias"].numpy(), model.bias.grad.numpy(), rtol=1e-6)
+
+
+def test_grad_and_value_of_nested_lists_and_tuples():
+    a, b, c = ember.tensor([1.0, 2.0]), ember.tensor(3.0), ember.tensor([4.0])
+    f = lambda tree: (tree[0] ** 2).sum() + tree[1][0] * tree[1][1].sum()
+    g, value = grad_and_value(f)([a, (b, c)])
+    assert float(value) == 5.0 + 12.0
+    assert isinstance(g, list) and isinstance(g[1], tuple)
+    assert g[0].tolist() == [2.0, 4.0] and float(g[1][0]) == 4.0 and g[1][1].tolist() == [3.0]
+
+
+def test_grad_matches_torch_func_on_a_dict(torch_mod):
+    torch = torch_mod
+    data = {"w": np.array([1.0, -2.0]), "b": np.array(0.5)}
+    f = lambda m, p: (m.tanh(p["w"]) * p["b"]).sum()
+    ours = grad(lambda p: f(ember, p))({k: ember.tensor(v) for k, v in data.items()})
+    theirs = torch.func.grad(lambda p: f(torch, p))({k: torch.tensor(v) for k, v in data.items()})
+    for k in data:
+        np.testing.assert_allclose(ours[k].numpy(), theirs[k].numpy(), rtol=1e-12)
+
+
+def test_hessian_result_carries_no_graph_like_torch_func():
+    from ember.func import hessian
+
+    h = hessian(lambda v: (v**3).sum())(ember.tensor([1.0, 2.0]))
+    assert h.grad_fn is None and not h.requires_grad
+    assert h.tolist() == [[6.0, 0.0], [0.0, 12.0]]
