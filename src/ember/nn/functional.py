@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import _creation
 from .._tensor import Tensor
+from ..ops import loss as _loss_ops
 from ..ops.activation import (
     elu,
     gelu,
@@ -102,6 +103,17 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 
 # --- losses -----------------------------------------------------------------------------------
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """PyTorch's deprecated ``size_average``/``reduce`` pair, turned into ``reduction``."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return loss.mean()
@@ -170,26 +182,8 @@ def nll_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """Negative log-likelihood of ``target`` classes under log-probabilities ``input``."""
-    if input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    batch = input.shape[0] if input.dim() > 1 else None
-    if batch is not None and target.shape[0] != batch:
-        raise ValueError(
-            f"Expected input batch_size ({batch}) to match target batch_size ({target.shape[0]})."
-        )
-    classes = input.shape[1] if input.dim() > 1 else input.shape[0]
-    ignored = target == ignore_index
-    safe = target.masked_fill(ignored, 0)
-    if safe.numel() and (int(safe.max()) >= classes or int(safe.min()) < 0):
-        bad = int(safe.max()) if int(safe.max()) >= classes else int(safe.min())
-        raise IndexError(f"Target {bad} is out of bounds.")
-    picked = _class_dim_gather(input, safe)
-    w = weight[safe] if weight is not None else _creation.ones_like(picked)
-    w = w.masked_fill(ignored, 0.0)
-    loss = -picked * w
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    return _reduce(loss, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _loss_ops.nll_loss(input, target, weight, ignore_index, reduction)
 
 
 def cross_entropy(

@@ -1,0 +1,95 @@
+"""Losses that are one node each: ``nll_loss`` (the second half of cross-entropy)."""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, grad_state, result, wrap
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+class NllLossBackward0(Node):
+    """d loss / d input: ``-weight[target] / denominator`` at each target class, else 0.
+
+    The coefficients do not depend on the input (the loss is linear in it), so the gradient is
+    ``coefficients * grad``: differentiable again in ``grad``, with no second derivative in
+    ``input``."""
+
+    def backward(self, g):
+        coeff = self.coeff
+        if self.reduction == "none" and g.dim() > 0:
+            g = g.unsqueeze(self.class_dim)
+        return coeff * g
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-input[n, target[n], ...] * weight[target[n]]``, reduced; class axis 1 (0 for 1-d)."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    data, t = input._data, target._data
+    xp = array_module(data)
+    if data.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {data.ndim})")
+    class_dim = 1 if data.ndim > 1 else 0
+    classes = data.shape[class_dim]
+    if data.ndim > 1 and (t.ndim != data.ndim - 1 or t.shape[0] != data.shape[0]):
+        if t.ndim >= 1 and t.shape[0] != data.shape[0]:
+            raise ValueError(
+                f"Expected input batch_size ({data.shape[0]}) to match target batch_size "
+                f"({t.shape[0]})."
+            )
+        raise RuntimeError(
+            f"nll_loss: target shape {list(t.shape)} does not fit input shape {list(data.shape)}"
+        )
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name.capitalize()}")
+    ignored = t == ignore_index
+    any_ignored = bool(ignored.any()) if t.size else False
+    safe = xp.where(ignored, 0, t) if any_ignored else t
+    if safe.size:
+        high, low = int(safe.max()), int(safe.min())
+        if high >= classes or low < 0:
+            raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+    if data.ndim == 2:  # the common case: plain fancy indexing beats take_along_axis
+        rows = xp.arange(data.shape[0])
+        picked = data[rows, safe]
+    else:
+        index = xp.expand_dims(safe, class_dim)
+        picked = xp.take_along_axis(data, index, axis=class_dim).squeeze(class_dim)
+    if weight is not None:
+        w = weight._data[safe].astype(data.dtype, copy=False)
+    else:
+        w = xp.ones(safe.shape, dtype=data.dtype)
+    if any_ignored:
+        w = xp.where(ignored, xp.zeros((), dtype=data.dtype), w)
+    terms = -(picked * w)
+    if reduction == "none":
+        out, denominator = terms, 1
+    elif reduction == "sum":
+        out, denominator = terms.sum(), 1
+    else:
+        denominator = w.sum()
+        out = terms.sum() / denominator
+    out = xp.asarray(out, dtype=data.dtype)
+    if not (input._rg and grad_state.enabled):
+        return result(NllLossBackward0, out, (input,))
+    coeff = xp.zeros(data.shape, dtype=data.dtype)
+    if data.ndim == 2:
+        coeff[rows, safe] = -w / denominator
+    else:
+        xp.put_along_axis(coeff, index, xp.expand_dims(-w / denominator, class_dim), class_dim)
+    return result(
+        NllLossBackward0,
+        out,
+        (input,),
+        coeff=wrap(coeff),
+        reduction=reduction,
+        class_dim=class_dim,
+    )
