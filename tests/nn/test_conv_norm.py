@@ -211,3 +211,31 @@ def test_padding_modes_in_conv_match_torch(torch_mod):
             rtol=1e-5,
             atol=1e-6,
         )
+
+
+def test_tiling_max_pool_odd_sizes_ties_and_nan_match_torch(torch_mod):
+    # odd sizes leave a last row/column out; ties send the gradient to the first maximum;
+    # a NaN wins its window (the general path handles it)
+    base = np.random.default_rng(1).standard_normal((2, 3, 7, 5))
+    tied = base.copy()
+    tied[:, :, :2, :2] = 1.5
+    with_nan = base.copy()
+    with_nan[0, 1, 3, 2] = np.nan
+    for data in (base, tied, with_nan):
+        xe = ember.tensor(data, requires_grad=True)
+        xt = torch_mod.tensor(data, requires_grad=True)
+        ye = ember.nn.functional.max_pool2d(xe, 2)
+        yt = torch_mod.nn.functional.max_pool2d(xt, 2)
+        np.testing.assert_array_equal(ye.detach().numpy(), yt.detach().numpy())
+        weights = np.arange(ye.numel(), dtype=np.float64).reshape(ye.shape)
+        (ye * ember.tensor(weights)).sum().backward()
+        (yt * torch_mod.tensor(weights)).sum().backward()
+        np.testing.assert_array_equal(xe.grad.numpy(), xt.grad.numpy())
+
+
+def test_tiling_max_pool_second_order():
+    x = ember.tensor(np.random.default_rng(2).standard_normal((1, 2, 5, 4)), requires_grad=True)
+    fn = lambda t: ember.nn.functional.max_pool2d(t, 2)
+    assert fn(x).grad_fn.name() == "MaxPool2DWithIndicesBackward0"
+    assert ember.autograd.gradcheck(fn, (x,))
+    assert ember.autograd.gradgradcheck(fn, (x,))

@@ -11,7 +11,7 @@ import math
 
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, result
+from ._dispatch import array_module, grad_state, result
 
 
 def _pair(value, n: int = 2, name: str = "") -> tuple:
@@ -303,6 +303,11 @@ def max_pool2d(
         if (ph or pw or bottom or right)
         else data
     )
+    disjoint = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and padded is data
+    if disjoint and not return_indices and data.size:
+        fast = _max_pool_disjoint(x, (kh, kw), (oh, ow))
+        if fast is not None:  # None: a NaN, which the general path orders as PyTorch does
+            return fast.squeeze(0) if unbatched else fast
     out_rows = xp.arange(oh)[:, None] * sh - ph
     out_cols = xp.arange(ow)[None, :] * sw - pw
     best = index = None
@@ -335,6 +340,83 @@ def max_pool2d(
     if unbatched:
         out, indices = out.squeeze(0), indices.squeeze(0)
     return (out, indices) if return_indices else out
+
+
+def _window_views(data, kernel, out_size) -> list:
+    """The K = kh * kw strided views of non-overlapping windows (stride = kernel)."""
+    (kh, kw), (oh, ow) = kernel, out_size
+    return [
+        data[:, :, i : i + kh * (oh - 1) + 1 : kh, j : j + kw * (ow - 1) + 1 : kw]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+
+
+def _max_pool_disjoint(x: Tensor, kernel, out_size):
+    """Max pooling when windows tile the input (MaxPool2d(k)): a running maximum over the K
+    window views and, per output, the (first) window position it came from, as int8."""
+    data = x._data
+    xp = array_module(data)
+    views = _window_views(data, kernel, out_size)
+    best = xp.array(views[0])
+    for v in views[1:]:
+        xp.maximum(best, v, out=best)
+    if data.dtype.kind == "f" and bool(xp.isnan(best).any()):
+        return None
+    if not (x._rg and grad_state.enabled):
+        return result(MaxPoolWindowsBackward, best, (x,))
+    # the first window position holding the maximum: count the leading positions that do not
+    which = xp.zeros(best.shape, dtype=xp.int8)
+    before = xp.ones(best.shape, dtype=bool)  # no maximum seen yet
+    for v in views[:-1]:
+        xp.logical_and(before, v != best, out=before)
+        which += before
+    return result(MaxPoolWindowsBackward, best, (x,), which=which, shape=data.shape, kernel=kernel)
+
+
+class MaxPoolWindowsBackward(Node):
+    """Max pooling over tiling windows: the gradient goes to the recorded window position."""
+
+    def name(self) -> str:
+        return "MaxPool2DWithIndicesBackward0"
+
+    def backward(self, g):
+        return window_scatter(g, self.which, self.shape, self.kernel)
+
+
+def window_scatter(g: Tensor, which, shape, kernel) -> Tensor:
+    """An input-shaped tensor with g[n, c, y, x] at the window position ``which`` picked."""
+    data = g._data
+    xp = array_module(data)
+    oh, ow = which.shape[2:]
+    tiled = shape[2] == oh * kernel[0] and shape[3] == ow * kernel[1]
+    out = xp.empty(shape, dtype=data.dtype) if tiled else xp.zeros(shape, dtype=data.dtype)
+    views = _window_views(out, kernel, (oh, ow))
+    if data.dtype.kind != "f" or bool(xp.isfinite(data).all()):
+        for k, view in enumerate(views):  # g * mask: exact zeros where g is finite
+            xp.multiply(data, which == k, out=view)
+    else:  # NaN or inf in g stays at the chosen positions only
+        zero = xp.zeros((), dtype=data.dtype)
+        for k, view in enumerate(views):
+            view[...] = xp.where(which == k, data, zero)
+    return result(WindowScatterBackward, out, (g,), which=which, kernel=kernel)
+
+
+class WindowScatterBackward(Node):
+    def backward(self, gg):
+        data = gg._data
+        xp = array_module(data)
+        picked = xp.zeros(self.which.shape, dtype=data.dtype)
+        for k, view in enumerate(_window_views(data, self.kernel, self.which.shape[2:])):
+            xp.copyto(picked, view, where=self.which == k)
+        return result(
+            MaxPoolWindowsBackward,
+            picked,
+            (gg,),
+            which=self.which,
+            shape=data.shape,
+            kernel=self.kernel,
+        )
 
 
 class MaxPool2DWithIndicesBackward0(Node):
