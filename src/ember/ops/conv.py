@@ -26,33 +26,48 @@ def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
     return (size + lo + hi - d * (k - 1) - 1) // s + 1
 
 
-def _im2col(xp, data, kernel, stride, pads, dilation):
-    """(N, C, H, W) -> (N, C, kh, kw, oh, ow) windows (a copy, C-contiguous)."""
+def _im2col(xp, data, kernel, stride, pads, dilation, channels_first=False):
+    """(N, C, H, W) -> (N, C, kh, kw, oh, ow) windows (a copy, C-contiguous); with
+    ``channels_first`` the layout is (C, kh, kw, N, oh, ow), whose (C·kh·kw, N·oh·ow) matrix
+    makes a convolution one large GEMM instead of N small ones."""
     (kh, kw), (sh, sw), ((ph0, ph1), (pw0, pw1)), (dh, dw) = kernel, stride, pads, dilation
     if ph0 or ph1 or pw0 or pw1:
         data = xp.pad(data, ((0, 0), (0, 0), (ph0, ph1), (pw0, pw1)))
     n, c, h, w = data.shape
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
-    cols = xp.empty((n, c, kh, kw, max(oh, 0), max(ow, 0)), dtype=data.dtype)
+    oh, ow = max(oh, 0), max(ow, 0)
+    if channels_first:
+        cols = xp.empty((c, kh, kw, n, oh, ow), dtype=data.dtype)
+        source = data.transpose(1, 0, 2, 3)
+    else:
+        cols = xp.empty((n, c, kh, kw, oh, ow), dtype=data.dtype)
+        source = data
     for i in range(kh):
         for j in range(kw):
-            cols[:, :, i, j] = data[
+            window = source[
                 :,
                 :,
                 i * dh : i * dh + sh * (oh - 1) + 1 : sh,
                 j * dw : j * dw + sw * (ow - 1) + 1 : sw,
             ]
+            if channels_first:
+                cols[:, i, j] = window
+            else:
+                cols[:, :, i, j] = window
     return cols
 
 
-def _col2im(xp, cols, size, kernel, stride, pads, dilation):
-    """The adjoint of _im2col: add each window element back to where it came from."""
+def _col2im(xp, cols, size, kernel, stride, pads, dilation, channels_first=False):
+    """The adjoint of _im2col: add each window element back to where it came from.
+
+    Channels-first columns are added into a (C, N, H, W) buffer, whose windows are larger
+    blocks for NumPy, and come back as a transposed view."""
     (kh, kw), (sh, sw), ((ph0, ph1), (pw0, pw1)), (dh, dw) = kernel, stride, pads, dilation
-    n, c = cols.shape[:2]
     oh, ow = cols.shape[4:]
     h, w = size[0] + ph0 + ph1, size[1] + pw0 + pw1
-    out = xp.zeros((n, c, h, w), dtype=cols.dtype)
+    lead = (cols.shape[0], cols.shape[3]) if channels_first else cols.shape[:2]
+    out = xp.zeros(lead + (h, w), dtype=cols.dtype)
     for i in range(kh):
         for j in range(kw):
             out[
@@ -60,24 +75,34 @@ def _col2im(xp, cols, size, kernel, stride, pads, dilation):
                 :,
                 i * dh : i * dh + sh * (oh - 1) + 1 : sh,
                 j * dw : j * dw + sw * (ow - 1) + 1 : sw,
-            ] += cols[:, :, i, j]
-    return out[:, :, ph0 : ph0 + size[0], pw0 : pw0 + size[1]]
+            ] += cols[:, i, j] if channels_first else cols[:, :, i, j]
+    out = out[:, :, ph0 : ph0 + size[0], pw0 : pw0 + size[1]]
+    return out.transpose(1, 0, 2, 3) if channels_first else out
 
 
 class Im2ColBackward0(Node):
+    channels_first = False
+
     def backward(self, g):
-        return fold_windows(g, self.size, self.kernel, self.stride, self.pads, self.dilation)
+        return fold_windows(
+            g, self.size, self.kernel, self.stride, self.pads, self.dilation, self.channels_first
+        )
 
 
 class Col2ImBackward0(Node):
+    channels_first = False
+
     def backward(self, g):
-        return unfold_windows(g, self.kernel, self.stride, self.pads, self.dilation)
+        return unfold_windows(
+            g, self.kernel, self.stride, self.pads, self.dilation, self.channels_first
+        )
 
 
-def unfold_windows(input: Tensor, kernel, stride, pads, dilation) -> Tensor:
-    """(N, C, H, W) -> (N, C, kh, kw, oh, ow) sliding windows (zero padding)."""
+def unfold_windows(input: Tensor, kernel, stride, pads, dilation, channels_first=False) -> Tensor:
+    """(N, C, H, W) -> (N, C, kh, kw, oh, ow) sliding windows (zero padding); with
+    ``channels_first``, (C, kh, kw, N, oh, ow)."""
     data = input._data
-    cols = _im2col(array_module(data), data, kernel, stride, pads, dilation)
+    cols = _im2col(array_module(data), data, kernel, stride, pads, dilation, channels_first)
     return result(
         Im2ColBackward0,
         cols,
@@ -87,15 +112,25 @@ def unfold_windows(input: Tensor, kernel, stride, pads, dilation) -> Tensor:
         stride=stride,
         pads=pads,
         dilation=dilation,
+        channels_first=channels_first,
     )
 
 
-def fold_windows(cols: Tensor, size, kernel, stride, pads, dilation) -> Tensor:
-    """(N, C, kh, kw, oh, ow) -> (N, C, H, W), summing where windows overlap."""
+def fold_windows(cols: Tensor, size, kernel, stride, pads, dilation, channels_first=False):
+    """(N, C, kh, kw, oh, ow) -> (N, C, H, W), summing where windows overlap; with
+    ``channels_first`` the columns are laid out (C, kh, kw, N, oh, ow)."""
     data = cols._data
-    out = _col2im(array_module(data), data, tuple(size), kernel, stride, pads, dilation)
+    xp = array_module(data)
+    out = _col2im(xp, data, tuple(size), kernel, stride, pads, dilation, channels_first)
     return result(
-        Col2ImBackward0, out, (cols,), kernel=kernel, stride=stride, pads=pads, dilation=dilation
+        Col2ImBackward0,
+        out,
+        (cols,),
+        kernel=kernel,
+        stride=stride,
+        pads=pads,
+        dilation=dilation,
+        channels_first=channels_first,
     )
 
 
@@ -158,10 +193,16 @@ def conv2d(
             f"{w + sum(pads[1])}). Kernel size: ({dilation[0] * (kh - 1) + 1} x "
             f"{dilation[1] * (kw - 1) + 1}). Kernel size can't be greater than actual input size"
         )
-    cols = unfold_windows(input, (kh, kw), stride, pads, dilation)  # (N, C, kh, kw, oh, ow)
-    cols = cols.reshape(n, groups, in_per_group * kh * kw, oh * ow)
-    wmat = weight.reshape(groups, out_ch // groups, in_per_group * kh * kw)
-    out = (wmat @ cols).reshape(n, out_ch, oh, ow)  # one batched GEMM per group
+    if groups == 1:  # one GEMM: (O, C·kh·kw) @ (C·kh·kw, N·oh·ow)
+        cols = unfold_windows(input, (kh, kw), stride, pads, dilation, channels_first=True)
+        cols = cols.reshape(c * kh * kw, n * oh * ow)
+        out = weight.reshape(out_ch, c * kh * kw) @ cols
+        out = out.reshape(out_ch, n, oh, ow).permute(1, 0, 2, 3)
+    else:
+        cols = unfold_windows(input, (kh, kw), stride, pads, dilation)  # (N, C, kh, kw, oh, ow)
+        cols = cols.reshape(n, groups, in_per_group * kh * kw, oh * ow)
+        wmat = weight.reshape(groups, out_ch // groups, in_per_group * kh * kw)
+        out = (wmat @ cols).reshape(n, out_ch, oh, ow)  # one batched GEMM per group
     if bias is not None:
         out = out + bias.reshape(1, out_ch, 1, 1)
     return out.squeeze(0) if unbatched else out
