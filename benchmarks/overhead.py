@@ -1,6 +1,7 @@
 """Per-op autograd overhead: a chain of 100 elementwise ops, ember vs PyTorch, side by side.
 
-Run: uv run python benchmarks/overhead.py   (torch is measured when it imports)
+Run: uv run python benchmarks/overhead.py [--peers]
+(torch is measured when it imports; --peers adds JAX, HIPS autograd and tinygrad where installed)
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
+import peers  # noqa: E402
 from harness import machine_info, measure_side_by_side, table  # noqa: E402
 
 import ember  # noqa: E402
@@ -50,12 +52,15 @@ def main() -> None:
         libs["torch"] = torch
     except ImportError:
         print("torch is not installed: only ember is measured")
+    others = peers.available() if "--peers" in sys.argv else []
     rows = []
     for shape in [(16,), (1000, 1000)]:
         per_lib = {name: cases(lib, shape) for name, lib in libs.items()}
+        for peer in others:
+            per_lib[peer] = peers.chain_cases(peer, shape)
         for kind in ["forward", "forward+backward"]:
             results = measure_side_by_side(
-                {name: per_lib[name][kind] for name in libs},
+                {name: per_lib[name][kind] for name in per_lib},
                 repeats=15,
                 min_time=0.2 if shape == (16,) else 0.5,
             )
@@ -63,7 +68,7 @@ def main() -> None:
             rows.append((case, results))
             print(f"measured {case}", file=sys.stderr)
     print(f"\n{machine_info()}\n")
-    print(table(rows, [n for n in libs if n != "ember"]))
+    print(table(rows, [n for n in libs if n != "ember"] + others))
     for case, results in rows:
         if "torch" in results:
             med = sorted(results["ember"])[len(results["ember"]) // 2]

@@ -1,6 +1,7 @@
 """Training-step benchmarks: ember and PyTorch side by side, with the same models and data.
 
-Run: uv run python benchmarks/training.py
+Run: uv run python benchmarks/training.py [--peers]
+(--peers adds JAX, HIPS autograd and tinygrad to the MLP cases where they are installed)
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
+import peers  # noqa: E402
 from harness import fmt_time, machine_info, measure_side_by_side, summary, table  # noqa: E402
 
 import ember  # noqa: E402
@@ -91,6 +93,26 @@ def matmul_fwd_bwd(m, n: int = 2048):
     return run
 
 
+def _peer_cases() -> dict:
+    rng = np.random.default_rng(0)
+    images, labels = ember.datasets.load_digits()
+    digits_x = (images.numpy().reshape(-1, 64) / 16.0).astype(np.float32)
+    digits_y = labels.numpy().astype(np.int64)
+
+    def mlp(batch):
+        x = rng.standard_normal((batch, 784)).astype(np.float32)
+        y = rng.integers(0, 10, batch)
+        return lambda peer: peers.mlp_step(peer, (784, 512, 512, 10), x, y, 0.01)
+
+    return {
+        "MLP 784-512-512-10 step, batch 32": mlp(32),
+        "MLP 784-512-512-10 step, batch 512": mlp(512),
+        "digits MLP 64-128-10, one epoch (batch 64)": lambda peer: peers.digits_epoch(
+            peer, digits_x, digits_y
+        ),
+    }
+
+
 def main() -> None:
     libs = {"ember": ember}
     try:
@@ -106,9 +128,14 @@ def main() -> None:
         ("small CNN step, batch 64 x 1x28x28", cnn_step, 1.0),
         ("2048x2048 matmul forward+backward", matmul_fwd_bwd, 1.0),
     ]
+    others = peers.available() if "--peers" in sys.argv else []
+    peer_cases = _peer_cases()
     rows = []
     for name, make, min_time in cases:
         fns = {lib: make(mod) for lib, mod in libs.items()}
+        for peer in others:
+            if name in peer_cases:
+                fns[peer] = peer_cases[name](peer)
         rows.append((name, measure_side_by_side(fns, repeats=9, min_time=min_time)))
         print(f"measured {name}", file=sys.stderr)
     n = 2048
@@ -117,7 +144,7 @@ def main() -> None:
     numpy_gflops = 2 * n**3 / summary(numpy_samples["numpy"])[0] / 1e9
     ember_gflops = 3 * 2 * n**3 / summary(rows[-1][1]["ember"])[0] / 1e9  # 1 fwd + 2 bwd GEMMs
     print(f"\n{machine_info()}\n")
-    print(table(rows, [lib for lib in libs if lib != "ember"]))
+    print(table(rows, [lib for lib in libs if lib != "ember"] + others))
     print(
         f"\n2048x2048 matmul: NumPy {numpy_gflops:.1f} GFLOP/s "
         f"({fmt_time(summary(numpy_samples['numpy'])[0])}"

@@ -180,7 +180,24 @@ def set_printoptions(**kwargs) -> None:
 
 __version__ = "0.1.0"
 
-from . import datasets, func, optim, profiler, utils, viz  # noqa: E402
+from . import optim, utils  # noqa: E402
 from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
 from .serialization import load, save  # noqa: E402
+
+# Debugging and data namespaces load on first use: `import ember` stays quick.
+_LAZY = frozenset({"datasets", "func", "profiler", "viz"})
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | _LAZY)
