@@ -77,6 +77,7 @@ def table(rows: list[tuple], peers: list[str]) -> str:
         for p in peers:
             if p not in results:
                 cells.append("—")
+                ratios.append("—")
                 continue
             p_med, p_min, p_max = summary(results[p])
             cells.append(fmt_time(p_med))

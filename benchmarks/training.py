@@ -18,7 +18,12 @@ from harness import fmt_time, machine_info, measure_side_by_side, summary, table
 import ember  # noqa: E402
 
 
-def mlp_step(m, batch: int):
+def _compiled(m, fn, compiled: bool):
+    """ember.compile for ember's side of the compiled cases; PyTorch stays eager."""
+    return m.compile(fn) if compiled and m is ember else fn
+
+
+def mlp_step(m, batch: int, compiled: bool = False):
     rng = np.random.default_rng(0)
     model = m.nn.Sequential(
         m.nn.Linear(784, 512), m.nn.ReLU(), m.nn.Linear(512, 512), m.nn.ReLU(), m.nn.Linear(512, 10)
@@ -33,10 +38,10 @@ def mlp_step(m, batch: int):
         loss_fn(model(x), y).backward()
         opt.step()
 
-    return step
+    return _compiled(m, step, compiled)
 
 
-def digits_epoch(m):
+def digits_epoch(m, compiled: bool = False):
     images, labels = ember.datasets.load_digits()
     x = m.tensor((images.numpy().reshape(-1, 64) / 16.0).astype(np.float32))
     y = m.tensor(labels.numpy())
@@ -45,11 +50,16 @@ def digits_epoch(m):
     loader = m.utils.data.DataLoader(m.utils.data.TensorDataset(x, y), batch_size=64, shuffle=True)
     loss_fn = m.nn.CrossEntropyLoss()
 
+    def train_step(xb, yb):
+        opt.zero_grad()
+        loss_fn(model(xb), yb).backward()
+        opt.step()
+
+    step = _compiled(m, train_step, compiled)
+
     def epoch():
         for xb, yb in loader:
-            opt.zero_grad()
-            loss_fn(model(xb), yb).backward()
-            opt.step()
+            step(xb, yb)
 
     return epoch
 
@@ -125,6 +135,16 @@ def main() -> None:
         ("MLP 784-512-512-10 step, batch 32", lambda m: mlp_step(m, 32), 0.5),
         ("MLP 784-512-512-10 step, batch 512", lambda m: mlp_step(m, 512), 1.0),
         ("digits MLP 64-128-10, one epoch (batch 64)", digits_epoch, 1.0),
+        (
+            "MLP 784-512-512-10 step, batch 32, ember.compile",
+            lambda m: mlp_step(m, 32, compiled=True),
+            0.5,
+        ),
+        (
+            "digits MLP one epoch, ember.compile",
+            lambda m: digits_epoch(m, compiled=True),
+            1.0,
+        ),
         ("small CNN step, batch 64 x 1x28x28", cnn_step, 1.0),
         ("2048x2048 matmul forward+backward", matmul_fwd_bwd, 1.0),
     ]

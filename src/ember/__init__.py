@@ -16,6 +16,7 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
 from . import _dtype, _tensor_methods, autograd, cuda, linalg, nn
 from ._backend import device, get_num_threads, set_num_threads
+from ._compile import compile
 from ._creation import *
 from ._dtype import (
     bfloat16,

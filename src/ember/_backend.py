@@ -135,7 +135,7 @@ def array_module(data):
 
 
 def device_of(data) -> device:
-    if type(data) is _np.ndarray:
+    if type(data) is _np.ndarray or isinstance(data, _np.ndarray):  # subclasses: ember.compile
         return CPU
     return device("cuda", data.device.id)
 

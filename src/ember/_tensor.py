@@ -213,7 +213,7 @@ class Tensor:
                 raise RuntimeError("assigned grad has data of a different type")
             if value._data.shape != self._data.shape:
                 raise RuntimeError("assigned grad has data of a different size")
-            if type(value._data) is not type(self._data):
+            if type(value._data) is not type(self._data) and value.device != self.device:
                 raise RuntimeError("assigned grad has data located on a different device")
         self._grad = value
 

@@ -291,7 +291,7 @@ def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
                 and (value.__class__ in NUMBERS or value.dtype == data.dtype)
             ):
                 if isinstance(other, Tensor) and type(value) is not type(data):
-                    return slow(self, other)
+                    return slow(self, other, alpha=alpha) if alpha != 1 else slow(self, other)
                 if alpha != 1:  # the optimizer's p.add_(d_p, alpha=-lr)
                     value = value * alpha
                     if value.__class__ not in NUMBERS and value.dtype != data.dtype:

@@ -62,10 +62,10 @@ def _make_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list
 
 
 def _ones_like(t):
+    from .._backend import array_module
+
     data = t._data
-    one = data.__class__(data.shape, data.dtype)  # an empty numpy.ndarray / cupy.ndarray
-    one.fill(1)
-    return _tensor_class()._wrap(one)
+    return _tensor_class()._wrap(array_module(data).ones(data.shape, dtype=data.dtype))
 
 
 def _tensor_class():

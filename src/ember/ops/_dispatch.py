@@ -138,7 +138,7 @@ def broadcast_error(op: str, *arrays) -> RuntimeError:
 
 
 def check_same_device(op: str, a: Tensor, b: Tensor) -> None:
-    if type(a._data) is not type(b._data) or a.device != b.device:
+    if type(a._data) is not type(b._data) and a.device != b.device:
         raise RuntimeError(
             f"{op}: Expected all tensors to be on the same device, but found at least two "
             f"devices, {a.device} and {b.device}!"

@@ -23,7 +23,7 @@ def _same_dtype(op: str, a: Tensor, b: Tensor) -> None:
             f"{op}: expected m1 and m2 to have the same dtype, but got: {a.dtype.name} != "
             f"{b.dtype.name}"
         )
-    if type(a._data) is not type(b._data):
+    if type(a._data) is not type(b._data) and a.device != b.device:
         raise RuntimeError(
             f"{op}: Expected all tensors to be on the same device, but found at least two "
             f"devices, {a.device} and {b.device}!"

@@ -53,10 +53,10 @@ def nll_loss(
     ignored = t == ignore_index
     any_ignored = bool(ignored.any()) if t.size else False
     safe = xp.where(ignored, 0, t) if any_ignored else t
-    if safe.size:
+    # one yes/no question to Python (ember.compile replays it as a guard), numbers on failure
+    if safe.size and bool(((safe >= classes) | (safe < 0)).any()):
         high, low = int(safe.max()), int(safe.min())
-        if high >= classes or low < 0:
-            raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+        raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
     if data.ndim == 2:  # the common case: plain fancy indexing beats take_along_axis
         rows = xp.arange(data.shape[0])
         picked = data[rows, safe]

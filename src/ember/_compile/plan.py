@@ -1,0 +1,130 @@
+"""Replaying a recording: the steps' calls on fresh inputs, with no tensors, graph or dispatch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .trace import CONST, EXTERNAL, SLOT
+
+
+class GuardFailure(Exception):
+    """A value read into Python during recording came out differently: replay cannot go on."""
+
+
+def _build(spec):
+    """A resolver for one argument: (is_constant, value or function of the slot list)."""
+    kind, payload = spec
+    if kind == CONST:
+        return True, payload
+    if kind in (SLOT, EXTERNAL):
+        return False, payload
+    container, parts = payload
+    if container is dict:
+        built = {k: _build(v) for k, v in parts.items()}
+        return False, ("dict", built)
+    return False, ("seq", container, [_build(p) for p in parts])
+
+
+def _resolve(resolver, values):
+    if isinstance(resolver, int):
+        return values[resolver]
+    if resolver[0] == "dict":
+        return {k: (v if c else _resolve(v, values)) for k, (c, v) in resolver[1].items()}
+    _, container, parts = resolver
+    return container(v if c else _resolve(v, values) for c, v in parts)
+
+
+class Plan:
+    """The recorded calls, ready to run again on the current external arrays."""
+
+    def __init__(self, recorder, outputs, rebinds, rng=None):
+        self.n_slots = recorder.n_slots
+        # what a failed guard must undo: external arrays written, and random draws made,
+        # before the last guard
+        guards = [i for i, step in enumerate(recorder.steps) if step[0] == "guard"]
+        last_guard = guards[-1] if guards else -1
+        self.undo_slots = sorted({slot for i, slot in recorder.writes if i < last_guard})
+        self.rng = rng if any(i < last_guard for i in recorder.draws) else None
+        self.externals = [
+            (slot, holder, attr, recorder.arguments.get(slot))
+            for slot, holder, attr, _ in recorder.externals
+        ]
+        self.outputs = outputs  # builds the return value from the slots
+        self.rebinds = rebinds  # (holder, attribute, slot, wrap) to set after a replay
+        # each step: (kind, fn, a, b, out, scalar); kind 0: fn(*slots a), kind 1: general
+        # (a = constant args, b = (patches, kwargs, kw_patches)), kind 2: a guard
+        self.steps = []
+        for step in recorder.steps:
+            if step[0] == "output":
+                continue
+            if step[0] == "guard":
+                _, convert, slot, value = step
+                self.steps.append((2, convert, slot, value, None, False))
+                continue
+            _, fn, arg_specs, kw_specs, (out, scalar) = step
+            if not kw_specs and all(kind == SLOT for kind, _ in arg_specs):
+                slots = tuple(payload for _, payload in arg_specs)
+                self.steps.append((0, fn, slots, None, out, scalar))
+                continue
+            args, patches = [], []
+            for i, spec in enumerate(arg_specs):
+                constant, value = _build(spec)
+                args.append(value if constant else None)
+                if not constant:
+                    patches.append((i, value))
+            kwargs, kw_patches = {}, []
+            for k, spec in kw_specs.items():
+                constant, value = _build(spec)
+                if constant:
+                    kwargs[k] = value
+                else:
+                    kw_patches.append((k, value))
+            self.steps.append((1, fn, tuple(args), (patches, kwargs, kw_patches), out, scalar))
+
+    def run(self, args: tuple = (), kwargs: dict | None = None) -> list:
+        values = [None] * self.n_slots
+        for slot, holder, attr, argument in self.externals:
+            if argument is None:
+                values[slot] = getattr(holder, attr)
+            elif argument.__class__ is int:
+                values[slot] = args[argument]._data
+            else:
+                values[slot] = kwargs[argument]._data
+        undo = [(values[s], values[s].copy()) for s in self.undo_slots]
+        rng_state = self.rng.bit_generator.state if self.rng is not None else None
+        try:
+            return self._steps(values)
+        except GuardFailure:
+            for array, copy in undo:
+                np.copyto(array, copy)
+            if rng_state is not None:
+                self.rng.bit_generator.state = rng_state
+            raise
+
+    def _steps(self, values: list) -> list:
+        asarray = np.asarray
+        for kind, fn, a, b, out, scalar in self.steps:
+            if kind == 0:
+                result = fn(*[values[i] for i in a])
+            elif kind == 1:
+                patches, kwargs, kw_patches = b
+                args = list(a)
+                for i, r in patches:
+                    args[i] = values[r] if r.__class__ is int else _resolve(r, values)
+                if kw_patches:
+                    kwargs = dict(kwargs)
+                    for k, r in kw_patches:
+                        kwargs[k] = values[r] if r.__class__ is int else _resolve(r, values)
+                result = fn(*args, **kwargs)
+            else:  # a guard: the value read into Python must come out the same
+                if fn(values[a]) != b:
+                    raise GuardFailure
+                continue
+            if out is None:
+                continue
+            if out.__class__ is int:
+                values[out] = asarray(result) if scalar else result
+            else:
+                for s, r in zip(out, result):
+                    values[s] = r
+        return values

@@ -1,0 +1,325 @@
+"""Recording a step as a flat list of array calls.
+
+While a step runs for recording, every array ember touches is a ``Traced`` view (a NumPy
+subclass): ufuncs (operators, reductions, in-place updates) reach ``__array_ufunc__``, NumPy
+functions ``__array_function__``, ember's backend module is swapped for ``TracingModule``
+(creation functions too), and the methods that make views or copies are overridden. Each call
+is run on plain arrays and appended to the recording with its arguments as slots (arrays made
+during the step), external arrays (parameters, gradients, optimizer state, inputs) or
+constants. A Python value read out of an array (``bool``, ``int``, ``float``, ``item``)
+becomes a guard: replay checks that it comes out the same.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+
+class Untraceable(RuntimeError):
+    """The step did something the recording cannot replay faithfully."""
+
+
+class Traced(np.ndarray):
+    """An array whose operations are recorded by the active ``Recorder``."""
+
+    _recorder = None  # set on the class while recording
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fn = getattr(ufunc, method) if method != "__call__" else ufunc
+        return _call(fn, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _call(func, args, kwargs)
+
+    # --- methods that are not ufuncs ------------------------------------------------------
+    def _method(name):  # noqa: N805 - builds methods at class creation
+        def method(self, *args, **kwargs):
+            return _call(operator.methodcaller(name, *args, **kwargs), (self,), {})
+
+        method.__name__ = name
+        return method
+
+    for _name in (
+        "reshape",
+        "transpose",
+        "swapaxes",
+        "astype",
+        "copy",
+        "view",
+        "ravel",
+        "flatten",
+        "squeeze",
+        "argmax",
+        "argmin",
+        "argsort",
+        "nonzero",
+        "dot",
+        "repeat",
+        "take",
+        "diagonal",
+        "cumsum",
+        "cumprod",
+        "round",
+        "clip",
+        "conj",
+        "fill",
+        "sort",
+        "__copy__",
+        "__deepcopy__",
+    ):
+        locals()[_name] = _method(_name)
+    del _name, _method
+
+    @property
+    def T(self):  # noqa: N802 - NumPy's name
+        return _call(operator.attrgetter("T"), (self,), {})
+
+    @property
+    def mT(self):  # noqa: N802
+        return _call(operator.attrgetter("mT"), (self,), {})
+
+    def __getitem__(self, key):
+        return _call(operator.getitem, (self, key), {})
+
+    def __setitem__(self, key, value):
+        _call(operator.setitem, (self, key, value), {})
+
+    # --- values read into Python: guards ----------------------------------------------------
+    def __bool__(self):
+        return _escape(self, bool)
+
+    def __int__(self):
+        return _escape(self, int)
+
+    def __index__(self):
+        return _escape(self, operator.index)
+
+    def __float__(self):
+        return _escape(self, float)
+
+    def item(self, *args):
+        return _escape(self, lambda a: a.item(*args))
+
+    def tolist(self):
+        return _escape(self, lambda a: a.tolist())
+
+    def __iter__(self):
+        if Traced._recorder is not None and not Traced._recorder.broken:
+            Traced._recorder.broken = "iterating over an array inside the step"
+        return iter(np.ndarray.view(self, np.ndarray))
+
+
+def _call(fn, args, kwargs):
+    recorder = Traced._recorder
+    if recorder is None:  # a traced array that outlived its recording: plain NumPy
+        return fn(*_plain(args), **_plain(kwargs))
+    return recorder.call(fn, args, kwargs)
+
+
+def _escape(array, convert):
+    recorder = Traced._recorder
+    if recorder is None:
+        return convert(np.ndarray.view(array, np.ndarray))
+    return recorder.escape(array, convert)
+
+
+class TracingModule:
+    """Stands in for NumPy as ember's backend module while recording: every function goes
+    through the recorder (ufuncs pass as they are: they dispatch through ``Traced``)."""
+
+    def __init__(self, recorder):
+        self._recorder = recorder
+
+    def __getattr__(self, name):
+        value = getattr(np, name)
+        if isinstance(value, np.ufunc) or not callable(value) or isinstance(value, type):
+            return value
+        recorder = self._recorder
+
+        def traced(*args, **kwargs):
+            return recorder.call(value, args, kwargs)
+
+        traced.__name__ = name
+        return traced
+
+
+class TracingGenerator:
+    """Stands in for the default NumPy Generator: each draw is a step, so that replay draws
+    fresh numbers (and advances the generator as eager code would)."""
+
+    def __init__(self, recorder, rng):
+        self._recorder = recorder
+        self._rng = rng
+
+    def __getattr__(self, name):
+        value = getattr(self._rng, name)
+        if not callable(value):
+            return value
+        recorder = self._recorder
+
+        def traced(*args, **kwargs):
+            recorder.draws.append(len(recorder.steps))
+            return recorder.call(value, args, kwargs)
+
+        return traced
+
+
+SLOT, EXTERNAL, CONST, NESTED = 0, 1, 2, 3
+
+
+class Recorder:
+    """Runs intercepted calls on plain arrays and keeps them as steps."""
+
+    def __init__(self):
+        self.steps: list = []  # ("call", fn, args_spec, kwargs_spec, out_spec) / ("guard", ...)
+        self.slot_of: dict = {}  # id(traced array) -> slot number
+        self.keep: list = []  # the traced arrays (their ids must stay unique)
+        self.externals: list = []  # (holder, attribute) per external slot
+        self.n_slots = 0
+        self.escapes: list = []  # (python value, slot) for values handed to Python
+        self.broken = ""  # why the recording was abandoned (the step then runs as eager code)
+        self.writes: list = []  # (step index, external slot) for each write into an external
+        self.draws: list = []  # step indexes of random draws
+        self.arguments: dict = {}  # external slot -> argument position/keyword (or None)
+
+    # --- arrays ----------------------------------------------------------------------------
+    def new_slot(self) -> int:
+        self.n_slots += 1
+        return self.n_slots - 1
+
+    def register(self, array: np.ndarray, slot: int) -> Traced:
+        traced = np.ndarray.view(array, Traced)
+        self.slot_of[id(traced)] = slot
+        self.keep.append(traced)
+        return traced
+
+    def external(self, holder, attribute: str, argument=None) -> None:
+        """Make ``holder.<attribute>`` (an array) an input read afresh at every replay; for a
+        tensor argument, ``argument`` (position or keyword) says where to find it then."""
+        array = getattr(holder, attribute)
+        if id(array) in self.slot_of:
+            return
+        if isinstance(array, Traced):  # left over from an earlier recording
+            array = np.ndarray.view(array, np.ndarray)
+        slot = self.new_slot()
+        self.externals.append((slot, holder, attribute, array))
+        self.arguments[slot] = argument
+        setattr(holder, attribute, self.register(array, slot))
+
+    def spec(self, value):
+        if isinstance(value, Traced):
+            slot = self.slot_of.get(id(value))
+            if slot is None:
+                raise Untraceable("an array made outside the recording reached a traced op")
+            return (SLOT, slot)
+        if isinstance(value, np.ndarray):
+            if value.ndim and value.size > 1_000_000:
+                raise Untraceable("a large array that is not a parameter, input or state")
+            return (CONST, value.copy())  # made from Python values only (shapes, constants)
+        if isinstance(value, (tuple, list)):
+            parts = [self.spec(v) for v in value]
+            if all(kind == CONST for kind, _ in parts):
+                return (CONST, value)
+            return (NESTED, (type(value), parts))
+        if isinstance(value, dict):
+            parts = {k: self.spec(v) for k, v in value.items()}
+            if all(kind == CONST for kind, _ in parts.values()):
+                return (CONST, value)
+            return (NESTED, (dict, parts))
+        return (CONST, value)
+
+    def call(self, fn, args, kwargs):
+        if not self.broken:
+            try:
+                arg_specs = [self.spec(a) for a in args]
+                kw_specs = {k: self.spec(v) for k, v in kwargs.items()}
+            except Untraceable as why:
+                self.broken = str(why)
+        plain_args, plain_kwargs = _plain(args), _plain(kwargs)
+        if not self.broken:
+            self._note_write(fn, plain_args, plain_kwargs)
+        out = fn(*plain_args, **plain_kwargs)
+        if self.broken:
+            return out
+        if isinstance(out, (bool, int, float, np.bool_)):  # a Python answer: replay checks it
+            if fn in _STRUCTURAL:  # about memory layout, the same for the same shapes
+                return out
+            slot = self.new_slot()
+            self.steps.append(("call", fn, arg_specs, kw_specs, (slot, False)))
+            self.steps.append(("guard", _same, slot, out))
+            return out
+        try:
+            out_spec, result = self._outputs(out)
+        except Untraceable as why:
+            self.broken = str(why)
+            return out
+        self.steps.append(("call", fn, arg_specs, kw_specs, out_spec))
+        return result
+
+    def _note_write(self, fn, args, kwargs) -> None:
+        """Remember the steps that change external arrays (parameters, gradients, state): a
+        replay that fails a guard after one of them must undo it before running eagerly."""
+        targets = kwargs.get("out")
+        targets = list(targets) if isinstance(targets, tuple) else [targets]
+        name = getattr(fn, "__name__", "")
+        if (
+            fn in _WRITERS
+            or name == "at"
+            or (
+                isinstance(fn, operator.methodcaller)
+                and repr(fn).split("(")[1][1:5] in ("fill", "sort")
+            )
+        ):
+            targets.append(args[0])
+        for target in targets:
+            if not isinstance(target, np.ndarray):
+                continue
+            for slot, _holder, _attr, original in self.externals:
+                if np.may_share_memory(target, original):
+                    self.writes.append((len(self.steps), slot))
+
+    def _outputs(self, out):
+        if isinstance(out, np.ndarray) or isinstance(out, np.generic):
+            array = np.asarray(out) if isinstance(out, np.generic) else out
+            slot = self.new_slot()
+            traced = self.register(array, slot)
+            # NumPy's 0-d results come back as scalars: keep them 0-d arrays (ember wraps
+            # them anyway), except for ops that hand Python a number
+            return (slot, isinstance(out, np.generic)), traced
+        if isinstance(out, tuple) and all(isinstance(o, np.ndarray) for o in out):
+            slots = [self.new_slot() for _ in out]
+            return (tuple(slots), False), tuple(self.register(o, s) for o, s in zip(out, slots))
+        if out is None:
+            return (None, False), None
+        raise Untraceable(f"a traced call returned {type(out).__name__}")
+
+    def escape(self, array, convert):
+        value = convert(np.ndarray.view(array, np.ndarray))
+        slot = self.slot_of.get(id(array))
+        if slot is None and not self.broken:
+            self.broken = "an array made outside the recording was read into Python"
+        if self.broken:
+            return value
+        self.escapes.append((value, len(self.steps)))
+        self.steps.append(("guard", convert, slot, value))
+        return value
+
+
+def _same(value):
+    return value
+
+
+_STRUCTURAL = {np.may_share_memory, np.shares_memory}
+_WRITERS = {operator.setitem, np.copyto, np.put_along_axis, np.put, np.place, np.putmask}
+
+
+def _plain(value):
+    if isinstance(value, Traced):
+        return np.ndarray.view(value, np.ndarray)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,239 @@
+"""ember.compile: replayed steps equal eager ones to the bit, and guards fall back to eager."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from ember._compile import CompileWarning
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def _cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(3 * 3 * 3, 4)
+    )
+
+
+def _run(make_model, make_opt, batches, compiled, step_body=None):
+    """Train a fresh model (seed 0) on ``batches``; return the per-step results and weights."""
+    ember.manual_seed(0)
+    model = make_model()
+    opt = make_opt(model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    fn = (
+        ember.compile(step_body(model, opt) if step_body else step)
+        if compiled
+        else (step_body(model, opt) if step_body else step)
+    )
+    results = [fn(x, y) for x, y in batches]
+    tensors = list(model.parameters()) + list(model.buffers())  # batch norm's running stats
+    weights = [t.detach().numpy().copy() for t in tensors]
+    return results, weights, fn
+
+
+def _batches(shape, n=5, classes=4, seed=1):
+    rng = np.random.default_rng(seed)
+    return [
+        (
+            ember.tensor(rng.standard_normal(shape).astype(np.float32)),
+            ember.tensor(rng.integers(0, classes, shape[0])),
+        )
+        for _ in range(n)
+    ]
+
+
+def _assert_same(eager, compiled):
+    assert eager[0] == compiled[0]  # losses, exactly
+    for a, b in zip(eager[1], compiled[1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_mlp_with_momentum_replays_and_equals_eager():
+    sgd = lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9)
+    batches = _batches((8, 12))
+    eager = _run(_mlp, sgd, batches, compiled=False)
+    compiled = _run(_mlp, sgd, batches, compiled=True)
+    _assert_same(eager, compiled)
+    fn = compiled[2]
+    assert fn.replays >= 2 and fn.recordings <= 3
+
+
+def test_cnn_replays_and_equals_eager():
+    sgd = lambda ps: ember.optim.SGD(ps, lr=0.05)
+    batches = _batches((6, 1, 8, 8))
+    eager = _run(_cnn, sgd, batches, compiled=False)
+    compiled = _run(_cnn, sgd, batches, compiled=True)
+    _assert_same(eager, compiled)
+    assert compiled[2].replays >= 3
+
+
+class Cube(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * g
+
+
+def test_custom_function_dropout_and_batchnorm_equal_eager():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(12, 8)
+            self.bn = nn.BatchNorm1d(8)
+            self.drop = nn.Dropout(0.3)
+            self.out = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.out(self.drop(Cube.apply(self.bn(self.fc(x)))))
+
+    sgd = lambda ps: ember.optim.SGD(ps, lr=0.01)
+    batches = _batches((8, 12), n=6)
+    eager = _run(Net, sgd, batches, compiled=False)
+    compiled = _run(Net, sgd, batches, compiled=True)
+    _assert_same(eager, compiled)
+    assert compiled[2].replays >= 3
+
+
+def test_returned_tensors_and_floats_are_fresh_at_every_replay():
+    ember.manual_seed(0)
+    w = ember.randn(3, requires_grad=True)
+
+    @ember.compile
+    def step(x):
+        w.grad = None
+        loss = (w * x).sum()
+        loss.backward()
+        with ember.no_grad():
+            w.sub_(0.1 * w.grad)
+        return loss, float(loss), w.grad.clone()
+
+    for k in range(4):
+        x = ember.full((3,), float(k))
+        before = w.detach().clone()
+        loss, value, grad = step(x)
+        expected = float((before * x).sum())
+        assert value == pytest.approx(expected, rel=1e-6) and float(loss) == value
+        assert grad.tolist() == x.tolist()
+    assert step.replays == 2  # the first call had no .grad yet, the second recorded again
+
+
+def test_a_shape_change_records_again_with_one_warning():
+    sgd = lambda ps: ember.optim.SGD(ps, lr=0.1)
+    batches = _batches((8, 12), n=3) + _batches((5, 12), n=3, seed=2)
+    eager = _run(_mlp, sgd, batches, compiled=False)
+    with pytest.warns(CompileWarning, match="recording again"):
+        compiled = _run(_mlp, sgd, batches, compiled=True)
+    _assert_same(eager, compiled)
+    assert len(compiled[2].plans) == 3  # no grads yet, batch 8, batch 5
+
+
+def test_grad_mode_is_part_of_the_signature():
+    ember.manual_seed(0)
+    model = _mlp()
+    predict = ember.compile(lambda x: model(x))
+    x = ember.randn(2, 12)
+    with ember.no_grad():
+        a = predict(x)
+        b = predict(x)
+    c = predict(x)
+    assert ember.equal(a, b) and ember.equal(a, c)
+    assert len(predict.plans) == 2 and predict.replays == 1
+
+
+def test_data_dependent_control_flow_falls_back_to_eager():
+    def body(model, opt):
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            if out.sum() > 0:  # a branch on a value: a guard
+                loss = out.square().mean()
+            else:
+                loss = out.abs().mean()
+            loss.backward()
+            opt.step()
+            return loss.item()
+
+        return step
+
+    sgd = lambda ps: ember.optim.SGD(ps, lr=0.1)
+    rng = np.random.default_rng(3)
+    batches = [
+        (ember.tensor(sign * np.abs(rng.standard_normal((4, 12))).astype(np.float32)), None)
+        for sign in (1, 1, 1, -1, -1, 1)
+    ]
+    eager = _run(_mlp, sgd, batches, compiled=False, step_body=body)
+    with pytest.warns(CompileWarning):
+        compiled = _run(_mlp, sgd, batches, compiled=True, step_body=body)
+    _assert_same(eager, compiled)
+
+
+def test_optimizers_that_read_their_step_count_run_eagerly():
+    adam = lambda ps: ember.optim.Adam(ps, lr=0.01)
+    batches = _batches((8, 12), n=4)
+    eager = _run(_mlp, adam, batches, compiled=False)
+    with pytest.warns(CompileWarning):
+        compiled = _run(_mlp, adam, batches, compiled=True)
+    _assert_same(eager, compiled)
+    assert compiled[2].replays == 0
+
+
+def test_compiled_function_keeps_the_name_and_runs_plain_functions():
+    @ember.compile
+    def double(x):
+        return x * 2
+
+    assert double.__name__ == "double"
+    for k in range(3):
+        assert double(ember.full((2,), float(k))).tolist() == [2.0 * k] * 2
+    assert double.replays == 2
+
+
+def test_a_failed_guard_undoes_running_stats_and_random_draws_before_running_eagerly():
+    def net():
+        return nn.Sequential(nn.Linear(12, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 4))
+
+    def body(model, opt):
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)  # batch norm updates its running stats, dropout draws a mask
+            loss = out.square().mean() if out.sum() > 0 else out.abs().mean()
+            loss.backward()
+            opt.step()
+            return loss.item()
+
+        return step
+
+    sgd = lambda ps: ember.optim.SGD(ps, lr=0.1)
+    rng = np.random.default_rng(5)
+    batches = [
+        (ember.tensor(rng.standard_normal((6, 12)).astype(np.float32) + shift), None)
+        for shift in (2, 2, 2, -2, 2, -2, -2)
+    ]
+
+    def run(compiled):
+        result = _run(net, sgd, batches, compiled=compiled, step_body=body)
+        return result
+
+    eager = run(False)
+    with pytest.warns(CompileWarning):
+        compiled = run(True)
+    _assert_same(eager, compiled)
+    # a replay ran, and the branch flips stopped two replays after batch norm had written
+    assert compiled[2].replays >= 1 and compiled[2].fallbacks >= 2
