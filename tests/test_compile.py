@@ -237,3 +237,21 @@ def test_a_failed_guard_undoes_running_stats_and_random_draws_before_running_eag
     _assert_same(eager, compiled)
     # a replay ran, and the branch flips stopped two replays after batch norm had written
     assert compiled[2].replays >= 1 and compiled[2].fallbacks >= 2
+
+
+def test_a_tensor_out_of_reach_is_not_frozen_into_the_recording():
+    class Holder:  # not a module, optimizer, tensor or container: not scanned
+        pass
+
+    holder = Holder()
+    holder.bias = ember.ones(3)
+
+    def shift(x):
+        return x + holder.bias
+
+    compiled = ember.compile(shift)
+    with pytest.warns(CompileWarning, match="other than through its arguments"):
+        assert compiled(ember.zeros(3)).tolist() == [1.0, 1.0, 1.0]
+    holder.bias.add_(1.0)
+    assert compiled(ember.zeros(3)).tolist() == [2.0, 2.0, 2.0]
+    assert compiled.replays == 0

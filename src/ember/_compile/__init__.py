@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _backend, _random
 from .._tensor import Tensor
+from ..autograd import _watch
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
@@ -191,6 +192,7 @@ class CompiledFunction:
         generator = _random.default_generator
         previous_rng = generator._rng
         try:
+            _watch.add(recorder)
             Traced._recorder = recorder
             _backend._MODULE_OF_TYPE[Traced] = TracingModule(recorder)
             generator._rng = TracingGenerator(recorder, previous_rng)
@@ -201,6 +203,7 @@ class CompiledFunction:
                     recorder.external(t, "_data", argument=where)
             out = self.fn(*args, **kwargs)
         finally:
+            _watch.remove(recorder)
             Traced._recorder = None
             rebinds = self._restore(recorder, params, generator, previous_rng, previous_module)
             for o in optimizers:  # state made during the recording holds traced views

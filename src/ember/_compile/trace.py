@@ -16,6 +16,8 @@ import operator
 
 import numpy as np
 
+from ..autograd import _watch
+
 
 class Untraceable(RuntimeError):
     """The step did something the recording cannot replay faithfully."""
@@ -169,10 +171,11 @@ class TracingGenerator:
 SLOT, EXTERNAL, CONST, NESTED = 0, 1, 2, 3
 
 
-class Recorder:
+class Recorder(_watch.Observer):
     """Runs intercepted calls on plain arrays and keeps them as steps."""
 
     def __init__(self):
+        self.created: dict = {}  # id -> array: buffers of tensors made during the step
         self.steps: list = []  # ("call", fn, args_spec, kwargs_spec, out_spec) / ("guard", ...)
         self.slot_of: dict = {}  # id(traced array) -> slot number
         self.keep: list = []  # the traced arrays (their ids must stay unique)
@@ -215,9 +218,16 @@ class Recorder:
                 raise Untraceable("an array made outside the recording reached a traced op")
             return (SLOT, slot)
         if isinstance(value, np.ndarray):
-            if value.ndim and value.size > 1_000_000:
-                raise Untraceable("a large array that is not a parameter, input or state")
-            return (CONST, value.copy())  # made from Python values only (shapes, constants)
+            root = value
+            while root.base is not None and isinstance(root.base, np.ndarray):
+                root = root.base
+            if value.size > 1 and id(root) not in self.created:
+                # an array from before the step: it could change between calls unseen
+                raise Untraceable(
+                    "a tensor the step reaches other than through its arguments, closure, "
+                    "globals, modules or optimizers"
+                )
+            return (CONST, value.copy())  # made in the step from Python values, or a scalar
         if isinstance(value, (tuple, list)):
             parts = [self.spec(v) for v in value]
             if all(kind == CONST for kind, _ in parts):
@@ -257,6 +267,15 @@ class Recorder:
             return out
         self.steps.append(("call", fn, arg_specs, kw_specs, out_spec))
         return result
+
+    def tensor_created(self, t) -> None:
+        """(As a watch observer) a tensor made by the step: a constant if no op made it."""
+        data = t._data
+        if isinstance(data, np.ndarray) and not isinstance(data, Traced):
+            root = data
+            while root.base is not None and isinstance(root.base, np.ndarray):
+                root = root.base
+            self.created[id(root)] = root
 
     def _note_write(self, fn, args, kwargs) -> None:
         """Remember the steps that change external arrays (parameters, gradients, state): a
