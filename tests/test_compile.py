@@ -1,5 +1,7 @@
 """ember.compile: replayed steps equal eager ones to the bit, and guards fall back to eager."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -255,3 +257,22 @@ def test_a_tensor_out_of_reach_is_not_frozen_into_the_recording():
     holder.bias.add_(1.0)
     assert compiled(ember.zeros(3)).tolist() == [2.0, 2.0, 2.0]
     assert compiled.replays == 0
+
+
+@pytest.mark.parametrize(
+    "make_opt",
+    [
+        lambda ps: ember.optim.RMSprop(ps, lr=0.01, momentum=0.9, centered=True),
+        lambda ps: ember.optim.Adagrad(ps, lr=0.1),
+        lambda ps: ember.optim.AdamW(ps, lr=0.01),
+        lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
+    ],
+    ids=["rmsprop", "adagrad", "adamw", "sgd_nesterov"],
+)
+def test_every_optimizer_gives_eager_results_compiled_or_not(make_opt):
+    batches = _batches((8, 12), n=5)
+    eager = _run(_mlp, make_opt, batches, compiled=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompileWarning)
+        compiled = _run(_mlp, make_opt, batches, compiled=True)
+    _assert_same(eager, compiled)
