@@ -276,3 +276,29 @@ def test_every_optimizer_gives_eager_results_compiled_or_not(make_opt):
         warnings.simplefilter("ignore", CompileWarning)
         compiled = _run(_mlp, make_opt, batches, compiled=True)
     _assert_same(eager, compiled)
+
+
+def test_replay_buffers_never_alias_what_the_user_holds():
+    ember.manual_seed(0)
+    model = _mlp()
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+
+    @ember.compile
+    def step(x, y):
+        opt.zero_grad()
+        out = model(x)
+        loss = nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        return out, loss
+
+    kept = []
+    for x, y in _batches((8, 12), n=5):
+        out, loss = step(x, y)
+        grads = [p.grad for p in model.parameters()]
+        kept.append((out, loss, grads, [g.clone() for g in grads], out.clone(), loss.clone()))
+    assert step.replays >= 3 and any(s[0] == 3 for s in list(step.plans.values())[-1].steps)
+    for out, loss, grads, grad_copies, out_copy, loss_copy in kept:
+        assert ember.equal(out, out_copy) and ember.equal(loss, loss_copy)
+        for g, c in zip(grads, grad_copies):
+            assert ember.equal(g, c)

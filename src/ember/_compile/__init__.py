@@ -266,6 +266,7 @@ def _output_builder(out, recorder):
     def build(value):
         if isinstance(value, Tensor) and isinstance(value._data, Traced):
             slot = recorder.slot_of[id(value._data)]
+            recorder.returned_slots.add(slot)
             return lambda values: Tensor._wrap(values[slot])
         if isinstance(value, float) and id(value) in floats:
             index = floats[id(value)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .trace import CONST, EXTERNAL, SLOT
+from .trace import CONST, EXTERNAL, NESTED, SLOT
 
 
 class GuardFailure(Exception):
@@ -34,6 +34,32 @@ def _resolve(resolver, values):
     return container(v if c else _resolve(v, values) for c, v in parts)
 
 
+def _slots_of(spec, found: set) -> None:
+    kind, payload = spec
+    if kind == SLOT:
+        found.add(payload)
+    elif kind == NESTED:
+        parts = payload[1].values() if payload[0] is dict else payload[1]
+        for part in parts:
+            _slots_of(part, found)
+
+
+def _escaping(recorder, kept: set) -> set:
+    """Slots whose arrays outlive a replay: what the step hands back or stores (``kept``),
+    and every array those may be views of. Their memory must be new at every replay."""
+    escaping = set(kept) | set(recorder.returned_slots)
+    for step in reversed(recorder.steps):
+        if step[0] != "call":
+            continue
+        _, fn, arg_specs, kw_specs, (out, _scalar) = step
+        outs = {out} if out.__class__ is int else set(out or ())
+        # a ufunc makes a new array unless it writes into ``out=``; anything else may view
+        if outs & escaping and (not isinstance(fn, np.ufunc) or "out" in kw_specs):
+            for spec in list(arg_specs) + list(kw_specs.values()):
+                _slots_of(spec, escaping)
+    return escaping
+
+
 class Plan:
     """The recorded calls, ready to run again on the current external arrays."""
 
@@ -52,8 +78,11 @@ class Plan:
         self.outputs = outputs  # builds the return value from the slots
         self.rebinds = rebinds  # (holder, attribute, slot, wrap) to set after a replay
         # each step: (kind, fn, a, b, out, scalar); kind 0: fn(*slots a), kind 1: general
-        # (a = constant args, b = (patches, kwargs, kw_patches)), kind 2: a guard
+        # (a = constant args, b = (patches, kwargs, kw_patches)), kind 2: a guard, kind 3: a
+        # ufunc of slots written into its own buffer from the previous replay (b: its index)
         self.steps = []
+        self.buffers: list = []
+        escaping = _escaping(recorder, {slot for _, _, slot, _ in rebinds})
         for step in recorder.steps:
             if step[0] == "output":
                 continue
@@ -64,7 +93,17 @@ class Plan:
             _, fn, arg_specs, kw_specs, (out, scalar) = step
             if not kw_specs and all(kind == SLOT for kind, _ in arg_specs):
                 slots = tuple(payload for _, payload in arg_specs)
-                self.steps.append((0, fn, slots, None, out, scalar))
+                if (
+                    isinstance(fn, np.ufunc)
+                    and fn.nout == 1
+                    and out.__class__ is int
+                    and not scalar
+                    and out not in escaping
+                ):
+                    self.steps.append((3, fn, slots, len(self.buffers), out, False))
+                    self.buffers.append(None)
+                else:
+                    self.steps.append((0, fn, slots, None, out, scalar))
                 continue
             args, patches = [], []
             for i, spec in enumerate(arg_specs):
@@ -103,7 +142,17 @@ class Plan:
 
     def _steps(self, values: list) -> list:
         asarray = np.asarray
+        buffers = self.buffers
         for kind, fn, a, b, out, scalar in self.steps:
+            if kind == 3:
+                buffer = buffers[b]
+                args = [values[i] for i in a]
+                if buffer is None:
+                    result = buffers[b] = fn(*args)
+                else:
+                    result = fn(*args, out=buffer)
+                values[out] = result
+                continue
             if kind == 0:
                 result = fn(*[values[i] for i in a])
             elif kind == 1:
