@@ -6,7 +6,7 @@ Peak memory: the MLP 784-512-512-10 step at batch 512 (SGD, cross-entropy), six 
 model, data and optimizer exist. "Peak RSS rise" is the process's peak resident memory during
 the steps (Linux's VmHWM, reset just before them) minus its resident memory before them: what
 the steps add, gradients included. tracemalloc sees NumPy's buffers, not PyTorch's allocator.
-Import time: ``import ember`` / ``import torch`` in a new interpreter, median of several runs.
+Import time: ``import ember`` / ``import torch`` in a new interpreter, alternating, median of nine.
 """
 
 from __future__ import annotations
@@ -57,13 +57,18 @@ def step_memory(lib: str, runs: int = 3) -> dict:
     return {k: statistics.median(r[k] for r in results) for k in results[0]}
 
 
-def import_time(lib: str, runs: int = 7) -> float:
-    times = []
+def import_times(libs: list, runs: int = 9) -> dict:
+    """Median seconds of ``import <lib>`` in a new interpreter, the libraries alternating."""
+    times: dict = {lib: [] for lib in libs}
     for _ in range(runs):
-        code = f"import time; t = time.perf_counter(); import {lib}; print(time.perf_counter() - t)"
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        times.append(float(done.stdout.strip()))
-    return statistics.median(times)
+        for lib in libs:
+            code = (
+                f"import time; t = time.perf_counter(); import {lib}; "
+                "print(time.perf_counter() - t)"
+            )
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            times[lib].append(float(done.stdout.strip()))
+    return {lib: statistics.median(t) for lib, t in times.items()}
 
 
 def main() -> None:
@@ -75,7 +80,7 @@ def main() -> None:
     except ImportError:
         print("torch is not installed: only ember is measured")
     memory = {lib: step_memory(lib) for lib in libs}
-    imports = {lib: import_time(lib) for lib in libs}
+    imports = import_times(libs)
     print(f"\n{machine_info()}\n")
     print("| measure | " + " | ".join(libs) + " | ember/torch |")
     print("|---|" + "---|" * (len(libs) + 1))

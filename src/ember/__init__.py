@@ -14,9 +14,8 @@ import warnings as _warnings
 # for warnings raised inside ember's kernels only.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
-from . import _dtype, _tensor_methods, autograd, cuda, linalg, nn
+from . import _dtype, _tensor_methods, autograd, cuda, linalg
 from ._backend import device, get_num_threads, set_num_threads
-from ._compile import compile
 from ._creation import *
 from ._dtype import (
     bfloat16,
@@ -181,24 +180,27 @@ def set_printoptions(**kwargs) -> None:
 
 __version__ = "0.1.0"
 
-from . import optim, utils  # noqa: E402
 from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
-from .serialization import load, save  # noqa: E402
 
-# Debugging and data namespaces load on first use: `import ember` stays quick.
-_LAZY = frozenset({"datasets", "func", "profiler", "viz"})
+# Debugging, data and file namespaces load on first use: `import ember` stays quick.
+_LAZY = frozenset({"datasets", "func", "nn", "optim", "profiler", "utils", "viz"})
+_LAZY_ATTRIBUTES = {"save": "serialization", "load": "serialization", "compile": "_compile"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name in _LAZY:
         module = importlib.import_module(f".{name}", __name__)
         globals()[name] = module
         return module
+    if name in _LAZY_ATTRIBUTES:
+        value = getattr(importlib.import_module(f".{_LAZY_ATTRIBUTES[name]}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
 def __dir__():
-    return sorted(set(globals()) | _LAZY)
+    return sorted(set(globals()) | _LAZY | set(_LAZY_ATTRIBUTES))
