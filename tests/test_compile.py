@@ -8,6 +8,7 @@ import pytest
 import ember
 from ember import nn
 from ember._compile import CompileWarning
+from tests.autograd.test_function import Cube
 
 
 def _mlp():
@@ -79,18 +80,6 @@ def test_cnn_replays_and_equals_eager():
     compiled = _run(_cnn, sgd, batches, compiled=True)
     _assert_same(eager, compiled)
     assert compiled[2].replays >= 3
-
-
-class Cube(ember.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x**3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 3 * x * x * g
 
 
 def test_custom_function_dropout_and_batchnorm_equal_eager():
