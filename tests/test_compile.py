@@ -291,3 +291,17 @@ def test_replay_buffers_never_alias_what_the_user_holds():
         assert ember.equal(out, out_copy) and ember.equal(loss, loss_copy)
         for g, c in zip(grads, grad_copies):
             assert ember.equal(g, c)
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU and CuPy")
+def test_cuda_steps_run_eagerly_with_a_warning():
+    sgd = lambda ps: ember.optim.SGD(ps, lr=0.1)
+    batches = [(x.to("cuda"), y.to("cuda")) for x, y in _batches((8, 12), n=3)]
+
+    def on_gpu():
+        return _mlp().to("cuda")
+
+    eager = _run(on_gpu, sgd, batches, compiled=False)
+    with pytest.warns(CompileWarning, match="only CPU"):
+        compiled = _run(on_gpu, sgd, batches, compiled=True)
+    _assert_same(eager, compiled)

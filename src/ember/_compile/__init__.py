@@ -175,8 +175,10 @@ class CompiledFunction:
         params = list(holders.params)
         for o in optimizers:
             params += _state_tensors(o)
-        if any(not isinstance(t._data, np.ndarray) for t in params + tensors):
+        given = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+        if any(not isinstance(t._data, np.ndarray) for t in params + tensors + given):
             self._warn("only CPU (NumPy) tensors are compiled")
+            self.plans[key] = _EAGER
             return self.fn(*args, **kwargs)
         recorder = Recorder()
         externals = []
