@@ -42,7 +42,7 @@ def _run(make_model, make_opt, batches, compiled, step_body=None):
     )
     results = [fn(x, y) for x, y in batches]
     tensors = list(model.parameters()) + list(model.buffers())  # batch norm's running stats
-    weights = [t.detach().numpy().copy() for t in tensors]
+    weights = [t.detach().cpu().numpy().copy() for t in tensors]
     return results, weights, fn
 
 
