@@ -39,7 +39,8 @@ class LiveTensor:
     held_by: str = field(default="")
 
 
-def _fmt_bytes(n: float) -> str:
+def format_bytes(n: float) -> str:
+    """400 B, 1.5 KB, 2.0 MB ..."""
     for unit in ("B", "KB", "MB", "GB"):
         if abs(n) < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -198,20 +199,20 @@ class memory_scope(_watch.Observer):
     def summary(self) -> str:
         """The scope's figures, the graphs still held and the tensors still alive, as text."""
         lines = [
-            f"memory_scope: allocated {_fmt_bytes(self.allocated)}, freed "
-            f"{_fmt_bytes(self.freed)}, peak {_fmt_bytes(self.peak)}; "
+            f"memory_scope: allocated {format_bytes(self.allocated)}, freed "
+            f"{format_bytes(self.freed)}, peak {format_bytes(self.peak)}; "
             f"{len(self.alive)} tensors created inside are still alive "
-            f"({_fmt_bytes(sum(a.nbytes for a in self.alive))})"
+            f"({format_bytes(sum(a.nbytes for a in self.alive))})"
         ]
         for g in self.graphs:
             lines.append(
                 f"  {g.name} ({g.grad_fn}) holds a backward graph of {g.nodes} nodes with "
-                f"{g.saved_tensors} saved tensors ({_fmt_bytes(g.saved_bytes)})"
+                f"{g.saved_tensors} saved tensors ({format_bytes(g.saved_bytes)})"
             )
         shown = [a for a in self.alive if not a.held_by.startswith("holds")][:20]
         for a in shown:
             label = a.name or f"tensor {a.shape}"
-            lines.append(f"  alive: {label}, {a.dtype}, {_fmt_bytes(a.nbytes)} - {a.held_by}")
+            lines.append(f"  alive: {label}, {a.dtype}, {format_bytes(a.nbytes)} - {a.held_by}")
         hidden = len(self.alive) - len(shown) - len(self.graphs)
         if hidden > 0:
             lines.append(f"  ... and {hidden} more")

@@ -219,10 +219,7 @@ class Recorder(_watch.Observer):
                 raise Untraceable("an array made outside the recording reached a traced op")
             return (SLOT, slot)
         if isinstance(value, np.ndarray):
-            root = value
-            while root.base is not None and isinstance(root.base, np.ndarray):
-                root = root.base
-            if value.size > 1 and id(root) not in self.created:
+            if value.size > 1 and id(_watch.memory_root(value)) not in self.created:
                 # an array from before the step: it could change between calls unseen
                 raise Untraceable(
                     "a tensor the step reaches other than through its arguments, closure, "
@@ -273,9 +270,7 @@ class Recorder(_watch.Observer):
         """(As a watch observer) a tensor made by the step: a constant if no op made it."""
         data = t._data
         if isinstance(data, np.ndarray) and not isinstance(data, Traced):
-            root = data
-            while root.base is not None and isinstance(root.base, np.ndarray):
-                root = root.base
+            root = _watch.memory_root(data)
             self.created[id(root)] = root
 
     def _note_write(self, fn, args, kwargs) -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import sys
 
+from .graph import walk
 from .node import AccumulateGrad
 
-_EMBER_DIR = __file__.rsplit("/autograd/", 1)[0] + "/"
-_MAX_WALK = 20_000  # nodes: beyond this a cut is noted on what was reached
+EMBER_DIR = __file__.rsplit("/autograd/", 1)[0] + "/"
 
 
 class state:
@@ -26,7 +26,7 @@ class state:
 def user_site() -> str:
     """``file:line`` of the innermost frame outside ember."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_EMBER_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith(EMBER_DIR):
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
@@ -61,20 +61,13 @@ def note(kind: str, op: str, source, out=None, out_site: bool = True) -> None:
         cuts[key] = site or user_site()
         return
     site = site or user_site()
-    seen, stack = {fn}, [fn]
-    while stack and len(seen) < _MAX_WALK:
-        node = stack.pop()
+    for node in walk(fn):  # mark every leaf the cut tensor was computed from
         if node.__class__ is AccumulateGrad:
             leaf = node.variable
             if leaf is not None:
                 if leaf._cut_log is None:
                     leaf._cut_log = {}
                 leaf._cut_log.setdefault(key, site)
-            continue
-        for edge in node._edges:
-            if edge is not None and edge[0] not in seen:
-                seen.add(edge[0])
-                stack.append(edge[0])
 
 
 def note_inputs(kind: str, op, inputs: tuple, out, out_site: bool = True) -> None:

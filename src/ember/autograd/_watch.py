@@ -78,7 +78,9 @@ def view_made(t) -> None:
 
 
 def memory_root(data):
-    """The array that owns the memory behind ``data`` (itself unless it is a view)."""
-    while data.base is not None:
-        data = data.base
+    """The array that owns the memory behind ``data`` (itself unless it is a view; an array
+    over a foreign buffer such as ``bytes`` is its own root)."""
+    base = data.base
+    while base is not None and hasattr(base, "base") and hasattr(base, "nbytes"):
+        data, base = base, base.base
     return data

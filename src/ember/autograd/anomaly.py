@@ -7,6 +7,7 @@ import traceback
 
 from .._backend import array_module
 from . import _watch
+from ._cuts import EMBER_DIR
 
 
 class _AnomalyState(threading.local):
@@ -74,10 +75,9 @@ class detect_anomaly:
 
 def record_trace(node) -> None:
     """Store the forward stack (without ember's own frames) on a new node."""
-    node._trace = [f for f in traceback.extract_stack()[:-2] if _EMBER_DIR not in f.filename]
-
-
-_EMBER_DIR = __file__.rsplit("/autograd/", 1)[0] + "/"
+    node._trace = [
+        f for f in traceback.extract_stack()[:-2] if not f.filename.startswith(EMBER_DIR)
+    ]
 
 
 def _forward_trace(node) -> str:
@@ -108,7 +108,7 @@ def apply_checked(node, grads):
             if g is None:
                 continue
             xp_data = g._data
-            if xp_data.dtype.kind == "f" and not bool(_isfinite_all(xp_data)):
+            if xp_data.dtype.kind == "f" and not bool(isfinite_all(xp_data)):
                 what = "nan" if bool(array_module(xp_data).isnan(xp_data).any()) else "inf"
                 raise RuntimeError(
                     f"Function '{node.name()}' returned {what} values in its {i}th output."
@@ -117,5 +117,6 @@ def apply_checked(node, grads):
     return out
 
 
-def _isfinite_all(data):
+def isfinite_all(data):
+    """One array-valued answer: are all elements of ``data`` finite?"""
     return array_module(data).isfinite(data).all()

@@ -156,9 +156,7 @@ def explain(tensor, loss=None) -> Explanation:
             "backward ran on this loss but did not accumulate into this tensor.",
             ["backward(inputs=...) may have left it out, or a hook returned None for it"],
         )
-    data = grad._data
-    xp = _array_module(data)
-    if data.size and not bool(xp.any(data)):
+    if grad.numel() and not bool(grad.any()):
         zeroed = tensor._zeroed
         if zeroed is not None and zeroed[0] == "zeros":
             return _zeroed_report(zeroed)
@@ -171,14 +169,8 @@ def explain(tensor, loss=None) -> Explanation:
                 "does not depend on its value"
             ],
         )
-    norm = float(xp.sqrt((data.astype("float64") ** 2).sum()))
+    norm = float(grad.double().norm())
     return Explanation("has_grad", f"this tensor has a gradient (norm {norm:.4g}).", [])
-
-
-def _array_module(data):
-    from .._backend import array_module
-
-    return array_module(data)
 
 
 def _zeroed_report(zeroed) -> Explanation:

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from .._memory_scope import format_bytes as _fmt_bytes
+from ..autograd.anomaly import isfinite_all
 from ..autograd.graph import saved_arrays, saved_bytes, walk
 from ..autograd.node import AccumulateGrad
 
@@ -63,35 +65,17 @@ class DotGraph(str):
         return path
 
 
-def _fmt_bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / 1024 / 1024:.1f} MB"
-
-
 def _shape_text(shape, dtype) -> str:
     name = getattr(dtype, "name", str(dtype))
     return f"{tuple(shape)} {name}" if dtype is not None else f"{tuple(shape)}"
 
 
 def _nonfinite(data) -> bool:
-    if data is None or data.dtype.kind != "f" or data.size == 0:
-        return False
-    from .._backend import array_module
-
-    return not bool(array_module(data).isfinite(data).all())
+    return data.dtype.kind == "f" and data.size > 0 and not bool(isfinite_all(data))
 
 
 def _grad_norm(t) -> float | None:
-    g = t._grad
-    if g is None:
-        return None
-    from .._backend import array_module
-
-    data = g._data
-    return float(array_module(data).sqrt((data.astype("float64") ** 2).sum()))
+    return None if t._grad is None else float(t._grad.double().norm())
 
 
 def _describe(tensor, params, show_saved) -> tuple[list, list]:
