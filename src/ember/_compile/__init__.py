@@ -25,7 +25,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from .plan import GuardFailure, Plan
-from .trace import Recorder, Traced, TracingGenerator, TracingModule
+from .trace import Recorder, Traced, TracingGenerator, TracingModule, untrace
 
 
 class CompileWarning(UserWarning):
@@ -210,8 +210,7 @@ class CompiledFunction:
             rebinds = self._restore(recorder, params, generator, previous_rng, previous_module)
             for o in optimizers:  # state made during the recording holds traced views
                 for t in _state_tensors(o):
-                    if isinstance(t._data, Traced):
-                        t._data = np.ndarray.view(t._data, np.ndarray)
+                    untrace(t)
         outputs = _output_builder(out, recorder)
         if recorder.broken:  # the step ran as eager code; this signature stays eager
             self.why_eager = recorder.broken
@@ -243,9 +242,8 @@ class CompiledFunction:
             grad = p._grad
             if grad is not None and isinstance(grad._data, Traced):
                 rebinds.append((p, "_grad", recorder.slot_of[id(grad._data)], True))
-                grad._data = np.ndarray.view(grad._data, np.ndarray)
-            if isinstance(p._data, Traced):
-                p._data = np.ndarray.view(p._data, np.ndarray)
+                untrace(grad)
+            untrace(p)
         return rebinds
 
 
@@ -288,8 +286,8 @@ def _output_builder(out, recorder):
 
 
 def _plain_outputs(out):
-    if isinstance(out, Tensor) and isinstance(out._data, Traced):
-        out._data = np.ndarray.view(out._data, np.ndarray)
+    if isinstance(out, Tensor):
+        untrace(out)
     elif isinstance(out, (tuple, list)):
         for v in out:
             _plain_outputs(v)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .trace import CONST, EXTERNAL, NESTED, SLOT
+from .trace import CONST, NESTED, SLOT
 
 
 class GuardFailure(Exception):
@@ -16,7 +16,7 @@ def _build(spec):
     kind, payload = spec
     if kind == CONST:
         return True, payload
-    if kind in (SLOT, EXTERNAL):
+    if kind == SLOT:
         return False, payload
     container, parts = payload
     if container is dict:

@@ -23,6 +23,16 @@ class Untraceable(RuntimeError):
     """The step did something the recording cannot replay faithfully."""
 
 
+class _WritingMethod:
+    """A method call that changes its array in place (``fill``, ``sort``)."""
+
+    def __init__(self, name: str, *args, **kwargs):
+        self._call = operator.methodcaller(name, *args, **kwargs)
+
+    def __call__(self, array):
+        return self._call(array)
+
+
 class Traced(np.ndarray):
     """An array whose operations are recorded by the active ``Recorder``."""
 
@@ -37,8 +47,10 @@ class Traced(np.ndarray):
 
     # --- methods that are not ufuncs ------------------------------------------------------
     def _method(name):  # noqa: N805 - builds methods at class creation
+        kind = _WritingMethod if name in ("fill", "sort") else operator.methodcaller
+
         def method(self, *args, **kwargs):
-            return _call(operator.methodcaller(name, *args, **kwargs), (self,), {})
+            return _call(kind(name, *args, **kwargs), (self,), {})
 
         method.__name__ = name
         return method
@@ -168,7 +180,7 @@ class TracingGenerator:
         return traced
 
 
-SLOT, EXTERNAL, CONST, NESTED = 0, 1, 2, 3
+SLOT, CONST, NESTED = 0, 1, 2
 
 
 class Recorder(_watch.Observer):
@@ -278,15 +290,7 @@ class Recorder(_watch.Observer):
         replay that fails a guard after one of them must undo it before running eagerly."""
         targets = kwargs.get("out")
         targets = list(targets) if isinstance(targets, tuple) else [targets]
-        name = getattr(fn, "__name__", "")
-        if (
-            fn in _WRITERS
-            or name == "at"
-            or (
-                isinstance(fn, operator.methodcaller)
-                and repr(fn).split("(")[1][1:5] in ("fill", "sort")
-            )
-        ):
+        if fn in _WRITERS or isinstance(fn, _WritingMethod) or getattr(fn, "__name__", "") == "at":
             targets.append(args[0])
         for target in targets:
             if not isinstance(target, np.ndarray):
@@ -328,6 +332,12 @@ def _same(value):
 
 _STRUCTURAL = {np.may_share_memory, np.shares_memory}
 _WRITERS = {operator.setitem, np.copyto, np.put_along_axis, np.put, np.place, np.putmask}
+
+
+def untrace(t) -> None:
+    """Give a tensor that outlives the recording its plain array back."""
+    if isinstance(t._data, Traced):
+        t._data = np.ndarray.view(t._data, np.ndarray)
 
 
 def _plain(value):
