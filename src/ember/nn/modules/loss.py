@@ -9,9 +9,7 @@ from .module import Module
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            reduction = "none" if reduce is False else ("sum" if size_average is False else "mean")
-        self.reduction = reduction
+        self.reduction = F._legacy_reduction(size_average, reduce, reduction)
 
 
 class _WeightedLoss(_Loss):
