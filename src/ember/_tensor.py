@@ -298,9 +298,8 @@ class Tensor:
     def detach_(self) -> Tensor:
         if self._base is not None and self._base._rg:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
-        if self._rg:
-            _cuts.note("detached", "detach_()", self, None)
-            self._cut_origin = ("detached", "detach_()", _cuts.user_site())
+        if self._rg:  # the tensor is both what is cut and what comes out of the cut
+            _cuts.note("detached", "detach_()", self, self)
         self._grad_fn = None
         self._rg = False
         return self

@@ -150,3 +150,12 @@ def test_optimizer_and_state_dict_do_not_leave_false_notes():
         opt.step()
     first.state_dict()
     assert first.weight._cut_log is None
+
+
+def test_detach_in_place_says_where():
+    x = ember.ones(3, requires_grad=True)
+    y = x * 2
+    y.detach_()
+    e = explain(y)
+    assert e.cause == "requires_grad_false"
+    assert "made by detach_()" in str(e) and f"{__file__}:" in str(e)
