@@ -100,6 +100,10 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+    return calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+
+
 def kaiming_uniform_(
     tensor: Tensor,
     a: float = 0,
@@ -109,8 +113,7 @@ def kaiming_uniform_(
 ) -> Tensor:
     if 0 in tensor.shape:
         return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
-    bound = math.sqrt(3.0) * std
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -123,8 +126,7 @@ def kaiming_normal_(
 ) -> Tensor:
     if 0 in tensor.shape:
         return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
-    return normal_(tensor, 0.0, std, generator)
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 def trunc_normal_(
