@@ -184,7 +184,21 @@ from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
 
 # Debugging, data and file namespaces load on first use: `import ember` stays quick.
-_LAZY = frozenset({"datasets", "func", "nn", "optim", "profiler", "utils", "viz"})
+_LAZY = frozenset(
+    {
+        "amp",
+        "datasets",
+        "distributions",
+        "fft",
+        "func",
+        "nn",
+        "optim",
+        "profiler",
+        "special",
+        "utils",
+        "viz",
+    }
+)
 _LAZY_ATTRIBUTES = {"save": "serialization", "load": "serialization", "compile": "_compile"}
 
 

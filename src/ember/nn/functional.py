@@ -44,6 +44,8 @@ from ..ops.conv import (
 from ..ops.elementwise import clamp, sigmoid, tanh, where
 from ..ops.indexing import pad
 from ..ops.linalg import linear
+from ._functional_sequence import *  # noqa: F403  (attention, rnn helpers, ...)
+from ._functional_spatial import *  # noqa: F403  (conv3d, pools, interpolate, ...)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):

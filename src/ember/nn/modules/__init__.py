@@ -1,5 +1,7 @@
 """The layers of ember.nn."""
 
+from ._sequence_exports import *  # noqa: F403  (RNN cells, Transformer, ...)
+from ._spatial_exports import *  # noqa: F403  (conv3d, pooling, padding, upsampling, ...)
 from .activation import (
     ELU,
     GELU,
