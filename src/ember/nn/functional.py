@@ -6,28 +6,43 @@ kernels in ``ember.ops.activation``), so every loss supports double backward.
 
 from __future__ import annotations
 
+import warnings
+
 from .. import _creation
 from .._tensor import Tensor
+from ..ops import activation as _activation
 from ..ops import loss as _loss_ops
 from ..ops.activation import (
+    celu,
+    celu_,
     elu,
+    elu_,
     gelu,
     glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
     hardtanh,
+    hardtanh_,
     leaky_relu,
-    log_softmax,
+    leaky_relu_,
     logsigmoid,
     mish,
     prelu,
     relu,
     relu6,
+    relu_,
+    rrelu,
+    rrelu_,
+    selu,
+    selu_,
     silu,
-    softmax,
-    softmin,
     softplus,
+    softshrink,
     softsign,
     tanhshrink,
     threshold,
+    threshold_,
 )
 from ..ops.conv import (
     adaptive_avg_pool2d,
@@ -41,11 +56,50 @@ from ..ops.conv import (
     max_pool2d,
     unfold,
 )
-from ..ops.elementwise import clamp, sigmoid, tanh, where
+from ..ops.elementwise import clamp, where
+from ..ops.elementwise import sigmoid as _sigmoid
+from ..ops.elementwise import tanh as _tanh
 from ..ops.indexing import pad
 from ..ops.linalg import linear
 from ._functional_sequence import *  # noqa: F403  (attention, rnn helpers, ...)
 from ._functional_spatial import *  # noqa: F403  (conv3d, pools, interpolate, ...)
+
+
+def _softmax_dim(name: str, input: Tensor, dim):
+    """PyTorch's legacy choice of dim when none is given, with its deprecation warning."""
+    if dim is not None:
+        return dim
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+        "dim=X as an argument.",
+        stacklevel=3,
+    )
+    return 0 if input.dim() in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """exp(x) / Σ exp(x) along ``dim``."""
+    return _activation.softmax(input, _softmax_dim("softmax", input, dim), dtype)
+
+
+def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim``."""
+    return _activation.softmin(input, _softmax_dim("softmin", input, dim), dtype)
+
+
+def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """log(softmax(x)) along ``dim``, computed stably."""
+    return _activation.log_softmax(input, _softmax_dim("log_softmax", input, dim), dtype)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """1 / (1 + e^-x)."""
+    return _sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return _tanh(input)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):

@@ -1,21 +1,24 @@
 """Softmax, log-softmax and the activation functions of ember.nn, with their derivatives.
 
-Softmax and log-softmax have fused, numerically stable kernels; their backward formulas are
-written with ember ops so that double backward works. The other activations are compositions
-of differentiable ops (one formula, no second table to keep in step).
+Softmax and log-softmax have fused, numerically stable kernels. Each pointwise activation is
+one node under PyTorch's name (``HardswishBackward0``, ...): its forward runs on arrays, its
+backward is written with ember ops next to it, so double backward works.
 """
 
 from __future__ import annotations
 
 import math
 
+from .. import _creation
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, float_result, result, wrap_dim
+from ._dispatch import array_module, float_result, result, wrap, wrap_dim
 from .elementwise import clamp, erf, sigmoid, tanh, where
+from .shape import cat
 
 SQRT_HALF = math.sqrt(0.5)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _softmax_dim(input: Tensor, dim, op: str) -> int:
@@ -75,85 +78,453 @@ def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     return result(LogSoftmaxBackward0, out, (input,), save_output=True, dim=d)
 
 
+# --------------------------------------------------------------------------------------------
+# Pointwise activations: one node each under PyTorch's name, forward on arrays, backward
+# written with ember ops (so double backward works).
+# --------------------------------------------------------------------------------------------
+def _floating(input: Tensor, op: str) -> None:
+    if input._data.dtype.kind not in "fc":
+        raise RuntimeError(f"\"{op}_cpu\" not implemented for '{input.dtype.legacy_name}'")
+
+
+def _pointwise(node_cls, input: Tensor, op: str, kernel, **attrs) -> Tensor:
+    """``kernel(xp, data)`` as the output of one ``node_cls`` node that saves ``input``."""
+    _floating(input, op)
+    data = input._data
+    out = kernel(array_module(data), data)
+    return result(node_cls, out.astype(data.dtype, copy=False), (input,), (input,), **attrs)
+
+
+def _in_place(input: Tensor, fn) -> Tensor:
+    """Run ``fn`` and write its result into ``input``; the graph sees a copy of the old value
+    (a saved input overwritten in place could not be unpacked in backward)."""
+    source = input.clone() if input.requires_grad else input
+    return input.copy_(fn(source))
+
+
+class LeakyReluBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        return where(x > 0, g, g * self.negative_slope)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else ``negative_slope * x``."""
+    if inplace:
+        return _in_place(input, lambda t: leaky_relu(t, negative_slope))
+    kernel = lambda xp, x: xp.where(x > 0, x, x * negative_slope)
+    return _pointwise(
+        LeakyReluBackward0, input, "leaky_relu", kernel, negative_slope=negative_slope
+    )
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+class EluBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        a, s, k = self.alpha, self.scale, self.input_scale
+        # d/dx s·α(e^{kx} - 1) = s·α·k·e^{kx}; clamp keeps exp finite on the unused branch
+        negative = (clamp(x, max=0.0) * k).exp() * (s * a * k)
+        return where(x > 0, g * s, g * negative)
+
+
+class CeluBackward0(EluBackward0):
+    pass
+
+
+def _elu(input, alpha, scale, input_scale, op, node_cls=EluBackward0) -> Tensor:
+    def kernel(xp, x):
+        negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
+        return xp.where(x > 0, x * scale, negative)
+
+    attrs = dict(alpha=alpha, scale=scale, input_scale=input_scale)
+    return _pointwise(node_cls, input, op, kernel, **attrs)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else α(eˣ - 1)."""
+    if inplace:
+        return _in_place(input, lambda t: elu(t, alpha))
+    return _elu(input, alpha, 1.0, 1.0, "elu")
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale · elu(x, α) with the self-normalising constants of Klambauer et al."""
+    if inplace:
+        return _in_place(input, selu)
+    return _elu(input, SELU_ALPHA, SELU_SCALE, 1.0, "elu")
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, inplace=True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, α(e^{x/α} - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    if inplace:
+        return _in_place(input, lambda t: celu(t, alpha))
+    return _elu(input, alpha, 1.0, 1.0 / alpha, "elu", CeluBackward0)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, inplace=True)
+
+
+class RreluWithNoiseBackward0(Node):
+    def backward(self, g):
+        return g * self.noise  # the slope each element got in forward
+
+
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) in training and is
+    (lower + upper) / 2 in evaluation."""
+    if inplace:
+        return _in_place(input, lambda t: rrelu(t, lower, upper, training))
+    _floating(input, "rrelu_with_noise")
+    if lower > upper:
+        raise RuntimeError(
+            f"Lower bound should be less than or equal to the upper bound, but got lower="
+            f"{lower} and upper={upper}"
+        )
+    data = input._data
+    xp = array_module(data)
+    if training:
+        slopes = (
+            _creation.rand(*data.shape, dtype=input.dtype, device=input.device)._data
+            * (upper - lower)
+            + lower
+        )
+    else:
+        slopes = (lower + upper) / 2
+    noise = xp.where(data >= 0, 1, slopes).astype(data.dtype, copy=False)
+    return result(RreluWithNoiseBackward0, data * noise, (input,), noise=wrap(noise))
+
+
+def rrelu_(input: Tensor, lower=1.0 / 8, upper=1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+class HardtanhBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        return g * ((x > self.min_val) & (x < self.max_val))
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace=False) -> Tensor:
+    """x clamped to [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _in_place(input, lambda t: hardtanh(t, min_val, max_val))
+    kernel = lambda xp, x: xp.clip(x, min_val, max_val)
+    return _pointwise(
+        HardtanhBackward0, input, "hardtanh", kernel, min_val=min_val, max_val=max_val
+    )
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(0, x), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return input.relu_() if inplace else input.relu()
 
 
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    out = where(input > 0, input, input * negative_slope)
-    return input.copy_(out) if inplace else out
+def relu_(input: Tensor) -> Tensor:
+    return input.relu_()
 
 
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    out = where(input > 0, input, (clamp(input, max=0.0).exp() - 1) * alpha)
-    return input.copy_(out) if inplace else out
+class HardswishBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        # d/dx x·relu6(x + 3)/6 = 0 below -3, x/3 + 1/2 in between, 1 above 3
+        return g * where(x < -3, 0.0, where(x <= 3, x / 3 + 0.5, 1.0))
 
 
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """x Φ(x); ``approximate='tanh'`` uses PyTorch's tanh formula."""
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * SQRT_2_OVER_PI
-        return input * 0.5 * (tanh(inner) + 1)
-    if approximate != "none":
-        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
-    return input * 0.5 * (erf(input * SQRT_HALF) + 1)
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x · relu6(x + 3) / 6."""
+    if inplace:
+        return _in_place(input, hardswish)
+    kernel = lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6
+    return _pointwise(HardswishBackward0, input, "hardswish", kernel)
 
 
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    out = input * sigmoid(input)
-    return input.copy_(out) if inplace else out
+class HardsigmoidBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        return g * ((x > -3) & (x < 3)) / 6
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6."""
+    if inplace:
+        return _in_place(input, hardsigmoid)
+    kernel = lambda xp, x: xp.clip(x + 3, 0, 6) / 6
+    return _pointwise(HardsigmoidBackward0, input, "hardsigmoid", kernel)
+
+
+def _check_lambd(input: Tensor, lambd: float) -> None:
+    if lambd < 0:
+        raise RuntimeError(
+            f"lambda must be in range [0, 3.40282e+38] for input dtype "
+            f"{input.dtype.legacy_name}, but found {lambd:g}"
+        )
+
+
+class SoftshrinkBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        return g * (x.abs() > self.lambd)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - λ above λ, x + λ below -λ, 0 in between."""
+    _check_lambd(input, lambd)
+    kernel = lambda xp, x: xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0))
+    return _pointwise(SoftshrinkBackward0, input, "softshrink", kernel, lambd=lambd)
+
+
+class HardshrinkBackward0(SoftshrinkBackward0):
+    pass
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > λ, else 0."""
+    kernel = lambda xp, x: xp.where((x >= -lambd) & (x <= lambd), 0, x)
+    return _pointwise(HardshrinkBackward0, input, "hardshrink", kernel, lambd=lambd)
+
+
+class ThresholdBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        return g * (x > self.threshold)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else ``value``."""
+    if inplace:
+        return _in_place(input, lambda t: _threshold(t, threshold, value))
+    return _threshold(input, threshold, value)
+
+
+def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+    data = input._data
+    xp = array_module(data)
+    out = xp.where(data > threshold, data, xp.asarray(value).astype(data.dtype))
+    return result(ThresholdBackward0, out, (input,), (input,), threshold=threshold)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return _in_place(input, lambda t: _threshold(t, threshold, value))
+
+
+class SoftplusBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        z = x * self.beta
+        return where(z > self.threshold, g, g * sigmoid(z))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(βx)) / β, linear where βx > threshold (as PyTorch)."""
-    scaled = input * beta
-    # log1p(exp(-|z|)) + max(z, 0) is the overflow-free form of log(1 + e^z)
-    smooth = ((-scaled.abs()).exp().log1p() + clamp(scaled, min=0.0)) / beta
-    return where(scaled > threshold, input, smooth)
+
+    def kernel(xp, x):
+        z = x * beta
+        # log1p(exp(-|z|)) + max(z, 0) is the overflow-free form of log(1 + e^z)
+        smooth = (xp.log1p(xp.exp(-xp.abs(z))) + xp.maximum(z, 0)) / beta
+        return xp.where(z > threshold, x, smooth)
+
+    return _pointwise(SoftplusBackward0, input, "softplus", kernel, beta=beta, threshold=threshold)
 
 
-def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    out = input * tanh(softplus(input))
-    return input.copy_(out) if inplace else out
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace=False) -> Tensor:
-    out = clamp(input, min_val, max_val)
-    return input.copy_(out) if inplace else out
-
-
-def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    return hardtanh(input, 0.0, 6.0, inplace)
-
-
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    w = weight
-    if input.ndim >= 2 and weight.numel() > 1:
-        w = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
-    return where(input > 0, input, input * w)
+class LogSigmoidBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        return g * sigmoid(-x)  # d/dx -log(1 + e^-x) = σ(-x)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    return -softplus(-input)
+    """log σ(x), finite for large |x|."""
+    kernel = lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+    return _pointwise(LogSigmoidBackward0, input, "log_sigmoid_forward", kernel)
+
+
+class SiluBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        s = sigmoid(x)
+        return g * s * (x * (1 - s) + 1)  # d/dx x σ(x) = σ (1 + x (1 - σ))
+
+
+def _sigmoid_array(xp, x):
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x σ(x)."""
+    if inplace:
+        return _in_place(input, silu)
+    return _pointwise(SiluBackward0, input, "silu", lambda xp, x: x * _sigmoid_array(xp, x))
+
+
+class MishBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        t = tanh(softplus(x))
+        return g * (t + x * sigmoid(x) * (1 - t * t))  # d/dx x tanh(sp(x)), sp' = σ
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x tanh(softplus(x))."""
+    if inplace:
+        return _in_place(input, mish)
+
+    def kernel(xp, x):
+        return x * xp.tanh(xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(x, 0))
+
+    return _pointwise(MishBackward0, input, "mish", kernel)
+
+
+class GeluBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        if self.approximate == "tanh":
+            inner = (x + x * x * x * 0.044715) * SQRT_2_OVER_PI
+            t = tanh(inner)
+            d_inner = (x * x * (3 * 0.044715) + 1) * SQRT_2_OVER_PI
+            return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * d_inner)
+        cdf = (erf(x * SQRT_HALF) + 1) * 0.5
+        pdf = (x * x * -0.5).exp() * INV_SQRT_2PI
+        return g * (cdf + x * pdf)  # d/dx x Φ(x) = Φ + x φ
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x Φ(x); ``approximate='tanh'`` uses the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+
+    def kernel(xp, x):
+        if approximate == "tanh":
+            inner = (x + x * x * x * 0.044715) * SQRT_2_OVER_PI
+            return x * 0.5 * (xp.tanh(inner) + 1)
+        return x * 0.5 * (_special(xp).erf(x * SQRT_HALF) + 1)
+
+    return _pointwise(GeluBackward0, input, "gelu", kernel, approximate=approximate)
+
+
+def _special(xp):
+    if xp.__name__ == "numpy":
+        import scipy.special
+
+        return scipy.special
+    import cupyx.scipy.special
+
+    return cupyx.scipy.special
+
+
+class PreluKernelBackward0(Node):
+    def backward(self, g):
+        x, w = self.saved_tensors()
+        wb = self.broadcast(w)
+        positive = x > 0
+        gx = where(positive, g, g * wb) if self._edges[0] is not None else None
+        gw = None
+        if self._edges[1] is not None:
+            per_element = where(positive, 0.0, g * x)
+            if w.numel() == 1:
+                gw = per_element.sum().reshape(w.shape)
+            else:
+                dims = tuple(d for d in range(x.dim()) if d != 1)
+                gw = per_element.sum(dims).reshape(w.shape)
+        return gx, gw
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else ``weight[c] * x`` with c the channel (dim 1)."""
+    _floating(input, "prelu")
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                f"= {weight.numel()} and channel size = {channels}."
+            )
+    ndim = input.dim()
+
+    def broadcast(w):
+        if w.numel() == 1:
+            return w.reshape(())
+        return w.reshape((1, -1) + (1,) * (ndim - 2))
+
+    data = input._data
+    w = broadcast(weight)._data.astype(data.dtype, copy=False)
+    xp = array_module(data)
+    out = xp.where(data > 0, data, data * w)
+    return result(PreluKernelBackward0, out, (input, weight), (input, weight), broadcast=broadcast)
+
+
+class GluBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        a, b = x.chunk(2, self.dim)
+        s = sigmoid(b)
+        return cat([g * s, g * a * s * (1 - s)], self.dim)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a σ(b), where a and b are the two halves of ``input`` along ``dim``."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input.dim(), "glu")
+    size = input.shape[d]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    _floating(input, "glu")
+    data = input._data
+    xp = array_module(data)
+    a, b = xp.split(data, 2, axis=d)
+    return result(GluBackward0, a * _sigmoid_array(xp, b), (input,), (input,), dim=d)
 
 
 def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
     return input / (input.abs() + 1)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x)."""
     return input - tanh(input)
 
 
-def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    out = where(input > threshold, input, value)
-    return input.copy_(out) if inplace else out
-
-
-def glu(input: Tensor, dim: int = -1) -> Tensor:
-    a, b = input.chunk(2, dim)
-    return a * sigmoid(b)
-
-
 def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
-    return softmax(-input, dim, dtype)
+    """softmax(-x)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return softmax(-input, dim)

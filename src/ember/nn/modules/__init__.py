@@ -3,9 +3,14 @@
 from ._sequence_exports import *  # noqa: F403  (RNN cells, Transformer, ...)
 from ._spatial_exports import *  # noqa: F403  (conv3d, pooling, padding, upsampling, ...)
 from .activation import (
+    CELU,
     ELU,
     GELU,
     GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
     LogSigmoid,
@@ -14,13 +19,18 @@ from .activation import (
     PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
     Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
