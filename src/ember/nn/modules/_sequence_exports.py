@@ -2,4 +2,6 @@
 re-exported by ember.nn.
 """
 
-__all__: list[str] = []
+from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
+
+__all__: list[str] = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
