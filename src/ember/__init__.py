@@ -14,8 +14,14 @@ import warnings as _warnings
 # for warnings raised inside ember's kernels only.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
-from . import _dtype, _tensor_methods, autograd, cuda, linalg
-from ._backend import device, get_num_threads, set_num_threads
+from . import _dtype, _tensor_methods, accelerator, autograd, backends, cuda, linalg
+from ._backend import (
+    device,
+    get_default_device,
+    get_num_threads,
+    set_default_device,
+    set_num_threads,
+)
 from ._creation import *
 from ._dtype import (
     bfloat16,
@@ -42,6 +48,7 @@ from ._dtype import (
 from ._dtype import (
     bool_ as bool,
 )
+from ._legacy import *
 from ._memory_scope import memory_scope
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ._tensor import Size, Tensor
@@ -192,6 +199,7 @@ _LAZY = frozenset(
         "fft",
         "func",
         "nn",
+        "onnx",
         "optim",
         "profiler",
         "special",

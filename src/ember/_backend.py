@@ -96,14 +96,36 @@ class device:
     def __hash__(self) -> int:
         return hash((self.type, self.index))
 
+    # ``with ember.device("cuda"):`` makes factories without ``device=`` place tensors there
+    def __enter__(self) -> device:
+        _default_device_stack.append(_default_device[0])
+        _default_device[0] = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _default_device[0] = _default_device_stack.pop()
+
 
 CPU = device("cpu")
 _MODULE_OF_TYPE: dict = {_np.ndarray: _np}
 
 
+_default_device = [None]  # set by ember.set_default_device; None means the CPU
+_default_device_stack: list = []
+
+
+def set_default_device(d) -> None:
+    """Where factory functions put tensors when no ``device=`` is given (None: the CPU)."""
+    _default_device[0] = None if d is None else to_device(d)
+
+
+def get_default_device() -> device:
+    return _default_device[0] or CPU
+
+
 def to_device(d) -> device:
     if d is None:
-        return CPU
+        return _default_device[0] or CPU
     if isinstance(d, device):
         return d
     if isinstance(d, int):

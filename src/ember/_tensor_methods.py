@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from . import _backend, _inplace
 from . import _creation as creation
 from . import _dtype as dt
@@ -313,6 +315,34 @@ def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
 
 T.add_ = _fast_arith("add_", ew.add, "add", False)
 T.sub_ = _fast_arith("sub_", ew.sub, "subtract", False)
+
+
+def _alpha_first_overload(name: str, method):
+    """PyTorch still takes the pre-1.5 form ``x.add_(alpha, other)`` with a warning."""
+
+    def overloaded(self, other, *args, alpha=1):
+        if args:
+            if len(args) != 1 or other.__class__ not in NUMBERS or not isinstance(args[0], T):
+                raise TypeError(
+                    f"{name}() received an invalid combination of arguments: expected "
+                    f"(Tensor other, *, Number alpha)"
+                )
+            warnings.warn(
+                f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)\n"
+                f"Consider using one of the following signatures instead:\n\t{name}(Tensor "
+                f"other, *, Number alpha = 1)",
+                UserWarning,
+                stacklevel=2,
+            )
+            other, alpha = args[0], other
+        return method(self, other, alpha=alpha)
+
+    named(overloaded, name)
+    return overloaded
+
+
+for _name in ("add", "sub", "add_", "sub_"):
+    setattr(T, _name, _alpha_first_overload(_name, getattr(T, _name)))
 T.mul_ = _fast_arith("mul_", ew.mul, "multiply", True)
 T.div_ = _inplace_method("div_", ew.div)
 T.__iadd__ = T.add_

@@ -18,6 +18,7 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .variable import Variable
 
 
 def _as_tuple(x) -> tuple:

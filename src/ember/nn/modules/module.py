@@ -11,7 +11,21 @@ from ...autograd.function import Function
 from ...autograd.node import RemovableHandle, _HookDict
 from ..parameter import Buffer, Parameter
 
-IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns; prints as PyTorch's when every key matched."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+IncompatibleKeys = _IncompatibleKeys
 
 
 def _addindent(text: str, spaces: int) -> str:

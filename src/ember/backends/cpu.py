@@ -1,0 +1,18 @@
+"""``ember.backends.cpu``: what the CPU offers ember's NumPy kernels."""
+
+from __future__ import annotations
+
+
+def get_cpu_capability() -> str:
+    """The widest SIMD extension NumPy's kernels dispatch to here ("AVX512", "AVX2", "DEFAULT")."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # NumPy < 2
+        from numpy.core._multiarray_umath import __cpu_features__ as features
+    if features.get("AVX512F") and features.get("AVX512BW"):
+        return "AVX512"
+    if features.get("AVX2"):
+        return "AVX2"
+    if features.get("ASIMD"):
+        return "NEON"
+    return "DEFAULT"
