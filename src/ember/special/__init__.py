@@ -1,0 +1,96 @@
+"""``ember.special``: PyTorch's ``torch.special`` namespace.
+
+Example::
+    >>> import ember as torch
+    >>> torch.special.gammaln(torch.tensor([4.0]))  # log 3!
+    tensor([1.7918])
+"""
+
+from __future__ import annotations
+
+from ..ops.activation import log_softmax, softmax
+from ..ops.elementwise import erf, erfc, exp2, expm1, log1p, logit, round
+from ..ops.elementwise import sigmoid as expit
+from ..ops.reduction import logsumexp
+from ..ops.special import (
+    airy_ai,
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
+    digamma,
+    entr,
+    erfcx,
+    erfinv,
+    gammainc,
+    gammaincc,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    log_ndtr,
+    modified_bessel_i0,
+    modified_bessel_i1,
+    modified_bessel_k0,
+    modified_bessel_k1,
+    multigammaln,
+    ndtr,
+    ndtri,
+    polygamma,
+    psi,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+    sinc,
+    spherical_bessel_j0,
+    xlog1py,
+    xlogy,
+    zeta,
+)
+from ..ops.special import lgamma as gammaln
+
+__all__ = [
+    "airy_ai",
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfcx",
+    "erfinv",
+    "exp2",
+    "expit",
+    "expm1",
+    "gammainc",
+    "gammaincc",
+    "gammaln",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "log1p",
+    "log_ndtr",
+    "log_softmax",
+    "logit",
+    "logsumexp",
+    "modified_bessel_i0",
+    "modified_bessel_i1",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
+    "multigammaln",
+    "ndtr",
+    "ndtri",
+    "polygamma",
+    "psi",
+    "round",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
+    "sinc",
+    "softmax",
+    "spherical_bessel_j0",
+    "xlog1py",
+    "xlogy",
+    "zeta",
+]

@@ -1,0 +1,309 @@
+"""ember.special and the special-function ops of ember.*: values, dtypes and gradients vs torch,
+float64 gradcheck/gradgradcheck, broadcasting, zero-size and non-contiguous inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember.ops import special as S
+
+from .helpers import arrays_for, check_gradients, compare_with_torch
+
+EDGES = np.array(
+    [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, -2.5, 2.0, 1e-8, 1e-300, 7.3, 30.0, 100.0, 1e4]
+    + [-30.0, -100.0, np.inf, -np.inf, np.nan]
+)
+
+# name in torch.special -> (ember function, low, high) for the gradient tests
+UNARY = {
+    "gammaln": (S.lgamma, 0.2, 5.0),
+    "digamma": (S.digamma, 0.2, 5.0),
+    "erfinv": (S.erfinv, -0.9, 0.9),
+    "erfcx": (S.erfcx, -2.0, 3.0),
+    "i0": (S.i0, -3.0, 3.0),
+    "i0e": (S.i0e, -3.0, 3.0),
+    "i1": (S.i1, -3.0, 3.0),
+    "i1e": (S.i1e, -3.0, 3.0),
+    "ndtr": (S.ndtr, -3.0, 3.0),
+    "ndtri": (S.ndtri, 0.05, 0.95),
+    "log_ndtr": (S.log_ndtr, -4.0, 3.0),
+    "entr": (S.entr, 0.1, 3.0),
+    "sinc": (S.sinc, -2.0, 2.0),
+}
+
+
+def _torch_special(torch, name):
+    return getattr(torch.special, name)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_values_match_torch_at_edges(torch_mod, name):
+    fn = UNARY[name][0]
+    for dtype in (np.float64, np.float32):
+        data = EDGES.astype(dtype)
+        got = fn(ember.tensor(data))
+        want = _torch_special(torch_mod, name)(torch_mod.tensor(data))
+        assert str(got.dtype) == str(want.dtype).replace("torch", "ember")
+        rtol = 1e-12 if dtype == np.float64 else 2e-6
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=1e-30, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_integer_input_computes_in_default_float(torch_mod, name):
+    data = np.array([0, 1, 2, 5, -3], dtype=np.int64)
+    got = UNARY[name][0](ember.tensor(data))
+    want = _torch_special(torch_mod, name)(torch_mod.tensor(data))
+    assert got.dtype == ember.float32 and want.dtype == torch_mod.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_gradients_match_torch(name):
+    fn, low, high = UNARY[name]
+    arrays = arrays_for([(3, 4)], low, high, seed=3, avoid=[0.0])
+    compare_with_torch(
+        lambda m, x: fn(x) if m is ember else _torch_special(m, name)(x), arrays, rtol=1e-9
+    )
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_gradcheck_and_gradgradcheck(name):
+    fn, low, high = UNARY[name]
+    arrays = arrays_for([(3, 2)], low, high, seed=5, avoid=[0.0])
+    check_gradients(lambda m, x: fn(x), arrays, noncontiguous=True)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_zero_size(name):
+    x = ember.zeros((0, 3), requires_grad=True)
+    y = UNARY[name][0](x)
+    assert y.shape == (0, 3) and y.dtype == ember.float32
+    y.sum().backward()
+    assert x.grad.shape == (0, 3)
+
+
+def test_i1_and_i1e_gradient_at_zero_is_one_half(torch_mod):
+    for fn, name in ((S.i1, "i1"), (S.i1e, "i1e")):
+        x = ember.tensor([0.0, 1.0], dtype=ember.float64, requires_grad=True)
+        fn(x).sum().backward()
+        t = torch_mod.tensor([0.0, 1.0], dtype=torch_mod.float64, requires_grad=True)
+        getattr(torch_mod.special, name)(t).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+        assert x.grad.numpy()[0] == 0.5
+
+
+def test_sinc_is_one_with_zero_slope_at_zero():
+    x = ember.tensor([0.0], requires_grad=True)
+    y = S.sinc(x)
+    y.backward()
+    assert y.item() == 1.0 and x.grad.item() == 0.0
+
+
+def test_erfinv_derivative_formula():
+    x = ember.tensor([0.3], dtype=ember.float64, requires_grad=True)
+    S.erfinv(x).backward()
+    from scipy.special import erfinv
+
+    expected = math.sqrt(math.pi) / 2 * math.exp(erfinv(0.3) ** 2)
+    assert x.grad.item() == pytest.approx(expected, rel=1e-14)
+
+
+def test_float16_stays_float16(torch_mod):
+    data = np.array([0.5, 1.5, 3.0], dtype=np.float16)
+    got = S.lgamma(ember.tensor(data))
+    want = torch_mod.lgamma(torch_mod.tensor(data))
+    assert got.dtype == ember.float16
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-3)
+
+
+# --- polygamma and mvlgamma ------------------------------------------------------------------
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_polygamma_values_and_gradients_match_torch(n):
+    arrays = arrays_for([(2, 3)], 0.3, 4.0, seed=n)
+    compare_with_torch(
+        lambda m, x: S.polygamma(n, x) if m is ember else m.polygamma(n, x), arrays, rtol=1e-9
+    )
+
+
+def test_polygamma_edges_match_torch(torch_mod):
+    # PyTorch's reflection at negative integers gives huge finite numbers: those are left out
+    data = np.array([0.0, 0.5, 1.0, 2.5, 30.0, 1e4, -0.5, -2.5, np.inf, -np.inf, np.nan])
+    for n in (0, 1, 2, 4):
+        for dtype in (np.float64, np.float32):
+            got = S.polygamma(n, ember.tensor(data.astype(dtype)))
+            want = torch_mod.polygamma(n, torch_mod.tensor(data.astype(dtype)))
+            assert str(got.dtype) == str(want.dtype).replace("torch", "ember")
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, equal_nan=True)
+
+
+def test_polygamma_gradcheck_and_gradgradcheck():
+    arrays = arrays_for([(2, 3)], 0.5, 3.0, seed=1)
+    check_gradients(lambda m, x: S.polygamma(2, x), arrays, noncontiguous=True)
+    check_gradients(lambda m, x: S.digamma(x), arrays)
+    check_gradients(lambda m, x: S.lgamma(x), arrays)
+
+
+def test_polygamma_rejects_negative_order(torch_mod):
+    with pytest.raises(RuntimeError, match="does not support negative n"):
+        S.polygamma(-1, ember.tensor([1.0]))
+    with pytest.raises(RuntimeError, match="does not support negative n"):
+        torch_mod.polygamma(-1, torch_mod.tensor([1.0]))
+
+
+def test_polygamma_method_form():
+    x = ember.tensor([1.0, 2.0])
+    np.testing.assert_allclose(
+        S.polygamma_method(x, 1).numpy(), [math.pi**2 / 6, math.pi**2 / 6 - 1], rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("p", [1, 2, 4])
+def test_mvlgamma_values_and_gradients_match_torch(p):
+    arrays = arrays_for([(2, 3)], 2.0, 5.0, seed=p)
+    compare_with_torch(
+        lambda m, x: S.mvlgamma(x, p) if m is ember else m.mvlgamma(x, p), arrays, rtol=1e-9
+    )
+    check_gradients(lambda m, x: S.mvlgamma(x, p), arrays)
+
+
+def test_mvlgamma_edges_and_errors_match_torch(torch_mod):
+    data = np.array([1.0, 0.9, 3.0, np.inf, np.nan])
+    got, want = S.mvlgamma(ember.tensor(data), 3), torch_mod.mvlgamma(torch_mod.tensor(data), 3)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
+    ints = S.mvlgamma(ember.tensor([1, 2]), 1)
+    assert ints.dtype == ember.float32
+    assert torch_mod.mvlgamma(torch_mod.tensor([1, 2]), 1).dtype == torch_mod.float32
+    for fn, mod in ((S.mvlgamma, ember), (torch_mod.mvlgamma, torch_mod)):
+        with pytest.raises(RuntimeError, match="greater than or equal to 1"):
+            fn(mod.tensor([1.0]), 0)
+
+
+# --- xlogy / xlog1py -------------------------------------------------------------------------
+XLOG = {"xlogy": S.xlogy, "xlog1py": S.xlog1py}
+
+
+def _torch_xlog(m, name):
+    return getattr(m.special, name)
+
+
+@pytest.mark.parametrize("name", sorted(XLOG))
+def test_xlog_values_at_edges_match_torch(torch_mod, name):
+    x = np.array([0.0, 0.0, 0.0, 0.0, 2.0, -1.5, np.nan, 3.0, 0.0])
+    y = np.array([0.0, -1.0, np.nan, np.inf, 3.0, 0.5, 1.0, -2.0, -3.0])
+    for dtype in (np.float64, np.float32):
+        got = XLOG[name](ember.tensor(x.astype(dtype)), ember.tensor(y.astype(dtype)))
+        want = _torch_xlog(torch_mod, name)(
+            torch_mod.tensor(x.astype(dtype)), torch_mod.tensor(y.astype(dtype))
+        )
+        assert str(got.dtype) == str(want.dtype).replace("torch", "ember")
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(XLOG))
+def test_xlog_broadcast_gradients_match_torch(name):
+    fn = XLOG[name]
+    x, y = arrays_for([(3, 1), (4,)], 0.2, 3.0, seed=2)
+    x[0, 0] = 0.0  # the x = 0 branch
+    compare_with_torch(
+        lambda m, a, b: fn(a, b) if m is ember else _torch_xlog(m, name)(a, b), [x, y], rtol=1e-9
+    )
+    check_gradients(lambda m, a, b: fn(a, b), [x[1:], y])
+
+
+@pytest.mark.parametrize("name", sorted(XLOG))
+def test_xlog_gradient_at_zero_x_and_nonpositive_y_matches_torch(torch_mod, name):
+    low = 0.0 if name == "xlogy" else -1.0
+    x_data, y_data = [0.0, 0.0, 1.0], [low, low - 1, 2.0]
+    ex = ember.tensor(x_data, requires_grad=True)
+    ey = ember.tensor(y_data)
+    XLOG[name](ex, ey).sum().backward()
+    tx = torch_mod.tensor(x_data, requires_grad=True)
+    _torch_xlog(torch_mod, name)(tx, torch_mod.tensor(y_data)).sum().backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(XLOG))
+def test_xlog_with_python_numbers_matches_torch(torch_mod, name):
+    for a, b in ((2, [0.5, 3.0]), ([0.0, 2.0], 3), ([0.0, 2.0], -1.0)):
+        ea = a if not isinstance(a, list) else ember.tensor(a, requires_grad=True)
+        eb = b if not isinstance(b, list) else ember.tensor(b, requires_grad=True)
+        ta = a if not isinstance(a, list) else torch_mod.tensor(a, requires_grad=True)
+        tb = b if not isinstance(b, list) else torch_mod.tensor(b, requires_grad=True)
+        got, want = XLOG[name](ea, eb), _torch_xlog(torch_mod, name)(ta, tb)
+        assert str(got.dtype) == str(want.dtype).replace("torch", "ember")
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        got.sum().backward()
+        want.sum().backward()
+        leaf_e = ea if isinstance(ea, ember.Tensor) else eb
+        leaf_t = ta if isinstance(ta, torch_mod.Tensor) else tb
+        np.testing.assert_allclose(
+            leaf_e.grad.numpy(), leaf_t.grad.numpy(), rtol=1e-6, equal_nan=True
+        )
+
+
+def test_xlogy_integer_operands_promote_to_default_float(torch_mod):
+    got = S.xlogy(ember.tensor([1, 2]), ember.tensor([3, 4]))
+    want = torch_mod.xlogy(torch_mod.tensor([1, 2]), torch_mod.tensor([3, 4]))
+    assert got.dtype == ember.float32 and want.dtype == torch_mod.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_xlogy_bad_broadcast_raises():
+    with pytest.raises(RuntimeError, match="must match the size"):
+        S.xlogy(ember.ones(3), ember.ones(4))
+
+
+# --- zeta, igamma, igammac -------------------------------------------------------------------
+def _compare_second_argument_gradient(torch, fn, torch_fn, first, second):
+    """Values and the gradient for the second argument (the only one defined) agree."""
+    e2 = ember.tensor(second, requires_grad=True)
+    t2 = torch.tensor(second, requires_grad=True)
+    got, want = fn(ember.tensor(first), e2), torch_fn(torch.tensor(first), t2)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10)
+    seed = np.random.default_rng(0).standard_normal(tuple(want.shape))
+    got.backward(ember.tensor(seed))
+    want.backward(torch.tensor(seed))
+    np.testing.assert_allclose(e2.grad.numpy(), t2.grad.numpy(), rtol=1e-9)
+
+
+def test_zeta_values_match_torch(torch_mod):
+    x = np.array([2.0, 1.0, 0.5, 3.0, 4.5, 2.0, np.inf, np.nan])
+    q = np.array([1.0, 1.0, 1.0, 0.5, 2.0, -1.5, 2.0, 1.0])
+    got = S.zeta(ember.tensor(x), ember.tensor(q))
+    want = torch_mod.special.zeta(torch_mod.tensor(x), torch_mod.tensor(q))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, equal_nan=True)
+
+
+def test_zeta_gradient_for_q_matches_torch_and_x_raises_as_torch(torch_mod):
+    x, q = arrays_for([(3,), (2, 3)], 2.0, 4.0, seed=4)
+    _compare_second_argument_gradient(torch_mod, S.zeta, torch_mod.special.zeta, x, q)
+    check_gradients(lambda m, b: S.zeta(ember.tensor(x), b), [q])
+    for fn, mod in ((S.zeta, ember), (torch_mod.special.zeta, torch_mod)):
+        a = mod.tensor([2.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match="derivative for 'zeta' is not implemented"):
+            fn(a, mod.tensor([1.0])).backward()
+
+
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_incomplete_gamma_values_and_gradients_match_torch(torch_mod, name):
+    fn = getattr(S, name)
+    a, x = arrays_for([(3, 1), (4,)], 0.5, 4.0, seed=6)
+    _compare_second_argument_gradient(torch_mod, fn, getattr(torch_mod, name), a, x)
+    check_gradients(lambda m, t: fn(ember.tensor(a), t), [x])
+    edges_a = np.array([0.0, 1.0, 2.0, 1.0, np.inf, 2.0, -1.0])
+    edges_x = np.array([1.0, 0.0, np.inf, -1.0, 2.0, np.nan, 1.0])
+    got = fn(ember.tensor(edges_a), ember.tensor(edges_x))
+    want = getattr(torch_mod, name)(torch_mod.tensor(edges_a), torch_mod.tensor(edges_x))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_incomplete_gamma_gradient_for_a_raises_as_torch(torch_mod, name):
+    for mod, fn in ((ember, getattr(S, name)), (torch_mod, getattr(torch_mod, name))):
+        a = mod.tensor([2.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match=f"derivative for '{name}: input'"):
+            fn(a, mod.tensor([1.0])).backward()
