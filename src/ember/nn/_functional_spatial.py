@@ -2,4 +2,6 @@
 re-exported by ember.nn.functional.
 """
 
-__all__: list[str] = []
+from ..ops.conv import conv3d, conv_transpose1d, conv_transpose3d
+
+__all__: list[str] = ["conv3d", "conv_transpose1d", "conv_transpose3d"]

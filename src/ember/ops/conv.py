@@ -7,6 +7,7 @@ from them and ``matmul`` are differentiable to any order. Pooling picks window e
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from .._tensor import Tensor
@@ -26,58 +27,60 @@ def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
     return (size + lo + hi - d * (k - 1) - 1) // s + 1
 
 
+def _window_slices(offsets, stride, out) -> tuple:
+    """Per spatial dim, the strided slice of window element ``offsets`` across all outputs."""
+    return tuple(slice(o, o + s * (n - 1) + 1, s) for o, s, n in zip(offsets, stride, out))
+
+
 def _im2col(xp, data, kernel, stride, pads, dilation, channels_first=False):
-    """(N, C, H, W) -> (N, C, kh, kw, oh, ow) windows (a copy, C-contiguous); with
-    ``channels_first`` the layout is (C, kh, kw, N, oh, ow), whose (C·kh·kw, N·oh·ow) matrix
-    makes a convolution one large GEMM instead of N small ones."""
-    (kh, kw), (sh, sw), ((ph0, ph1), (pw0, pw1)), (dh, dw) = kernel, stride, pads, dilation
-    if ph0 or ph1 or pw0 or pw1:
-        data = xp.pad(data, ((0, 0), (0, 0), (ph0, ph1), (pw0, pw1)))
-    n, c, h, w = data.shape
-    oh = (h - dh * (kh - 1) - 1) // sh + 1
-    ow = (w - dw * (kw - 1) - 1) // sw + 1
-    oh, ow = max(oh, 0), max(ow, 0)
+    """(N, C, *S) -> (N, C, *K, *O) windows (a copy, C-contiguous); with ``channels_first``
+    the layout is (C, *K, N, *O), whose (C·∏K, N·∏O) matrix makes a convolution one large
+    GEMM instead of N small ones. Loops over kernel offsets only, never over pixels."""
+    if any(hi < 0 for _, hi in pads):  # a transposed conv's output_padding beyond its padding
+        data = data[
+            (slice(None), slice(None)) + tuple(slice(0, min(hi, 0) or None) for _, hi in pads)
+        ]
+        pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
+    if any(lo or hi for lo, hi in pads):
+        data = xp.pad(data, ((0, 0), (0, 0)) + tuple(pads))
+    n, c = data.shape[:2]
+    out = tuple(
+        max((size - d * (k - 1) - 1) // s + 1, 0)
+        for size, k, s, d in zip(data.shape[2:], kernel, stride, dilation)
+    )
     if channels_first:
-        cols = xp.empty((c, kh, kw, n, oh, ow), dtype=data.dtype)
-        source = data.transpose(1, 0, 2, 3)
+        cols = xp.empty((c,) + tuple(kernel) + (n,) + out, dtype=data.dtype)
+        source = data.swapaxes(0, 1)
     else:
-        cols = xp.empty((n, c, kh, kw, oh, ow), dtype=data.dtype)
+        cols = xp.empty((n, c) + tuple(kernel) + out, dtype=data.dtype)
         source = data
-    for i in range(kh):
-        for j in range(kw):
-            window = source[
-                :,
-                :,
-                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
-                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
-            ]
-            if channels_first:
-                cols[:, i, j] = window
-            else:
-                cols[:, :, i, j] = window
+    lead = (slice(None),) if channels_first else (slice(None), slice(None))
+    for where in itertools.product(*(range(k) for k in kernel)):
+        offsets = tuple(i * d for i, d in zip(where, dilation))
+        window = source[(slice(None), slice(None)) + _window_slices(offsets, stride, out)]
+        cols[lead + where] = window
     return cols
 
 
 def _col2im(xp, cols, size, kernel, stride, pads, dilation, channels_first=False):
     """The adjoint of _im2col: add each window element back to where it came from.
 
-    Channels-first columns are added into a (C, N, H, W) buffer, whose windows are larger
+    Channels-first columns are added into a (C, N, *S) buffer, whose windows are larger
     blocks for NumPy, and come back as a transposed view."""
-    (kh, kw), (sh, sw), ((ph0, ph1), (pw0, pw1)), (dh, dw) = kernel, stride, pads, dilation
-    oh, ow = cols.shape[4:]
-    h, w = size[0] + ph0 + ph1, size[1] + pw0 + pw1
-    lead = (cols.shape[0], cols.shape[3]) if channels_first else cols.shape[:2]
-    out = xp.zeros(lead + (h, w), dtype=cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            out[
-                :,
-                :,
-                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
-                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
-            ] += cols[:, i, j] if channels_first else cols[:, :, i, j]
-    out = out[:, :, ph0 : ph0 + size[0], pw0 : pw0 + size[1]]
-    return out.transpose(1, 0, 2, 3) if channels_first else out
+    nd = len(kernel)
+    out = cols.shape[-nd:]
+    padded = tuple(s + lo + max(hi, 0) for s, (lo, hi) in zip(size, pads))
+    lead_shape = (cols.shape[0], cols.shape[1 + nd]) if channels_first else cols.shape[:2]
+    image = xp.zeros(tuple(lead_shape) + padded, dtype=cols.dtype)
+    lead = (slice(None),) if channels_first else (slice(None), slice(None))
+    for where in itertools.product(*(range(k) for k in kernel)):
+        offsets = tuple(i * d for i, d in zip(where, dilation))
+        image[(slice(None), slice(None)) + _window_slices(offsets, stride, out)] += cols[
+            lead + where
+        ]
+    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+    image = image[(slice(None), slice(None)) + crop]
+    return image.swapaxes(0, 1) if channels_first else image
 
 
 class Im2ColBackward0(Node):
@@ -152,60 +155,78 @@ def _padding_pairs(padding, kernel, dilation, stride, n: int, op: str) -> tuple:
     return tuple((p, p) for p in _pair(padding, n, "padding"))
 
 
-def conv2d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride=1,
-    padding=0,
-    dilation=1,
-    groups: int = 1,
-) -> Tensor:
-    """2-D convolution (cross-correlation, as PyTorch) of (N, C, H, W) or (C, H, W) input."""
-    unbatched = input.dim() == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    if input.dim() != 4:
+def _batched(input: Tensor, nd: int, op: str) -> tuple[Tensor, bool]:
+    """(N, C, *S) input as is, or an unbatched (C, *S) one with a batch dim of one."""
+    if input.dim() == nd + 1:
+        return input.unsqueeze(0), True
+    if input.dim() != nd + 2:
         raise RuntimeError(
-            f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
-            f"{list(input.shape)}"
+            f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got "
+            f"input of size: {list(input.shape)}"
         )
-    out_ch, in_per_group, kh, kw = weight.shape
-    n, c, h, w = input.shape
-    if c != in_per_group * groups:
+    return input, False
+
+
+def _check_weight(input: Tensor, weight: Tensor, nd: int, op: str) -> None:
+    if weight.dim() != nd + 2:
         raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-            f"{list(input.shape)} to have {in_per_group * groups} channels, but got {c} channels "
-            "instead"
+            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
+            f"{list(input.shape)}, but got {weight.dim()}-dimensional weight of size "
+            f"{list(weight.shape)}"
         )
     if input.dtype != weight.dtype:
         raise RuntimeError(
             f"Input type ({input.dtype.legacy_name}) and weight type "
             f"({weight.dtype.legacy_name}) should be the same"
         )
-    stride, dilation = _pair(stride, 2, "stride"), _pair(dilation, 2, "dilation")
-    pads = _padding_pairs(padding, (kh, kw), dilation, stride, 2, "conv2d")
-    oh = _out_size(h, kh, stride[0], *pads[0], dilation[0])
-    ow = _out_size(w, kw, stride[1], *pads[1], dilation[1])
-    if oh <= 0 or ow <= 0:
+
+
+def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: int, op: str):
+    x, unbatched = _batched(input, nd, op)
+    _check_weight(x, weight, nd, op)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    out_ch, in_per_group = weight.shape[:2]
+    kernel = tuple(weight.shape[2:])
+    n, c = x.shape[:2]
+    size = tuple(x.shape[2:])
+    if c != in_per_group * groups:
         raise RuntimeError(
-            f"Calculated padded input size per channel: ({h + sum(pads[0])} x "
-            f"{w + sum(pads[1])}). Kernel size: ({dilation[0] * (kh - 1) + 1} x "
-            f"{dilation[1] * (kw - 1) + 1}). Kernel size can't be greater than actual input size"
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {in_per_group * groups} channels, but got {c} channels "
+            "instead"
         )
-    if groups == 1:  # one GEMM: (O, C·kh·kw) @ (C·kh·kw, N·oh·ow)
-        cols = unfold_windows(input, (kh, kw), stride, pads, dilation, channels_first=True)
-        cols = cols.reshape(c * kh * kw, n * oh * ow)
-        out = weight.reshape(out_ch, c * kh * kw) @ cols
-        out = out.reshape(out_ch, n, oh, ow).permute(1, 0, 2, 3)
+    if out_ch % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead"
+        )
+    stride, dilation = _pair(stride, nd, "stride"), _pair(dilation, nd, "dilation")
+    pads = _padding_pairs(padding, kernel, dilation, stride, nd, op)
+    out = tuple(
+        _out_size(sz, k, s, lo, hi, d)
+        for sz, k, s, (lo, hi), d in zip(size, kernel, stride, pads, dilation)
+    )
+    if any(o <= 0 for o in out):
+        padded = " x ".join(str(sz + lo + hi) for sz, (lo, hi) in zip(size, pads))
+        effective = " x ".join(str(d * (k - 1) + 1) for k, d in zip(kernel, dilation))
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({padded}). Kernel size: ({effective}). "
+            "Kernel size can't be greater than actual input size"
+        )
+    taps = in_per_group * math.prod(kernel)
+    if groups == 1:  # one GEMM: (O, C·∏K) @ (C·∏K, N·∏O)
+        cols = unfold_windows(x, kernel, stride, pads, dilation, channels_first=True)
+        y = weight.reshape(out_ch, taps) @ cols.reshape(taps, n * math.prod(out))
+        y = y.reshape((out_ch, n) + out).transpose(0, 1)
     else:
-        cols = unfold_windows(input, (kh, kw), stride, pads, dilation)  # (N, C, kh, kw, oh, ow)
-        cols = cols.reshape(n, groups, in_per_group * kh * kw, oh * ow)
-        wmat = weight.reshape(groups, out_ch // groups, in_per_group * kh * kw)
-        out = (wmat @ cols).reshape(n, out_ch, oh, ow)  # one batched GEMM per group
+        cols = unfold_windows(x, kernel, stride, pads, dilation)  # (N, C, *K, *O)
+        cols = cols.reshape(n, groups, taps, math.prod(out))
+        wmat = weight.reshape(groups, out_ch // groups, taps)
+        y = (wmat @ cols).reshape((n, out_ch) + out)  # one batched GEMM per group
     if bias is not None:
-        out = out + bias.reshape(1, out_ch, 1, 1)
-    return out.squeeze(0) if unbatched else out
+        y = y + bias.reshape((1, out_ch) + (1,) * nd)
+    return y.squeeze(0) if unbatched else y
 
 
 def conv1d(
@@ -217,24 +238,114 @@ def conv1d(
     dilation=1,
     groups: int = 1,
 ) -> Tensor:
-    """1-D convolution of (N, C, L) or (C, L) input, as a 2-D one over a unit height."""
-    unbatched = input.dim() == 2
-    if unbatched:
-        input = input.unsqueeze(0)
+    """1-D convolution (cross-correlation, as PyTorch) of (N, C, L) or (C, L) input.
+
+    >>> conv1d(ember.ones(1, 1, 4), ember.ones(1, 1, 2)).tolist()
+    [[[2.0, 2.0, 2.0]]]
+    """
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """2-D convolution (cross-correlation, as PyTorch) of (N, C, H, W) or (C, H, W) input."""
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """3-D convolution of (N, C, D, H, W) or (C, D, H, W) input."""
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _conv_transpose_nd(
+    input, weight, bias, stride, padding, output_padding, groups, dilation, nd: int, op: str
+):
+    x, unbatched = _batched(input, nd, op)
+    _check_weight(x, weight, nd, op)
     if isinstance(padding, str):
-        pad2 = padding
-    else:
-        pad2 = (0, _pair(padding, 1, "padding")[0])
-    out = conv2d(
-        input.unsqueeze(2),
-        weight.unsqueeze(2),
+        raise RuntimeError(f"{op}: padding='{padding}' is not supported for transposed convolution")
+    in_ch, out_per_group = weight.shape[:2]
+    kernel = tuple(weight.shape[2:])
+    n, c = x.shape[:2]
+    size = tuple(x.shape[2:])
+    if c != in_ch:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {in_ch} channels, but got {c} channels instead"
+        )
+    if in_ch % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead"
+        )
+    stride, dilation = _pair(stride, nd, "stride"), _pair(dilation, nd, "dilation")
+    pad = _pair(padding, nd, "padding")
+    out_pad = _pair(output_padding, nd, "output_padding")
+    for op_, s, d in zip(out_pad, stride, dilation):
+        if op_ >= s and op_ >= d:
+            raise RuntimeError(
+                "output padding must be smaller than either stride or dilation, but got "
+                f"output_padding: {list(out_pad)}, stride: {list(stride)}, "
+                f"dilation: {list(dilation)}"
+            )
+    out = tuple(
+        (sz - 1) * s - 2 * p + d * (k - 1) + op_ + 1
+        for sz, s, p, d, k, op_ in zip(size, stride, pad, dilation, kernel, out_pad)
+    )
+    if any(o <= 0 for o in out):
+        raise RuntimeError(
+            f"Given input size per channel: {list(size)}. Calculated output size per channel: "
+            f"{list(out)}. Output size is too small"
+        )
+    xs = x.reshape(n, groups, in_ch // groups, math.prod(size))
+    taps = out_per_group * math.prod(kernel)
+    wmat = weight.reshape(groups, in_ch // groups, taps).transpose(1, 2)
+    cols = (wmat @ xs).reshape((n, groups * out_per_group) + kernel + size)
+    pads = tuple((p, p - op_) for p, op_ in zip(pad, out_pad))
+    y = fold_windows(cols, out, kernel, stride, pads, dilation)
+    if bias is not None:
+        y = y + bias.reshape((1, -1) + (1,) * nd)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
+    """The adjoint of conv1d over (N, C, L): scatter each input position through the kernel."""
+    return _conv_transpose_nd(
+        input,
+        weight,
         bias,
-        (1, _pair(stride, 1)[0]),
-        pad2,
-        (1, _pair(dilation, 1)[0]),
+        stride,
+        padding,
+        output_padding,
         groups,
-    ).squeeze(2)
-    return out.squeeze(0) if unbatched else out
+        dilation,
+        1,
+        "conv_transpose1d",
+    )
 
 
 def conv_transpose2d(
@@ -248,28 +359,43 @@ def conv_transpose2d(
     dilation=1,
 ) -> Tensor:
     """The adjoint of conv2d: scatter each input pixel through the kernel (col2im)."""
-    unbatched = input.dim() == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    in_ch, out_per_group, kh, kw = weight.shape
-    n, c, h, w = input.shape
-    if c != in_ch:
-        raise RuntimeError(
-            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
-            f"{list(input.shape)} to have {in_ch} channels, but got {c} channels instead"
-        )
-    stride, dilation = _pair(stride, 2, "stride"), _pair(dilation, 2, "dilation")
-    pad, out_pad = _pair(padding, 2, "padding"), _pair(output_padding, 2, "output_padding")
-    out_h = (h - 1) * stride[0] - 2 * pad[0] + dilation[0] * (kh - 1) + out_pad[0] + 1
-    out_w = (w - 1) * stride[1] - 2 * pad[1] + dilation[1] * (kw - 1) + out_pad[1] + 1
-    x = input.reshape(n, groups, in_ch // groups, h * w)
-    wmat = weight.reshape(groups, in_ch // groups, out_per_group * kh * kw).transpose(1, 2)
-    cols = (wmat @ x).reshape(n, groups * out_per_group, kh, kw, h, w)
-    pads = ((pad[0], pad[0] - out_pad[0]), (pad[1], pad[1] - out_pad[1]))
-    out = fold_windows(cols, (out_h, out_w), (kh, kw), stride, pads, dilation)
-    if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1)
-    return out.squeeze(0) if unbatched else out
+    return _conv_transpose_nd(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        2,
+        "conv_transpose2d",
+    )
+
+
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
+    """The adjoint of conv3d over (N, C, D, H, W)."""
+    return _conv_transpose_nd(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        3,
+        "conv_transpose3d",
+    )
 
 
 # --- pooling --------------------------------------------------------------------------------

@@ -2,4 +2,6 @@
 re-exported by ember.nn.
 """
 
-__all__: list[str] = []
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose3d
+
+__all__: list[str] = ["Conv3d", "ConvTranspose1d", "ConvTranspose3d"]

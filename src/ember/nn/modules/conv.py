@@ -1,10 +1,11 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose2d (PyTorch's init and repr)."""
+"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d (PyTorch's init and repr)."""
 
 from __future__ import annotations
 
 import math
 
 from ... import _creation
+from ...ops import conv as conv_ops
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -41,6 +42,15 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}"
+                )
+            if padding == "same" and any(s != 1 for s in _tuple(stride, n)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError(
                 f"padding_mode must be one of 'zeros', 'reflect', 'replicate' or "
@@ -75,12 +85,29 @@ class _ConvNd(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def _padded(self, input):
-        if self.padding_mode == "zeros" or isinstance(self.padding, str):
+        """The input padded by ``padding_mode`` (non-zero modes) and the padding left to conv."""
+        if self.padding_mode == "zeros":
             return input, self.padding
+        if self.padding == "valid":
+            return input, 0
+        if self.padding == "same":
+            pairs = []
+            for k, d in zip(self.kernel_size, self.dilation):
+                total = d * (k - 1)
+                pairs.append((total // 2, total - total // 2))
+        else:
+            pairs = [(p, p) for p in self.padding]
         pads = []
-        for p in reversed(self.padding):
-            pads += [p, p]
+        for lo, hi in reversed(pairs):
+            pads += [lo, hi]
         return F.pad(input, pads, mode=self.padding_mode), 0
+
+    def _conv_forward(self, input, weight, bias):
+        x, padding = self._padded(input)
+        return self._conv(x, weight, bias, self.stride, padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         n = self._dims
@@ -107,46 +134,48 @@ class _ConvNd(Module):
         return s
 
 
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L); padding may be 'same' or 'valid'."""
+
+    _dims = 1
+    _conv = staticmethod(conv_ops.conv1d)
+
+
 class Conv2d(_ConvNd):
     """2-D convolution over (N, C, H, W); padding may be 'same' or 'valid'."""
 
-    def forward(self, input):
-        x, padding = self._padded(input)
-        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _conv = staticmethod(conv_ops.conv2d)
 
 
-class Conv1d(_ConvNd):
-    _dims = 1
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W); padding may be 'same' or 'valid'."""
 
-    def forward(self, input):
-        x, padding = self._padded(input)
-        if not isinstance(padding, str):
-            padding = padding[0] if isinstance(padding, tuple) else padding
-        return F.conv1d(
-            x, self.weight, self.bias, self.stride[0], padding, self.dilation[0], self.groups
-        )
+    _dims = 3
+    _conv = staticmethod(conv_ops.conv3d)
 
 
-class ConvTranspose2d(_ConvNd):
+class _ConvTransposeNd(_ConvNd):
     _transposed = True
 
     def __init__(
         self,
-        in_channels,
-        out_channels,
+        in_channels: int,
+        out_channels: int,
         kernel_size,
         stride=1,
         padding=0,
         output_padding=0,
-        groups=1,
-        bias=True,
+        groups: int = 1,
+        bias: bool = True,
         dilation=1,
-        padding_mode="zeros",
+        padding_mode: str = "zeros",
         device=None,
         dtype=None,
     ):
         if padding_mode != "zeros":
-            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose2d')
+            raise ValueError(
+                f'Only "zeros" padding mode is supported for {self.__class__.__name__}'
+            )
         super().__init__(
             in_channels,
             out_channels,
@@ -162,14 +191,66 @@ class ConvTranspose2d(_ConvNd):
             output_padding=output_padding,
         )
 
+    def _output_padding(self, input, output_size) -> tuple:
+        """The output_padding that makes the output ``output_size`` (PyTorch's rule)."""
+        n = self._dims
+        if output_size is None:
+            return self.output_padding
+        size = list(output_size)
+        if len(size) == n + 2 or (len(size) == n + 1 and input.dim() == n + 1):
+            size = size[-n:]
+        if len(size) != n:
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have {n} or "
+                f"{n + 2} elements (got {len(output_size)})"
+            )
+        extra = []
+        for d in range(n):
+            in_size = input.shape[input.dim() - n + d]
+            smallest = (
+                (in_size - 1) * self.stride[d]
+                - 2 * self.padding[d]
+                + self.dilation[d] * (self.kernel_size[d] - 1)
+                + 1
+            )
+            largest = smallest + self.stride[d] - 1
+            if not smallest <= size[d] <= largest:
+                raise ValueError(
+                    f"requested an output size of {size}, but valid sizes range from "
+                    f"{smallest} to {largest} (for an input of {list(input.shape[2:])})"
+                )
+            extra.append(size[d] - smallest)
+        return tuple(extra)
+
     def forward(self, input, output_size=None):
-        return F.conv_transpose2d(
+        output_padding = self._output_padding(input, output_size)
+        return self._conv(
             input,
             self.weight,
             self.bias,
             self.stride,
             self.padding,
-            self.output_padding,
+            output_padding,
             self.groups,
             self.dilation,
         )
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """The adjoint of Conv1d (a "deconvolution") over (N, C, L)."""
+
+    _dims = 1
+    _conv = staticmethod(conv_ops.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """The adjoint of Conv2d over (N, C, H, W)."""
+
+    _conv = staticmethod(conv_ops.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """The adjoint of Conv3d over (N, C, D, H, W)."""
+
+    _dims = 3
+    _conv = staticmethod(conv_ops.conv_transpose3d)
