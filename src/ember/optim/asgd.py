@@ -1,0 +1,81 @@
+"""ASGD: SGD with Polyak-Ruppert averaging of the iterates, PyTorch's update rule."""
+
+from __future__ import annotations
+
+from .. import _creation
+from ..autograd.grad_mode import no_grad
+from .optimizer import Optimizer, params_with_grads
+
+
+class ASGD(Optimizer):
+    """Averaged SGD (Polyak & Juditsky, 1992); the average lives in ``state[p]["ax"]``.
+
+    Example::
+
+        >>> opt = ember.optim.ASGD(model.parameters(), lr=1e-2, t0=100)
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-2,
+        lambd: float = 1e-4,
+        alpha: float = 0.75,
+        t0: float = 1e6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                lambd=lambd,
+                alpha=alpha,
+                t0=t0,
+                weight_decay=weight_decay,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                capturable=capturable,
+            ),
+        )
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+            wd = group["weight_decay"]
+            for p, grad in params_with_grads(group):
+                state = self.state[p]
+                if not state:
+                    # eta and mu are scalar tensors of the default dtype, as PyTorch keeps
+                    # them, so their rounding matches
+                    state["step"] = _creation.tensor(0.0)
+                    state["eta"] = _creation.tensor(float(lr))
+                    state["mu"] = _creation.tensor(1.0)
+                    state["ax"] = _creation.zeros_like(p)
+                state["step"] += 1
+                step = state["step"].item()
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                eta, mu = state["eta"].item(), state["mu"].item()
+                p.mul_(1 - lambd * eta)
+                p.add_(grad, alpha=-eta)
+                ax = state["ax"]
+                if mu != 1:
+                    ax.add_(p.sub(ax).mul_(mu))
+                else:
+                    ax.copy_(p)
+                # through a default-dtype scalar as PyTorch, which rounds the new values to
+                # it even when a loaded state holds them in the parameters' dtype
+                state["eta"].copy_(_creation.tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+                state["mu"].copy_(_creation.tensor(1 / max(1, step - t0)))
+        return loss

@@ -1,0 +1,88 @@
+"""SparseAdam: Adam that only touches the rows a gradient reaches, PyTorch's update rule.
+
+ember has no sparse tensors yet, so a dense gradient stands for PyTorch's row-sparse one
+(as ``nn.Embedding(sparse=True)`` produces): the rows along dim 0 holding any non-zero
+are the gradient's indices. The one difference: a row that PyTorch would carry as an
+explicit all-zero entry is skipped here (its moments are not decayed).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _creation
+from ..autograd.grad_mode import no_grad
+from .optimizer import Optimizer
+
+
+class SparseAdam(Optimizer):
+    """Masked Adam for embedding-style gradients.
+
+    Example::
+
+        >>> opt = ember.optim.SparseAdam(embedding.parameters(), lr=1e-3)
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        maximize: bool = False,
+    ):
+        if not 0.0 < lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))
+        complex_params = [
+            [i, j]
+            for i, group in enumerate(self.param_groups)
+            for j, p in enumerate(group["params"])
+            if p.is_complex()
+        ]
+        if complex_params:
+            raise ValueError(
+                f"Complex params at indices {complex_params}: SparseAdam does not support "
+                "complex parameters"
+            )
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, eps = group["lr"], group["eps"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                grad = -p._grad if group.get("maximize", False) else p._grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = _creation.zeros_like(p)
+                    state["exp_avg_sq"] = _creation.zeros_like(p)
+                state["step"] += 1
+                if p.dim() == 0:
+                    rows = grad.ne(0)
+                else:
+                    rows = grad.ne(0).reshape(p.shape[0], -1).any(dim=1)
+                    rows = rows.reshape((p.shape[0],) + (1,) * (p.dim() - 1)).expand(p.shape)
+                if not rows.any().item():
+                    continue
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                # old <- old + (1 - b) · (new - old), on the gradient's rows only
+                avg_update = grad.sub(exp_avg).mul_(1 - beta1).masked_fill_(~rows, 0)
+                sq_update = grad.pow(2).sub_(exp_avg_sq).mul_(1 - beta2).masked_fill_(~rows, 0)
+                exp_avg.add_(avg_update)
+                exp_avg_sq.add_(sq_update)
+                step = state["step"]
+                step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
+                update = exp_avg.div(exp_avg_sq.sqrt().add_(eps)).mul_(-step_size)
+                p.add_(update.masked_fill_(~rows, 0))
+        return loss
