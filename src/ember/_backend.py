@@ -5,7 +5,6 @@ Op code never imports numpy; it asks ``array_module`` for the module that holds 
 
 from __future__ import annotations
 
-import math
 import os as _os
 import sys as _sys
 import threading as _threading
@@ -182,14 +181,23 @@ def move(data, d: device):
         return xp.asarray(data)
 
 
-_math_erf = _np.frompyfunc(math.erf, 1, 1)
-_math_erfc = _np.frompyfunc(math.erfc, 1, 1)
+_scipy_special = []  # scipy.special, imported on the first erf/erfc so `import ember` stays fast
+
+
+def _scipy_kernel(name: str, x):
+    if not _scipy_special:
+        import scipy.special
+
+        _scipy_special.append(scipy.special)
+    # scipy has float32/float64 loops only: half precision (and bfloat16) goes through float32
+    work = x.astype(_np.float32) if x.dtype.itemsize < 4 else x
+    return _np.asarray(getattr(_scipy_special[0], name)(work)).astype(x.dtype, copy=False)
 
 
 def erf(xp, x):
-    """Error function; NumPy has none, so the CPU path uses math.erf elementwise."""
+    """Error function: scipy.special on the CPU, cupyx.scipy.special on CUDA."""
     if xp is _np:
-        return _np.asarray(_math_erf(x)).astype(x.dtype) if x.size else x.copy()
+        return _scipy_kernel("erf", x)
     from cupyx.scipy.special import erf as cupy_erf
 
     return cupy_erf(x)
@@ -197,7 +205,7 @@ def erf(xp, x):
 
 def erfc(xp, x):
     if xp is _np:
-        return _np.asarray(_math_erfc(x)).astype(x.dtype) if x.size else x.copy()
+        return _scipy_kernel("erfc", x)
     from cupyx.scipy.special import erfc as cupy_erfc
 
     return cupy_erfc(x)
