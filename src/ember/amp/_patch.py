@@ -1,0 +1,291 @@
+"""Route the ops of the policy table through the casting wrapper while autocast is on.
+
+As the profiler does (``ember.profiler._ops``), each listed function's code is swapped for a
+trampoline that calls ``cast_and_call`` with a copy of the original; every path to the op
+(``ember.matmul``, ``x @ w``, ``Tensor.matmul``, ``F.linear`` inside ``nn.Linear``) holds the
+same function object, so all of them are reached, and nothing is paid once the code is back.
+
+The swap is process-wide and lasts while some thread has autocast on; the wrapper reads the
+calling thread's state, so threads without autocast run the ops as written. The profiler may
+swap the same functions: whichever swapped last calls the other's trampoline. When the
+profiler still holds a function that autocast released, autocast's trampoline stays below it
+and restores the original on its first call after the profiler lets go.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import types
+
+import numpy as _np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd import grad_mode as _gm
+from . import policy
+from .state import state
+
+_KWARG = "_ember_amp"
+_ELIGIBLE = frozenset(d.np for d in (dt.float16, dt.bfloat16, dt.float32) if d.np is not None)
+_FLOAT32 = _np.dtype("float32")
+_lock = threading.Lock()
+_holders = [0]
+_installed: list = []  # (function, its original code, its original kwdefaults, our kwdefaults)
+_CODES: dict = {}
+
+
+def _trampoline(n_free: int) -> types.CodeType:
+    """Code calling ``_ember_amp[0](_ember_amp[1], args, kwargs)`` with ``n_free`` free
+    variables, so that it can replace the code of a closure with that many cells."""
+    code = _CODES.get(n_free)
+    if code is None:
+        names = [f"_cell{i}" for i in range(n_free)]
+        src = ["def _outer():"]
+        src += [f"    {n} = None" for n in names]
+        src.append(f"    def op(*args, {_KWARG}=None, **kwargs):")
+        if names:
+            src.append("        if 0:")
+            src.append(f"            ({', '.join(names)},)")
+        src.append(f"        return {_KWARG}[0]({_KWARG}[1], args, kwargs)")
+        src.append("    return op")
+        namespace: dict = {}
+        exec("\n".join(src), namespace)
+        code = _CODES[n_free] = namespace["_outer"]().__code__
+    return code
+
+
+def _is_ours(code: types.CodeType) -> bool:
+    return _KWARG in code.co_varnames
+
+
+class _Op:
+    """What the wrapper needs about one op: its policy per device, where ``dtype=`` sits."""
+
+    __slots__ = ("original", "function", "categories", "dtype_position")
+
+    def __init__(self, original, function, categories: dict, dtype_position):
+        self.original = original
+        self.function = function
+        self.categories = categories
+        self.dtype_position = dtype_position
+
+
+def _underlying_code(fn) -> types.CodeType:
+    """The code an op was written with, under any trampolines (ours or the profiler's)."""
+    code, kwdefaults = fn.__code__, fn.__kwdefaults__ or {}
+    while True:
+        if _KWARG in code.co_varnames and _KWARG in kwdefaults:
+            inner = kwdefaults[_KWARG][1].original
+        elif "_ember_op" in code.co_varnames and "_ember_op" in kwdefaults:
+            inner = kwdefaults["_ember_op"][1][0]
+        else:
+            return code
+        code, kwdefaults = inner.__code__, inner.__kwdefaults__ or {}
+
+
+def _dtype_position(fn):
+    code = _underlying_code(fn)
+    names = code.co_varnames[: code.co_argcount]
+    return names.index("dtype") if "dtype" in names else None
+
+
+def _functions() -> list:
+    """(function, {device: category}) for every op of the table that exists, each once."""
+    found: dict = {}
+    for where, *categories in policy.POLICY:
+        for location in where.split():
+            module_name, _, name = location.partition(":")
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            fn = getattr(module, name, None)
+            if isinstance(fn, types.FunctionType) and id(fn) not in found:
+                found[id(fn)] = (fn, dict(zip(policy.DEVICES, categories)))
+    return list(found.values())
+
+
+def hold(on: bool) -> None:
+    """One more (or one fewer) thread with autocast on; swap the code on the first, back after
+    the last."""
+    with _lock:
+        _holders[0] += 1 if on else -1
+        if on and _holders[0] == 1:
+            _install()
+        elif not on and _holders[0] == 0:
+            _uninstall()
+
+
+def _install() -> None:
+    for fn, categories in _functions():
+        original = types.FunctionType(
+            fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+        )
+        original.__kwdefaults__ = fn.__kwdefaults__
+        op = _Op(original, fn, categories, _dtype_position(fn))
+        ours = {_KWARG: (cast_and_call, op)}
+        _installed.append((fn, fn.__code__, fn.__kwdefaults__, ours))
+        n_free = len(fn.__code__.co_freevars)
+        fn.__code__ = _trampoline(n_free).replace(co_name=fn.__code__.co_name)
+        fn.__kwdefaults__ = ours
+
+
+def _uninstall() -> None:
+    for fn, code, kwdefaults, ours in _installed:
+        if fn.__kwdefaults__ is ours:
+            fn.__code__ = code
+            fn.__kwdefaults__ = kwdefaults
+        # else the profiler swapped it after us; our trampoline, called later, restores it
+    _installed.clear()
+
+
+def _restore_if_released(op: _Op) -> None:
+    fn = op.function
+    entry = fn.__kwdefaults__.get(_KWARG) if fn.__kwdefaults__ else None
+    if entry is not None and entry[1] is op and not _holders[0]:
+        fn.__code__ = op.original.__code__
+        fn.__kwdefaults__ = op.original.__kwdefaults__
+
+
+# --- the wrapper ------------------------------------------------------------------------------
+
+
+def _first_device(args, kwargs):
+    for a in args:
+        if isinstance(a, Tensor):
+            return device_type_of(a)
+        if a.__class__ in (list, tuple) and a and isinstance(a[0], Tensor):
+            return device_type_of(a[0])
+    for a in kwargs.values():
+        if isinstance(a, Tensor):
+            return device_type_of(a)
+    return None
+
+
+def device_type_of(t: Tensor) -> str:
+    """``"cpu"`` or ``"cuda"`` for a tensor (a hook for tests without a GPU)."""
+    return "cpu" if isinstance(t._data, _np.ndarray) else "cuda"
+
+
+def _eligible(a, device: str) -> bool:
+    return isinstance(a, Tensor) and a._data.dtype in _ELIGIBLE and device_type_of(a) == device
+
+
+def _cast(t: Tensor, to: dt.dtype, device: str, upcast: bool = False) -> Tensor:
+    """``t`` in dtype ``to`` (with ``upcast``: rounded to ``to``, held in float32); the
+    lower-precision casts of float32 leaf parameters are cached for the region."""
+    if t._data.dtype == to.np and not upcast:
+        return t
+    if (
+        state.cache_enabled
+        and to is state.dtype[device]
+        and t._data.dtype == _FLOAT32
+        and t._rg
+        and t._grad_fn is None
+        and t._base is None
+        and _gm.state.enabled
+    ):
+        key = (id(t), to, upcast)
+        hit = state.cache.get(key)
+        if hit is not None and hit[0] is t and hit[1] == t._vc[0]:
+            return hit[2]
+        out = _round(t, to, upcast)
+        state.cache[key] = (t, t._vc[0], out)  # holding t keeps its id from being reused
+        return out
+    return _round(t, to, upcast)
+
+
+def _round(t: Tensor, to: dt.dtype, upcast: bool) -> Tensor:
+    out = t.to(to) if t._data.dtype != to.np else t
+    return out.to(dt.float32) if upcast else out
+
+
+def _cast_all(values, to: dt.dtype, device: str, upcast: bool = False):
+    out = []
+    for a in values:
+        if a.__class__ in (list, tuple):
+            a = a.__class__(_cast(x, to, device, upcast) if _eligible(x, device) else x for x in a)
+        elif _eligible(a, device):
+            a = _cast(a, to, device, upcast)
+        out.append(a)
+    return out
+
+
+def _lower_outputs(out, to: dt.dtype):
+    """The float32 results of an upcast lower-precision op, rounded to ``to``."""
+    if isinstance(out, Tensor):
+        return out.to(to) if out._data.dtype == _FLOAT32 else out
+    if out.__class__ in (list, tuple):
+        return out.__class__(_lower_outputs(o, to) for o in out)
+    return out
+
+
+def _widest(values, device: str) -> dt.dtype:
+    """PyTorch's promote policy: float32 if any eligible input is float32, else the lower type."""
+    lower = state.dtype[device]
+    widest = lower
+    for a in values:
+        for x in a if a.__class__ in (list, tuple) else (a,):
+            if _eligible(x, device) and x._data.dtype != widest.np:
+                if x._data.dtype == _FLOAT32 or widest is dt.float32:
+                    widest = dt.float32
+                else:
+                    raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
+    return widest
+
+
+_BCE_MESSAGE = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast."
+)
+
+
+def cast_and_call(op: _Op, args: tuple, kwargs: dict):
+    """Run ``op`` with its inputs cast as the calling thread's autocast state says."""
+    st = state
+    if st.depth or not st.counted:
+        if not _holders[0]:
+            _restore_if_released(op)
+        return op.original(*args, **kwargs)
+    device = _first_device(args, kwargs)
+    category = op.categories.get(device) if device is not None else None
+    if category is None or not st.enabled[device]:
+        return op.original(*args, **kwargs)
+    if category == "lower":
+        to = st.dtype[device]
+    elif category == "fp32":
+        to = dt.float32
+    elif category == "fp32_opt":
+        pos = op.dtype_position
+        explicit = kwargs.get("dtype") is not None or (
+            pos is not None and len(args) > pos and args[pos] is not None
+        )
+        if explicit or not _eligible(args[0] if args else None, device):
+            to = None
+        else:
+            to = dt.float32
+    elif category == "promote":
+        to = _widest(list(args) + list(kwargs.values()), device)
+    else:  # banned
+        raise RuntimeError(_BCE_MESSAGE)
+    # NumPy has no half-precision GEMM (float16 runs ~100x slower than float32, and bfloat16
+    # matmul returns float32): on the CPU the lower-precision ops take inputs rounded to the
+    # lower type but held in float32, and their results are rounded back, which is what a
+    # half GEMM accumulating in float32 computes
+    upcast = category == "lower" and device == "cpu"
+    if to is not None:
+        args = _cast_all(args, to, device, upcast)
+        if kwargs:
+            keys = list(kwargs)
+            kwargs = dict(zip(keys, _cast_all([kwargs[k] for k in keys], to, device, upcast)))
+    st.depth += 1
+    try:
+        out = op.original(*args, **kwargs)
+    finally:
+        st.depth -= 1
+    return _lower_outputs(out, to) if upcast else out
