@@ -2,4 +2,6 @@
 re-exported by ember.nn.functional.
 """
 
-__all__: list[str] = []
+from ..ops.attention import multi_head_attention_forward, scaled_dot_product_attention
+
+__all__: list[str] = ["scaled_dot_product_attention", "multi_head_attention_forward"]

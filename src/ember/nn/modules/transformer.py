@@ -1,37 +1,48 @@
-"""MultiheadAttention and TransformerEncoderLayer (PyTorch's parameters, layout and math)."""
+"""MultiheadAttention and the Transformer stack (PyTorch's parameters, layout and math).
+
+Encoder and decoder layers are post-norm by default (``norm_first=True`` for pre-norm);
+the stacks hold deep copies of one layer, as PyTorch does, so checkpoints load unchanged.
+"""
 
 from __future__ import annotations
 
-import math
+import copy
 
 from ... import _creation
-from ...ops.elementwise import where
+from ..._tensor import Tensor
+from ...ops.attention import multi_head_attention_forward
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .activation import ReLU
+from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
+
+__all__ = [
+    "MultiheadAttention",
+    "Transformer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+]
 
 
 class NonDynamicallyQuantizableLinear(Linear):
     """PyTorch's name for the attention output projection (a plain Linear)."""
 
 
-def _as_additive(mask, dtype, name: str):
-    """Boolean masks (True = not allowed) become -inf additions; float masks are added."""
-    if mask is None:
-        return None
-    if mask.dtype.name == "bool":
-        return where(mask, float("-inf"), 0.0).to(dtype)
-    if not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask
-
-
 class MultiheadAttention(Module):
+    """Attention over ``num_heads`` subspaces of width ``embed_dim // num_heads``.
+
+    Example::
+        >>> mha = ember.nn.MultiheadAttention(8, 2, batch_first=True)
+        >>> x = ember.randn(3, 5, 8)
+        >>> out, weights = mha(x, x, x)  # out (3, 5, 8), weights (3, 5, 5)
+    """
+
     def __init__(
         self,
         embed_dim: int,
@@ -40,112 +51,136 @@ class MultiheadAttention(Module):
         bias: bool = True,
         add_bias_kv: bool = False,
         add_zero_attn: bool = False,
-        kdim=None,
-        vdim=None,
+        kdim: int | None = None,
+        vdim: int | None = None,
         batch_first: bool = False,
         device=None,
         dtype=None,
-    ):
+    ) -> None:
         super().__init__()
-        if embed_dim % num_heads:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                f"and num_heads={num_heads} instead"
+            )
+        kw = dict(device=device, dtype=dtype)
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads, self.dropout, self.batch_first = num_heads, dropout, batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if (
-            add_bias_kv
-            or add_zero_attn
-            or (kdim not in (None, embed_dim))
-            or (vdim not in (None, embed_dim))
-        ):
-            raise NotImplementedError(
-                "add_bias_kv, add_zero_attn and kdim/vdim different from "
-                "embed_dim are not supported by ember yet"
-            )
-        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
-        self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
-        self.in_proj_weight = Parameter(
-            _creation.empty(3 * embed_dim, embed_dim, device=device, dtype=dtype)
-        )
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(_creation.empty(3 * embed_dim, embed_dim, **kw))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = Parameter(_creation.empty(embed_dim, embed_dim, **kw))
+            self.k_proj_weight = Parameter(_creation.empty(embed_dim, self.kdim, **kw))
+            self.v_proj_weight = Parameter(_creation.empty(embed_dim, self.vdim, **kw))
+            self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(
-                _creation.empty(3 * embed_dim, device=device, dtype=dtype)
-            )
+            self.in_proj_bias = Parameter(_creation.empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = NonDynamicallyQuantizableLinear(
-            embed_dim, embed_dim, bias=bias, device=device, dtype=dtype
-        )
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(_creation.empty(1, 1, embed_dim, **kw))
+            self.bias_v = Parameter(_creation.empty(1, 1, embed_dim, **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(
         self,
-        query,
-        key,
-        value,
-        key_padding_mask=None,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
         need_weights: bool = True,
-        attn_mask=None,
+        attn_mask: Tensor | None = None,
         average_attn_weights: bool = True,
         is_causal: bool = False,
-    ):
-        unbatched = query.dim() == 2
-        if unbatched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        tgt, batch, embed = query.shape
-        src = key.shape[0]
-        heads, hd = self.num_heads, self.head_dim
-        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
-        b_q = b_k = b_v = None
-        if self.in_proj_bias is not None:
-            b_q, b_k, b_v = self.in_proj_bias.chunk(3)
-        q = F.linear(query, w_q, b_q)
-        k = F.linear(key, w_k, b_k)
-        v = F.linear(value, w_v, b_v)
-        # (L, N, E) -> (N, heads, L, hd)
-        q = q.reshape(tgt, batch * heads, hd).transpose(0, 1).reshape(batch, heads, tgt, hd)
-        k = k.reshape(src, batch * heads, hd).transpose(0, 1).reshape(batch, heads, src, hd)
-        v = v.reshape(src, batch * heads, hd).transpose(0, 1).reshape(batch, heads, src, hd)
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
-        if is_causal and attn_mask is None:
-            attn_mask = _creation.ones(tgt, src, dtype="bool").triu(1)
-        mask = _as_additive(attn_mask, scores.dtype, "attn_mask")
-        if mask is not None:
-            scores = scores + (mask if mask.dim() == 2 else mask.reshape(batch, heads, tgt, src))
-        pad = _as_additive(key_padding_mask, scores.dtype, "key_padding_mask")
-        if pad is not None:
-            scores = scores + pad.reshape(batch, 1, 1, src)
-        weights = F.softmax(scores, -1)
-        if self.dropout and self.training:
-            weights = F.dropout(weights, self.dropout, True)
-        out = (
-            (weights @ v).reshape(batch * heads, tgt, hd).transpose(0, 1).reshape(tgt, batch, embed)
+    ) -> tuple[Tensor, Tensor | None]:
+        batched = query.dim() == 3
+        if self.batch_first and batched:
+            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        out, weights = multi_head_attention_forward(
+            query,
+            key,
+            value,
+            self.embed_dim,
+            self.num_heads,
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.bias_k,
+            self.bias_v,
+            self.add_zero_attn,
+            self.dropout,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            training=self.training,
+            key_padding_mask=key_padding_mask,
+            need_weights=need_weights,
+            attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights,
+            is_causal=is_causal,
         )
-        out = self.out_proj(out)
-        if unbatched:
-            out = out.squeeze(1)
-        elif self.batch_first:
-            out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if unbatched:
-            weights = weights.squeeze(0)
+        if self.batch_first and batched:
+            out = out.transpose(1, 0)
         return out, weights
 
 
+def _activation(activation):
+    if isinstance(activation, str):
+        if activation == "relu":
+            return F.relu
+        if activation == "gelu":
+            return F.gelu
+        raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+    return activation
+
+
+def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None, size: int | None):
+    """``is_causal`` if given, else whether ``mask`` equals the square subsequent mask."""
+    if is_causal is not None or mask is None:
+        return bool(is_causal)
+    size = size if size is not None else mask.shape[-2]
+    causal = Transformer.generate_square_subsequent_mask(size, dtype=mask.dtype)
+    if mask.dtype.name == "bool":
+        causal = causal.isinf()
+    return tuple(mask.shape) == (size, size) and bool((mask.cpu() == causal).all())
+
+
 class TransformerEncoderLayer(Module):
-    """Self-attention and a feed-forward block, each with residual and LayerNorm."""
+    """Self-attention and a feed-forward block, each with a residual and a LayerNorm.
+
+    Example::
+        >>> layer = ember.nn.TransformerEncoderLayer(d_model=8, nhead=2, batch_first=True)
+        >>> layer(ember.randn(3, 5, 8)).shape
+        ember.Size([3, 5, 8])
+    """
 
     def __init__(
         self,
@@ -160,7 +195,7 @@ class TransformerEncoderLayer(Module):
         bias: bool = True,
         device=None,
         dtype=None,
-    ):
+    ) -> None:
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(
@@ -174,18 +209,11 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            if activation not in ("relu", "gelu"):
-                raise RuntimeError(f"activation should be relu/gelu, not {activation}")
-            activation = F.relu if activation == "relu" else F.gelu
-        self.activation = activation
+        activation = _activation(activation)
         self.activation_relu_or_gelu = (
-            1
-            if activation in (F.relu,) or isinstance(activation, ReLU)
-            else 2
-            if activation is F.gelu
-            else 0
+            1 if activation is F.relu else 2 if activation is F.gelu else 0
         )
+        self.activation = activation
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         out = self.self_attn(
@@ -202,7 +230,13 @@ class TransformerEncoderLayer(Module):
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+    def forward(
+        self,
+        src: Tensor,
+        src_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> Tensor:
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -211,3 +245,294 @@ class TransformerEncoderLayer(Module):
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
         return x
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, attention over the encoder's memory, and a feed-forward block.
+
+    Example::
+        >>> layer = ember.nn.TransformerDecoderLayer(d_model=8, nhead=2)
+        >>> layer(ember.randn(4, 3, 8), ember.randn(6, 3, 8)).shape
+        ember.Size([4, 3, 8])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation="relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw
+        )
+        self.multihead_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw
+        )
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        out = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            is_causal=is_causal,
+            need_weights=False,
+        )[0]
+        return self.dropout1(out)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
+        out = self.multihead_attn(
+            x,
+            mem,
+            mem,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            is_causal=is_causal,
+            need_weights=False,
+        )[0]
+        return self.dropout2(out)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(
+                self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal
+            )
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(
+                x
+                + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            )
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+
+def _clones(module: Module, n: int) -> ModuleList:
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of an encoder layer, then an optional norm.
+
+    ``enable_nested_tensor`` is accepted for compatibility; ember has no nested tensors, so
+    padded positions are computed (not zeroed) in every mode.
+    """
+
+    def __init__(
+        self,
+        encoder_layer: TransformerEncoderLayer,
+        num_layers: int,
+        norm: Module | None = None,
+        enable_nested_tensor: bool = True,
+        mask_check: bool = True,
+    ) -> None:
+        super().__init__()
+        self.layers = _clones(encoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = False
+        self.mask_check = mask_check
+
+    def forward(
+        self,
+        src: Tensor,
+        mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool | None = None,
+    ) -> Tensor:
+        batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False)
+        seq_len = src.shape[1 if batch_first and src.dim() == 3 else 0]
+        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        output = src
+        for layer in self.layers:
+            output = layer(
+                output,
+                src_mask=mask,
+                is_causal=is_causal,
+                src_key_padding_mask=src_key_padding_mask,
+            )
+        return self.norm(output) if self.norm is not None else output
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` copies of a decoder layer, then an optional norm."""
+
+    def __init__(
+        self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Module | None = None
+    ) -> None:
+        super().__init__()
+        self.layers = _clones(decoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False)
+        seq_len = tgt.shape[1 if batch_first and tgt.dim() == 3 else 0]
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        output = tgt
+        for layer in self.layers:
+            output = layer(
+                output,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+                memory_key_padding_mask=memory_key_padding_mask,
+                tgt_is_causal=tgt_is_causal,
+                memory_is_causal=memory_is_causal,
+            )
+        return self.norm(output) if self.norm is not None else output
+
+
+class Transformer(Module):
+    """The encoder-decoder Transformer of "Attention Is All You Need" (PyTorch's layout).
+
+    Example::
+        >>> model = ember.nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1,
+        ...                              num_decoder_layers=1, dim_feedforward=32)
+        >>> out = model(ember.randn(6, 3, 16), ember.randn(4, 3, 16))  # (4, 3, 16)
+    """
+
+    def __init__(
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation="relu",
+        custom_encoder: Module | None = None,
+        custom_decoder: Module | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        layer_kw = dict(
+            dim_feedforward=dim_feedforward,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_eps=layer_norm_eps,
+            batch_first=batch_first,
+            norm_first=norm_first,
+            bias=bias,
+            **kw,
+        )
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            self.encoder = TransformerEncoder(
+                TransformerEncoderLayer(d_model, nhead, **layer_kw),
+                num_encoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw),
+            )
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            self.decoder = TransformerDecoder(
+                TransformerDecoderLayer(d_model, nhead, **layer_kw),
+                num_decoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw),
+            )
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def _reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
+        """A float (sz, sz) mask: 0 on and below the diagonal, -inf above it."""
+        return _creation.full(
+            (sz, sz), float("-inf"), device=device, dtype=dtype or "float32"
+        ).triu(1)
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        batched = src.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if batched and src.shape[batch_dim] != tgt.shape[batch_dim]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(
+            src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal
+        )
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )
