@@ -56,11 +56,39 @@ from ..ops.conv import (
     max_pool2d,
     unfold,
 )
+from ..ops.distance import cosine_similarity, pairwise_distance, pdist
 from ..ops.elementwise import clamp, where
 from ..ops.elementwise import sigmoid as _sigmoid
 from ..ops.elementwise import tanh as _tanh
 from ..ops.indexing import pad
 from ..ops.linalg import linear
+from ..ops.loss import legacy_reduction
+from ..ops.loss_classification import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    multilabel_soft_margin_loss,
+)
+from ..ops.loss_ctc import ctc_loss
+from ..ops.loss_margin import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
+from ..ops.loss_regression import (
+    gaussian_nll_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    poisson_nll_loss,
+    smooth_l1_loss,
+)
 from ._functional_sequence import *  # noqa: F403  (attention, rnn helpers, ...)
 from ._functional_spatial import *  # noqa: F403  (conv3d, pools, interpolate, ...)
 
@@ -147,85 +175,12 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     return eye[tensor]
 
 
-def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    dot = (x1 * x2).sum(dim)
-    n1 = clamp(x1.norm(dim=dim), min=eps)
-    n2 = clamp(x2.norm(dim=dim), min=eps)
-    return dot / (n1 * n2)
-
-
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     return input / clamp(input.norm(p, dim, keepdim=True), min=eps)
 
 
-# --- losses -----------------------------------------------------------------------------------
-def _legacy_reduction(size_average, reduce, reduction: str) -> str:
-    """PyTorch's deprecated ``size_average``/``reduce`` pair, turned into ``reduction``."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
-
-
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def _check_same_size(op: str, input: Tensor, target: Tensor) -> None:
-    if tuple(input.shape) != tuple(target.shape):
-        import warnings
-
-        warnings.warn(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.",
-            stacklevel=3,
-        )
-
-
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean", weight=None) -> Tensor:
-    _check_same_size("mse_loss", input, target)
-    diff = input - target
-    return _reduce(diff * diff, reduction)
-
-
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    _check_same_size("l1_loss", input, target)
-    return _reduce((input - target).abs(), reduction)
-
-
-def smooth_l1_loss(
-    input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0
-) -> Tensor:
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    d = (input - target).abs()
-    if beta == 0:
-        return _reduce(d, reduction)
-    return _reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
-
-
-def huber_loss(
-    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
-) -> Tensor:
-    d = (input - target).abs()
-    return _reduce(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
-
-
-def _class_dim_gather(log_probs: Tensor, target: Tensor) -> Tensor:
-    """log_probs[n, target[n], ...]: the class axis is dim 1 (or 0 for a single sample)."""
-    if log_probs.dim() == 1:
-        return log_probs.gather(0, target.reshape(1)).reshape(())
-    return log_probs.gather(1, target.unsqueeze(1)).squeeze(1)
+# --- losses (in ember.ops.loss*, one node each where PyTorch has one) ---------------------
+_legacy_reduction = legacy_reduction
 
 
 def nll_loss(
@@ -238,150 +193,8 @@ def nll_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """Negative log-likelihood of ``target`` classes under log-probabilities ``input``."""
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     return _loss_ops.nll_loss(input, target, weight, ignore_index, reduction)
-
-
-def cross_entropy(
-    input: Tensor,
-    target: Tensor,
-    weight: Tensor | None = None,
-    size_average=None,
-    ignore_index: int = -100,
-    reduce=None,
-    reduction: str = "mean",
-    label_smoothing: float = 0.0,
-) -> Tensor:
-    """Softmax cross-entropy with class indices or class probabilities as ``target``."""
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 1 if input.dim() > 1 else 0
-    log_probs = log_softmax(input, class_dim)
-    classes = input.shape[class_dim]
-    w_shape = [1] * input.dim()
-    w_shape[class_dim] = classes
-    if target.is_floating_point():  # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(
-                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
-            )
-        if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / classes
-        terms = log_probs * target
-        if weight is not None:
-            terms = terms * weight.reshape(w_shape)
-        loss = -terms.sum(class_dim)
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // classes if input.numel() else 1)
-        return _reduce(loss, reduction)
-    nll = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing == 0:
-        return nll
-    ignored = target == ignore_index
-    terms = log_probs * weight.reshape(w_shape) if weight is not None else log_probs
-    smooth = (-terms.sum(class_dim)).masked_fill(ignored, 0.0)
-    if reduction == "mean":
-        if weight is not None:
-            smooth = smooth.sum() / weight[target.masked_select(~ignored)].sum()
-        else:
-            smooth = smooth.sum() / (~ignored).sum()
-    else:
-        smooth = _reduce(smooth, reduction)
-    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
-
-
-def binary_cross_entropy(
-    input: Tensor,
-    target: Tensor,
-    weight: Tensor | None = None,
-    size_average=None,
-    reduce=None,
-    reduction: str = "mean",
-) -> Tensor:
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}) is deprecated. Please ensure they have the same size."
-        )
-    # PyTorch clamps the logs at -100 so that 0 and 1 give finite losses
-    log_p = clamp(input.log(), min=-100.0)
-    log_q = clamp((1 - input).log(), min=-100.0)
-    loss = -(target * log_p + (1 - target) * log_q)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def binary_cross_entropy_with_logits(
-    input: Tensor,
-    target: Tensor,
-    weight=None,
-    size_average=None,
-    reduce=None,
-    reduction: str = "mean",
-    pos_weight: Tensor | None = None,
-) -> Tensor:
-    """BCE on logits, computed as log(1 + e^-|x|) + max(-x, 0) so it never overflows."""
-    if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(
-            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
-        )
-    softplus_neg = (-input.abs()).exp().log1p() + clamp(-input, min=0.0)
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + log_weight * softplus_neg
-    else:
-        loss = (1 - target) * input + softplus_neg
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
-
-
-def kl_div(
-    input: Tensor,
-    target: Tensor,
-    size_average=None,
-    reduce=None,
-    reduction: str = "mean",
-    log_target: bool = False,
-) -> Tensor:
-    if log_target:
-        loss = target.exp() * (target - input)
-    else:
-        loss = where(target > 0, target * (target.clamp(min=1e-45).log() - input), target * 0.0)
-    if reduction == "batchmean":
-        return loss.sum() / (input.shape[0] if input.dim() else 1)
-    return _reduce(loss, reduction)
-
-
-def cosine_embedding_loss(
-    input1: Tensor,
-    input2: Tensor,
-    target: Tensor,
-    margin: float = 0.0,
-    size_average=None,
-    reduce=None,
-    reduction: str = "mean",
-) -> Tensor:
-    eps = 1e-12  # PyTorch's EPSILON in this loss
-    dim = input1.dim() - 1
-    dot = (input1 * input2).sum(dim)
-    mag = ((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)
-    cos = dot / mag.sqrt()
-    loss = where(target == 1, 1 - cos, where(target == -1, clamp(cos - margin, min=0.0), cos * 0.0))
-    return _reduce(loss, reduction)
-
-
-def margin_ranking_loss(
-    input1: Tensor,
-    input2: Tensor,
-    target: Tensor,
-    margin: float = 0.0,
-    size_average=None,
-    reduce=None,
-    reduction: str = "mean",
-) -> Tensor:
-    return _reduce(clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
 
 
 # --- convolution, pooling, normalisation, embedding --------------------------------------

@@ -1,12 +1,98 @@
-"""Losses that are one node each: ``nll_loss`` (the second half of cross-entropy)."""
+"""What every loss shares (reductions, the one-node pointwise loss), and ``nll_loss``.
+
+PyTorch records some losses as one node (``MseLossBackward0``, ``NllLossBackward0``, ...) and
+composes the others from ops; ember does the same, so ``loss.grad_fn.name()`` agrees. A
+one-node loss computes its forward on arrays and writes its backward with ember ops, so double
+backward works. The families live next door: ``loss_regression``, ``loss_classification``,
+``loss_margin`` and ``loss_ctc``.
+"""
 
 from __future__ import annotations
+
+import warnings
 
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
 
 REDUCTIONS = ("none", "mean", "sum")
+
+
+def legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """PyTorch's deprecated ``size_average``/``reduce`` pair, turned into ``reduction``."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def check_reduction(reduction: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def reduce(loss: Tensor, reduction: str) -> Tensor:
+    """Reduce elementwise losses built from ember ops."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def reduce_array(xp, terms, reduction: str):
+    if reduction == "none":
+        return terms
+    if reduction == "sum":
+        return xp.asarray(terms.sum(), dtype=terms.dtype)
+    if terms.size == 0:
+        return xp.asarray(float("nan"), dtype=terms.dtype)
+    return xp.asarray(terms.mean(), dtype=terms.dtype)
+
+
+def warn_if_sizes_differ(input: Tensor, target: Tensor) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+class PointwiseLossNode(Node):
+    """Base of one-node losses over (input, target) whose terms are elementwise.
+
+    Subclasses give ``d_input(x, t)`` and ``d_target(x, t)``: derivatives of one term, as ember
+    ops. ``count`` is the number of terms, for the mean."""
+
+    def backward(self, g):
+        x, t = self.saved_tensors()
+        if self.reduction == "mean":
+            g = g / max(self.count, 1)
+        edges = self._edges
+        gx = self.d_input(x, t) * g if edges[0] is not None else None
+        gt = self.d_target(x, t) * g if edges[1] is not None else None
+        return gx, gt
+
+
+def pointwise_loss(node_cls, input: Tensor, target: Tensor, terms, reduction: str, **attrs):
+    """Reduce the array ``terms`` and record one ``node_cls`` node over (input, target)."""
+    out = reduce_array(array_module(terms), terms, reduction)
+    return result(
+        node_cls,
+        out,
+        (input, target),
+        (input, target),
+        reduction=reduction,
+        count=terms.size,
+        **attrs,
+    )
 
 
 class NllLossBackward0(Node):

@@ -1,0 +1,209 @@
+"""Classification losses: binary cross-entropy (on probabilities and on logits), cross-entropy
+with indices or probabilities and label smoothing, multi-label soft margin.
+
+``binary_cross_entropy`` and ``binary_cross_entropy_with_logits`` are one node each under
+PyTorch's names; cross-entropy is log-softmax then ``nll_loss`` as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+from ._dispatch import array_module, promote
+from .activation import log_softmax, logsigmoid
+from .elementwise import clamp, sigmoid
+from .loss import PointwiseLossNode, check_reduction, legacy_reduction, nll_loss, pointwise_loss
+from .loss import reduce as _reduce
+from .shape import broadcast_shapes
+
+
+def _expand_weight(weight: Tensor | None, target: Tensor):
+    if weight is None:
+        return None
+    shape = broadcast_shapes(tuple(weight.shape), tuple(target.shape))
+    if shape != tuple(target.shape):
+        raise RuntimeError(
+            f"The size of tensor a ({weight.shape[-1]}) must match the size of tensor b "
+            f"({target.shape[-1]}) at non-singleton dimension {len(shape) - 1}"
+        )
+    return weight.detach()
+
+
+class BinaryCrossEntropyBackward0(PointwiseLossNode):
+    def d_input(self, x, t):
+        # d/dx -(t log x + (1-t) log(1-x)) = (x - t) / (x (1 - x)), guarded at 0 and 1
+        d = (x - t) / clamp((1 - x) * x, min=1e-12)
+        return d * self.weight if self.weight is not None else d
+
+    def d_target(self, x, t):
+        d = clamp((1 - x).log(), min=-100.0) - clamp(x.log(), min=-100.0)
+        return d * self.weight if self.weight is not None else d
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """-w (y log x + (1 - y) log(1 - x)) for probabilities x, logs clamped at -100."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
+        )
+    if target.dtype != input.dtype:
+        raise RuntimeError(
+            f"Found dtype {target.dtype.legacy_name} but expected {input.dtype.legacy_name}"
+        )
+    check_reduction(reduction)
+    weight = _expand_weight(weight, target)
+    x, t = input._data, target._data
+    xp = array_module(x)
+    if x.size and bool(((x < 0) | (x > 1)).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with xp.errstate(divide="ignore"):
+        log_p = xp.maximum(xp.log(x), -100)
+        log_q = xp.maximum(xp.log1p(-x), -100)
+    terms = -(t * log_p + (1 - t) * log_q)
+    if weight is not None:
+        terms = terms * weight._data
+    return pointwise_loss(
+        BinaryCrossEntropyBackward0, input, target, terms, reduction, weight=weight
+    )
+
+
+class BinaryCrossEntropyWithLogitsBackward0(PointwiseLossNode):
+    def d_input(self, x, t):
+        pw = self.pos_weight
+        if pw is None:
+            d = sigmoid(x) - t
+        else:  # d/dx (1-t) x + (1 + (pw-1) t) softplus(-x)
+            d = (1 - t) - ((pw - 1) * t + 1) * sigmoid(-x)
+        return d * self.weight if self.weight is not None else d
+
+    def d_target(self, x, t):
+        pw = self.pos_weight
+        d = -x
+        if pw is not None:
+            d = d + (pw - 1) * ((-x.abs()).exp().log1p() + clamp(-x, min=0.0))
+        return d * self.weight if self.weight is not None else d
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """BCE on logits, computed as (1-y) x + softplus(-x) so it never overflows."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
+    if not target.is_floating_point():
+        raise RuntimeError(
+            f"result type {input.dtype.legacy_name} can't be cast to the desired output type "
+            f"{target.dtype.legacy_name}"
+        )
+    check_reduction(reduction)
+    input, target = promote("binary_cross_entropy_with_logits", input, target)
+    x, t = input._data, target._data
+    xp = array_module(x)
+    softplus_neg = xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0)
+    if pos_weight is not None:
+        pos_weight = pos_weight.detach()
+        terms = (1 - t) * x + ((pos_weight._data - 1) * t + 1) * softplus_neg
+    else:
+        terms = (1 - t) * x + softplus_neg
+    if weight is not None:
+        weight = weight.detach()
+        terms = terms * weight._data
+    return pointwise_loss(
+        BinaryCrossEntropyWithLogitsBackward0,
+        input,
+        target,
+        terms.astype(x.dtype, copy=False),
+        reduction,
+        weight=weight,
+        pos_weight=pos_weight,
+    )
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Softmax cross-entropy with class indices or class probabilities as ``target``.
+
+    The class axis is dim 1 (dim 0 for a single unbatched sample); any further dims are
+    spatial (K-dimensional loss)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 1 if input.dim() > 1 else 0
+    log_probs = log_softmax(input, class_dim)
+    classes = input.shape[class_dim]
+    w_shape = [1] * input.dim()
+    w_shape[class_dim] = classes
+    if target.is_floating_point():  # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(
+                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
+            )
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        terms = log_probs * target
+        if weight is not None:
+            terms = terms * weight.reshape(w_shape)
+        loss = -terms.sum(class_dim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // classes if input.numel() else 1)
+        return _reduce(loss, reduction)
+    nll = nll_loss(log_probs, target, weight, ignore_index, reduction)
+    if label_smoothing == 0:
+        return nll
+    ignored = target == ignore_index
+    terms = log_probs * weight.reshape(w_shape) if weight is not None else log_probs
+    smooth = (-terms.sum(class_dim)).masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            smooth = smooth.sum() / weight[target.masked_select(~ignored)].sum()
+        else:
+            smooth = smooth.sum() / (~ignored).sum()
+    else:
+        smooth = _reduce(smooth, reduction)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Per-class logistic loss, averaged over the classes (the last dim)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
