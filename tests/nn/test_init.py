@@ -98,3 +98,105 @@ def test_layers_are_initialised_like_torch(torch_mod):
         np.testing.assert_array_equal(bn_e.state_dict()[k].numpy(), v.numpy())
     mha_e = ember.nn.MultiheadAttention(8, 2)
     assert mha_e.in_proj_bias.abs().sum().item() == 0
+
+
+ALL_GAINS = [
+    "linear",
+    "conv1d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "sigmoid",
+    "tanh",
+    "relu",
+    "leaky_relu",
+    "selu",
+]
+
+
+def test_calculate_gain_every_nonlinearity_and_errors_match_torch(torch_mod):
+    for name in ALL_GAINS:
+        assert init.calculate_gain(name) == torch_mod.nn.init.calculate_gain(name), name
+    assert init.calculate_gain("leaky_relu", 3) == torch_mod.nn.init.calculate_gain("leaky_relu", 3)
+    for lib in (init, torch_mod.nn.init):
+        with pytest.raises(ValueError, match="Unsupported nonlinearity foo"):
+            lib.calculate_gain("foo")
+        with pytest.raises(ValueError, match="negative_slope True not a valid number"):
+            lib.calculate_gain("leaky_relu", True)
+
+
+@pytest.mark.parametrize(
+    "shape,groups", [((4, 4, 3), 1), ((6, 2, 3, 3), 2), ((3, 5, 2, 3, 1), 1), ((4, 2, 3), 4)]
+)
+def test_dirac_is_exactly_torchs(shape, groups, torch_mod):
+    e = init.dirac_(ember.empty(*shape), groups=groups)
+    t = torch_mod.nn.init.dirac_(torch_mod.empty(*shape), groups=groups)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    np.testing.assert_array_equal(init.eye_(ember.empty(3, 5)).numpy(), np.eye(3, 5))
+
+
+def test_sparse_zeroes_the_same_fraction_of_every_column():
+    w = init.sparse_(ember.empty(20, 30), sparsity=0.25, std=0.5).numpy()
+    assert ((w == 0).sum(0) == 5).all()
+    assert w[w != 0].std() == pytest.approx(0.5, rel=0.15)
+
+
+def test_trunc_normal_matches_the_truncated_distribution():
+    from scipy.stats import truncnorm
+
+    values = init.trunc_normal_(ember.empty(40000), mean=1.0, std=2.0, a=0.0, b=3.0).numpy()
+    dist = truncnorm((0.0 - 1.0) / 2.0, (3.0 - 1.0) / 2.0, loc=1.0, scale=2.0)
+    assert 0.0 <= values.min() and values.max() <= 3.0
+    assert values.mean() == pytest.approx(dist.mean(), abs=0.02)
+    assert values.std() == pytest.approx(dist.std(), abs=0.02)
+    # far in the tail, where redrawing would hardly ever land: still inside [a, b], with a warning
+    with pytest.warns(UserWarning, match="mean is more than 2 std from"):
+        tail = init.trunc_normal_(ember.empty(1000), a=6.0, b=7.0).numpy()
+    assert (tail >= 6.0).all() and (tail <= 7.0).all()
+
+
+def test_orthogonal_of_a_conv_weight_and_generators():
+    w = init.orthogonal_(ember.empty(4, 2, 3, 3), gain=0.5).numpy().reshape(4, 18)
+    np.testing.assert_allclose(w @ w.T, 0.25 * np.eye(4), atol=1e-6)
+    draws = []
+    for _ in range(2):
+        g = ember.Generator().manual_seed(7)
+        draws.append(
+            [
+                f(ember.empty(5, 4), generator=g).numpy()
+                for f in (init.uniform_, init.normal_, init.xavier_uniform_, init.orthogonal_)
+            ]
+        )
+    for a, b in zip(*draws):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(draws[0][0], draws[0][1])
+
+
+def test_deprecated_aliases_warn_like_torch(torch_mod):
+    for old in ("uniform", "normal", "xavier_uniform", "kaiming_normal", "orthogonal", "sparse"):
+        args = (0.5,) if old == "sparse" else ()
+        message = f"`nn.init.{old}` is now deprecated in favor of `nn.init.{old}_`"
+        with pytest.warns(FutureWarning, match=message):
+            out = getattr(init, old)(ember.empty(6, 4), *args)
+        assert out.shape == (6, 4)
+    with pytest.warns(FutureWarning, match="constant"):
+        assert init.constant(ember.empty(2), 3.0).tolist() == [3.0, 3.0]
+
+
+def test_init_errors_match_torch(torch_mod):
+    for lib, mk in ((init, ember.empty), (torch_mod.nn.init, torch_mod.empty)):
+        cases = [
+            (lambda: lib.sparse_(mk(2, 3, 4), 0.1), "Only tensors with 2 dimensions"),
+            (lambda: lib.dirac_(mk(3, 3)), "Only tensors with 3, 4, or 5 dimensions"),
+            (lambda: lib.dirac_(mk(3, 3, 3), groups=2), "dim 0 must be divisible by groups"),
+            (lambda: lib.eye_(mk(3)), "Only tensors with 2 dimensions"),
+            (lambda: lib.orthogonal_(mk(3)), "Only tensors with 2 or more dimensions"),
+            (lambda: lib.kaiming_normal_(mk(3, 4), mode="fan_avg"), r"Mode fan_avg not supported"),
+            (lambda: lib.xavier_normal_(mk(3)), "Fan in and fan out can not be computed"),
+        ]
+        for call, phrase in cases:
+            with pytest.raises(ValueError, match=phrase):
+                call()
+        with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
+            lib.kaiming_uniform_(mk(0, 3))
