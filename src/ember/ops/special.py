@@ -455,9 +455,11 @@ gammainc, gammaincc = igamma, igammac
 # Ops PyTorch marks non-differentiable: their results never require grad.
 # --------------------------------------------------------------------------------------------
 def _spherical_j0(x):
+    # sin(x)/x: 1 at 0 and 0 at ±inf (its limits)
     xp = array_module(x)
-    safe = xp.where(x == 0, 1, x)
-    return xp.where(x == 0, 1, xp.sin(safe) / safe).astype(x.dtype, copy=False)
+    safe = xp.where((x == 0) | xp.isinf(x), 1, x)
+    out = xp.where(x == 0, 1, xp.where(xp.isinf(x), 0, xp.sin(safe) / safe))
+    return out.astype(x.dtype, copy=False)
 
 
 def _airy_ai(x):
