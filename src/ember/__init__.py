@@ -149,6 +149,25 @@ from .ops.shape import (
     unsqueeze,
     vstack,
 )
+from .ops.statistics import (
+    aminmax,
+    bincount,
+    corrcoef,
+    cov,
+    cummax,
+    cummin,
+    histc,
+    histogram,
+    logcumsumexp,
+    median,
+    mode,
+    nanmean,
+    nanmedian,
+    nanquantile,
+    nansum,
+    quantile,
+    renorm,
+)
 
 
 def is_tensor(obj) -> bool:

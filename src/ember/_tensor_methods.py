@@ -184,6 +184,28 @@ for _module, _names in _METHOD_SOURCES.items():
         setattr(T, _name, getattr(_module, _name))
 
 from .ops import activation as _act  # noqa: E402
+from .ops import statistics as _stats  # noqa: E402
+
+for _name in (
+    "aminmax",
+    "bincount",
+    "corrcoef",
+    "cov",
+    "cummax",
+    "cummin",
+    "histc",
+    "histogram",
+    "logcumsumexp",
+    "median",
+    "mode",
+    "nanmean",
+    "nanmedian",
+    "nanquantile",
+    "nansum",
+    "quantile",
+    "renorm",
+):
+    setattr(T, _name, getattr(_stats, _name))
 
 T.softmax = _act.softmax
 T.log_softmax = _act.log_softmax

@@ -1,0 +1,407 @@
+"""Order statistics, NaN-aware reductions, running extremes and histograms.
+
+Selections (median, mode, quantile, cummax) take their indices from the kernel and their
+values through ``gather``, so the gradient of a selected value goes back to the position it
+came from, as in PyTorch. Histograms and counts are not differentiable.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, non_differentiable, result, wrap, wrap_dim
+from .elementwise import isnan, where
+from .indexing import gather, sort
+from .reduction import amax, amin, sum
+
+median_result = namedtuple("median", ["values", "indices"])
+nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
+mode_result = namedtuple("mode", ["values", "indices"])
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def _select(input: Tensor, d: int, index, keepdim: bool, result_type):
+    """Values at ``index`` (kept dim of size 1) along ``d``, with the indices, as torch returns."""
+    idx = wrap(index.astype(dt.int64.np, copy=False))
+    values = gather(input, d, idx)
+    if not keepdim:
+        values, idx = values.squeeze(d), idx.squeeze(d)
+    return result_type(values, idx)
+
+
+def _nan_count(xp, data, d):
+    if data.dtype.kind == "f":
+        return xp.isnan(data).sum(axis=d, keepdims=True)
+    return xp.zeros([1 if i == d else s for i, s in enumerate(data.shape)], dtype=dt.int64.np)
+
+
+def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool, op: str, result_type):
+    data = input._data
+    xp = array_module(data)
+    if dim is None:
+        if data.size == 0:
+            return wrap(xp.full((), xp.nan, dtype=data.dtype))
+        flat = input.reshape(-1)
+        return _median(flat, 0, False, ignore_nan, op, result_type).values
+    if data.ndim == 0:
+        return result_type(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
+    d = wrap_dim(dim, data.ndim, op)
+    n = data.shape[d]
+    if n == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    order = xp.argsort(data, axis=d, kind="stable")  # NaNs sort last, in their order
+    nans = _nan_count(xp, data, d)
+    valid = n - nans
+    if ignore_nan:
+        pos = xp.maximum((valid - 1) // 2, 0)
+    else:
+        # a row with a NaN has the NaN as its median (the first NaN: sorted right after the rest)
+        pos = xp.where(nans > 0, valid, (n - 1) // 2)
+    index = xp.take_along_axis(order, pos, axis=d)
+    return _select(input, d, index, keepdim, result_type)
+
+
+def median(input: Tensor, dim=None, keepdim: bool = False):
+    """The lower median; with ``dim``, ``(values, indices)``. NaN propagates."""
+    return _median(input, dim, keepdim, False, "median", median_result)
+
+
+def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
+    """The lower median of the non-NaN values."""
+    return _median(input, dim, keepdim, True, "nanmedian", nanmedian_result)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+    """The most frequent value along ``dim`` (the smallest among ties) and its last index."""
+    data = input._data
+    xp = array_module(data)
+    if data.ndim == 0:
+        return mode_result(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
+    d = wrap_dim(dim, data.ndim, "mode")
+    n = data.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    rows = xp.moveaxis(data, d, -1).reshape(-1, n)
+    m = rows.shape[0]
+    ordered = xp.sort(rows, axis=1)
+    starts_mask = xp.ones((m, n), dtype=bool)
+    starts_mask[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    starts = xp.flatnonzero(starts_mask.ravel())
+    lengths = xp.diff(xp.concatenate([starts, xp.asarray([m * n])]))
+    # a run never crosses rows: the first element of every row starts a run
+    row_of = starts // n
+    pick = xp.lexsort(xp.stack([starts, -lengths, row_of]))
+    first = xp.ones(pick.shape, dtype=bool)
+    first[1:] = row_of[pick][1:] != row_of[pick][:-1]
+    value = ordered.ravel()[starts[pick[first]]]
+    hits = rows == value[:, None]
+    last = n - 1 - xp.argmax(hits[:, ::-1], axis=1)
+    index = xp.moveaxis(last.reshape(xp.moveaxis(data, d, -1).shape[:-1] + (1,)), -1, d)
+    return _select(input, d, index, keepdim, mode_result)
+
+
+def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool, op):
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError(
+            f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+            f"Got {interpolation}"
+        )
+    scalar_q = not isinstance(q, Tensor)
+    if isinstance(q, Tensor):
+        q_t = q
+    else:
+        from .._creation import tensor
+
+        q_t = tensor(q, dtype=input.dtype, device=input.device)
+    if q_t.dim() > 1:
+        raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+    if q_t.dtype != input.dtype:
+        raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+    xp = array_module(input._data)
+    qd = q_t._data
+    if qd.size and not bool(((qd >= 0) & (qd <= 1)).all()):
+        raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+    x = input
+    if dim is None:
+        x, d = input.reshape(-1), 0
+        out_ndim = 0
+    else:
+        d = wrap_dim(dim, builtins.max(input.dim(), 1), op)
+        if input.dim() == 0:
+            x = input.reshape(1)
+        out_ndim = input.dim()
+    n = x.shape[d]
+    if n == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    values = sort(x, d).values  # NaNs last
+    data = x._data
+    nans = _nan_count(xp, data, d)  # kept dim of size 1
+    qv = qd.reshape(-1).astype(data.dtype)  # (k,)
+    shape_q = (-1,) + (1,) * data.ndim
+    if ignore_nan:
+        valid = (n - nans).astype(data.dtype)
+        rank = qv.reshape(shape_q) * xp.maximum(valid - 1, 0)
+    else:
+        rank = xp.where(nans > 0, n - 1, qv.reshape(shape_q) * (n - 1)).astype(data.dtype)
+    if interpolation == "lower":
+        rank = xp.floor(rank)
+    elif interpolation == "higher":
+        rank = xp.ceil(rank)
+    elif interpolation == "nearest":
+        rank = xp.round(rank)  # half to even, as torch
+    low = xp.floor(rank).astype(dt.int64.np)
+    high = xp.ceil(rank).astype(dt.int64.np)
+    k = qv.shape[0]
+    expanded = values.unsqueeze(0).expand((k,) + tuple(values.shape))
+    v_low = gather(expanded, d + 1, wrap(low))
+    v_high = gather(expanded, d + 1, wrap(high))
+    if interpolation == "midpoint":
+        out = v_low + (v_high - v_low) * 0.5
+    elif interpolation == "linear":
+        weight = wrap((rank - low).astype(data.dtype))
+        out = v_low + (v_high - v_low) * weight
+    else:
+        out = v_low
+    if ignore_nan:
+        all_nan = wrap(xp.broadcast_to(nans == n, out._data.shape).copy())
+        out = where(all_nan, wrap(xp.asarray(xp.nan, dtype=data.dtype)), out)
+    out = out.squeeze(d + 1)
+    if keepdim:
+        if dim is None:
+            out = out.reshape((k,) + (1,) * input.dim())
+        else:
+            out = out.unsqueeze(d + 1) if out_ndim else out
+    if scalar_q or q_t.dim() == 0:
+        out = out.squeeze(0)
+    return out
+
+
+def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation="linear"):
+    """The ``q``-th quantiles along ``dim`` (NaN propagates); a 1-D ``q`` adds a leading dim."""
+    return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
+
+
+def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation="linear"):
+    """``quantile`` of the non-NaN values."""
+    return _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
+
+
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    x = input
+    if input._data.dtype.kind == "f":
+        x = where(isnan(input), 0.0, input)
+    return sum(x, dim, keepdim, dtype=dtype)
+
+
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if input._data.dtype.kind != "f" and dtype is None:
+        raise RuntimeError(
+            "nanmean(): expected input to have floating point or complex dtype but got "
+            f"{input.dtype.legacy_name}"
+        )
+    count = sum((~isnan(input)).to(input.dtype if dtype is None else dtype), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
+    if input.numel() == 0 and dim is None:
+        raise RuntimeError(
+            "aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+            "no identity."
+        )
+    return aminmax_result(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+# --------------------------------------------------------------------------------------------
+# Running extremes and log-cum-sum-exp
+# --------------------------------------------------------------------------------------------
+def _cumulative_extreme(input: Tensor, dim: int, accumulate: str, op: str, result_type):
+    data = input._data
+    xp = array_module(data)
+    if data.ndim == 0:
+        return result_type(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
+    d = wrap_dim(dim, data.ndim, op)
+    if data.size == 0:
+        return result_type(input.clone(), wrap(xp.zeros(data.shape, dtype=dt.int64.np)))
+    running = getattr(xp, accumulate).accumulate(data, axis=d)
+    positions = xp.arange(data.shape[d]).reshape([-1 if i == d else 1 for i in range(data.ndim)])
+    # the latest position where the running extreme was reached (or a NaN met), as torch
+    reached = data == running
+    if data.dtype.kind == "f":
+        reached |= xp.isnan(data)
+    index = xp.maximum.accumulate(xp.where(reached, positions, 0), axis=d)
+    idx = wrap(index.astype(dt.int64.np))
+    return result_type(gather(input, d, idx), idx)
+
+
+def cummax(input: Tensor, dim: int):
+    """Running maximum along ``dim`` and where it was reached: ``(values, indices)``."""
+    return _cumulative_extreme(input, dim, "maximum", "cummax", cummax_result)
+
+
+def cummin(input: Tensor, dim: int):
+    """Running minimum along ``dim`` and where it was reached: ``(values, indices)``."""
+    return _cumulative_extreme(input, dim, "minimum", "cummin", cummin_result)
+
+
+class LogcumsumexpBackward0(Node):
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        out = self.saved_output()
+        d = self.dim
+        # d out_j / d x_i = exp(x_i - out_j) for j >= i; split g by sign so that every term
+        # is summed in log space: grad_i = Σ_{j≥i} g_j e^{x_i - out_j}
+        # (a huge finite stand-in for log 0: -inf would give inf - inf in double backward)
+        log_zero = float(array_module(x._data).finfo(x._data.dtype).min) / 4
+        positive = g > 0
+        negative = g < 0
+        log_pos = where(positive, where(positive, g, 1.0).log(), log_zero)
+        log_neg = where(negative, where(negative, -g, 1.0).log(), log_zero)
+        from_pos = (x + _reverse_logcumsumexp(log_pos - out, d)).exp()
+        from_neg = (x + _reverse_logcumsumexp(log_neg - out, d)).exp()
+        return from_pos - from_neg
+
+
+def _reverse_logcumsumexp(t: Tensor, d: int) -> Tensor:
+    return logcumsumexp(t.flip(d), d).flip(d)
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log Σ_{j≤i} exp(x_j) along ``dim``, computed without overflow."""
+    data = input._data
+    if data.dtype.kind != "f":
+        input = input.to(dt.get_default_dtype())
+        data = input._data
+    xp = array_module(data)
+    d = wrap_dim(dim, builtins.max(data.ndim, 1), "logcumsumexp")
+    if data.ndim == 0 or data.size == 0:
+        out = data.copy()
+    else:
+        out = xp.logaddexp.accumulate(data, axis=d)
+    return result(LogcumsumexpBackward0, out, (input,), (input,), save_output=True, dim=d)
+
+
+# --------------------------------------------------------------------------------------------
+# Histograms and counts (not differentiable)
+# --------------------------------------------------------------------------------------------
+def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:
+    data = input._data
+    if data.dtype.kind != "f":
+        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype.legacy_name}'")
+    if bins <= 0:
+        raise RuntimeError("torch.histc: bins must be > 0")
+    xp = array_module(data)
+    lo, hi = float(min), float(max)
+    if lo == hi and data.size:
+        lo, hi = float(data.min()), float(data.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    counts, _ = xp.histogram(data[~xp.isnan(data)] if data.size else data, bins, (lo, hi))
+    return non_differentiable("histc", wrap(counts.astype(data.dtype)), input)
+
+
+def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool = False):
+    data = input._data
+    xp = array_module(data)
+    edges = bins._data if isinstance(bins, Tensor) else int(bins)
+    w = weight._data if isinstance(weight, Tensor) else None
+    if range is None and not isinstance(bins, Tensor) and data.size:
+        range = (float(data.min()), float(data.max()))
+    hist, bin_edges = xp.histogram(data, edges, range=range, weights=w, density=density)
+    return histogram_result(wrap(hist.astype(data.dtype)), wrap(bin_edges.astype(data.dtype)))
+
+
+def bincount(input: Tensor, weights=None, minlength: int = 0) -> Tensor:
+    data = input._data
+    if data.ndim != 1 or data.dtype.kind not in "iub":
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    xp = array_module(data)
+    if data.size and int(data.min()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is None:
+        return wrap(xp.bincount(data, minlength=minlength).astype(dt.int64.np))
+    w = weights._data
+    if w.shape != data.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    out_dtype = w.dtype if w.dtype.kind == "f" else dt.float64.np
+    counts = xp.bincount(data, weights=w.astype(dt.float64.np), minlength=minlength)
+    return non_differentiable("bincount", wrap(counts.astype(out_dtype)), weights)
+
+
+# --------------------------------------------------------------------------------------------
+# Covariance and renormalisation (composites: their gradients come from the parts)
+# --------------------------------------------------------------------------------------------
+def cov(input: Tensor, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:
+    if input.dim() > 2:
+        raise ValueError(
+            f"cov(): expected input to have two or fewer dimensions but got an "
+            f"input with {input.dim()} dimensions"
+        )
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    if x._data.dtype.kind not in "f":
+        x = x.to(dt.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        w = fweights
+    if aweights is not None:
+        w = aweights if w is None else w * aweights
+    if w is None:
+        avg = x.mean(1, keepdim=True)
+        w_sum = n
+        norm = n - correction
+    else:
+        w = w.to(x.dtype)
+        w_sum = w.sum()
+        avg = (x * w).sum(1, keepdim=True) / w_sum
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = w_sum - correction
+        else:
+            norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+    centred = x - avg
+    weighted = centred if w is None else centred * w
+    if not isinstance(norm, Tensor):
+        norm = builtins.max(norm, 0)
+    else:
+        norm = norm.clamp_min(0)
+    out = weighted @ centred.transpose(0, 1) / norm
+    return out.squeeze() if input.dim() < 2 else out
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    d = c.diagonal()
+    stddev = d.sqrt()
+    c = c / stddev.unsqueeze(1)
+    c = c / stddev.unsqueeze(0)
+    return c.clamp(-1, 1)
+
+
+def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to norm ``maxnorm``."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = wrap_dim(dim, builtins.max(input.dim(), 1), "renorm")
+    others = tuple(i for i in range(input.dim()) if i != d)
+    norms = input.norm(p, dim=others, keepdim=True) if others else input.abs()
+    factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * factor

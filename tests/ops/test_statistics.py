@@ -1,0 +1,138 @@
+"""Order statistics, NaN-aware reductions, running extremes, histograms (ops/statistics.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from tests.helpers import arrays_for, check_gradients, compare_with_torch
+
+
+def _with_nan(shape, seed=0):
+    a = arrays_for([shape], seed=seed)[0]
+    a.flat[3] = np.nan
+    return a
+
+
+SELECTIONS = [
+    lambda m, x: m.median(x),
+    lambda m, x: m.median(x, 1),
+    lambda m, x: m.median(x, 0, keepdim=True),
+    lambda m, x: m.nanmedian(x),
+    lambda m, x: m.nanmedian(x, -1),
+    lambda m, x: m.mode(x.round(), 1),
+    lambda m, x: m.cummax(x, 1),
+    lambda m, x: m.cummin(x, 0),
+    lambda m, x: m.aminmax(x, dim=1),
+    lambda m, x: m.nansum(x, 1),
+    lambda m, x: m.nanmean(x, 0),
+]
+
+
+@pytest.mark.parametrize("fn", SELECTIONS)
+def test_selections_match_torch_with_and_without_nan(fn):
+    compare_with_torch(fn, [arrays_for([(4, 6)], seed=3)[0]])
+    if fn is not SELECTIONS[5]:  # torch's mode has no defined answer for rows with NaN
+        compare_with_torch(fn, [_with_nan((4, 6))], grad=False)
+
+
+@pytest.mark.parametrize("fn", SELECTIONS[:3] + SELECTIONS[6:8])
+def test_selection_gradients(fn):
+    check_gradients(
+        lambda m, x: fn(m, x)[0] if isinstance(fn(m, x), tuple) else fn(m, x),
+        arrays_for([(3, 5)], seed=1),
+        noncontiguous=True,
+    )
+
+
+def test_mode_prefers_smallest_value_and_reports_last_index(torch_mod):
+    data = np.array([[1, 2, 2, 3, 3, 0], [5, 5, 1, 1, 2, 2]], dtype=np.float64)
+    e, t = ember.mode(ember.tensor(data), 1), torch_mod.mode(torch_mod.tensor(data), 1)
+    assert e.values.tolist() == t.values.tolist() == [2.0, 1.0]
+    assert e.indices.tolist() == t.indices.tolist()
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (None, True), (1, False), (0, True)])
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+def test_quantile_matches_torch(torch_mod, name, interpolation, dim, keepdim):
+    for q in (0.3, [0.0, 0.25, 1.0]):
+        for a in (arrays_for([(4, 5)], seed=2)[0], _with_nan((4, 5))):
+            eq = q if isinstance(q, float) else ember.tensor(q, dtype=ember.float64)
+            tq = q if isinstance(q, float) else torch_mod.tensor(q, dtype=torch_mod.float64)
+            e = getattr(ember, name)(ember.tensor(a), eq, dim, keepdim, interpolation=interpolation)
+            t = getattr(torch_mod, name)(
+                torch_mod.tensor(a), tq, dim, keepdim, interpolation=interpolation
+            )
+            assert tuple(e.shape) == tuple(t.shape)
+            np.testing.assert_allclose(e.numpy(), t.numpy(), equal_nan=True)
+
+
+def test_quantile_gradients_and_errors(torch_mod):
+    check_gradients(lambda m, x: m.quantile(x, 0.4, dim=1), arrays_for([(3, 6)], seed=4))
+    compare_with_torch(
+        lambda m, x: m.quantile(x, m.tensor([0.2, 0.7], dtype=m.float64), dim=0),
+        arrays_for([(5, 3)], seed=5),
+    )
+    with pytest.raises(RuntimeError, match="in the range"):
+        ember.quantile(ember.rand(4), 1.5)
+    with pytest.raises(RuntimeError, match="float or double"):
+        ember.quantile(ember.arange(4), 0.5)
+
+
+def test_logcumsumexp_matches_torch_and_is_stable():
+    compare_with_torch(lambda m, x: m.logcumsumexp(x, 1), arrays_for([(3, 7)]))
+    check_gradients(lambda m, x: m.logcumsumexp(x, 0), arrays_for([(4, 3)]), noncontiguous=True)
+    big = ember.tensor([1000.0, 1000.0, -1000.0])
+    assert np.allclose(
+        ember.logcumsumexp(big, 0).numpy(), [1000.0, 1000.0 + np.log(2)] * 1 + [1000.0 + np.log(2)]
+    )
+
+
+def test_cummax_of_empty_and_scalar():
+    assert ember.cummax(ember.zeros(0, 3), 0).values.shape == (0, 3)
+    assert ember.cummax(ember.tensor(2.0), 0).indices.item() == 0
+
+
+def test_histograms_and_counts_match_torch(torch_mod):
+    x = np.array([1.0, 5.0, 2.0, 8.0, 3.0, 8.0])
+    assert (
+        ember.histc(ember.tensor(x), 4).tolist() == torch_mod.histc(torch_mod.tensor(x), 4).tolist()
+    )
+    assert (
+        ember.histc(ember.tensor(x), 3, min=0, max=6).tolist()
+        == torch_mod.histc(torch_mod.tensor(x), 3, min=0, max=6).tolist()
+    )
+    e, t = ember.histogram(ember.tensor(x), 3), torch_mod.histogram(torch_mod.tensor(x), 3)
+    assert e.hist.tolist() == t.hist.tolist()
+    np.testing.assert_allclose(e.bin_edges.numpy(), t.bin_edges.numpy())
+    idx = [0, 1, 1, 3]
+    assert ember.bincount(ember.tensor(idx)).tolist() == [1, 2, 0, 1]
+    assert ember.bincount(ember.tensor(idx), minlength=6).shape == (6,)
+    w = ember.bincount(ember.tensor(idx), ember.tensor([0.5, 1.0, 1.0, 2.0]))
+    assert w.dtype == ember.float32 and w.tolist() == [0.5, 2.0, 0.0, 2.0]
+    with pytest.raises(RuntimeError, match="non-negative integral"):
+        ember.bincount(ember.tensor([-1, 2]))
+
+
+def test_cov_corrcoef_renorm_match_torch(torch_mod):
+    a = arrays_for([(3, 6)], seed=6)[0]
+    compare_with_torch(lambda m, x: m.cov(x), [a])
+    compare_with_torch(lambda m, x: m.cov(x, correction=0), [a])
+    compare_with_torch(lambda m, x: m.corrcoef(x), [a])
+    compare_with_torch(lambda m, x: m.renorm(x, 2, 0, 1.0), [a])
+    compare_with_torch(lambda m, x: x.renorm(1, 1, 0.5), [a])
+    fw, aw = np.array([1, 2, 1, 3, 1, 1]), np.linspace(0.1, 1.0, 6)
+    e = ember.cov(ember.tensor(a), fweights=ember.tensor(fw), aweights=ember.tensor(aw))
+    t = torch_mod.cov(
+        torch_mod.tensor(a), fweights=torch_mod.tensor(fw), aweights=torch_mod.tensor(aw)
+    )
+    np.testing.assert_allclose(e.numpy(), t.numpy())
+    check_gradients(lambda m, x: m.cov(x), [a[:, :4]])
+
+
+def test_zero_size_reductions():
+    assert ember.nansum(ember.zeros(0)).item() == 0.0
+    with pytest.raises(IndexError, match="non-zero size"):
+        ember.median(ember.zeros(2, 0), 1)
