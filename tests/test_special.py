@@ -414,3 +414,61 @@ def test_namespace_aliases_agree_with_torch(torch_mod):
     ]
     for fn, _ in pairs:
         np.testing.assert_allclose(fn(ember, e).numpy(), fn(torch_mod, t).numpy(), rtol=1e-10)
+
+
+# --- argument kinds, layouts and sizes -------------------------------------------------------
+def test_igamma_rejects_python_numbers_as_torch(torch_mod):
+    for mod, fn in ((ember, S.igamma), (torch_mod, torch_mod.igamma)):
+        with pytest.raises(TypeError, match=r"argument 'other' \(position 2\) must be Tensor"):
+            fn(mod.tensor([1.0]), 2.0)
+        with pytest.raises(TypeError, match=r"argument 'input' \(position 1\) must be Tensor"):
+            fn(2.0, mod.tensor([1.0]))
+
+
+def test_zeta_with_python_numbers_matches_torch(torch_mod):
+    data = [0.5, 2.0]
+    q = ember.tensor(data, requires_grad=True)
+    tq = torch_mod.tensor(data, requires_grad=True)
+    got, want = S.zeta(3.0, q), torch_mod.special.zeta(3.0, tq)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(q.grad.numpy(), tq.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        S.zeta(ember.tensor(data) + 2, 2.0).numpy(),
+        torch_mod.special.zeta(torch_mod.tensor(data) + 2, 2.0).numpy(),
+        rtol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("name", ["xlogy", "xlog1py", "zeta", "igamma", "igammac"])
+def test_binary_zero_size_broadcast(name):
+    a = ember.zeros((0, 1), requires_grad=True)
+    out = getattr(S, name)(a + 2, ember.ones(3))
+    assert out.shape == (0, 3)
+
+
+def test_xlogy_gradgradcheck_non_contiguous():
+    x, y = arrays_for([(3, 2), (3, 2)], 0.3, 2.0, seed=8)
+    check_gradients(lambda m, a, b: S.xlogy(a, b), [x, y], noncontiguous=True)
+    check_gradients(lambda m, a, b: S.xlog1py(a, b), [x, y], noncontiguous=True)
+
+
+@pytest.mark.parametrize("name", ["gammaln", "digamma", "erfinv", "i0", "log_ndtr"])
+def test_float32_gradients_match_torch(name):
+    fn, low, high = UNARY[name]
+    arrays = arrays_for([(2, 5)], low, high, seed=9)
+    compare_with_torch(
+        lambda m, x: fn(x) if m is ember else _torch_special(m, name)(x),
+        arrays,
+        dtype=np.float32,
+        atol=1e-6,
+        rtol=2e-6,
+    )
+
+
+def test_double_backward_of_lgamma_is_trigamma():
+    x = ember.tensor([0.7, 2.5], dtype=ember.float64, requires_grad=True)
+    (g,) = ember.autograd.grad(S.lgamma(x).sum(), x, create_graph=True)
+    (gg,) = ember.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), S.polygamma(1, x.detach()).numpy(), rtol=1e-14)

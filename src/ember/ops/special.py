@@ -427,9 +427,12 @@ class IgammacBackward0(Node):
 
 
 def _igamma_operands(op: str, input, other):
-    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
-        bad = other if isinstance(input, Tensor) else input
-        raise TypeError(f"{op}(): argument must be Tensor, not {type(bad).__name__}")
+    for position, (arg, value) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"{op}(): argument '{arg}' (position {position}) must be Tensor, "
+                f"not {type(value).__name__}"
+            )
     a, b, _ = _binary_operands(op, input, other)
     return a, b
 
