@@ -1,0 +1,86 @@
+"""``Laplace``: the double-exponential distribution."""
+
+from __future__ import annotations
+
+from numbers import Number
+
+import ember
+
+from .._tensor import Size
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all, finfo
+
+__all__ = ["Laplace"]
+
+
+class Laplace(Distribution):
+    """Laplace(loc, scale): density exp(-|x - loc| / scale) / (2 scale).
+
+    Example::
+        >>> ember.distributions.Laplace(0.0, 1.0).log_prob(ember.tensor(0.0))
+        tensor(-0.6931)
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return 2 * self.scale.pow(2)
+
+    @property
+    def stddev(self):
+        return (2**0.5) * self.scale
+
+    def __init__(self, loc, scale, validate_args=None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        if isinstance(loc, Number) and isinstance(scale, Number):
+            batch_shape = Size()
+        else:
+            batch_shape = self.loc.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Laplace, _instance)
+        batch_shape = Size(batch_shape)
+        new.loc = self.loc.expand(batch_shape)
+        new.scale = self.scale.expand(batch_shape)
+        super(Laplace, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        eps = float(finfo(self.loc).eps)
+        # u uniform on (-1, 1): x = loc - scale · sign(u) · log(1 - |u|)
+        u = ember.empty(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
+        u = u.uniform_(eps - 1, 1)
+        return self.loc - self.scale * u.sign() * ember.log1p(-u.abs())
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return -ember.log(2 * self.scale) - ember.abs(value - self.loc) / self.scale
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = value - self.loc
+        return 0.5 - 0.5 * z.sign() * ember.expm1(-z.abs() / self.scale)
+
+    def icdf(self, value):
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * ember.log1p(-2 * term.abs())
+
+    def entropy(self):
+        return 1 + ember.log(2 * self.scale)

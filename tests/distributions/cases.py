@@ -1,0 +1,110 @@
+"""Parameter sets shared by the distribution tests: each case builds the same distribution in
+ember or torch from NumPy arrays, with values inside its support."""
+
+from __future__ import annotations
+
+import numpy as np
+
+RNG = np.random.default_rng(7)
+
+
+def real(*shape):
+    return RNG.uniform(-2.0, 2.0, size=shape)
+
+
+def positive(*shape):
+    return RNG.uniform(0.5, 2.0, size=shape)
+
+
+def unit(*shape):
+    return RNG.uniform(0.1, 0.9, size=shape)
+
+
+def simplex(*shape):
+    w = RNG.uniform(0.2, 1.0, size=shape)
+    return w / w.sum(-1, keepdims=True)
+
+
+def bits(*shape):
+    return (RNG.uniform(size=shape) < 0.5).astype(np.float64)
+
+
+def one_hot(n, k):
+    out = np.zeros((n, k))
+    out[np.arange(n), RNG.integers(0, k, size=n)] = 1.0
+    return out
+
+
+# name -> (make(mod, *params), params, a value in the support for log_prob / cdf)
+CONTINUOUS = {
+    "Normal": (lambda m, a, b: m.distributions.Normal(a, b), [real(2, 3), positive(3)], real(2, 3)),
+    "Laplace": (
+        lambda m, a, b: m.distributions.Laplace(a, b),
+        [real(2, 3), positive(3)],
+        real(2, 3),
+    ),
+    "Cauchy": (lambda m, a, b: m.distributions.Cauchy(a, b), [real(2, 3), positive(3)], real(2, 3)),
+    "Uniform": (
+        lambda m, a, b: m.distributions.Uniform(a, a + b),
+        [real(2, 3), positive(3) + 2.0],
+        RNG.uniform(-0.4, 0.4, size=(2, 3)) + 0.0,
+    ),
+    "Exponential": (lambda m, r: m.distributions.Exponential(r), [positive(2, 3)], positive(2, 3)),
+    "LogNormal": (
+        lambda m, a, b: m.distributions.LogNormal(a, b),
+        [real(2, 3) / 2, positive(3)],
+        positive(2, 3),
+    ),
+    "HalfNormal": (lambda m, s: m.distributions.HalfNormal(s), [positive(2, 3)], positive(2, 3)),
+    "HalfCauchy": (lambda m, s: m.distributions.HalfCauchy(s), [positive(2, 3)], positive(2, 3)),
+    "Gumbel": (lambda m, a, b: m.distributions.Gumbel(a, b), [real(2, 3), positive(3)], real(2, 3)),
+}
+
+# the Uniform value must lie inside [low, high) for every batch entry
+_low = CONTINUOUS["Uniform"][1][0]
+CONTINUOUS["Uniform"] = (
+    CONTINUOUS["Uniform"][0],
+    CONTINUOUS["Uniform"][1],
+    _low + RNG.uniform(0.1, 1.9, size=(2, 3)),
+)
+
+DISCRETE = {
+    "Bernoulli_probs": (lambda m, p: m.distributions.Bernoulli(probs=p), [unit(2, 3)], bits(2, 3)),
+    "Bernoulli_logits": (
+        lambda m, lg: m.distributions.Bernoulli(logits=lg),
+        [real(2, 3)],
+        bits(2, 3),
+    ),
+    "Geometric_probs": (
+        lambda m, p: m.distributions.Geometric(probs=p),
+        [unit(2, 3)],
+        RNG.integers(0, 5, size=(2, 3)).astype(np.float64),
+    ),
+    "Geometric_logits": (
+        lambda m, lg: m.distributions.Geometric(logits=lg),
+        [real(2, 3)],
+        RNG.integers(0, 5, size=(2, 3)).astype(np.float64),
+    ),
+    "Categorical_probs": (
+        lambda m, p: m.distributions.Categorical(probs=p),
+        [simplex(2, 4)],
+        RNG.integers(0, 4, size=(3, 2)),
+    ),
+    "Categorical_logits": (
+        lambda m, lg: m.distributions.Categorical(logits=lg),
+        [real(2, 4)],
+        RNG.integers(0, 4, size=(3, 2)),
+    ),
+    "OneHotCategorical": (
+        lambda m, p: m.distributions.OneHotCategorical(probs=p),
+        [simplex(2, 4)],
+        one_hot(2, 4),
+    ),
+    "IndependentNormal": (
+        lambda m, a, b: m.distributions.Independent(m.distributions.Normal(a, b), 1),
+        [real(2, 3), positive(2, 3)],
+        real(2, 3),
+    ),
+}
+
+ALL = {**CONTINUOUS, **DISCRETE}
