@@ -1,0 +1,282 @@
+"""Resampling: interpolate (nearest, linear, cubic, area), pixel and channel shuffles.
+
+Every interpolation mode PyTorch offers without antialiasing is separable: each spatial axis is
+resampled on its own by an (out, in) weight matrix (or, for the nearest modes, an index
+gather). Matrix products and index_select are differentiable to any order, so the backward of
+each mode is the transposed matrix, and double backward comes for free.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _creation
+from .._tensor import Tensor
+from ._dispatch import array_module
+
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+_CUBIC_A = -0.75  # the cubic convolution constant PyTorch (and OpenCV) use
+
+
+def _output_sizes(input: Tensor, size, scale_factor, recompute_scale_factor) -> tuple:
+    """(output sizes, scales used to map coordinates or None per axis), PyTorch's rules."""
+    nd = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        sizes = list(size) if isinstance(size, (tuple, list)) else [size] * nd
+        if len(sizes) != nd:
+            raise ValueError(
+                "Input and output must have the same number of spatial dimensions, but got input "
+                f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}. "
+                "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                "(o1, o2, ...,oK) format."
+            )
+        return tuple(int(s) for s in sizes), (None,) * nd
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    scales = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nd
+    if len(scales) != nd:
+        raise ValueError(
+            "Input and scale_factor must have the same number of spatial dimensions, but got "
+            f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
+            f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+            "and scale_factor in (s1, s2, ...,sK) format."
+        )
+    sizes = tuple(math.floor(float(n) * float(s)) for n, s in zip(input.shape[2:], scales))
+    if recompute_scale_factor:
+        return sizes, (None,) * nd
+    return sizes, tuple(float(s) for s in scales)
+
+
+def _source_scale(in_size: int, out_size: int, scale, align_corners: bool) -> float:
+    """How far apart output samples are in input coordinates."""
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+
+
+def _nearest_index(in_size: int, out_size: int, scale, exact: bool):
+    """Input position of each output position; float32 arithmetic, as PyTorch's kernels."""
+    step = np.float32(1.0 / scale if scale is not None and scale > 0 else in_size / out_size)
+    positions = np.arange(out_size, dtype=np.float32)
+    if exact:
+        positions = positions + np.float32(0.5)
+    return np.minimum(np.floor(positions * step).astype(np.int64), in_size - 1)
+
+
+def _linear_matrix(in_size: int, out_size: int, scale, align_corners: bool):
+    """(out, in) weights of linear interpolation: two taps per output."""
+    step = _source_scale(in_size, out_size, scale, align_corners)
+    dst = np.arange(out_size, dtype=np.float64)
+    src = dst * step if align_corners else np.maximum((dst + 0.5) * step - 0.5, 0.0)
+    left = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    right = np.minimum(left + 1, in_size - 1)
+    frac = src - left
+    m = np.zeros((out_size, in_size))
+    rows = np.arange(out_size)
+    np.add.at(m, (rows, left), 1.0 - frac)
+    np.add.at(m, (rows, right), frac)
+    return m
+
+
+def _cubic_matrix(in_size: int, out_size: int, scale, align_corners: bool):
+    """(out, in) weights of cubic convolution: four taps, indices clamped at the borders."""
+    step = _source_scale(in_size, out_size, scale, align_corners)
+    dst = np.arange(out_size, dtype=np.float64)
+    src = dst * step if align_corners else (dst + 0.5) * step - 0.5
+    base = np.floor(src)
+    t = src - base
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    m = np.zeros((out_size, in_size))
+    rows = np.arange(out_size)
+    for k, w in enumerate(weights):
+        cols = np.clip(base.astype(np.int64) - 1 + k, 0, in_size - 1)
+        np.add.at(m, (rows, cols), w)
+    return m
+
+
+def _area_matrix(in_size: int, out_size: int):
+    """(out, in) weights of adaptive average pooling: PyTorch's floor/ceil windows."""
+    m = np.zeros((out_size, in_size))
+    for i in range(out_size):
+        start = (i * in_size) // out_size
+        end = -((-(i + 1) * in_size) // out_size)
+        m[i, start:end] = 1.0 / (end - start)
+    return m
+
+
+def apply_along_axes(input: Tensor, matrices) -> Tensor:
+    """Resample spatial axis i (dim 2 + i) of ``input`` by ``matrices[i]`` (out, in) arrays;
+    None leaves an axis alone."""
+    xp = array_module(input._data)
+    out = input
+    for i, m in enumerate(matrices):
+        if m is None:
+            continue
+        weights = _creation.tensor(xp.asarray(m, dtype=input._data.dtype), device=input.device)
+        axis = 2 + i
+        if axis == out.dim() - 1:
+            out = out @ weights.mT
+        elif axis == out.dim() - 2:
+            out = weights @ out
+        else:
+            out = (out.movedim(axis, -1) @ weights.mT).movedim(-1, axis)
+    return out
+
+
+def select_along_axes(input: Tensor, indices) -> Tensor:
+    """Pick positions ``indices[i]`` (int64 arrays) along spatial axis i."""
+    xp = array_module(input._data)
+    out = input
+    for i, index in enumerate(indices):
+        if index is None:
+            continue
+        out = out.index_select(2 + i, _creation.tensor(xp.asarray(index), device=input.device))
+    return out
+
+
+def interpolate(
+    input: Tensor,
+    size=None,
+    scale_factor=None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Resize the spatial dims of an (N, C, *S) input (1 to 3 spatial dims).
+
+    >>> interpolate(ember.tensor([[[1.0, 2.0]]]), scale_factor=2).tolist()
+    [[[1.0, 1.0, 2.0, 2.0]]]
+    """
+    nd = input.dim() - 2
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the interpolating modes: "
+                "linear | bilinear | bicubic | trilinear"
+            )
+    elif align_corners is None:
+        align_corners = False
+    if mode not in _MODES or not 1 <= nd <= 3:
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+            "the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+            f"(got {mode})"
+        )
+    needed = _LINEAR_MODES.get(mode)
+    if needed is not None and needed != nd:
+        raise NotImplementedError(
+            f"Got {input.dim()}D input, but {mode} mode needs {needed + 2}D input"
+        )
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
+    if any(s <= 0 for s in sizes):
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input "
+            f"({', '.join(str(s) for s in input.shape[2:])}) output "
+            f"({', '.join(str(s) for s in sizes)})"
+        )
+    in_sizes = tuple(input.shape[2:])
+    if mode in ("nearest", "nearest-exact"):
+        exact = mode == "nearest-exact"
+        indices = [
+            None if n == o and s in (None, 1.0) else _nearest_index(n, o, s, exact)
+            for n, o, s in zip(in_sizes, sizes, scales)
+        ]
+        return select_along_axes(input, indices)
+    if mode == "area":
+        from .pooling import adaptive_avg_pool
+
+        return adaptive_avg_pool(input, sizes, nd, f"adaptive_avg_pool{nd}d")
+    build = _cubic_matrix if mode == "bicubic" else _linear_matrix
+    matrices = [build(n, o, s, align_corners) for n, o, s in zip(in_sizes, sizes, scales)]
+    return apply_along_axes(input, matrices)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C·r², H, W) -> (*, C, H·r, W·r)."""
+    r = int(upscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(
+            f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+            f"{input.dim()} dimension(s)"
+        )
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+            f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    lead = tuple(lead)
+    k = len(lead)
+    x = input.reshape(lead + (c // (r * r), r, r, h, w))
+    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return x.reshape(lead + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H·r, W·r) -> (*, C·r², H, W), the inverse of pixel_shuffle."""
+    r = int(downscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(
+            f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+            f"{input.dim()} dimension(s)"
+        )
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError(
+            "pixel_unshuffle expects height to be divisible by downscale_factor, but "
+            f"input.size(-2)={h} is not divisible by {r}"
+        )
+    if w % r:
+        raise RuntimeError(
+            "pixel_unshuffle expects width to be divisible by downscale_factor, but "
+            f"input.size(-1)={w} is not divisible by {r}"
+        )
+    lead = tuple(lead)
+    k = len(lead)
+    x = input.reshape(lead + (c, h // r, r, w // r, r))
+    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return x.reshape(lead + (c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels (dim 1) of ``groups`` groups: (N, g·k, *) viewed (N, g, k, *)
+    read as (N, k, g, *)."""
+    if input.dim() <= 2:
+        raise RuntimeError(
+            f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+            f"{input.dim()} dimension(s)"
+        )
+    if groups <= 0:
+        raise RuntimeError(
+            f"Number of groups to divide channels in must be positive. Value of groups:{groups}"
+        )
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
+        )
+    rest = tuple(rest)
+    x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
+    return x.reshape((n, c) + rest)
