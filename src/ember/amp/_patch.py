@@ -271,6 +271,8 @@ def cast_and_call(op: _Op, args: tuple, kwargs: dict):
             to = dt.float32
     elif category == "promote":
         to = _widest(list(args) + list(kwargs.values()), device)
+    elif category == "keep":
+        to = None
     else:  # banned
         raise RuntimeError(_BCE_MESSAGE)
     # NumPy has no half-precision GEMM (float16 runs ~100x slower than float32, and bfloat16

@@ -8,6 +8,8 @@ Categories (PyTorch's cast policies, ``aten/src/ATen/autocast_mode.cpp``):
                 eligible): the reductions and softmaxes on CUDA
 - ``PROMOTE``   all floating inputs go to the widest floating type among them
 - ``BANNED``    raise: the op is unsafe to autocast (binary_cross_entropy on CUDA)
+- ``KEEP``      run as called, and nothing inside it is cast: PyTorch has a kernel of its own
+                for the op, while ember's Python composes it from listed ops
 - ``None``      the op runs as called
 
 Eligible inputs are floating tensors on the region's device other than float64. Each row
@@ -18,7 +20,14 @@ of the ops. The table is read when autocast is entered, never while it is off.
 
 from __future__ import annotations
 
-LOWER, FP32, FP32_OPT, PROMOTE, BANNED = "lower", "fp32", "fp32_opt", "promote", "banned"
+LOWER, FP32, FP32_OPT, PROMOTE, BANNED, KEEP = (
+    "lower",
+    "fp32",
+    "fp32_opt",
+    "promote",
+    "banned",
+    "keep",
+)
 
 _E, _F, _L = "ember", "ember.nn.functional", "ember.linalg"
 
@@ -31,12 +40,14 @@ POLICY: tuple = (
     (f"{_E}:baddbmm", LOWER, LOWER),
     (f"{_E}:addmm", LOWER, LOWER),
     (f"{_E}:addbmm", LOWER, LOWER),
-    (f"{_E}:mv", LOWER, None),
-    (f"{_E}:addmv", LOWER, None),
-    (f"{_E}:addr", LOWER, None),
-    (f"{_E}:einsum", LOWER, None),
-    (f"{_E}:chain_matmul", LOWER, None),
-    (f"{_L}:multi_dot", LOWER, None),
+    (f"{_E}:mv", LOWER, KEEP),
+    (f"{_E}:addmv", LOWER, KEEP),
+    (f"{_E}:addr", LOWER, KEEP),
+    (f"{_E}:outer {_E}:ger", KEEP, KEEP),
+    # einsum, tensordot, multi_dot and the RNN cells reach bmm/mm inside PyTorch's CPU kernels
+    (f"{_E}:einsum", LOWER, LOWER),
+    (f"{_E}:chain_matmul", LOWER, LOWER),
+    (f"{_L}:multi_dot", LOWER, LOWER),
     (f"{_L}:vecdot", LOWER, LOWER),
     (f"{_F}:linear", LOWER, LOWER),
     (f"{_F}:conv1d", LOWER, LOWER),
@@ -47,10 +58,10 @@ POLICY: tuple = (
     (f"{_F}:conv_transpose3d", LOWER, LOWER),
     (f"{_F}:prelu", LOWER, LOWER),
     (f"{_F}:scaled_dot_product_attention", LOWER, LOWER),
-    (f"{_E}:lstm_cell", LOWER, None),
-    (f"{_E}:gru_cell", LOWER, None),
-    (f"{_E}:rnn_tanh_cell", LOWER, None),
-    (f"{_E}:rnn_relu_cell", LOWER, None),
+    (f"{_E}:lstm_cell", LOWER, KEEP),
+    (f"{_E}:gru_cell", LOWER, KEEP),
+    (f"{_E}:rnn_tanh_cell", LOWER, LOWER),
+    (f"{_E}:rnn_relu_cell", LOWER, LOWER),
     # --- float32 on CUDA: functions whose range or accuracy half precision cannot hold ---
     (f"{_E}:acos {_E}:arccos", FP32, None),
     (f"{_E}:asin {_E}:arcsin", FP32, None),
@@ -107,6 +118,9 @@ POLICY: tuple = (
     (f"{_L}:vector_norm", FP32_OPT, None),
     (f"{_L}:matrix_norm", FP32_OPT, None),
     (f"{_E}:norm", FP32, None),  # PyTorch appends dtype=float32 to norm
+    (f"{_E}:nansum", KEEP, None),  # ember's sum inside, PyTorch's own kernel
+    (f"{_E}:nanmean", KEEP, None),
+    (f"{_F}:avg_pool1d", KEEP, None),
     # --- float32 on the CPU: linear algebra, spectral ops, 3-D pools, padding ---
     (f"{_E}:inverse {_L}:inv {_L}:inv_ex", None, FP32),
     (f"{_E}:pinverse {_L}:pinv", None, FP32),
@@ -150,12 +164,12 @@ POLICY: tuple = (
     (f"{_E}:addcdiv", PROMOTE, None),
     (f"{_E}:addcmul", PROMOTE, None),
     (f"{_E}:atan2 {_E}:arctan2", PROMOTE, None),
-    (f"{_F}:bilinear", PROMOTE, None),
+    (f"{_F}:bilinear", PROMOTE, KEEP),
     (f"{_E}:cross {_L}:cross", PROMOTE, None),
-    (f"{_E}:dot", PROMOTE, None),
-    (f"{_E}:vdot", PROMOTE, None),
+    (f"{_E}:dot {_E}:inner", PROMOTE, KEEP),
+    (f"{_E}:vdot", PROMOTE, KEEP),
     (f"{_E}:index_put", PROMOTE, None),
-    (f"{_E}:tensordot", PROMOTE, None),
+    (f"{_E}:tensordot", PROMOTE, LOWER),
     (f"{_E}:scatter_add", PROMOTE, None),
     (f"{_E}:cat {_E}:concat {_E}:concatenate", None, PROMOTE),
     (f"{_E}:stack", None, PROMOTE),
