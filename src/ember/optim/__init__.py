@@ -1,6 +1,6 @@
 """ember.optim: optimizers and learning-rate schedules."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adam import Adam, AdamW
@@ -32,4 +32,5 @@ __all__ = [
     "Rprop",
     "SparseAdam",
     "lr_scheduler",
+    "swa_utils",
 ]
