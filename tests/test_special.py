@@ -472,3 +472,15 @@ def test_double_backward_of_lgamma_is_trigamma():
     (g,) = ember.autograd.grad(S.lgamma(x).sum(), x, create_graph=True)
     (gg,) = ember.autograd.grad(g.sum(), x)
     np.testing.assert_allclose(gg.numpy(), S.polygamma(1, x.detach()).numpy(), rtol=1e-14)
+
+
+def test_integer_inputs_follow_the_default_dtype():
+    previous = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:
+        assert S.lgamma(ember.tensor([3])).dtype == ember.float64
+        assert S.xlogy(ember.tensor([1]), ember.tensor([2])).dtype == ember.float64
+        assert S.polygamma(2, ember.tensor([1])).dtype == ember.float64
+    finally:
+        ember.set_default_dtype(previous)
+    assert S.lgamma(ember.tensor([3])).item() == pytest.approx(math.log(2.0))

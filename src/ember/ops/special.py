@@ -91,6 +91,23 @@ def _floating_input(op: str, input) -> Tensor:
 # Differentiable unary ops: forward kernel and derivative side by side.
 # derivative(node, g, x, y) -> gradient for x;  ``saves`` says which of x and y it reads.
 # --------------------------------------------------------------------------------------------
+DOCS = {
+    "lgamma": "log |Γ(x)|, elementwise; its derivative is digamma.",
+    "digamma": "ψ(x) = d/dx log Γ(x); -inf at 0 and nan at negative integers, as PyTorch.",
+    "erfinv": "The inverse error function on (-1, 1); ±inf at ±1.",
+    "erfcx": "The scaled complementary error function e^{x²} erfc(x).",
+    "i0": "The modified Bessel function of the first kind, order 0.",
+    "i0e": "The exponentially scaled modified Bessel function e^{-|x|} I0(x).",
+    "i1": "The modified Bessel function of the first kind, order 1.",
+    "i1e": "The exponentially scaled modified Bessel function e^{-|x|} I1(x).",
+    "ndtr": "The standard normal cumulative distribution function Φ(x).",
+    "ndtri": "The inverse of the standard normal CDF, Φ⁻¹(p).",
+    "log_ndtr": "log Φ(x), accurate far into the lower tail.",
+    "entr": "-x log x for x > 0, 0 at 0, -inf for x < 0.",
+    "sinc": "The normalized sinc sin(πx)/(πx), 1 at 0.",
+}
+
+
 def _make_unary(name: str, kernel, derivative, saves: str, node_name: str):
     save_x, save_y = "x" in saves, "y" in saves
 
@@ -108,6 +125,7 @@ def _make_unary(name: str, kernel, derivative, saves: str, node_name: str):
         return result(node_cls, out, (input,), (input,) if save_x else (), save_y)
 
     named(op, name)
+    op.__doc__ = DOCS[name]
     return op, node_cls
 
 
@@ -115,7 +133,7 @@ def _lgamma_kernel(x):
     out = _compute("gammaln", x, dtype=x.dtype)
     # scipy gives lgamma(-inf) = -inf; |Γ| grows without bound there, so PyTorch says +inf
     xp = array_module(out)
-    return xp.where(xp.isneginf(x), xp.inf, out).astype(x.dtype, copy=False) if x.size else out
+    return xp.where(x == -xp.inf, xp.inf, out).astype(x.dtype, copy=False) if x.size else out
 
 
 def _i1_derivative(g, x, y):
@@ -274,7 +292,7 @@ def _polygamma_kernel(n: int, x):
     out = (zeta_values * ((-1) ** (n + 1) * math.factorial(n))).astype(x.dtype, copy=False)
     if n == 1:  # PyTorch's own trigamma: 0 at +inf (the limit), nan at -inf
         xp = array_module(out)
-        out = xp.where(xp.isposinf(x), 0, xp.where(xp.isneginf(x), xp.nan, out))
+        out = xp.where(x == xp.inf, 0, xp.where(x == -xp.inf, xp.nan, out))
         out = out.astype(x.dtype, copy=False)
     return out
 
@@ -395,7 +413,7 @@ def _zeta_kernel(x, q, dtype):
     out = _compute("zeta", x, q, dtype=dtype)
     # scipy gives ζ(x, +inf) = 0, PyTorch nan (its series does not converge there)
     xp = array_module(out)
-    return xp.where(xp.isposinf(q), xp.nan, out).astype(dtype, copy=False)
+    return xp.where(q == xp.inf, xp.nan, out).astype(dtype, copy=False)
 
 
 def zeta(input, other) -> Tensor:
