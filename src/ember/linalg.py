@@ -1,6 +1,88 @@
-"""ember.linalg: PyTorch's torch.linalg names."""
+"""ember.linalg: PyTorch's torch.linalg names.
 
-from .ops.linalg import det, inv, matrix_norm, norm, solve, svdvals
+``eig``, ``eigvals`` and the other complex-valued results are missing: ember has no complex
+dtypes yet.
+"""
+
+from .ops._linalg_common import LinAlgError
+from .ops.linalg import det, matmul
+from .ops.linalg_decompositions import (
+    cholesky,
+    cholesky_ex,
+    eigh,
+    eigvalsh,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    qr,
+    slogdet,
+    svd,
+    svdvals,
+)
+from .ops.linalg_functions import (
+    cond,
+    cross,
+    diagonal,
+    householder_product,
+    matrix_exp,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    multi_dot,
+    norm,
+    vander,
+    vecdot,
+)
+from .ops.linalg_solvers import (
+    inv,
+    inv_ex,
+    lstsq,
+    lu_solve,
+    pinv,
+    solve,
+    solve_ex,
+    solve_triangular,
+    tensorinv,
+    tensorsolve,
+)
 from .ops.reduction import vector_norm
 
-__all__ = ["det", "inv", "matrix_norm", "norm", "solve", "svdvals", "vector_norm"]
+__all__ = [
+    "LinAlgError",
+    "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eigh",
+    "eigvalsh",
+    "householder_product",
+    "inv",
+    "inv_ex",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
+    "matmul",
+    "matrix_exp",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_ex",
+    "solve_triangular",
+    "svd",
+    "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
+    "vecdot",
+    "vector_norm",
+]

@@ -1,0 +1,173 @@
+"""What the linear-algebra op families share: argument checks, PyTorch's LinAlgError and
+named result tuples, the kernel module of a device, and nodes with several outputs.
+
+A decomposition (svd, qr, eigh, lu) returns several differentiable tensors from one node, as
+PyTorch does: its backward formula gets one gradient per output (``None`` for unused ones) and
+reads the outputs back as tensors of the graph, so that double backward works.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from .. import _backend
+from .._tensor import Tensor
+from ..autograd import _cuts, _watch
+from ..autograd.node import FREED_MESSAGE, Node, _raise_modified
+from ._dispatch import grad_state, record, wrap
+
+_new = object.__new__
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra kernel failed on the values (singular, not positive-definite)."""
+
+
+def _result_type(name: str, fields: str):
+    cls = namedtuple(name, fields)
+    cls.__module__ = "ember.return_types"
+    return cls
+
+
+SvdResult = _result_type("linalg_svd", "U S Vh")
+OldSvdResult = _result_type("svd", "U S V")
+QrResult = _result_type("linalg_qr", "Q R")
+OldQrResult = _result_type("qr", "Q R")
+EighResult = _result_type("linalg_eigh", "eigenvalues eigenvectors")
+CholeskyExResult = _result_type("linalg_cholesky_ex", "L info")
+SlogdetResult = _result_type("linalg_slogdet", "sign logabsdet")
+OldSlogdetResult = _result_type("slogdet", "sign logabsdet")
+InvExResult = _result_type("linalg_inv_ex", "inverse info")
+SolveExResult = _result_type("linalg_solve_ex", "result info")
+LuResult = _result_type("linalg_lu", "P L U")
+LuUnpackResult = _result_type("lu_unpack", "P L U")
+LuFactorResult = _result_type("linalg_lu_factor", "LU pivots")
+LuFactorExResult = _result_type("linalg_lu_factor_ex", "LU pivots info")
+LstsqResult = _result_type("linalg_lstsq", "solution residuals rank singular_values")
+TriangularSolveResult = _result_type("triangular_solve", "solution cloned_coefficient")
+
+
+def shape_str(t: Tensor) -> str:
+    return "x".join(str(s) for s in t._data.shape) or "scalar"
+
+
+def check_matrix(op: str, A: Tensor, name: str = "A", square: bool = False) -> None:
+    """At least 2-D, floating, and square when asked (PyTorch's messages)."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(A).__name__}")
+    shape = A._data.shape
+    if len(shape) < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+    if square and shape[-1] != shape[-2]:
+        raise RuntimeError(
+            f"{op}: {name} must be batches of square matrices, but they are {shape[-2]} by "
+            f"{shape[-1]} matrices"
+        )
+    if A._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.name}"
+        )
+
+
+def check_same_dtype(op: str, a: Tensor, b: Tensor, a_name="A", b_name="B") -> None:
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"{op}: Expected {a_name} and {b_name} to have the same dtype, but found "
+            f"{a_name} of type {a.dtype.name} and {b_name} of type {b.dtype.name} instead."
+        )
+
+
+def batch_prefix(index: int, batched: bool) -> str:
+    return f"(Batch element {index}): " if batched else ""
+
+
+def first_failure(info) -> tuple:
+    """(flat batch index, info value) of the first nonzero entry of an info array."""
+    flat = info.reshape(-1)
+    idx = int((flat != 0).argmax())
+    return idx, int(flat[idx])
+
+
+def scipy_linalg(xp):
+    """scipy.linalg for NumPy arrays, cupyx.scipy.linalg for CuPy arrays."""
+    if xp.__name__ == "numpy":
+        import scipy.linalg
+
+        return scipy.linalg
+    import cupyx.scipy.linalg
+
+    return cupyx.scipy.linalg
+
+
+def is_numpy(xp) -> bool:
+    return xp.__name__ == "numpy"
+
+
+def int_tensor(data, like_xp, dtype: str = "int32") -> Tensor:
+    return wrap(like_xp.asarray(data, dtype=dtype))
+
+
+# --------------------------------------------------------------------------------------------
+# nodes with several outputs
+# --------------------------------------------------------------------------------------------
+class MultiOutputNode(Node):
+    """Base of the decompositions' nodes: ``backward(*grads)`` gets one gradient per output."""
+
+    _fast = False
+
+    def apply(self, grads: list) -> tuple:
+        out = self.backward(*grads)
+        return out if type(out) is tuple else (out,)
+
+    def saved_outputs(self) -> tuple:
+        """This node's outputs as tensors of the graph (so that formulas differentiate again)."""
+        records = self._saved_out
+        if records is None:
+            raise RuntimeError(FREED_MESSAGE)
+        outs = []
+        for nr, (data, vc, version) in enumerate(records):
+            if vc[0] != version:
+                shown = Tensor._wrap(data)
+                shown._vc = vc
+                _raise_modified(self, shown, version)
+            out = _new(Tensor)
+            out._data = data
+            out._vc = vc
+            out._rg = True
+            out._grad_fn = self
+            out._out_nr = nr
+            outs.append(out)
+        return tuple(outs)
+
+
+def record_outputs(node_cls, datas: tuple, inputs: tuple, saved: tuple = (), **attrs) -> tuple:
+    """Tensors for ``datas``, all outputs of one ``node_cls`` node when some input needs grad."""
+    needs = grad_state.enabled and any(
+        t is not None and isinstance(t, Tensor) and t._rg for t in inputs
+    )
+    if not needs:
+        outs = tuple(wrap(d) for d in datas)
+        if any(isinstance(t, Tensor) and t._rg for t in inputs):
+            _cuts.note_inputs("no_grad", node_cls, inputs, outs[0], out_site=False)
+        return outs
+    node = node_cls()
+    if attrs:
+        node.__dict__.update(attrs)
+    first = record(node, datas[0], inputs, saved)
+    outs = [first]
+    for nr, data in enumerate(datas[1:], 1):
+        if data.__class__ not in _backend._MODULE_OF_TYPE:
+            data = _backend.as_array(data)
+        out = _new(Tensor)
+        out._data = data
+        out._vc = [0]
+        out._rg = True
+        out._grad_fn = node
+        out._out_nr = nr
+        outs.append(out)
+        if _watch.watch.on:
+            _watch.node_created(node, out, saved)
+    node.num_outputs = len(outs)
+    node._meta = tuple((o._data.shape, o._data.dtype) for o in outs)
+    node._saved_out = tuple((o._data, o._vc, 0) for o in outs)
+    return tuple(outs)

@@ -1,0 +1,585 @@
+"""Matrix decompositions: Cholesky, QR, symmetric eigen, SVD, LU and the log-determinant,
+each with its derivative written with ember ops (so that double backward works).
+
+Formulas (real matrices; Xᵀ the transpose, ∘ the elementwise product, k = min(m, n)):
+    cholesky  A = L Lᵀ:  gA = sym(L⁻ᵀ Φ(Lᵀ gL) L⁻¹), Φ = lower triangle with half diagonal
+    qr        A = Q R:   gA = (gQ + Q copyltu(R gRᵀ - gQᵀ Q)) R⁻ᵀ          (m ≥ n)
+    eigh      A = V Λ Vᵀ: gA = V (diag(gΛ) + F ∘ skew(Vᵀ gV)/2) Vᵀ, F_ij = 1/(λ_j - λ_i)
+    svd       A = U S Vᵀ: gA = U (F∘[skew(UᵀgU) S + S skew(VᵀgV)] + diag(gS)) Vᵀ + projections
+    lu        A = P L U: gA = P L⁻ᵀ (tril(Lᵀ gL, -1) + triu(gU Uᵀ)) U⁻ᵀ      (square part)
+    slogdet   gA = g A⁻ᵀ
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._creation import eye
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, result, wrap
+from ._linalg_common import (
+    CholeskyExResult,
+    EighResult,
+    LinAlgError,
+    LuFactorExResult,
+    LuFactorResult,
+    LuResult,
+    LuUnpackResult,
+    MultiOutputNode,
+    OldQrResult,
+    OldSlogdetResult,
+    OldSvdResult,
+    QrResult,
+    SlogdetResult,
+    SvdResult,
+    batch_prefix,
+    check_matrix,
+    first_failure,
+    int_tensor,
+    is_numpy,
+    record_outputs,
+    scipy_linalg,
+)
+from .linalg_solvers import solve_triangular
+from .shape import cat
+
+
+def _eye_like(n: int, A: Tensor) -> Tensor:
+    return eye(n, dtype=A.dtype, device=A.device)
+
+
+def _off_diagonal_inverse(E: Tensor) -> Tensor:
+    """1 / E off the diagonal, 0 on it (E's diagonal is zero by construction)."""
+    identity = _eye_like(E.shape[-1], E)
+    return (1 - identity) / (E + identity)
+
+
+# --------------------------------------------------------------------------------------------
+# Cholesky
+# --------------------------------------------------------------------------------------------
+def _cholesky_kernel(a, xp):
+    """(lower factor, LAPACK potrf info per matrix)."""
+    info = np.zeros(a.shape[:-2], dtype=np.int32)
+    if a.size == 0:
+        return xp.zeros(a.shape, dtype=a.dtype), info
+    try:
+        L = xp.linalg.cholesky(a)
+        if is_numpy(xp) or not bool(xp.isnan(L).any()):
+            return L, info
+    except np.linalg.LinAlgError:
+        pass
+    from scipy.linalg import lapack
+
+    host = a if is_numpy(xp) else xp.asnumpy(a)
+    flat = host.reshape((-1,) + host.shape[-2:])
+    potrf = lapack.get_lapack_funcs("potrf", (flat,))
+    out = np.empty_like(flat)
+    for i, m in enumerate(flat):
+        c, inf = potrf(m, lower=True, clean=True)
+        out[i] = c
+        info.reshape(-1)[i] = inf
+    return xp.asarray(np.tril(out).reshape(a.shape)), info
+
+
+class LinalgCholeskyExBackward0(Node):
+    def backward(self, g):
+        L = self.saved_output()
+        if self.upper:  # the factor is U = Lᵀ
+            L, g = L.mT, g.mT
+        g = g.tril()
+        P = L.mT @ g
+        phi = P.tril() - 0.5 * P.diagonal(0, -2, -1).diag_embed()
+        # L⁻ᵀ Φ L⁻¹ through two triangular solves
+        X = solve_triangular(L, phi, upper=False, left=False)
+        gA = solve_triangular(L.mT, X, upper=True)
+        return 0.5 * (gA + gA.mT)
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple:
+    """``(L, info)``: the Cholesky factor and, per matrix, 0 or the order of the failing minor."""
+    op = "linalg.cholesky_ex"
+    check_matrix(op, A, "A", square=True)
+    xp = array_module(A._data)
+    L, info = _cholesky_kernel(A._data, xp)
+    if check_errors and info.any():
+        _raise_not_pd("linalg.cholesky", info)
+    if upper:
+        L = xp.swapaxes(L, -1, -2).copy()
+    out = result(LinalgCholeskyExBackward0, L, (A,), save_output=True, upper=upper)
+    return CholeskyExResult(out, int_tensor(info, xp))
+
+
+def _raise_not_pd(op: str, info) -> None:
+    idx, order = first_failure(info)
+    raise LinAlgError(
+        f"{op}: {batch_prefix(idx, info.ndim > 0)}The factorization could not be completed "
+        f"because the input is not positive-definite (the leading minor of order {order} is "
+        "not positive-definite)."
+    )
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor of a symmetric positive-definite ``A`` (lower unless ``upper``).
+
+    >>> ember.linalg.cholesky(ember.tensor([[4.0, 2.0], [2.0, 2.0]]))
+    tensor([[2., 0.],
+            [1., 1.]])
+    """
+    op = "linalg.cholesky"
+    check_matrix(op, A, "A", square=True)
+    xp = array_module(A._data)
+    L, info = _cholesky_kernel(A._data, xp)
+    if info.any():
+        _raise_not_pd(op, info)
+    if upper:
+        L = xp.swapaxes(L, -1, -2).copy()
+    return result(LinalgCholeskyExBackward0, L, (A,), save_output=True, upper=upper)
+
+
+def cholesky_legacy(input: Tensor, upper: bool = False) -> Tensor:
+    """``torch.cholesky`` (deprecated in PyTorch): ``linalg.cholesky`` with ``upper``."""
+    return cholesky(input, upper=upper)
+
+
+# --------------------------------------------------------------------------------------------
+# QR
+# --------------------------------------------------------------------------------------------
+def _copyltu(M: Tensor) -> Tensor:
+    """The symmetric matrix with M's lower triangle."""
+    lower = M.tril(-1)
+    return lower + lower.mT + M.diagonal(0, -2, -1).diag_embed()
+
+
+def _qr_backward_tall(Q: Tensor, R: Tensor, gQ, gR) -> Tensor:
+    """m ≥ n: gA = (gQ + Q copyltu(M)) R⁻ᵀ with M = R gRᵀ - gQᵀ Q."""
+    M = None
+    if gR is not None:
+        M = R @ gR.mT
+    if gQ is not None:
+        M = -(gQ.mT @ Q) if M is None else M - gQ.mT @ Q
+    rhs = Q @ _copyltu(M)
+    if gQ is not None:
+        rhs = rhs + gQ
+    return solve_triangular(R.mT, rhs, upper=False, left=False)
+
+
+class LinalgQrBackward0(MultiOutputNode):
+    def backward(self, gQ, gR):
+        if self.mode == "r":
+            raise RuntimeError(
+                "The derivative of linalg.qr depends on Q, which is not computed when "
+                "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+                "differentiate through linalg.qr."
+            )
+        Q, R = self.saved_outputs()
+        m, n = Q.shape[-2], R.shape[-1]
+        if self.mode == "complete" and m > n:
+            raise RuntimeError(
+                "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
+            )
+        if m >= n:
+            return _qr_backward_tall(Q, R, gQ, gR)
+        # A = Q [U | V] with U square: X = A[:, :m] = Q U, Y = A[:, m:] = Q V
+        (A,) = self.saved_tensors()
+        Y = A[..., m:]
+        U = R[..., :m]
+        gU = gR[..., :m] if gR is not None else None
+        gY = None
+        if gR is not None:
+            gV = gR[..., m:]
+            gY = Q @ gV
+            extra = Y @ gV.mT
+            gQ = extra if gQ is None else gQ + extra
+        gX = _qr_backward_tall(Q, U, gQ, gU)
+        if gY is None:
+            gY = (A[..., m:] * 0).detach()
+        return cat([gX, gY], -1)
+
+
+def qr(A: Tensor, mode: str = "reduced") -> tuple:
+    """``(Q, R)`` with ``A = Q R``; ``mode`` is 'reduced', 'complete' or 'r' (Q empty)."""
+    op = "linalg.qr"
+    check_matrix(op, A, "A")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+            "'r', or 'complete'"
+        )
+    a = A._data
+    xp = array_module(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if a.size == 0:
+        cols = m if mode == "complete" else k
+        q = xp.broadcast_to(xp.eye(m, cols, dtype=a.dtype), a.shape[:-2] + (m, cols)).copy()
+        r = xp.zeros(a.shape[:-2] + (cols, n), dtype=a.dtype)
+    else:
+        q, r = xp.linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
+    if mode == "r":
+        Q, R = record_outputs(LinalgQrBackward0, (q, r), (A,), (A,), mode=mode)
+        return QrResult(wrap(xp.zeros((0,), dtype=a.dtype)), R)
+    Q, R = record_outputs(LinalgQrBackward0, (q, r), (A,), (A,), mode=mode)
+    return QrResult(Q, R)
+
+
+def qr_legacy(input: Tensor, some: bool = True) -> tuple:
+    """``torch.qr``: ``linalg.qr`` with ``some=False`` meaning mode='complete'."""
+    Q, R = qr(input, "reduced" if some else "complete")
+    return OldQrResult(Q, R)
+
+
+# --------------------------------------------------------------------------------------------
+# symmetric eigendecomposition
+# --------------------------------------------------------------------------------------------
+class LinalgEighBackward0(MultiOutputNode):
+    def backward(self, gL, gV):
+        L, V = self.saved_outputs()
+        inner = None
+        if gV is not None:
+            X = V.mT @ gV
+            # only the skew part of VᵀgV moves A along symmetric matrices
+            F = _off_diagonal_inverse(L.unsqueeze(-2) - L.unsqueeze(-1))
+            inner = F * (X - X.mT) * 0.5
+        if gL is not None:
+            inner = gL.diag_embed() if inner is None else inner + gL.diag_embed()
+        return V @ inner @ V.mT
+
+
+def _check_uplo(op: str, UPLO: str) -> None:
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> tuple:
+    """``(eigenvalues, eigenvectors)`` of a symmetric ``A``, eigenvalues ascending."""
+    op = "linalg.eigh"
+    check_matrix(op, A, "A", square=True)
+    _check_uplo(op, UPLO)
+    a = A._data
+    xp = array_module(a)
+    if a.size == 0:
+        w, v = xp.zeros(a.shape[:-1], dtype=a.dtype), xp.zeros(a.shape, dtype=a.dtype)
+    else:
+        w, v = xp.linalg.eigh(a, UPLO=UPLO)
+    return EighResult(*record_outputs(LinalgEighBackward0, (w, v), (A,)))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """The eigenvalues of a symmetric ``A``, ascending."""
+    op = "linalg.eigvalsh"
+    check_matrix(op, A, "A", square=True)
+    _check_uplo(op, UPLO)
+    return eigh(A, UPLO)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# SVD
+# --------------------------------------------------------------------------------------------
+class LinalgSvdBackward0(MultiOutputNode):
+    def backward(self, gU, gS, gVh):
+        U, S, Vh = self.saved_outputs()
+        k = S.shape[-1]
+        if self.full_matrices:  # the extra columns carry no derivative (as in PyTorch)
+            U, Vh = U[..., :k], Vh[..., :k, :]
+            gU = gU[..., :k] if gU is not None else None
+            gVh = gVh[..., :k, :] if gVh is not None else None
+        m, n = U.shape[-2], Vh.shape[-1]
+        if gU is None and gVh is None:
+            return (U * gS.unsqueeze(-2)) @ Vh
+        S_row, S_col = S.unsqueeze(-2), S.unsqueeze(-1)
+        F = _off_diagonal_inverse(S_row * S_row - S_col * S_col)  # 1 / (s_j² - s_i²)
+        inner = None
+        if gU is not None:
+            UhgU = U.mT @ gU
+            inner = (UhgU - UhgU.mT) * S_row
+        if gVh is not None:
+            VhgV = Vh @ gVh.mT
+            term = S_col * (VhgV - VhgV.mT)
+            inner = term if inner is None else inner + term
+        inner = F * inner
+        if gS is not None:
+            inner = inner + gS.diag_embed()
+        gA = U @ inner @ Vh
+        if m > k and gU is not None:
+            gA = gA + ((gU - U @ UhgU) / S_row) @ Vh
+        if n > k and gVh is not None:
+            gA = gA + U @ ((gVh - VhgV.mT @ Vh) / S_col)
+        return gA
+
+
+def _svd_arrays(a, xp, full_matrices: bool):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if a.size == 0:
+        ucols, vrows = (m, n) if full_matrices else (k, k)
+        batch = a.shape[:-2]
+        u = xp.broadcast_to(xp.eye(m, ucols, dtype=a.dtype), batch + (m, ucols)).copy()
+        vh = xp.broadcast_to(xp.eye(vrows, n, dtype=a.dtype), batch + (vrows, n)).copy()
+        return u, xp.zeros(batch + (k,), dtype=a.dtype), vh
+    return xp.linalg.svd(a, full_matrices=full_matrices)
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> tuple:
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh``; singular values descending.
+
+    Gradients are well defined for losses that do not depend on the signs of the singular
+    vectors (e.g. through ``U @ Vh`` or ``S``), as in PyTorch.
+    """
+    op = "linalg.svd"
+    check_matrix(op, A, "A")
+    if driver is not None:
+        raise RuntimeError(
+            "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs "
+            "with cuSOLVER backend."
+        )
+    a = A._data
+    xp = array_module(a)
+    u, s, vh = _svd_arrays(a, xp, full_matrices)
+    outs = record_outputs(LinalgSvdBackward0, (u, s, vh), (A,), full_matrices=full_matrices)
+    return SvdResult(*outs)
+
+
+def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
+    """The singular values of ``A``, descending (differentiable twice)."""
+    check_matrix("linalg.svdvals", A, "A")
+    return svd(A, full_matrices=False, driver=driver)[1]
+
+
+def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True) -> tuple:
+    """``torch.svd``: returns ``V`` (not ``Vh``); zero U and V when ``compute_uv=False``."""
+    if not compute_uv:
+        S = svdvals(input)
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        xp = array_module(input._data)
+        zeros_u = wrap(xp.zeros(batch + (m, m), dtype=input._data.dtype))
+        zeros_v = wrap(xp.zeros(batch + (n, n), dtype=input._data.dtype))
+        return OldSvdResult(zeros_u, S, zeros_v)
+    U, S, Vh = svd(input, full_matrices=not some)
+    return OldSvdResult(U, S, Vh.mT)
+
+
+# --------------------------------------------------------------------------------------------
+# determinants
+# --------------------------------------------------------------------------------------------
+class LinalgSlogdetBackward0(MultiOutputNode):
+    def backward(self, g_sign, g_logabsdet):
+        # the sign is piecewise constant: only log|det| carries a gradient
+        if g_logabsdet is None:
+            return None
+        (A,) = self.saved_tensors()
+        from .linalg import inv
+
+        return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT  # d log|det A| = A⁻ᵀ
+
+
+def slogdet(A: Tensor) -> tuple:
+    """``(sign, logabsdet)`` of each square matrix; ``logabsdet`` is differentiable."""
+    op = "linalg.slogdet"
+    check_matrix(op, A, "A", square=True)
+    a = A._data
+    xp = array_module(a)
+    sign, logabs = xp.linalg.slogdet(a)
+    sign = xp.asarray(sign, dtype=a.dtype)
+    logabs = xp.asarray(logabs, dtype=a.dtype)
+    return SlogdetResult(*record_outputs(LinalgSlogdetBackward0, (sign, logabs), (A,), (A,)))
+
+
+def slogdet_legacy(input: Tensor) -> tuple:
+    """``torch.slogdet``."""
+    return OldSlogdetResult(*slogdet(input))
+
+
+def logdet(input: Tensor) -> Tensor:
+    """log det A: nan where det A < 0, -inf where A is singular."""
+    check_matrix("logdet", input, "A", square=True)
+    sign, logabs = slogdet(input)
+    from .elementwise import where
+
+    return where(sign < 0, float("nan"), logabs)
+
+
+# --------------------------------------------------------------------------------------------
+# LU
+# --------------------------------------------------------------------------------------------
+def _lu_arrays(a, xp):
+    """(packed LU, 1-based int32 pivots, info) per matrix, as LAPACK getrf gives them."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    if a.size == 0:
+        piv = np.broadcast_to(np.arange(1, k + 1, dtype=np.int32), batch + (k,)).copy()
+        return xp.zeros(a.shape, dtype=a.dtype), piv, np.zeros(batch, dtype=np.int32)
+    sl = scipy_linalg(xp)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if is_numpy(xp):
+                lu, piv = sl.lu_factor(a, check_finite=False)
+            else:
+                flat = a.reshape((-1, m, n))
+                pairs = [sl.lu_factor(x, check_finite=False) for x in flat]
+                lu = xp.stack([p[0] for p in pairs]).reshape(a.shape)
+                piv = xp.stack([p[1] for p in pairs]).reshape(batch + (k,))
+    piv = np.asarray(piv if is_numpy(xp) else xp.asnumpy(piv)).astype(np.int32) + 1
+    diag = xp.diagonal(lu, axis1=-2, axis2=-1)
+    zero = diag == 0
+    first = xp.argmax(zero, axis=-1)
+    info = xp.where(zero.any(-1), first + 1, 0)
+    info = np.asarray(info if is_numpy(xp) else xp.asnumpy(info)).astype(np.int32)
+    return lu.astype(a.dtype, copy=False), piv, info
+
+
+def _permutation_from_pivots(piv, m: int, dtype, xp):
+    """The permutation matrix P with A = P L U, from LAPACK's 1-based row swaps."""
+    batch = piv.shape[:-1]
+    perm = np.broadcast_to(np.arange(m), batch + (m,)).copy()
+    flat_perm = perm.reshape(-1, m)
+    flat_piv = piv.reshape(-1, piv.shape[-1]) - 1
+    rows = np.arange(flat_perm.shape[0])
+    for i in range(flat_piv.shape[-1]):
+        j = flat_piv[:, i]
+        a, b = flat_perm[rows, i].copy(), flat_perm[rows, j].copy()
+        flat_perm[rows, i], flat_perm[rows, j] = b, a
+    # row i of P Lᵀ... : (Pᵀ A)[i] = A[perm[i]]  =>  P[perm[i], i] = 1
+    P = np.zeros(batch + (m, m), dtype=dtype)
+    np.put_along_axis(P, perm[..., None, :], 1, axis=-2)
+    return xp.asarray(P)
+
+
+def _lu_backward(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
+    m, k, n = L.shape[-2], L.shape[-1], U.shape[-1]
+
+    def square(L1, U1, gL1, gU1):
+        inner = None
+        if gL1 is not None:
+            inner = (L1.mT @ gL1).tril(-1)
+        if gU1 is not None:
+            term = (gU1 @ U1.mT).triu()
+            inner = term if inner is None else inner + term
+        X = solve_triangular(L1.mT, inner, upper=True, unitriangular=True)
+        return solve_triangular(U1.mT, X, upper=False, left=False)
+
+    if m == n:
+        return P @ square(L, U, gL, gU)
+    if m < n:  # A = P L [U1 | U2]
+        U1, U2 = U[..., :k], U[..., k:]
+        gU1 = gU[..., :k] if gU is not None else None
+        parts = []
+        if gU is not None:
+            gU2 = gU[..., k:]
+            gA2 = solve_triangular(L.mT, gU2, upper=True, unitriangular=True)
+            extra = -(gA2 @ U2.mT)
+            gL = extra if gL is None else gL + extra
+        else:
+            gA2 = (U2 * 0).detach()
+        gA1 = square(L, U1, gL, gU1)
+        parts = [gA1, gA2]
+        return P @ cat(parts, -1)
+    # m > n: Pᵀ A = [L1; L2] U
+    L1, L2 = L[..., :k, :], L[..., k:, :]
+    gL1 = gL[..., :k, :] if gL is not None else None
+    if gL is not None:
+        gB2 = solve_triangular(U.mT, gL[..., k:, :], upper=False, left=False)
+        extra = -(L2.mT @ gB2)
+        gU = extra if gU is None else gU + extra
+    else:
+        gB2 = (L2 * 0).detach()
+    return P @ cat([square(L1, U, gL1, gU), gB2], -2)
+
+
+class LinalgLuBackward0(MultiOutputNode):
+    def backward(self, gL, gU):
+        L, U = self.saved_outputs()
+        return _lu_backward(self.P, L, U, gL, gU)
+
+
+class LinalgLuFactorExBackward0(Node):
+    def backward(self, g):
+        LU = self.saved_output()
+        P, L, U = lu_unpack(LU, self.pivots)
+        k = min(LU.shape[-2], LU.shape[-1])
+        gL = g.tril(-1)[..., :, :k]
+        gU = g.triu()[..., :k, :]
+        return _lu_backward(P, L, U, gL, gU)
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> tuple:
+    """``(LU, pivots, info)``: LAPACK's packed LU with 1-based pivots and an info code."""
+    op = "linalg.lu_factor_ex"
+    check_matrix(op, A, "A")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    a = A._data
+    xp = array_module(a)
+    lu, piv, info = _lu_arrays(a, xp)
+    if check_errors and info.any():
+        idx, value = first_failure(info)
+        raise LinAlgError(
+            f"torch.linalg.lu_factor_ex: {batch_prefix(idx, info.ndim > 0)}U[{value},{value}] "
+            "is zero and using it on lu_solve would result in a division by zero. If you still "
+            "want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+            "linalg.lu_factor_ex(A, pivot)"
+        )
+    pivots = int_tensor(piv, xp)
+    LU = result(LinalgLuFactorExBackward0, lu, (A,), save_output=True, pivots=pivots)
+    return LuFactorExResult(LU, pivots, int_tensor(info, xp))
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple:
+    """``(LU, pivots)``; a zero pivot (singular matrix) raises as in PyTorch."""
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    if info._data.any():
+        idx, value = first_failure(np.asarray(info.cpu()._data))
+        raise RuntimeError(
+            f"torch.linalg.lu_factor: {batch_prefix(idx, info.ndim > 0)}U[{value},{value}] is "
+            "zero and using it on lu_solve would result in a division by zero. If you still "
+            "want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+            "linalg.lu_factor_ex(A, pivot)"
+        )
+    return LuFactorResult(LU, pivots)
+
+
+def lu(A: Tensor, *, pivot: bool = True) -> tuple:
+    """``(P, L, U)`` with ``A = P L U``, L unit lower triangular, U upper triangular."""
+    op = "linalg.lu"
+    check_matrix(op, A, "A")
+    if not pivot:
+        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
+    a = A._data
+    xp = array_module(a)
+    lu_, piv, _ = _lu_arrays(a, xp)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    p = _permutation_from_pivots(piv, m, a.dtype, xp)
+    low = xp.tril(lu_, -1)[..., :, :k] + xp.eye(m, k, dtype=a.dtype)
+    up = xp.triu(lu_)[..., :k, :]
+    P = wrap(p)
+    L, U = record_outputs(LinalgLuBackward0, (low, up), (A,), P=P)
+    return LuResult(P, L, U)
+
+
+def lu_unpack(
+    LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True
+) -> tuple:
+    """``(P, L, U)`` from ``lu_factor``'s packed ``LU`` and pivots (differentiable in LU)."""
+    check_matrix("lu_unpack", LU_data, "LU_data")
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    xp = array_module(LU_data._data)
+    empty = wrap(xp.zeros((0,), dtype=LU_data._data.dtype))
+    if unpack_data:
+        L = LU_data.tril(-1)[..., :, :k] + eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        U = LU_data.triu()[..., :k, :]
+    else:
+        L = U = empty
+    if unpack_pivots:
+        piv = LU_pivots._data
+        piv = np.asarray(piv if is_numpy(xp) else xp.asnumpy(piv))
+        P = wrap(_permutation_from_pivots(piv, m, LU_data._data.dtype, xp))
+    else:
+        P = empty
+    return LuUnpackResult(P, L, U)

@@ -1,0 +1,471 @@
+"""Linear solvers: triangular, Cholesky and LU based solves, inverses with an info code,
+least squares and the pseudo-inverse, each with its derivative.
+
+Formulas (X the result, G its gradient, Aᴴ written Aᵀ for real matrices):
+    solve_triangular  A X = B:   gB = A⁻ᵀ G,   gA = -gB Xᵀ on A's triangle
+    pinv              P = A⁺:    gA = -Pᵀ G Pᵀ + (I - A P)ᵀ... see PinvBackward0
+Composite solvers (cholesky_solve, lu_solve, lstsq, tensorsolve) get their derivative from
+the ops they are written with.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._creation import eye
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, result
+from ._linalg_common import (
+    InvExResult,
+    LinAlgError,
+    LstsqResult,
+    SolveExResult,
+    TriangularSolveResult,
+    batch_prefix,
+    check_matrix,
+    check_same_dtype,
+    first_failure,
+    int_tensor,
+    is_numpy,
+    shape_str,
+)
+from .linalg import LinalgInvExBackward0, LinalgSolveExBackward0
+from .linalg import solve as _solve
+
+# --------------------------------------------------------------------------------------------
+# triangular solve
+# --------------------------------------------------------------------------------------------
+
+
+def _triangle(A, upper: bool, unitriangular: bool, xp):
+    T = xp.triu(A) if upper else xp.tril(A)
+    if unitriangular:
+        n = A.shape[-1]
+        T = T * (1 - xp.eye(n, dtype=A.dtype)) + xp.eye(n, dtype=A.dtype)
+    return T
+
+
+def _substitute(T, B, upper: bool, xp):
+    """Row-by-row substitution: singular triangles give inf/nan as LAPACK's trsm does."""
+    n = T.shape[-1]
+    X = xp.zeros(xp.broadcast_shapes(T.shape[:-2], B.shape[:-2]) + B.shape[-2:], dtype=B.dtype)
+    order = range(n - 1, -1, -1) if upper else range(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in order:
+            acc = B[..., i, :] - (T[..., i, None, :] @ X)[..., 0, :]
+            X[..., i, :] = acc / T[..., i, i, None]
+    return X
+
+
+def _triangular_kernel(A, B, upper: bool, unitriangular: bool):
+    """Solve T X = B for the triangle T of A (batched, broadcast over batch dims)."""
+    xp = array_module(A)
+    batch = xp.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    A = xp.broadcast_to(A, batch + A.shape[-2:])
+    B = xp.broadcast_to(B, batch + B.shape[-2:])
+    if A.size == 0 or B.size == 0:
+        return xp.zeros(batch + B.shape[-2:], dtype=B.dtype)
+    T = _triangle(A, upper, unitriangular, xp)
+    if bool((xp.diagonal(T, axis1=-2, axis2=-1) != 0).all()):
+        # LU of a triangle keeps its rows in place: as accurate as trsm, and one batched call
+        # (scipy's solve_triangular costs milliseconds per call)
+        return xp.linalg.solve(T, B)
+    return _substitute(T, B, upper, xp)
+
+
+class LinalgSolveTriangularBackward0(Node):
+    def backward(self, g):
+        A, _ = self.saved_tensors()
+        X = self.saved_output()
+        upper, left, unit = self.upper, self.left, self.unitriangular
+        # A X = B  =>  gB = A⁻ᵀ G (a triangle of the other kind);  X A = B  =>  gB = G A⁻ᵀ
+        gB = solve_triangular(A.mT, g, upper=not upper, left=left, unitriangular=unit)
+        gA = None
+        if self._edges[0] is not None:
+            gA = -(gB @ X.mT) if left else -(X.mT @ gB)
+            gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
+        return gA, gB if self._edges[1] is not None else None
+
+
+def solve_triangular(
+    A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False
+) -> Tensor:
+    """Solve ``A X = B`` (or ``X A = B`` when ``left=False``) for a triangular ``A``.
+
+    >>> A = ember.tensor([[2.0, 0.0], [1.0, 1.0]])
+    >>> ember.linalg.solve_triangular(A, ember.tensor([[2.0], [3.0]]), upper=False)
+    tensor([[1.],
+            [2.]])
+    """
+    op = "linalg.solve_triangular"
+    check_matrix(op, A, "A")
+    check_matrix(op, B, "B")
+    check_same_dtype(op, A, B)
+    n, m = A._data.shape[-2:]
+    if n != m:
+        raise RuntimeError(
+            f"{op}: A must be batches of square matrices, but they are {n} by {m} matrices"
+        )
+    rows = B._data.shape[-2] if left else B._data.shape[-1]
+    if rows != n:
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({shape_str(A)} and {shape_str(B)})"
+        )
+    a, b = A._data, B._data
+    xp = array_module(a)
+    try:
+        xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise RuntimeError(
+            f"{op}: batch dimensions of A {tuple(a.shape[:-2])} and B {tuple(b.shape[:-2])} "
+            "cannot be broadcast"
+        ) from None
+    if left:
+        out = _triangular_kernel(a, b, upper, unitriangular)
+    else:  # X A = B  <=>  Aᵀ Xᵀ = Bᵀ, and Aᵀ is a triangle of the other kind
+        out = _triangular_kernel(
+            xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2), not upper, unitriangular
+        )
+        out = xp.swapaxes(out, -1, -2)
+    return result(
+        LinalgSolveTriangularBackward0,
+        out,
+        (A, B),
+        (A, B),
+        save_output=True,
+        upper=upper,
+        left=left,
+        unitriangular=unitriangular,
+    )
+
+
+def triangular_solve(
+    b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False
+) -> tuple:
+    """``torch.triangular_solve`` (legacy): (solution, cloned_coefficient) of ``op(A) X = b``."""
+    M = A.mT if transpose else A
+    X = solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
+    return TriangularSolveResult(X, A.clone())
+
+
+# --------------------------------------------------------------------------------------------
+# Cholesky and LU based solves (composites: their derivatives come from the triangular solves)
+# --------------------------------------------------------------------------------------------
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """Solve ``A X = B`` given the Cholesky factor of ``A`` (lower, or upper when asked)."""
+    op = "cholesky_solve"
+    check_matrix(op, B, "B")
+    check_matrix(op, L, "A")
+    check_same_dtype(op, B, L, "b", "A")
+    if upper:  # A = Uᵀ U
+        Y = solve_triangular(L.mT, B, upper=False)
+        return solve_triangular(L, Y, upper=True)
+    Y = solve_triangular(L, B, upper=False)  # A = L Lᵀ
+    return solve_triangular(L.mT, Y, upper=True)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """The inverse of ``A`` given its Cholesky factor."""
+    check_matrix("cholesky_inverse", L, "input", square=True)
+    n = L._data.shape[-1]
+    identity = eye(n, dtype=L.dtype, device=L.device)
+    return cholesky_solve(identity, L, upper)
+
+
+def lu_solve(
+    LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False
+) -> Tensor:
+    """Solve ``A X = B`` from ``lu_factor``'s packed ``LU`` and 1-based ``pivots``."""
+    from .linalg_decompositions import lu_unpack
+
+    op = "linalg.lu_solve"
+    check_matrix(op, LU, "LU", square=True)
+    check_matrix(op, B, "B")
+    check_same_dtype(op, LU, B, "LU", "B")
+    n = LU._data.shape[-1]
+    if (B._data.shape[-2] if left else B._data.shape[-1]) != n:
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({shape_str(LU)} and {shape_str(B)})"
+        )
+    P, L, U = lu_unpack(LU, pivots)
+    # A = P L U; the adjoint and right-sided cases become left solves with transposed factors
+    if not left:
+        # X A = B  <=>  Aᵀ Xᵀ = Bᵀ;  X Aᴴ = B  <=>  A Xᵀ = Bᵀ
+        return lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+    if adjoint:  # Aᵀ X = B: Uᵀ Lᵀ Pᵀ X = B
+        Y = solve_triangular(U.mT, B, upper=False)
+        Z = solve_triangular(L.mT, Y, upper=True, unitriangular=True)
+        return P @ Z
+    Y = solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)
+    return solve_triangular(U, Y, upper=True)
+
+
+# --------------------------------------------------------------------------------------------
+# inverse and solve with an info code
+# --------------------------------------------------------------------------------------------
+def _lu_info(a, xp):
+    """LAPACK getrf's info per matrix: 1 + the index of U's first zero pivot, or 0."""
+    batch = a.shape[:-2]
+    info = np.zeros(batch, dtype=np.int32)
+    host = a if is_numpy(xp) else xp.asnumpy(a)
+    flat = host.reshape((-1,) + host.shape[-2:])
+    import scipy.linalg
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a singular matrix is an answer here, not a warning
+        for i, m in enumerate(flat):
+            lu_, _ = scipy.linalg.lu_factor(m, check_finite=False)
+            zeros = np.flatnonzero(np.diagonal(lu_) == 0)
+            info.reshape(-1)[i] = zeros[0] + 1 if zeros.size else 0
+    return info
+
+
+def _inverse_or_info(op: str, A: Tensor, check_errors: bool):
+    a = A._data
+    xp = array_module(a)
+    if a.size == 0:
+        return xp.zeros(a.shape, dtype=a.dtype), np.zeros(a.shape[:-2], dtype=np.int32)
+    info = _lu_info(a, xp)
+    if info.any():
+        if check_errors:
+            idx, value = first_failure(info)
+            raise LinAlgError(
+                f"{op}: {batch_prefix(idx, info.ndim > 0)}The diagonal element {value} is zero, "
+                "the inversion could not be completed because the input matrix is singular."
+            )
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import scipy.linalg
+
+            host = a if is_numpy(xp) else xp.asnumpy(a)
+            flat = host.reshape((-1,) + host.shape[-2:])
+            eye_n = np.eye(a.shape[-1], dtype=a.dtype)
+            out = np.stack(
+                [scipy.linalg.lu_solve(scipy.linalg.lu_factor(m), eye_n) for m in flat]
+            ).reshape(a.shape)
+            out = xp.asarray(out)
+        return out, info
+    return xp.linalg.inv(a), info
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple:
+    """``(inverse, info)``: ``info`` is nonzero where a matrix is singular."""
+    op = "linalg.inv_ex"
+    check_matrix(op, A, "A", square=True)
+    out, info = _inverse_or_info(op, A, check_errors)
+    inverse = result(LinalgInvExBackward0, out, (A,), save_output=True)
+    return InvExResult(inverse, int_tensor(info, array_module(A._data)))
+
+
+def inv(A: Tensor) -> Tensor:
+    """The inverse of each square matrix in ``A``; singular input raises ``LinAlgError``."""
+    op = "linalg.inv"
+    check_matrix(op, A, "A", square=True)
+    out, _ = _inverse_or_info(op, A, True)
+    return result(LinalgInvExBackward0, out, (A,), save_output=True)
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> tuple:
+    """``(result, info)`` of ``solve``; ``info`` is nonzero where ``A`` is singular."""
+    op = "linalg.solve_ex"
+    check_matrix(op, A, "A", square=True)
+    if not left:  # X A = B  <=>  Aᵀ Xᵀ = Bᵀ
+        res, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
+        return SolveExResult(res.mT, info)
+    xp = array_module(A._data)
+    info = _lu_info(A._data, xp) if A._data.size else np.zeros(A._data.shape[:-2], np.int32)
+    if info.any():
+        if check_errors:
+            idx, _ = first_failure(info)
+            raise LinAlgError(
+                f"torch.linalg.solve_ex: {batch_prefix(idx, info.ndim > 0)}The solver failed "
+                "because the input matrix is singular."
+            )
+        check_same_dtype(op, A, B)
+        inverse, _ = _inverse_or_info(op, A, False)
+        vector = B._data.ndim == 1 or B._data.shape == A._data.shape[:-1]
+        with np.errstate(all="ignore"):
+            out = inverse @ (B._data[..., None] if vector else B._data)
+        out = out[..., 0] if vector else out
+        res = result(LinalgSolveExBackward0, out, (A, B), (A, B), save_output=True, vector=vector)
+        return SolveExResult(res, int_tensor(info, xp))
+    return SolveExResult(_solve(A, B, left=left), int_tensor(info, xp))
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """Solve ``A X = B`` (``X A = B`` when ``left=False``); singular ``A`` raises."""
+    check_matrix("linalg.solve", A, "A", square=True)
+    xp = array_module(A._data)
+    if A._data.size:
+        info = _lu_info(A._data, xp)
+        if info.any():
+            idx, _ = first_failure(info)
+            raise LinAlgError(
+                f"torch.linalg.solve: {batch_prefix(idx, info.ndim > 0)}The solver failed "
+                "because the input matrix is singular."
+            )
+    return _solve(A, B, left=left)
+
+
+# --------------------------------------------------------------------------------------------
+# pseudo-inverse and least squares
+# --------------------------------------------------------------------------------------------
+class LinalgPinvBackward0(Node):
+    def backward(self, g):
+        (A,) = self.saved_tensors()
+        P = self.saved_output()
+        # dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P   (Golub & Pereyra)
+        m, n = A.shape[-2], A.shape[-1]
+        eye_m = eye(m, dtype=A.dtype, device=A.device)
+        eye_n = eye(n, dtype=A.dtype, device=A.device)
+        Pt = P.mT
+        return (
+            -(Pt @ g @ Pt) + (eye_m - A @ P) @ g.mT @ (P @ Pt) + (Pt @ P) @ g.mT @ (eye_n - P @ A)
+        )
+
+
+def _tolerances(s_max, atol, rtol, m: int, n: int, eps: float, xp):
+    if rtol is None:
+        rtol = 0.0 if (atol is not None and _nonzero(atol)) else eps * max(m, n)
+    atol = 0.0 if atol is None else atol
+    atol = atol._data if isinstance(atol, Tensor) else atol
+    rtol = rtol._data if isinstance(rtol, Tensor) else rtol
+    return xp.maximum(xp.asarray(atol)[..., None], xp.asarray(rtol)[..., None] * s_max)
+
+
+def _nonzero(value) -> bool:
+    if isinstance(value, Tensor):
+        return True
+    return value != 0
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse; singular values below max(atol, rtol·σ₁) count as 0."""
+    op = "linalg.pinv"
+    check_matrix(op, A, "A", square=hermitian)
+    a = A._data
+    xp = array_module(a)
+    m, n = a.shape[-2:]
+    eps = float(np.finfo(a.dtype).eps)
+    if a.size == 0:
+        out = xp.zeros(a.shape[:-2] + (n, m), dtype=a.dtype)
+    elif hermitian:
+        w, v = xp.linalg.eigh(a)
+        cutoff = _tolerances(xp.abs(w).max(-1, keepdims=True), atol, rtol, m, n, eps, xp)
+        keep = xp.abs(w) > cutoff
+        inv_w = xp.where(keep, 1 / xp.where(keep, w, 1), 0)
+        out = (v * inv_w[..., None, :]) @ xp.swapaxes(v, -1, -2)
+    else:
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+        cutoff = _tolerances(s[..., :1], atol, rtol, m, n, eps, xp)
+        keep = s > cutoff
+        inv_s = xp.where(keep, 1 / xp.where(keep, s, 1), 0)
+        out = (xp.swapaxes(vh, -1, -2) * inv_s[..., None, :]) @ xp.swapaxes(u, -1, -2)
+    return result(LinalgPinvBackward0, out.astype(a.dtype, copy=False), (A,), (A,), True)
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """``torch.pinverse``: ``pinv`` with a relative cutoff ``rcond``."""
+    return pinv(input, rtol=rcond)
+
+
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None):
+    """Least-squares solution of ``A X = B``: (solution, residuals, rank, singular_values)."""
+    op = "linalg.lstsq"
+    check_matrix(op, A, "A")
+    if B._data.ndim < 1:
+        raise RuntimeError(f"{op}: input.dim() must be greater or equal to other.dim() ...")
+    check_same_dtype(op, A, B, "input", "other")
+    driver = "gelsy" if driver is None else driver
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError(
+            "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)"
+        )
+    vector = B._data.ndim == A._data.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    m, n = A._data.shape[-2:]
+    if Bm._data.shape[-2] != m:
+        raise RuntimeError(
+            f"torch.linalg.lstsq: input.size(-2) should match other.size(-2) ({shape_str(A)} "
+            f"and {shape_str(B)})"
+        )
+    a = A._data
+    xp = array_module(a)
+    eps = float(np.finfo(a.dtype).eps)
+    rtol = eps * max(m, n) if rcond is None or rcond < 0 else rcond
+    if a.size:
+        s = xp.linalg.svd(a, compute_uv=False)
+        rank = (s > rtol * s[..., :1]).sum(-1)
+    else:
+        s = xp.zeros(a.shape[:-2] + (0,), dtype=a.dtype)
+        rank = xp.zeros(a.shape[:-2], dtype=np.int64)
+    if driver == "gels":
+        solution = _solve_full_rank(A, Bm, m, n)
+    else:
+        solution = pinv(A, rtol=rtol) @ Bm
+    empty = xp.zeros((0,), dtype=a.dtype)
+    residuals = Tensor._wrap(empty)
+    if driver != "gelsy" and m > n and (driver == "gels" or bool((rank == n).all())):
+        residuals = ((A @ solution - Bm) ** 2).sum(-2)
+        if vector:
+            residuals = residuals.squeeze(-1)
+    sv = Tensor._wrap(s.astype(a.dtype)) if driver in ("gelsd", "gelss") else Tensor._wrap(empty)
+    rank_t = (
+        Tensor._wrap(xp.asarray(rank, dtype=np.int64))
+        if driver != "gels"
+        else Tensor._wrap(xp.zeros((0,), dtype=np.int64))
+    )
+    return LstsqResult(solution.squeeze(-1) if vector else solution, residuals, rank_t, sv)
+
+
+def _solve_full_rank(A: Tensor, B: Tensor, m: int, n: int) -> Tensor:
+    """gels: QR for tall A, the minimum-norm solution through A Aᵀ for wide A."""
+    if m >= n:
+        from .linalg_decompositions import qr
+
+        Q, R = qr(A)
+        return solve_triangular(R, Q.mT @ B, upper=True)
+    return A.mT @ _solve(A @ A.mT, B)
+
+
+# --------------------------------------------------------------------------------------------
+# tensor solves
+# --------------------------------------------------------------------------------------------
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of ``A`` seen as a linear map from its first ``ind`` dims to the rest."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    out_shape = tuple(A.shape[ind:]) + tuple(A.shape[:ind])
+    rows = int(np.prod(A.shape[:ind]))
+    cols = int(np.prod(A.shape[ind:]))
+    if rows != cols:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+            f"prod(self.shape[:ind]), but got {cols} != {rows}"
+        )
+    return inv(A.reshape(rows, cols)).reshape(out_shape)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
+    """Solve ``tensordot(A, X, X.ndim) = B`` for ``X``."""
+    if dims is not None:
+        nd = A.ndim
+        dims = [d % nd for d in dims]
+        A = A.permute([d for d in range(nd) if d not in dims] + dims)
+    result_shape = tuple(A.shape[B.ndim :])
+    rows = int(np.prod(B.shape))
+    cols = int(np.prod(result_shape))
+    if rows != cols:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+            f"prod(self.shape[:other.ndim]), but got {cols} != {rows}"
+        )
+    return _solve(A.reshape(rows, cols), B.reshape(rows)).reshape(result_shape)
