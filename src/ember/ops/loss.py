@@ -109,6 +109,10 @@ class NllLossBackward0(Node):
         return coeff * g
 
 
+class NllLoss2DBackward0(NllLossBackward0):
+    """PyTorch's name for the node of K-dimensional inputs (N, C, d1, ...)."""
+
+
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -136,6 +140,10 @@ def nll_loss(
         )
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.name.capitalize()}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"expected scalar type {input.dtype.legacy_name} but found {weight.dtype.legacy_name}"
+        )
     ignored = t == ignore_index
     any_ignored = bool(ignored.any()) if t.size else False
     safe = xp.where(ignored, 0, t) if any_ignored else t
@@ -164,15 +172,16 @@ def nll_loss(
         denominator = w.sum()
         out = terms.sum() / denominator
     out = xp.asarray(out, dtype=data.dtype)
+    node_cls = NllLoss2DBackward0 if data.ndim >= 3 else NllLossBackward0
     if not (input._rg and grad_state.enabled):
-        return result(NllLossBackward0, out, (input,))
+        return result(node_cls, out, (input,))
     coeff = xp.zeros(data.shape, dtype=data.dtype)
     if data.ndim == 2:
         coeff[rows, safe] = -w / denominator
     else:
         xp.put_along_axis(coeff, index, xp.expand_dims(-w / denominator, class_dim), class_dim)
     return result(
-        NllLossBackward0,
+        node_cls,
         out,
         (input,),
         coeff=wrap(coeff),

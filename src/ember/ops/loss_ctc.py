@@ -199,7 +199,7 @@ def ctc_loss(
         grad = xp.where(xp.arange(lp.shape[0])[:, None, None] < in_lens[None, :, None], grad, 0)
         if zero_infinity:
             grad = xp.where(xp.isinf(nll)[None, :, None], 0, grad)
-        coeff = wrap(xp.nan_to_num(grad).astype(lp.dtype, copy=False))
+        coeff = wrap(grad.astype(lp.dtype, copy=False))  # nan where the loss is infinite
     loss = result(CtcLossBackward0, nll, (lp_tensor,), (lp_tensor,), coeff=coeff)
     if zero_infinity:
         loss = where(loss == float("inf"), 0.0, loss)

@@ -99,6 +99,10 @@ def multi_margin_loss(
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"expected scalar type {input.dtype.legacy_name} but found {weight.dtype.legacy_name}"
+        )
     check_reduction(reduction)
     _check_class_target("multi_margin_loss", input, target)
     data = input._data

@@ -34,6 +34,7 @@ from .activation import (
 )
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout2d
 from .flatten import Flatten, Unflatten
 from .linear import Bilinear, Identity, Linear
@@ -42,13 +43,23 @@ from .loss import (
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    CTCLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, LayerNorm
