@@ -48,6 +48,7 @@ from ._dtype import (
 from ._dtype import (
     bool_ as bool,
 )
+from ._inplace_functions import *
 from ._legacy import *
 from ._memory_scope import memory_scope
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
@@ -81,6 +82,23 @@ from .ops.indexing import (
 )
 from .ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer, tensordot, vdot
 from .ops.linalg import inner_product as inner
+from .ops.numeric import (
+    bitwise_left_shift,
+    bitwise_right_shift,
+    copysign,
+    deg2rad,
+    fix,
+    frexp,
+    gcd,
+    heaviside,
+    isreal,
+    lcm,
+    ldexp,
+    logaddexp2,
+    nextafter,
+    rad2deg,
+    sgn,
+)
 from .ops.reduction import (
     all,
     amax,
@@ -103,6 +121,8 @@ from .ops.reduction import (
     var,
     var_mean,
 )
+from .ops.scatter_reduce import index_reduce, scatter_reduce
+from .ops.search import bucketize, isin, searchsorted
 from .ops.shape import (
     atleast_1d,
     atleast_2d,
@@ -148,6 +168,33 @@ from .ops.shape import (
     unflatten,
     unsqueeze,
     vstack,
+)
+from .ops.shape_composites import (
+    as_strided,
+    atleast_3d,
+    cartesian_prod,
+    column_stack,
+    combinations,
+    cumulative_trapezoid,
+    diagflat,
+    diff,
+    dsplit,
+    dstack,
+    hsplit,
+    index_copy,
+    meshgrid,
+    put,
+    ravel,
+    rot90,
+    row_stack,
+    split_with_sizes,
+    tensor_split,
+    trapezoid,
+    trapz,
+    tril_indices,
+    triu_indices,
+    unravel_index,
+    vsplit,
 )
 from .ops.statistics import (
     aminmax,

@@ -207,6 +207,57 @@ for _name in (
 ):
     setattr(T, _name, getattr(_stats, _name))
 
+from .ops import numeric as _num  # noqa: E402
+from .ops import scatter_reduce as _sr  # noqa: E402
+from .ops import shape_composites as _shc  # noqa: E402
+
+for _module, _names in {
+    _num: (
+        "copysign",
+        "deg2rad",
+        "rad2deg",
+        "ldexp",
+        "frexp",
+        "gcd",
+        "lcm",
+        "heaviside",
+        "nextafter",
+        "logaddexp2",
+        "fix",
+        "sgn",
+        "isreal",
+        "bitwise_left_shift",
+        "bitwise_right_shift",
+    ),
+    _sr: ("scatter_reduce", "index_reduce"),
+    _shc: (
+        "tensor_split",
+        "hsplit",
+        "vsplit",
+        "dsplit",
+        "split_with_sizes",
+        "ravel",
+        "rot90",
+        "diagflat",
+        "diff",
+        "as_strided",
+        "unfold",
+        "index_copy",
+        "put",
+    ),
+}.items():
+    for _name in _names:
+        setattr(T, _name, getattr(_module, _name))
+T.unsafe_chunk = sh.chunk
+T.unsafe_split = sh.split
+T.unsafe_split_with_sizes = _shc.split_with_sizes
+T.absolute = ew.abs
+T.arccosh = ew.acosh
+T.arcsinh = ew.asinh
+T.arctanh = ew.atanh
+T.__lshift__ = _num.bitwise_left_shift
+T.__rshift__ = _num.bitwise_right_shift
+
 T.softmax = _act.softmax
 T.log_softmax = _act.log_softmax
 T.inner = la.dot
@@ -403,6 +454,46 @@ for _name, _fn in _INPLACE.items():
     setattr(T, _name, _inplace_method(_name, _fn))
 for _name in ew.UNARY:
     setattr(T, _name + "_", _inplace_method(_name + "_", getattr(ew, _name)))
+_MORE_INPLACE = {
+    "absolute_": ew.abs,
+    "arccos_": ew.acos,
+    "arccosh_": ew.acosh,
+    "arcsin_": ew.asin,
+    "arcsinh_": ew.asinh,
+    "arctan_": ew.atan,
+    "arctanh_": ew.atanh,
+    "arctan2_": ew.atan2,
+    "negative_": ew.neg,
+    "multiply_": ew.mul,
+    "divide_": ew.div,
+    "true_divide_": ew.div,
+    "subtract_": ew.sub,
+    "float_power_": ew.float_power,
+    "eq_": ew.eq,
+    "ne_": ew.ne,
+    "not_equal_": ew.ne,
+    "lt_": ew.lt,
+    "less_": ew.lt,
+    "le_": ew.le,
+    "less_equal_": ew.le,
+    "gt_": ew.gt,
+    "greater_": ew.gt,
+    "ge_": ew.ge,
+    "greater_equal_": ew.ge,
+    "logical_and_": ew.logical_and,
+    "logical_or_": ew.logical_or,
+    "logical_xor_": ew.logical_xor,
+    "logical_not_": ew.logical_not,
+    "bitwise_and_": ew.bitwise_and,
+    "bitwise_or_": ew.bitwise_or,
+    "bitwise_xor_": ew.bitwise_xor,
+    "bitwise_not_": ew.bitwise_not,
+    "cumsum_": red.cumsum,
+    "cumprod_": red.cumprod,
+    "sgn_": ew.sign,
+}
+for _name, _fn in _MORE_INPLACE.items():
+    setattr(T, _name, _inplace_method(_name, _fn))
 T.__ipow__ = T.pow_
 T.__imod__ = T.remainder_
 T.__ifloordiv__ = T.floor_divide_
@@ -575,3 +666,33 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 
 T.new_full = _new_full
 T.new_tensor = _new_tensor
+
+
+# in-place forms of the ops attached above (they are defined after the in-place machinery)
+for _name in (
+    "copysign",
+    "deg2rad",
+    "rad2deg",
+    "ldexp",
+    "gcd",
+    "lcm",
+    "heaviside",
+    "nextafter",
+    "fix",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "scatter_reduce",
+    "index_reduce",
+    "index_copy",
+    "renorm",
+):
+    setattr(T, _name + "_", _inplace_method(_name + "_", getattr(T, _name)))
+
+
+def _put_(self, index, source, accumulate: bool = False):
+    return _inplace.apply_inplace(
+        self, lambda old, i, s: _shc.put(old, i, s, accumulate), (index, source), "put_"
+    )
+
+
+T.put_ = _put_

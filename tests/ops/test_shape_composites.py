@@ -1,0 +1,108 @@
+"""Stacking/splitting variants, grids, differences, integration, strided windows, index_copy and
+put (ops/shape_composites.py), compared with torch."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+from tests.helpers import arrays_for, check_gradients, compare_with_torch
+
+A = arrays_for([(4, 6)], seed=7)[0]
+V = arrays_for([(5,)], seed=8)[0]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, x: m.column_stack([x[:, 0], x[:, 1:3]]),
+        lambda m, x: m.row_stack([x[0], x[1:3]]),
+        lambda m, x: m.dstack([x, x * 2]),
+        lambda m, x: m.atleast_3d(x),
+        lambda m, x: m.tensor_split(x, 4, dim=1),
+        lambda m, x: m.tensor_split(x, [1, 3, 10], dim=1),
+        lambda m, x: m.hsplit(x, 3),
+        lambda m, x: m.vsplit(x, [1]),
+        lambda m, x: m.dsplit(x.reshape(2, 2, 6), 2),
+        lambda m, x: x.split_with_sizes([1, 3], 0),
+        lambda m, x: m.ravel(x.t()),
+        lambda m, x: m.rot90(x),
+        lambda m, x: m.rot90(x, 2, (1, 0)),
+        lambda m, x: m.rot90(x, -1),
+        lambda m, x: m.diagflat(x[:2, :2], 1),
+        lambda m, x: m.diff(x),
+        lambda m, x: m.diff(x, n=2, dim=0, prepend=x[:1], append=x[-1:]),
+        lambda m, x: m.trapezoid(x),
+        lambda m, x: m.trapezoid(x, dx=0.5, dim=0),
+        lambda m, x: m.trapezoid(x, m.linspace(0, 1, 6, dtype=m.float64)),
+        lambda m, x: m.cumulative_trapezoid(x, dim=0),
+        lambda m, x: m.as_strided(x, (3, 2), (2, 1), 1),
+        lambda m, x: x.unfold(1, 3, 2),
+        lambda m, x: x.unfold(0, 2, 1),
+        lambda m, x: m.index_copy(x, 1, m.tensor([4, 0]), x[:, :2] * 3),
+        lambda m, x: m.put(x, m.tensor([0, -1, 5]), m.tensor([1.0, 2.0, 3.0], dtype=m.float64)),
+        lambda m, x: x.put(m.tensor([1, 1]), x[0, :2], accumulate=True),
+    ],
+)
+def test_matches_torch_values_and_gradients(fn):
+    compare_with_torch(fn, [A])
+
+
+def test_gradcheck_on_windows_and_differences():
+    check_gradients(lambda m, x: x.unfold(1, 2, 1), arrays_for([(2, 4)]), noncontiguous=True)
+    check_gradients(lambda m, x: m.diff(x, 2), arrays_for([(3, 5)]))
+    check_gradients(lambda m, x: m.as_strided(x, (2, 2), (1, 2)), arrays_for([(2, 3)]))
+    check_gradients(lambda m, x: m.rot90(x, 1), arrays_for([(2, 3)]), noncontiguous=True)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_and_cartesian_prod(torch_mod, indexing):
+    a, b, c = [0, 1], [2, 3, 4], [5]
+    e = ember.meshgrid(ember.tensor(a), ember.tensor(b), ember.tensor(c), indexing=indexing)
+    t = torch_mod.meshgrid(
+        torch_mod.tensor(a), torch_mod.tensor(b), torch_mod.tensor(c), indexing=indexing
+    )
+    for x, y in zip(e, t):
+        assert x.tolist() == y.tolist()
+    with pytest.warns(UserWarning, match="indexing argument"):
+        ember.meshgrid(ember.tensor(a), ember.tensor(b))
+    assert (
+        ember.cartesian_prod(ember.tensor(a), ember.tensor(b)).tolist()
+        == torch_mod.cartesian_prod(torch_mod.tensor(a), torch_mod.tensor(b)).tolist()
+    )
+
+
+def test_combinations_and_triangle_indices(torch_mod):
+    for r, rep in [(2, False), (3, False), (2, True)]:
+        e = ember.combinations(ember.tensor([1, 2, 3, 4]), r, rep)
+        t = torch_mod.combinations(torch_mod.tensor([1, 2, 3, 4]), r, rep)
+        assert e.tolist() == t.tolist()
+    for args in [(3, 3), (4, 3, 1), (3, 5, -1)]:
+        assert ember.tril_indices(*args).tolist() == torch_mod.tril_indices(*args).tolist()
+        assert ember.triu_indices(*args).tolist() == torch_mod.triu_indices(*args).tolist()
+    e = ember.unravel_index(ember.tensor([0, 5, 7]), (2, 4))
+    t = torch_mod.unravel_index(torch_mod.tensor([0, 5, 7]), (2, 4))
+    assert [x.tolist() for x in e] == [x.tolist() for x in t]
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(RuntimeError, match="not divisible"):
+        ember.hsplit(ember.zeros(2, 5), 2)
+    with pytest.raises(RuntimeError, match="at least 3 dimension"):
+        ember.dsplit(ember.zeros(2, 5), 1)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 3"):
+        ember.zeros(3).unfold(0, 4, 1)
+    with pytest.raises(RuntimeError, match="out of bounds for storage"):
+        ember.as_strided(ember.zeros(4), (3,), (2,))
+    with pytest.raises(IndexError, match="out of bounds"):
+        ember.index_copy(ember.zeros(3, 2), 0, ember.tensor([3]), ember.zeros(1, 2))
+    with pytest.raises(RuntimeError, match="expected rotation dims to be different"):
+        ember.rot90(ember.zeros(2, 2), 1, (0, 0))
+
+
+def test_in_place_variants_write_into_the_tensor():
+    x = ember.zeros(3, 2)
+    x.index_copy_(0, ember.tensor([2]), ember.ones(1, 2))
+    assert x.tolist() == [[0, 0], [0, 0], [1, 1]]
+    x.put_(ember.tensor([0]), ember.tensor([5.0]))
+    assert x[0, 0].item() == 5.0
