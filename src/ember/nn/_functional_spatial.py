@@ -7,6 +7,7 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..ops import pooling as _pool
 from ..ops.conv import conv3d, conv_transpose1d, conv_transpose3d
+from ..ops.normalization import instance_norm, local_response_norm, rms_norm
 from ..ops.resample import channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle
 
 __all__: list[str] = [
@@ -27,7 +28,9 @@ __all__: list[str] = [
     "fractional_max_pool2d_with_indices",
     "fractional_max_pool3d",
     "fractional_max_pool3d_with_indices",
+    "instance_norm",
     "interpolate",
+    "local_response_norm",
     "lp_pool1d",
     "lp_pool2d",
     "lp_pool3d",
@@ -40,6 +43,7 @@ __all__: list[str] = [
     "max_unpool3d",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "rms_norm",
     "upsample",
     "upsample_bilinear",
     "upsample_nearest",

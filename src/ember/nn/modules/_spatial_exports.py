@@ -2,9 +2,12 @@
 re-exported by ember.nn.
 """
 
+from .batchnorm import BatchNorm3d, SyncBatchNorm
 from .channelshuffle import ChannelShuffle
 from .conv import Conv3d, ConvTranspose1d, ConvTranspose3d
 from .fold import Fold, Unfold
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .normalization import LocalResponseNorm, RMSNorm
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -49,6 +52,7 @@ __all__: list[str] = [
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d",
     "AvgPool3d",
+    "BatchNorm3d",
     "ChannelShuffle",
     "CircularPad1d",
     "CircularPad2d",
@@ -62,6 +66,10 @@ __all__: list[str] = [
     "Fold",
     "FractionalMaxPool2d",
     "FractionalMaxPool3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LocalResponseNorm",
     "LPPool1d",
     "LPPool2d",
     "LPPool3d",
@@ -71,12 +79,14 @@ __all__: list[str] = [
     "MaxUnpool3d",
     "PixelShuffle",
     "PixelUnshuffle",
+    "RMSNorm",
     "ReflectionPad1d",
     "ReflectionPad2d",
     "ReflectionPad3d",
     "ReplicationPad1d",
     "ReplicationPad2d",
     "ReplicationPad3d",
+    "SyncBatchNorm",
     "Unfold",
     "Upsample",
     "UpsamplingBilinear2d",

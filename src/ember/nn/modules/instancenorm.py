@@ -1,0 +1,81 @@
+"""Instance normalisation layers: InstanceNorm1d/2d/3d (each sample and channel on its own)."""
+
+from __future__ import annotations
+
+import warnings
+
+from ...ops.normalization import instance_norm
+from .normalization import _BatchNorm
+
+
+class _InstanceNorm(_BatchNorm):
+    _spatial = 1
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def _check_input_dim(self, input) -> None:
+        allowed = (self._spatial + 1, self._spatial + 2)
+        if input.dim() not in allowed:
+            raise ValueError(
+                f"expected {allowed[0]}D or {allowed[1]}D input (got {input.dim()}D input)"
+            )
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        feature_dim = input.dim() - self._spatial - 1
+        channels = input.shape[feature_dim]
+        if channels != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"expected input's size at dim={feature_dim} to match num_features "
+                    f"({self.num_features}), but got: {channels}."
+                )
+            warnings.warn(
+                f"input's size at dim={feature_dim} does not match num_features. You can silence "
+                "this warning by not passing in num_features, which is not used because "
+                "affine=False",
+                stacklevel=2,
+            )
+        unbatched = input.dim() == self._spatial + 1
+        x = input.unsqueeze(0) if unbatched else input
+        use_input_stats = self.training or not self.track_running_stats
+        momentum = 0.1 if self.momentum is None else self.momentum
+        out = instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_input_stats,
+            momentum,
+            self.eps,
+        )
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Normalise each (sample, channel) of (N, C, L) or (C, L) input over L."""
+
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Normalise each (sample, channel) of (N, C, H, W) or (C, H, W) input over H, W."""
+
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Normalise each (sample, channel) of (N, C, D, H, W) input over D, H, W."""
+
+    _spatial = 3
