@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -35,13 +34,14 @@ SQRT_2PI = math.sqrt(2.0 * math.pi)
 LOG_PI = math.log(math.pi)
 
 _MODULES: dict = {}
+_HOST = _backend.require_module(_backend.CPU)  # the CPU's array module
 
 
 def _special_module(xp):
     """scipy.special for NumPy arrays, cupyx.scipy.special for CuPy arrays (cached)."""
     module = _MODULES.get(xp)
     if module is None:
-        if xp is np:
+        if xp is _HOST:
             import scipy.special as module
         else:
             import cupyx.scipy.special as module
@@ -58,7 +58,7 @@ def _kernel(name: str, xp):
     fn = getattr(_special_module(xp), name, None)
     if fn is not None:
         return fn
-    host = getattr(_special_module(np), name)
+    host = getattr(_special_module(_HOST), name)
 
     def on_host(*arrays):
         moved = [a.get() if hasattr(a, "get") else a for a in arrays]
@@ -76,7 +76,9 @@ def _compute(name: str, *arrays, dtype):
     first = next(a for a in arrays if not isinstance(a, (int, float)))
     xp = array_module(first)
     if dtype.itemsize < 4:
-        arrays = tuple(a if isinstance(a, (int, float)) else a.astype(np.float32) for a in arrays)
+        arrays = tuple(
+            a if isinstance(a, (int, float)) else a.astype(dt.float32.np) for a in arrays
+        )
     out = _kernel(name, xp)(*arrays)
     return xp.asarray(out).astype(dtype, copy=False)
 
@@ -276,7 +278,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
         >>> ember.polygamma(1, ember.tensor([1.0]))  # π²/6
         tensor([1.6449])
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
         raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
@@ -488,7 +490,7 @@ def _airy_ai(x):
     fn = getattr(_special_module(xp), "airy", None)
     if fn is None:  # CuPy has no Airy functions: compute on a host copy
         return xp.asarray(_airy_ai(x.get())).astype(x.dtype, copy=False)
-    work = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+    work = x.astype(dt.float32.np) if x.dtype.itemsize < 4 else x
     return xp.asarray(fn(work)[0]).astype(x.dtype, copy=False)
 
 
