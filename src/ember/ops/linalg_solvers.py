@@ -382,7 +382,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     op = "linalg.lstsq"
     check_matrix(op, A, "A")
     if B._data.ndim < 1:
-        raise RuntimeError(f"{op}: input.dim() must be greater or equal to other.dim() ...")
+        raise RuntimeError(f"{op}: other must have at least 1 dimension.")
     check_same_dtype(op, A, B, "input", "other")
     driver = "gelsy" if driver is None else driver
     if driver not in _LSTSQ_DRIVERS:
@@ -412,11 +412,10 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     else:
         solution = pinv(A, rtol=rtol) @ Bm
     empty = xp.zeros((0,), dtype=a.dtype)
-    residuals = Tensor._wrap(empty)
+    # PyTorch's empty residuals still belong to the graph
+    residuals = solution.reshape(-1)[:0]
     if driver != "gelsy" and m > n and (driver == "gels" or bool((rank == n).all())):
         residuals = ((A @ solution - Bm) ** 2).sum(-2)
-        if vector:
-            residuals = residuals.squeeze(-1)
     sv = Tensor._wrap(s.astype(a.dtype)) if driver in ("gelsd", "gelss") else Tensor._wrap(empty)
     rank_t = (
         Tensor._wrap(xp.asarray(rank, dtype=np.int64))
