@@ -21,6 +21,10 @@ CASES = {
         dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True),
     ),
     "adam_flags": ("Adam", dict(lr=0.01, foreach=False, capturable=False, fused=None)),
+    "adam_fused": ("Adam", dict(lr=0.01, weight_decay=0.1, amsgrad=True, fused=True)),
+    "adamw_fused": ("AdamW", dict(lr=0.01, fused=True, maximize=True)),
+    "sgd_fused": ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, fused=True)),
+    "adagrad_fused": ("Adagrad", dict(lr=0.1, lr_decay=0.01, fused=True)),
     "adamw": ("AdamW", dict(lr=0.01, weight_decay=0.05)),
     "adamw_amsgrad_maximize": ("AdamW", dict(lr=0.02, amsgrad=True, maximize=True)),
     "rmsprop": ("RMSprop", dict(lr=0.01)),
@@ -247,6 +251,16 @@ ERRORS = [
     ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
     ("Adafactor", dict(eps=(-1, 1e-3)), "epsilon1 should be >= 0 but is: -1"),
     ("LBFGS", dict(lr=-1), "Invalid learning rate: -1"),
+    ("SGD", dict(lr=-0.1), "Invalid learning rate: -0.1"),
+    ("SGD", dict(momentum=-0.1), "Invalid momentum value: -0.1"),
+    ("SGD", dict(nesterov=True), "Nesterov momentum requires a momentum and zero dampening"),
+    ("Adam", dict(eps=-1.0), "Invalid epsilon value: -1.0"),
+    ("AdamW", dict(betas=(0.9, 1.0)), "Invalid beta parameter at index 1: 1.0"),
+    ("RMSprop", dict(weight_decay=-1), "Invalid weight_decay value: -1"),
+    ("RMSprop", dict(alpha=-1), "Invalid alpha value: -1"),
+    ("Adagrad", dict(lr_decay=-1), "Invalid lr_decay value: -1"),
+    ("Adagrad", dict(initial_accumulator_value=-1), "Invalid initial_accumulator_value value: -1"),
+    ("Adagrad", dict(eps=-1), "Invalid epsilon value: -1"),
 ]
 
 
@@ -256,6 +270,49 @@ def test_invalid_arguments_raise_torch_messages(name, kwargs, message, torch_mod
         with pytest.raises(ValueError) as info:
             getattr(m.optim, name)([m.ones(2, requires_grad=True)], **kwargs)
         assert str(info.value) == message
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (dict(fused=True, differentiable=True), "`fused` does not support `differentiable`"),
+        (dict(fused=True, foreach=True), "`fused` and `foreach` cannot be `True` together."),
+    ],
+)
+def test_fused_flag_conflicts_raise_as_torch(name, flags, message, torch_mod):
+    for m in (ember, torch_mod):
+        with pytest.raises(RuntimeError) as info:
+            getattr(m.optim, name)([m.ones(2, requires_grad=True)], lr=0.1, **flags)
+        assert str(info.value) == message
+
+
+# PyTorch keeps a Tensor lr as a float32 scalar tensor in some step-size arithmetic; ember
+# uses its Python value, so those agree to float32 precision rather than bit for bit
+TENSOR_LR_RTOL = {"Adam": 1e-6, "AdamW": 1e-6, "NAdam": 1e-6, "Adamax": 1e-6, "ASGD": 1e-6}
+TENSOR_LR_RTOL["Adafactor"] = 1e-6
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "Rprop", "ASGD", "Adadelta"]
+    + ["RMSprop", "Adagrad", "Adafactor"],
+)
+def test_tensor_learning_rate_steps_like_a_float(name, torch_mod):
+    runs = []
+    for m in (ember, torch_mod):
+        w, b, x = _problem(m)
+        opt = getattr(m.optim, name)([w, b], lr=m.tensor(0.02))
+        for _ in range(3):
+            opt.zero_grad()
+            _loss(w, b, x).backward()
+            opt.step()
+        runs.append(w.detach().numpy().copy())
+        if name != "Adafactor":
+            with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+                getattr(m.optim, name)([w], lr=m.tensor([0.1, 0.2]))
+    rtol = TENSOR_LR_RTOL.get(name, 1e-10)
+    np.testing.assert_allclose(runs[0], runs[1], rtol=rtol, atol=1e-12 if rtol < 1e-9 else 1e-8)
 
 
 @pytest.mark.parametrize("name", ["Adadelta", "NAdam", "Rprop", "Adafactor"])

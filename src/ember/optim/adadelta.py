@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads
+from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
 
 
 class Adadelta(Optimizer):
@@ -29,8 +29,7 @@ class Adadelta(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         if not 0.0 <= eps:
@@ -55,7 +54,8 @@ class Adadelta(Optimizer):
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
+            lr, rho, eps = as_scalar(group["lr"]), group["rho"], group["eps"]
+            wd = group["weight_decay"]
             for p, grad in params_with_grads(group):
                 state = self.state[p]
                 if not state:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads
+from .optimizer import Optimizer, as_scalar, params_with_grads
 
 
 class Adafactor(Optimizer):
@@ -59,7 +59,7 @@ class Adafactor(Optimizer):
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, d, wd = group["lr"], group["d"], group["weight_decay"]
+            lr, d, wd = as_scalar(group["lr"]), group["d"], group["weight_decay"]
             eps1, eps2 = group["eps"]
             for p, grad in params_with_grads(group):
                 if p.is_complex():

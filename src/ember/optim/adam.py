@@ -6,7 +6,7 @@ import math
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads
+from .optimizer import Optimizer, as_scalar, check_fused, check_lr, params_with_grads
 
 
 class Adam(Optimizer):
@@ -28,8 +28,7 @@ class Adam(Optimizer):
         fused=None,
         decoupled_weight_decay: bool = False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
@@ -54,13 +53,14 @@ class Adam(Optimizer):
                 decoupled_weight_decay=decoupled_weight_decay,
             ),
         )
+        check_fused(fused, foreach, differentiable)
 
     @no_grad()
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            lr, eps, wd = as_scalar(group["lr"]), group["eps"], group["weight_decay"]
             for p, grad in params_with_grads(group):
                 state = self.state[p]
                 if not state:

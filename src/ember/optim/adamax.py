@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads
+from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
 
 
 class Adamax(Optimizer):
@@ -28,8 +28,7 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
@@ -57,7 +56,7 @@ class Adamax(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            lr, eps, wd = as_scalar(group["lr"]), group["eps"], group["weight_decay"]
             for p, grad in params_with_grads(group):
                 state = self.state[p]
                 if not state:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads
+from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
 
 
 class ASGD(Optimizer):
@@ -28,8 +28,7 @@ class ASGD(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(
@@ -51,7 +50,8 @@ class ASGD(Optimizer):
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+            lr, lambd = as_scalar(group["lr"]), group["lambd"]
+            alpha, t0 = group["alpha"], group["t0"]
             wd = group["weight_decay"]
             for p, grad in params_with_grads(group):
                 state = self.state[p]

@@ -7,7 +7,7 @@ import math
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.shape import cat
-from .optimizer import Optimizer
+from .optimizer import Optimizer, as_scalar, check_lr
 
 
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
@@ -137,8 +137,7 @@ class LBFGS(Optimizer):
         history_size: int = 100,
         line_search_fn: str | None = None,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         super().__init__(
@@ -192,7 +191,7 @@ class LBFGS(Optimizer):
                 return closure()
 
         group = self.param_groups[0]
-        lr = float(group["lr"])
+        lr = float(as_scalar(group["lr"]))
         max_iter, max_eval = group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]

@@ -7,7 +7,6 @@ from copy import deepcopy
 
 from .._tensor import Tensor
 from ..autograd import _cuts
-from ..autograd.grad_mode import no_grad
 
 
 class _Required:
@@ -16,6 +15,30 @@ class _Required:
 
 
 required = _Required()
+
+
+def as_scalar(value):
+    """A one-element Tensor hyperparameter (PyTorch accepts ``lr=torch.tensor(0.01)``) as a
+    Python number; anything else unchanged."""
+    return value.item() if isinstance(value, Tensor) else value
+
+
+def check_lr(lr) -> None:
+    """PyTorch's learning-rate checks, with its messages."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= as_scalar(lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def check_fused(fused, foreach, differentiable) -> None:
+    """``fused`` is accepted as PyTorch does (ember runs the same update either way), with
+    PyTorch's checks on the flags it cannot be combined with."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
 def params_with_grads(group: dict):
@@ -156,4 +179,4 @@ class Optimizer:
         return "\n".join(lines)
 
 
-__all__ = ["Optimizer", "required", "no_grad"]
+__all__ = ["Optimizer", "as_scalar", "check_fused", "check_lr", "required"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads
+from .optimizer import Optimizer, as_scalar, check_fused, check_lr, params_with_grads
 
 
 class RMSprop(Optimizer):
@@ -22,12 +22,13 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
             raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
         super().__init__(
@@ -50,7 +51,7 @@ class RMSprop(Optimizer):
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            lr, alpha, eps = as_scalar(group["lr"]), group["alpha"], group["eps"]
             wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
             for p, grad in params_with_grads(group):
                 state = self.state[p]
@@ -96,10 +97,17 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused=None,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if not 0.0 <= lr_decay:
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(
+                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
+            )
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
         super().__init__(
             params,
             dict(
@@ -114,6 +122,7 @@ class Adagrad(Optimizer):
                 fused=fused,
             ),
         )
+        check_fused(fused, foreach, differentiable)
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
@@ -130,7 +139,7 @@ class Adagrad(Optimizer):
                 step = state["step"].item()
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
-                clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+                clr = as_scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].addcmul_(grad, grad, value=1)
                 std = state["sum"].sqrt().add_(group["eps"])
                 p.addcdiv_(grad, std, value=-clr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads
+from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
 
 
 class Rprop(Optimizer):
@@ -28,8 +28,7 @@ class Rprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         super().__init__(
@@ -56,7 +55,7 @@ class Rprop(Optimizer):
                 if not state:
                     state["step"] = _creation.tensor(0.0)
                     state["prev"] = _creation.zeros_like(p)
-                    state["step_size"] = _creation.full_like(grad, group["lr"])
+                    state["step_size"] = _creation.full_like(grad, as_scalar(group["lr"]))
                 state["step"] += 1
                 prev, step_size = state["prev"], state["step_size"]
                 # same sign: grow the step; sign flip: shrink it and skip this update

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, params_with_grads, required
+from .optimizer import Optimizer, as_scalar, check_fused, check_lr, params_with_grads, required
 
 
 class SGD(Optimizer):
@@ -23,8 +23,8 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused=None,
     ):
-        if lr is not required and lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        if lr is not required:
+            check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -45,12 +45,13 @@ class SGD(Optimizer):
                 fused=fused,
             ),
         )
+        check_fused(fused, foreach, differentiable)
 
     @no_grad()
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+            lr, momentum, dampening = as_scalar(group["lr"]), group["momentum"], group["dampening"]
             wd, nesterov = group["weight_decay"], group["nesterov"]
             for p, d_p in params_with_grads(group):
                 if wd != 0:

@@ -12,7 +12,7 @@ import math
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, as_scalar
 
 
 class SparseAdam(Optimizer):
@@ -57,7 +57,7 @@ class SparseAdam(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps = group["lr"], group["eps"]
+            lr, eps = as_scalar(group["lr"]), group["eps"]
             for p in group["params"]:
                 if p._grad is None:
                     continue
