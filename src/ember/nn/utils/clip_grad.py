@@ -70,3 +70,15 @@ def get_total_norm(
         return _creation.tensor(0.0)
     norms = stack([vector_norm(t, float(norm_type)) for t in tensors])
     return norms.amax() if math.isinf(float(norm_type)) else vector_norm(norms, float(norm_type))
+
+
+@no_grad()
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
+    """Scale gradients by ``max_norm / (total_norm + 1e-6)`` when that is below 1.
+
+    ``total_norm`` is usually ``get_total_norm`` of the same gradients (as in
+    ``clip_grad_norm_``, which is these two steps).
+    """
+    coef = min(float(max_norm) / (float(total_norm) + 1e-6), 1.0)
+    for g in _grads(parameters):
+        g.mul_(coef)
