@@ -7,6 +7,7 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..ops import pooling as _pool
 from ..ops.conv import conv3d, conv_transpose1d, conv_transpose3d
+from ..ops.dropout import alpha_dropout, dropout1d, dropout3d, feature_alpha_dropout
 from ..ops.normalization import instance_norm, local_response_norm, rms_norm
 from ..ops.resample import channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle
 
@@ -19,11 +20,15 @@ __all__: list[str] = [
     "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
+    "alpha_dropout",
     "avg_pool3d",
     "channel_shuffle",
     "conv3d",
     "conv_transpose1d",
     "conv_transpose3d",
+    "dropout1d",
+    "dropout3d",
+    "feature_alpha_dropout",
     "fractional_max_pool2d",
     "fractional_max_pool2d_with_indices",
     "fractional_max_pool3d",
@@ -208,6 +213,7 @@ def avg_pool3d(
         count_include_pad,
         divisor_override,
         3,
+        "alpha_dropout",
         "avg_pool3d",
     )
 

@@ -5,6 +5,7 @@ re-exported by ember.nn.
 from .batchnorm import BatchNorm3d, SyncBatchNorm
 from .channelshuffle import ChannelShuffle
 from .conv import Conv3d, ConvTranspose1d, ConvTranspose3d
+from .dropout_family import AlphaDropout, Dropout1d, Dropout3d, FeatureAlphaDropout
 from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .normalization import LocalResponseNorm, RMSNorm
@@ -51,6 +52,7 @@ __all__: list[str] = [
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d",
+    "AlphaDropout",
     "AvgPool3d",
     "BatchNorm3d",
     "ChannelShuffle",
@@ -63,6 +65,9 @@ __all__: list[str] = [
     "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose3d",
+    "Dropout1d",
+    "Dropout3d",
+    "FeatureAlphaDropout",
     "Fold",
     "FractionalMaxPool2d",
     "FractionalMaxPool3d",
