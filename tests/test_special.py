@@ -484,3 +484,30 @@ def test_integer_inputs_follow_the_default_dtype():
     finally:
         ember.set_default_dtype(previous)
     assert S.lgamma(ember.tensor([3])).item() == pytest.approx(math.log(2.0))
+
+
+def test_importing_the_special_ops_does_not_import_scipy():
+    import subprocess
+    import sys
+
+    code = "import sys, ember.special, ember.ops.special; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc"])
+def test_erf_kernels_match_torch_across_dtypes_and_shapes(torch_mod, name):
+    data = np.array([0.0, -0.0, 1e-10, 0.3, -3.0, 5.0, 27.0, np.inf, -np.inf, np.nan])
+    for dtype in ("float64", "float32", "float16"):
+        got = getattr(ember, name)(ember.tensor(data, dtype=getattr(ember, dtype)))
+        want = getattr(torch_mod, name)(torch_mod.tensor(data, dtype=getattr(torch_mod, dtype)))
+        assert got.dtype == getattr(ember, dtype)
+        np.testing.assert_allclose(
+            got.float().numpy(),
+            want.float().numpy(),
+            rtol=1e-3 if dtype == "float16" else 1e-6,
+            atol=1e-30,
+            equal_nan=True,
+        )
+    assert getattr(ember, name)(ember.tensor(0.5)).shape == ()
+    assert getattr(ember, name)(ember.zeros(0, 2)).shape == (0, 2)
