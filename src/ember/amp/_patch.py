@@ -14,7 +14,7 @@ and restores the original on its first call after the profiler lets go.
 
 from __future__ import annotations
 
-import importlib
+import sys
 import threading
 import types
 
@@ -31,7 +31,7 @@ _ELIGIBLE = frozenset(d.np for d in (dt.float16, dt.bfloat16, dt.float32) if d.n
 _FLOAT32 = _np.dtype("float32")
 _lock = threading.Lock()
 _holders = [0]
-_installed: list = []  # (function, its original code, its original kwdefaults, our kwdefaults)
+_installed: list = []  # _prepare(...) of each function swapped now
 _CODES: dict = {}
 
 
@@ -90,20 +90,28 @@ def _dtype_position(fn):
     return names.index("dtype") if "dtype" in names else None
 
 
+_resolved: list = [-1, []]  # (number of loaded modules when resolved, [(function, row)])
+
+
 def _functions() -> list:
-    """(function, {device: category}) for every op of the table that exists, each once."""
+    """(function, {device: category}) for every op of the table that exists, each once.
+
+    Resolved again only when modules were imported since (an op family loaded on first use).
+    """
+    if _resolved[0] == len(sys.modules):
+        return _resolved[1]
     found: dict = {}
     for where, *categories in policy.POLICY:
         for location in where.split():
             module_name, _, name = location.partition(":")
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError:
-                continue
+            module = sys.modules.get(module_name)
+            if module is None:
+                continue  # a namespace nobody imported has no op anyone can call
             fn = getattr(module, name, None)
             if isinstance(fn, types.FunctionType) and id(fn) not in found:
                 found[id(fn)] = (fn, dict(zip(policy.DEVICES, categories)))
-    return list(found.values())
+    _resolved[0], _resolved[1] = len(sys.modules), list(found.values())
+    return _resolved[1]
 
 
 def hold(on: bool) -> None:
@@ -117,22 +125,39 @@ def hold(on: bool) -> None:
             _uninstall()
 
 
+_plan: list = [None, []]  # (the resolved functions it was made for, [_prepare(...) each])
+
+
 def _install() -> None:
-    for fn, categories in _functions():
-        original = types.FunctionType(
-            fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
-        )
-        original.__kwdefaults__ = fn.__kwdefaults__
-        op = _Op(original, fn, categories, _dtype_position(fn))
-        ours = {_KWARG: (cast_and_call, op)}
-        _installed.append((fn, fn.__code__, fn.__kwdefaults__, ours))
-        n_free = len(fn.__code__.co_freevars)
-        fn.__code__ = _trampoline(n_free).replace(co_name=fn.__code__.co_name)
+    functions = _functions()
+    if _plan[0] is not functions:
+        _plan[0], _plan[1] = functions, [_prepare(fn, row) for fn, row in functions]
+    plan = _plan[1]
+    for i, (fn, code, kwdefaults, trampoline, ours) in enumerate(plan):
+        if fn.__code__ is not code or fn.__kwdefaults__ is not kwdefaults:
+            # swapped by someone else since (the profiler): wrap what is there now
+            fn, code, kwdefaults, trampoline, ours = plan[i] = _prepare(
+                fn, ours[_KWARG][1].categories
+            )
+        fn.__code__ = trampoline
         fn.__kwdefaults__ = ours
+    _installed[:] = plan
+
+
+def _prepare(fn, categories: dict) -> tuple:
+    """(function, its code, its kwdefaults, trampoline, our kwdefaults): made once, reused by
+    later regions."""
+    original = types.FunctionType(
+        fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    original.__kwdefaults__ = fn.__kwdefaults__
+    op = _Op(original, fn, categories, _dtype_position(fn))
+    trampoline = _trampoline(len(fn.__code__.co_freevars)).replace(co_name=fn.__code__.co_name)
+    return fn, fn.__code__, fn.__kwdefaults__, trampoline, {_KWARG: (cast_and_call, op)}
 
 
 def _uninstall() -> None:
-    for fn, code, kwdefaults, ours in _installed:
+    for fn, code, kwdefaults, _, ours in _installed:
         if fn.__kwdefaults__ is ours:
             fn.__code__ = code
             fn.__kwdefaults__ = kwdefaults

@@ -38,7 +38,10 @@ def _device_type(device_type) -> str:
 def _refresh() -> None:
     from . import _patch
 
-    wanted = state.nesting > 0 or state.enabled["cuda"] or state.enabled["cpu"]
+    # held from the first enabled device until the outermost region exits with none enabled:
+    # a region with enabled=False inside an enabled one does not swap the code back and forth
+    enabled = state.enabled["cuda"] or state.enabled["cpu"]
+    wanted = enabled or (state.counted and state.nesting > 0)
     if wanted != state.counted:
         state.counted = wanted
         _patch.hold(wanted)
