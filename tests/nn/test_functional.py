@@ -120,3 +120,80 @@ def test_dropout_scales_and_respects_training():
 def test_linear_shape_error_names_shapes():
     with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
         ember.nn.functional.linear(ember.ones(2, 3), ember.ones(4, 5))
+
+
+def test_dropout2d_reads_3d_input_as_n_c_l_and_warns_like_torch(torch_mod):
+    F = ember.nn.functional
+    x = ember.ones(4, 6, 50)
+    with pytest.warns(UserWarning, match="interpreted as shape \\(N, C, L\\)"):
+        out = F.dropout2d(x, 0.5)
+    values = out.numpy()
+    # one decision per (sample, channel): each row is all 0 or all 2
+    assert set(np.unique(values)) <= {0.0, 2.0}
+    assert (values.min(axis=2) == values.max(axis=2)).all()
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        flat = F.dropout2d(ember.ones(30, 40), 0.5)
+    assert tuple(flat.shape) == (30, 40) and set(np.unique(flat.numpy())) == {0.0, 2.0}
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        F.dropout2d(ember.ones(5), 0.5)
+    batched = F.dropout2d(ember.ones(2, 3, 4, 4), 0.5).numpy()
+    assert (batched.min(axis=(2, 3)) == batched.max(axis=(2, 3))).all()
+    assert F.dropout2d(ember.ones(2, 3, 4, 4), 0.5, training=False).numpy().min() == 1.0
+    layer = ember.nn.Dropout2d(1.0)
+    assert not layer(ember.ones(2, 3, 2, 2)).numpy().any()
+    assert repr(layer) == repr(torch_mod.nn.Dropout2d(1.0))
+
+
+def test_gumbel_softmax_soft_and_hard_samples():
+    F = ember.nn.functional
+    logits = ember.tensor([[10.0, 0.0, -10.0]] * 200, requires_grad=True)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.detach().numpy().sum(1), 1.0, rtol=1e-6)
+    hard = F.gumbel_softmax(logits, hard=True, dim=1)
+    values = hard.detach().numpy()
+    assert set(np.unique(values)) == {0.0, 1.0} and (values.sum(1) == 1).all()
+    assert values[:, 0].mean() > 0.9  # the largest logit wins almost always
+    (hard * ember.tensor([1.0, 2.0, 3.0])).sum().backward()  # straight-through: soft grads
+    assert np.abs(logits.grad.numpy()).sum() > 0
+    with pytest.warns(UserWarning, match="`eps` parameter is deprecated"):
+        F.gumbel_softmax(logits, eps=1e-5)
+
+
+def test_one_hot_errors_and_shapes_match_torch(torch_mod):
+    F = ember.nn.functional
+    np.testing.assert_array_equal(
+        F.one_hot(ember.tensor([[0, 2], [1, 1]]), 3).numpy(),
+        torch_mod.nn.functional.one_hot(torch_mod.tensor([[0, 2], [1, 1]]), 3).numpy(),
+    )
+    empty = F.one_hot(ember.tensor([], dtype=ember.int64), 3)
+    assert tuple(empty.shape) == (0, 3) and empty.dtype == ember.int64
+    cases = [
+        ((ember.tensor([1, -1]),), "Class values must be non-negative"),
+        ((ember.tensor([1, 3]), 3), "Class values must be smaller than num_classes"),
+        ((ember.tensor([], dtype=ember.int64),), "Can not infer total number of classes"),
+        ((ember.tensor([1.0]),), "only applicable to index tensor of type LongTensor"),
+    ]
+    for args, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            F.one_hot(*args)
+
+
+def test_bilinear_matches_torch_and_checks_sizes(torch_mod):
+    x1, x2, w, b = arrays_for([(2, 3), (2, 4), (5, 3, 4), (5,)], seed=2)
+    fn = lambda m, a, c, weight, bias: m.nn.functional.bilinear(a, c, weight, bias)
+    compare_with_torch(fn, [x1, x2, w, b])
+    check_gradients(fn, [x1, x2, w, b])
+    F = ember.nn.functional
+    with pytest.raises(RuntimeError, match="input1 size does not match weight size: got 4"):
+        F.bilinear(ember.ones(2, 4), ember.ones(2, 4), ember.ones(5, 3, 4))
+    with pytest.raises(RuntimeError, match="input batch dimensions do not match at dim 0"):
+        F.bilinear(ember.ones(2, 3), ember.ones(3, 4), ember.ones(5, 3, 4))
+    with pytest.raises(RuntimeError, match="bias size does not match weight size: got 4"):
+        F.bilinear(ember.ones(2, 3), ember.ones(2, 4), ember.ones(5, 3, 4), ember.ones(4))
+
+
+def test_normalize_writes_out():
+    x = ember.tensor([[3.0, 4.0]])
+    out = ember.empty(1, 2)
+    assert ember.nn.functional.normalize(x, out=out) is out
+    np.testing.assert_allclose(out.numpy(), [[0.6, 0.8]])

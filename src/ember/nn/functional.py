@@ -131,8 +131,36 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):
+    """y[..., o] = Σ_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]."""
     from ..ops.linalg import einsum
 
+    if input1.dim() != input2.dim():
+        raise RuntimeError(
+            f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}"
+        )
+    for d in range(input1.dim() - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(
+                f"bilinear(): input batch dimensions do not match at dim {d}: got "
+                f"{input1.shape[d]} and {input2.shape[d]}"
+            )
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got {weight.dim()}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(
+            f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+            f"expected {weight.shape[1]}"
+        )
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(
+            f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+            f"expected {weight.shape[2]}"
+        )
+    if bias is not None and bias.numel() != weight.shape[0]:
+        raise RuntimeError(
+            f"bilinear(): bias size does not match weight size: got {bias.numel()} but "
+            f"expected {weight.shape[0]}"
+        )
     out = einsum("...i,oij,...j->...o", input1, weight, input2)
     return out + bias if bias is not None else out
 
@@ -153,30 +181,97 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input.copy_(out) if inplace else out
 
 
-def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero whole channels (dim 1) of an (N, C, H, W) or (C, H, W) input."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+_DROPOUT2D_DIM_WARNING = (
+    "dropout2d: Received a {}-D input to dropout2d, which is deprecated and will result in an "
+    "error in a future release. To retain the behavior and silence this warning, please use "
+    "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with "
+    "2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+    "inputs)."
+)
+_DROPOUT2D_3D_WARNING = (
+    "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+    "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+    "This behavior will change in a future release to interpret the input as one without a "
+    "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+    "please switch to using dropout1d instead."
+)
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool) -> Tensor:
+    """Zero whole features (dims 2..) of each (sample, channel), scaling the rest by 1/(1-p)."""
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if not training or p == 0.0:
         return input
-    batched = input.dim() == 4
-    shape = tuple(input.shape[:2]) + (1, 1) if batched else (input.shape[0], 1, 1)
-    keep = _creation.bernoulli(_creation.full(shape, 1.0 - p, dtype=input.dtype))
-    out = input * (keep / (1.0 - p)) if p < 1.0 else input * 0.0
+    if p == 1.0:
+        out = input * 0.0
+    else:
+        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+        keep = _creation.bernoulli(
+            _creation.full(shape, 1.0 - p, dtype=input.dtype, device=input.device)
+        )
+        out = input * (keep / (1.0 - p))
     return input.copy_(out) if inplace else out
 
 
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero whole channels of an (N, C, H, W) input. As PyTorch, a 3-D input is read as
+    (N, C, L) (with a warning) and inputs of other ranks warn that they are deprecated."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    dim = input.dim()
+    if dim not in (3, 4):
+        warnings.warn(_DROPOUT2D_DIM_WARNING.format(dim), stacklevel=2)
+    if dim == 3:
+        warnings.warn(_DROPOUT2D_3D_WARNING, stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot vectors of ``num_classes`` (inferred as max + 1 when -1) along a new last
+    dim."""
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.numel():
+        if int(tensor.min().item()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        largest = int(tensor.max().item())
+        if num_classes == -1:
+            num_classes = largest + 1
+        elif largest >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    elif num_classes == -1:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    elif num_classes < 0:
+        raise RuntimeError("Class values must be smaller than num_classes.")
     eye = _creation.eye(num_classes, dtype=tensor.dtype, device=tensor.device)
     return eye[tensor]
 
 
-def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    return input / clamp(input.norm(p, dim, keepdim=True), min=eps)
+def gumbel_softmax(
+    logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> Tensor:
+    """Samples from the Gumbel-softmax distribution; ``hard=True`` gives one-hot samples whose
+    gradient is that of the soft sample (straight-through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    uniform = _creation.rand_like(logits)
+    # -log(E) with E ~ Exp(1) = -log(-log(1 - U)) is Gumbel(0, 1)
+    gumbels = -((1 - uniform).log().neg().log())
+    y_soft = _activation.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = _creation.zeros_like(logits).scatter(dim, index, value=1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def normalize(
+    input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None
+) -> Tensor:
+    """input / max(||input||_p, eps) along ``dim``."""
+    result = input / clamp(input.norm(p, dim, keepdim=True), min=eps)
+    return out.copy_(result) if out is not None else result
 
 
 # --- losses (in ember.ops.loss*, one node each where PyTorch has one) ---------------------
