@@ -60,6 +60,47 @@ CONTINUOUS = {
     "Gumbel": (lambda m, a, b: m.distributions.Gumbel(a, b), [real(2, 3), positive(3)], real(2, 3)),
 }
 
+CONTINUOUS.update(
+    {
+        "Gamma": (
+            lambda m, c, r: m.distributions.Gamma(c, r),
+            [positive(2, 3) + 0.5, positive(3)],
+            positive(2, 3),
+        ),
+        "Chi2": (lambda m, df: m.distributions.Chi2(df), [positive(2, 3) * 2], positive(2, 3)),
+        "Beta": (
+            lambda m, a, b: m.distributions.Beta(a, b),
+            [positive(2, 3), positive(3)],
+            unit(2, 3),
+        ),
+        "StudentT": (
+            lambda m, df, a, b: m.distributions.StudentT(df, a, b),
+            [positive(2, 3) * 2, real(3), positive(3)],
+            real(2, 3),
+        ),
+        "Pareto": (
+            lambda m, s, a: m.distributions.Pareto(s, a),
+            [positive(2, 3) / 2, positive(3) + 1.5],
+            positive(2, 3) + 1.0,
+        ),
+        "Weibull": (
+            lambda m, s, k: m.distributions.Weibull(s, k),
+            [positive(2, 3), positive(3) + 0.5],
+            positive(2, 3),
+        ),
+        "VonMises": (
+            lambda m, a, k: m.distributions.VonMises(a, k),
+            [real(2, 3), positive(3) * 2],
+            real(2, 3),
+        ),
+        "RelaxedBernoulli": (
+            lambda m, t, p: m.distributions.RelaxedBernoulli(t, probs=p),
+            [positive(2, 3), unit(2, 3)],
+            unit(2, 3),
+        ),
+    }
+)
+
 # the Uniform value must lie inside [low, high) for every batch entry
 _low = CONTINUOUS["Uniform"][1][0]
 CONTINUOUS["Uniform"] = (
@@ -106,5 +147,40 @@ DISCRETE = {
         real(2, 3),
     ),
 }
+
+DISCRETE.update(
+    {
+        "Poisson": (
+            lambda m, r: m.distributions.Poisson(r),
+            [positive(2, 3) * 2],
+            RNG.integers(0, 6, size=(2, 3)).astype(np.float64),
+        ),
+        "Binomial_probs": (
+            lambda m, p: m.distributions.Binomial(5, probs=p),
+            [unit(2, 3)],
+            RNG.integers(0, 6, size=(2, 3)).astype(np.float64),
+        ),
+        "Binomial_logits": (
+            lambda m, lg: m.distributions.Binomial(5, logits=lg),
+            [real(2, 3)],
+            RNG.integers(0, 6, size=(2, 3)).astype(np.float64),
+        ),
+        "Multinomial": (
+            lambda m, p: m.distributions.Multinomial(4, probs=p),
+            [simplex(2, 3)],
+            np.array([[1.0, 0.0, 3.0], [2.0, 1.0, 1.0]]),
+        ),
+        "Dirichlet": (
+            lambda m, c: m.distributions.Dirichlet(c),
+            [positive(2, 3)],
+            simplex(2, 3),
+        ),
+        "RelaxedOneHotCategorical": (
+            lambda m, t, p: m.distributions.RelaxedOneHotCategorical(t, probs=p),
+            [np.array(0.7), simplex(2, 3)],
+            simplex(2, 3),
+        ),
+    }
+)
 
 ALL = {**CONTINUOUS, **DISCRETE}

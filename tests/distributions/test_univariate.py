@@ -11,46 +11,59 @@ from tests.helpers import compare_with_torch
 
 from .cases import ALL, CONTINUOUS, DISCRETE, RNG
 
-METHODS_WITH_VALUE = ["log_prob", "cdf"]
 MOMENTS = ["mean", "variance", "stddev", "mode"]
 
 
-def _has(dist_cls_name: str, attr: str, torch_mod) -> bool:
-    make, params, _ = ALL[dist_cls_name]
-    d = make(torch_mod, *[torch_mod.tensor(p) for p in params])
+def _differential(fn, arrays, torch_mod, **tolerances):
+    """compare_with_torch, or, where torch has no such method, the same NotImplementedError."""
     try:
-        out = getattr(d, attr)
-        if callable(out):
-            out(torch_mod.tensor(ALL[dist_cls_name][2]))
+        fn(torch_mod, *[torch_mod.tensor(a) for a in arrays])
     except NotImplementedError:
-        return False
-    return True
+        with pytest.raises(NotImplementedError):
+            fn(ember, *[ember.tensor(a) for a in arrays])
+        return
+    compare_with_torch(fn, arrays, **tolerances)
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_log_prob_matches_torch(name, torch_mod):
     make, params, value = ALL[name]
-    compare_with_torch(lambda m, *xs: make(m, *xs[:-1]).log_prob(xs[-1]), [*params, value])
+    _differential(
+        lambda m, *xs: make(m, *xs[:-1]).log_prob(xs[-1]), [*params, value], torch_mod, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_entropy_matches_torch(name, torch_mod):
     make, params, _ = ALL[name]
-    compare_with_torch(lambda m, *xs: make(m, *xs).entropy(), params)
+    _differential(lambda m, *xs: make(m, *xs).entropy(), params, torch_mod, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
 def test_cdf_matches_torch(name, torch_mod):
     make, params, value = CONTINUOUS[name]
-    compare_with_torch(lambda m, *xs: make(m, *xs[:-1]).cdf(xs[-1]), [*params, value])
+    if name in ("Gamma", "Chi2"):
+        # the incomplete gamma has no derivative in its shape (torch raises): the value only
+        def cdf(m, x):
+            return make(m, *[m.tensor(p) for p in params]).cdf(x)
+
+        compare_with_torch(cdf, [value], atol=1e-6)
+        return
+    _differential(
+        lambda m, *xs: make(m, *xs[:-1]).cdf(xs[-1]), [*params, value], torch_mod, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
 def test_icdf_matches_torch(name, torch_mod):
     make, params, _ = CONTINUOUS[name]
     q = RNG.uniform(0.05, 0.95, size=(2, 3))
-    compare_with_torch(
-        lambda m, *xs: make(m, *xs[:-1]).icdf(xs[-1]), [*params, q], atol=1e-6, rtol=1e-5
+    _differential(
+        lambda m, *xs: make(m, *xs[:-1]).icdf(xs[-1]),
+        [*params, q],
+        torch_mod,
+        atol=1e-6,
+        rtol=1e-5,
     )
 
 
@@ -58,15 +71,7 @@ def test_icdf_matches_torch(name, torch_mod):
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_moments_match_torch(name, moment, torch_mod):
     make, params, _ = ALL[name]
-    tparams = [torch_mod.tensor(p) for p in params]
-    try:
-        expected = getattr(make(torch_mod, *tparams), moment)
-    except NotImplementedError:
-        with pytest.raises(NotImplementedError):
-            getattr(make(ember, *[ember.tensor(p) for p in params]), moment)
-        return
-    compare_with_torch(lambda m, *xs: getattr(make(m, *xs), moment), params, atol=1e-6)
-    assert expected is not None
+    _differential(lambda m, *xs: getattr(make(m, *xs), moment), params, torch_mod, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
@@ -77,7 +82,11 @@ def test_log_prob_and_entropy_pass_gradcheck(name):
 
     def fn(*xs):
         d = make(ember, *xs)
-        return d.log_prob(v).sum() + d.entropy().sum()
+        try:
+            entropy = d.entropy().sum()
+        except NotImplementedError:
+            entropy = 0.0
+        return d.log_prob(v).sum() + entropy
 
     assert ember.autograd.gradcheck(fn, inputs, atol=1e-5, rtol=1e-3)
     assert ember.autograd.gradgradcheck(fn, inputs, atol=1e-5, rtol=1e-3)

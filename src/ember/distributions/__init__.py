@@ -12,12 +12,17 @@ Example::
 
 from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -26,19 +31,33 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .multinomial import Multinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .pareto import Pareto
+from .poisson import Poisson
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F403
 from .uniform import Uniform
+from .von_mises import VonMises
+from .weibull import Weibull
 
 __all__ = [
     "Bernoulli",
+    "Beta",
+    "Binomial",
     "Categorical",
     "Cauchy",
+    "Chi2",
+    "Dirichlet",
     "Distribution",
+    "ExpRelaxedCategorical",
     "Exponential",
     "ExponentialFamily",
+    "Gamma",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
@@ -46,11 +65,20 @@ __all__ = [
     "Independent",
     "Laplace",
     "LogNormal",
+    "LogitRelaxedBernoulli",
+    "Multinomial",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
+    "Pareto",
+    "Poisson",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+    "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "VonMises",
+    "Weibull",
     "biject_to",
     "constraints",
     "kl_divergence",

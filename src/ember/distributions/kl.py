@@ -18,10 +18,15 @@ from functools import total_ordering
 import ember
 
 from ..ops.activation import softplus
+from ._special import digamma, lgamma
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
+from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfNormal
@@ -30,12 +35,15 @@ from .laplace import Laplace
 from .log_normal import LogNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
+from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import sum_rightmost
 
 __all__ = ["kl_divergence", "register_kl"]
 
+EULER = 0.57721566490153286060  # the Euler-Mascheroni constant
 _KL_REGISTRY: dict = {}  # (type_p, type_q) -> function
 _KL_MEMOIZE: dict = {}  # the dispatch result per exact pair of types
 
@@ -138,6 +146,29 @@ def _kl_bernoulli_bernoulli(p, q):
     return t1 + t2
 
 
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sum_p = p.concentration1 + p.concentration0
+    sum_q = q.concentration1 + q.concentration0
+    t1 = lgamma(q.concentration1) + lgamma(q.concentration0) + lgamma(sum_p)
+    t2 = lgamma(p.concentration1) + lgamma(p.concentration0) + lgamma(sum_q)
+    t3 = (p.concentration1 - q.concentration1) * digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * digamma(p.concentration0)
+    t5 = (sum_q - sum_p) * digamma(sum_p)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    # p's support must lie within q's: KL is infinite where p.total_count > q.total_count
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return _where_inf(p.total_count > q.total_count, kl)
+
+
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
     t = p.probs * (p.logits - q.logits)
@@ -151,10 +182,30 @@ def _kl_onehotcategorical_onehotcategorical(p, q):
     return _kl_categorical_categorical(p._categorical, q._categorical)
 
 
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p = p.concentration.sum(-1)
+    sum_q = q.concentration.sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(p.concentration) - lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
 @register_kl(Exponential, Exponential)
 def _kl_exponential_exponential(p, q):
     rate_ratio = q.rate / p.rate
     return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * ember.log(p.rate / q.rate)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
 
 
 @register_kl(Geometric, Geometric)
@@ -168,14 +219,12 @@ def _kl_gumbel_gumbel(p, q):
     ct2 = q.loc / q.scale
     ct3 = p.loc / q.scale
     t1 = -ct1.log() - ct2 + ct3
-    t2 = ct1 * 0.57721566490153286060
+    t2 = ct1 * EULER
     t3 = ember.exp(ct2 + _lgamma1p(ct1) - ct3)
-    return t1 + t2 + t3 - (1 + 0.57721566490153286060)
+    return t1 + t2 + t3 - (1 + EULER)
 
 
 def _lgamma1p(x):
-    from ._special import lgamma
-
     return lgamma(1 + x)
 
 
@@ -204,6 +253,21 @@ def _kl_normal_normal(p, q):
     var_ratio = (p.scale / q.scale).pow(2)
     t1 = ((p.loc - q.loc) / q.scale).pow(2)
     return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    t1 = q.alpha * scale_ratio.log()
+    t2 = -alpha_ratio.log()
+    result = t1 + t2 + alpha_ratio - 1
+    return _where_inf(p.support.lower_bound < q.support.lower_bound, result)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (ember.log(p.rate) - ember.log(q.rate)) - (p.rate - q.rate)
 
 
 @register_kl(Uniform, Uniform)
@@ -306,6 +370,25 @@ def _kl_uniform_gumbel(p, q):
     t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
     t2 = common_term * (ember.exp(-high_loc_diff) - ember.exp(-low_loc_diff))
     return t1 - t2
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    ratio = q.rate / p.rate
+    t1 = -q.concentration * ember.log(ratio)
+    return t1 + ratio + lgamma(q.concentration) + q.concentration * EULER - (1 + EULER)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * (p.concentration / p.rate)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    outside = (q.low > p.support.lower_bound) | (q.high < p.support.upper_bound)
+    return _where_inf(outside, result)
 
 
 @register_kl(Exponential, Gumbel)
