@@ -42,8 +42,8 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
             f"{shape[-1]} matrices"
         )
     if n == 0:
-        identity = eye(shape[-1], dtype=A.dtype, device=A.device)
-        return identity.expand(shape).clone()
+        # the identity, still in the graph (a zero gradient, as PyTorch gives)
+        return A * 0 + eye(shape[-1], dtype=A.dtype, device=A.device)
     if n < 0:
         A = inv(A)
         n = -n
@@ -297,9 +297,9 @@ def vander(x: Tensor, N: int | None = None) -> Tensor:
     """Columns x⁰, x¹, …, x^(N-1) (increasing powers, as ``torch.linalg.vander``)."""
     if x.ndim < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if N is not None and N <= 1:
+        raise RuntimeError("N must be greater than 1.")
     n = x.shape[-1] if N is None else N
-    if n < 0:
-        raise RuntimeError("N must be non-negative.")
     if n == 0:
         return (x.unsqueeze(-1) * 0)[..., :0]
     first = ones(tuple(x.shape) + (1,), dtype=x.dtype, device=x.device)
