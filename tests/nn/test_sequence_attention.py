@@ -322,3 +322,14 @@ def test_transformer_helpers_and_errors(torch_mod):
     # Transformer initialises every matrix with xavier_uniform_: |w| <= sqrt(6 / (fan_in + fan_out))
     w = ember.nn.Transformer(8, 2, 1, 1, 16).encoder.layers[0].linear1.weight
     assert w.abs().max().item() <= (6 / 24) ** 0.5
+
+
+def test_multihead_attention_double_backward_and_empty_keys(torch_mod):
+    mha = ember.nn.MultiheadAttention(4, 2, add_bias_kv=True).double()
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((3, 2, 4)), rng.standard_normal((2, 2, 4))]
+    check_gradients(lambda m, q, k: mha(q, k, k)[0], arrays, noncontiguous=True)
+    for lib in (ember, torch_mod):
+        sdpa = lib.nn.functional.scaled_dot_product_attention
+        out = sdpa(lib.ones(2, 1, 4), lib.zeros(2, 0, 4), lib.zeros(2, 0, 5))
+        assert out.tolist() == [[[0.0] * 5]] * 2  # nothing to attend to: zeros

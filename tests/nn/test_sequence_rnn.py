@@ -315,3 +315,18 @@ def test_packing_errors_match_torch(torch_mod):
         for call, err, phrase in cases:
             with pytest.raises(err, match=phrase):
                 call()
+
+
+def test_lstm_layer_gradgradcheck_on_noncontiguous_input():
+    lstm = ember.nn.LSTM(2, 2, bidirectional=True, proj_size=1).double()
+    x = np.random.default_rng(6).standard_normal((2, 3, 2))  # made (3, 2, 2) non-contiguous
+    check_gradients(lambda m, t: lstm(t)[0], [x], noncontiguous=True)
+
+
+def test_zero_batch_and_zero_length_match_torch(torch_mod):
+    for lib in (ember, torch_mod):
+        out, (h, _) = lib.nn.LSTM(3, 4)(lib.zeros(5, 0, 3))
+        assert tuple(out.shape) == (5, 0, 4) and tuple(h.shape) == (1, 0, 4)
+        assert tuple(lib.nn.GRUCell(3, 4)(lib.zeros(0, 3)).shape) == (0, 4)
+        with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0"):
+            lib.nn.GRU(3, 4)(lib.zeros(0, 2, 3))

@@ -213,6 +213,8 @@ class RNNBase(Module):
             x = input.unsqueeze(1) if unbatched else input
             x = x.transpose(0, 1) if self.batch_first and not unbatched else x
             steps, batch = x.shape[0], x.shape[1]
+            if steps == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             data, sizes = x.reshape(steps * batch, x.shape[2]), [batch] * steps
         if data.shape[-1] != self.input_size:
             raise RuntimeError(

@@ -152,7 +152,7 @@ class MultiheadAttention(Module):
         return out, weights
 
 
-def _activation(activation):
+def _get_activation_fn(activation):
     if isinstance(activation, str):
         if activation == "relu":
             return F.relu
@@ -209,7 +209,7 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        activation = _activation(activation)
+        activation = _get_activation_fn(activation)
         self.activation_relu_or_gelu = (
             1 if activation is F.relu else 2 if activation is F.gelu else 0
         )
@@ -288,7 +288,7 @@ class TransformerDecoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        self.activation = _get_activation_fn(activation)
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         out = self.self_attn(
@@ -345,7 +345,7 @@ class TransformerDecoderLayer(Module):
         return x
 
 
-def _clones(module: Module, n: int) -> ModuleList:
+def _get_clones(module: Module, n: int) -> ModuleList:
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
@@ -365,7 +365,7 @@ class TransformerEncoder(Module):
         mask_check: bool = True,
     ) -> None:
         super().__init__()
-        self.layers = _clones(encoder_layer, num_layers)
+        self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
@@ -400,7 +400,7 @@ class TransformerDecoder(Module):
         self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Module | None = None
     ) -> None:
         super().__init__()
-        self.layers = _clones(decoder_layer, num_layers)
+        self.layers = _get_clones(decoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
 
