@@ -8,6 +8,7 @@ from .._tensor import Tensor
 from ..ops import pooling as _pool
 from ..ops.conv import conv3d, conv_transpose1d, conv_transpose3d
 from ..ops.dropout import alpha_dropout, dropout1d, dropout3d, feature_alpha_dropout
+from ..ops.embedding_bag import embedding_bag
 from ..ops.normalization import instance_norm, local_response_norm, rms_norm
 from ..ops.resample import channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle
 
@@ -28,6 +29,7 @@ __all__: list[str] = [
     "conv_transpose3d",
     "dropout1d",
     "dropout3d",
+    "embedding_bag",
     "feature_alpha_dropout",
     "fractional_max_pool2d",
     "fractional_max_pool2d_with_indices",

@@ -44,6 +44,7 @@ from .pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
+from .sparse import EmbeddingBag
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__: list[str] = [
@@ -67,6 +68,7 @@ __all__: list[str] = [
     "ConvTranspose3d",
     "Dropout1d",
     "Dropout3d",
+    "EmbeddingBag",
     "FeatureAlphaDropout",
     "Fold",
     "FractionalMaxPool2d",
