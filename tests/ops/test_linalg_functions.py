@@ -110,6 +110,7 @@ def test_cond_default_and_vector_norm():
 # --------------------------------------------------------------------------------------------
 # products
 # --------------------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:torch.chain_matmul is deprecated")
 def test_multi_dot_and_chain_matmul_match_torch():
     v, a, b, c, w = arrays_for([(4,), (4, 2), (2, 5), (5, 3), (3,)], seed=5)
     compare_with_torch(lambda m, *xs: m.linalg.multi_dot(xs), [v, a, b, c, w])

@@ -206,3 +206,14 @@ def test_tensorinv_and_tensorsolve_match_torch():
     check_gradients(lambda m, x: m.linalg.tensorinv(x, ind=2), [a], gradgrad=False)
     with pytest.raises(RuntimeError, match="prod"):
         ember.linalg.tensorinv(ember.randn(2, 3), ind=1)
+
+
+@pytest.mark.filterwarnings("ignore:.*deprecated")
+def test_legacy_lu_and_lu_solve_match_torch():
+    from ember.ops import linalg_decompositions as dec
+
+    names = {"lu": dec.lu_legacy, "lu_solve": sol.lu_solve_legacy}
+    pick = lambda m, n: getattr(m, n) if m is not ember or hasattr(ember, n) else names[n]
+    a, b = arrays_for([(2, 3, 3), (2, 3, 2)], seed=12)
+    compare_with_torch(lambda m, x: pick(m, "lu")(x, get_infos=True), [a])
+    compare_with_torch(lambda m, x, y: pick(m, "lu_solve")(y, *pick(m, "lu")(x)), [a, b])

@@ -583,3 +583,9 @@ def lu_unpack(
     else:
         P = empty
     return LuUnpackResult(P, L, U)
+
+
+def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:
+    """``torch.lu`` (deprecated in PyTorch): ``(LU, pivots)``, plus ``infos`` when asked."""
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, info) if get_infos else (LU, pivots)

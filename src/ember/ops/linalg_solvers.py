@@ -3,7 +3,7 @@ least squares and the pseudo-inverse, each with its derivative.
 
 Formulas (X the result, G its gradient, Aᴴ written Aᵀ for real matrices):
     solve_triangular  A X = B:   gB = A⁻ᵀ G,   gA = -gB Xᵀ on A's triangle
-    pinv              P = A⁺:    gA = -Pᵀ G Pᵀ + (I - A P)ᵀ... see PinvBackward0
+    pinv              P = A⁺:    gA = -Pᵀ G Pᵀ + (I - A P) Gᵀ P Pᵀ + Pᵀ P Gᵀ (I - P A)
 Composite solvers (cholesky_solve, lu_solve, lstsq, tensorsolve) get their derivative from
 the ops they are written with.
 """
@@ -230,6 +230,12 @@ def _inverse_or_info(op: str, A: Tensor, check_errors: bool):
     xp = array_module(a)
     if a.size == 0:
         return xp.zeros(a.shape, dtype=a.dtype), np.zeros(a.shape[:-2], dtype=np.int32)
+    try:  # the common case in one batched call; the per-matrix info only when it fails
+        out = xp.linalg.inv(a)
+        if is_numpy(xp) or not bool(xp.isnan(out).any()):
+            return out, np.zeros(a.shape[:-2], dtype=np.int32)
+    except np.linalg.LinAlgError:
+        pass
     info = _lu_info(a, xp)
     if info.any():
         if check_errors:
@@ -278,7 +284,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         res, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
         return SolveExResult(res.mT, info)
     xp = array_module(A._data)
-    info = _lu_info(A._data, xp) if A._data.size else np.zeros(A._data.shape[:-2], np.int32)
+    info = _singular_info(A, xp)
     if info.any():
         if check_errors:
             idx, _ = first_failure(info)
@@ -300,16 +306,31 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` when ``left=False``); singular ``A`` raises."""
     check_matrix("linalg.solve", A, "A", square=True)
-    xp = array_module(A._data)
-    if A._data.size:
-        info = _lu_info(A._data, xp)
-        if info.any():
-            idx, _ = first_failure(info)
-            raise LinAlgError(
-                f"torch.linalg.solve: {batch_prefix(idx, info.ndim > 0)}The solver failed "
-                "because the input matrix is singular."
-            )
-    return _solve(A, B, left=left)
+    try:
+        return _solve(A, B, left=left)
+    except RuntimeError as exc:
+        if "singular" not in str(exc):
+            raise
+    info = _singular_info(A, array_module(A._data))
+    idx, _ = first_failure(info)
+    raise LinAlgError(
+        f"torch.linalg.solve: {batch_prefix(idx, info.ndim > 0)}The solver failed because the "
+        "input matrix is singular."
+    )
+
+
+def _singular_info(A: Tensor, xp):
+    """getrf's info per matrix, computed only when a batched factorization reports failure."""
+    a = A._data
+    if a.size == 0:
+        return np.zeros(a.shape[:-2], np.int32)
+    try:
+        factors = xp.linalg.inv(a)
+        if is_numpy(xp) or not bool(xp.isnan(factors).any()):
+            return np.zeros(a.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        pass
+    return _lu_info(a, xp)
 
 
 # --------------------------------------------------------------------------------------------
@@ -468,3 +489,8 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
             f"prod(self.shape[:other.ndim]), but got {cols} != {rows}"
         )
     return _solve(A.reshape(rows, cols), B.reshape(rows)).reshape(result_shape)
+
+
+def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """``torch.lu_solve`` (deprecated in PyTorch): ``linalg.lu_solve`` with b first."""
+    return lu_solve(LU_data, LU_pivots, b)
