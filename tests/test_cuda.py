@@ -1,0 +1,356 @@
+"""ember.cuda: the CPU-only answers (as PyTorch's CPU build gives them), the CuPy-backed parts
+against a fake CuPy, and real-GPU checks that run only where CuPy sees a device."""
+
+import pytest
+
+import ember
+from ember import _backend
+
+# --- without a GPU: PyTorch's CPU-build behaviour ---------------------------------------------
+
+needs_no_gpu = pytest.mark.skipif(ember.cuda.is_available(), reason="a CUDA GPU is present")
+
+
+@needs_no_gpu
+def test_queries_answer_as_torch_cpu_build(torch_mod):
+    for lib in (torch_mod, ember):
+        assert lib.cuda.is_available() is False
+        assert lib.cuda.device_count() == 0
+        assert lib.cuda.is_initialized() is False
+        assert lib.cuda.is_bf16_supported() is False
+        assert lib.cuda.memory_allocated() == 0
+        assert lib.cuda.max_memory_allocated() == 0
+        assert lib.cuda.memory_reserved() == 0
+        assert lib.cuda.max_memory_reserved() == 0
+        assert dict(lib.cuda.memory_stats()) == {}
+        assert lib.cuda.empty_cache() is None
+        assert lib.cuda.manual_seed(1) is None and lib.cuda.manual_seed_all(1) is None
+        assert lib.cuda.set_device(-1) is None
+        with lib.cuda.stream(None):
+            pass
+
+
+@needs_no_gpu
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("current_device", ()),
+        ("synchronize", ()),
+        ("get_device_name", ()),
+        ("get_device_properties", (0,)),
+        ("get_device_capability", ()),
+        ("current_stream", ()),
+        ("init", ()),
+        ("mem_get_info", ()),
+    ],
+)
+def test_device_calls_raise_as_torch_cpu_build(torch_mod, name, args):
+    for lib in (torch_mod, ember):
+        with pytest.raises(AssertionError, match="not compiled with CUDA enabled"):
+            getattr(lib.cuda, name)(*args)
+
+
+@needs_no_gpu
+def test_stream_and_event_need_cuda(torch_mod):
+    with pytest.raises(RuntimeError, match="Stream requires CUDA support"):
+        ember.cuda.Stream()
+    with pytest.raises(RuntimeError, match="Stream requires CUDA support"):
+        torch_mod.cuda.Stream()
+    with pytest.raises(RuntimeError, match="Event requires CUDA support"):
+        ember.cuda.Event()
+    with pytest.raises(AssertionError, match="Install the gpu extra"):
+        ember.cuda.current_device()
+
+
+# --- the CuPy-backed parts, on a fake CuPy ------------------------------------------------------
+
+
+class _FakeRuntime:
+    def __init__(self):
+        self.device = 0
+        self.synchronized = 0
+
+    def getDeviceCount(self):
+        return 2
+
+    def getDevice(self):
+        return self.device
+
+    def setDevice(self, index):
+        self.device = index
+
+    def getDeviceProperties(self, index):
+        return {
+            "name": b"NVIDIA H200",
+            "major": 9,
+            "minor": 0,
+            "totalGlobalMem": 141 << 30,
+            "multiProcessorCount": 132,
+        }
+
+    def memGetInfo(self):
+        return (100 << 30, 141 << 30)
+
+    def deviceSynchronize(self):
+        self.synchronized += 1
+
+
+class _FakePool:
+    def __init__(self):
+        self.used = 0
+        self.held = 0
+
+    def used_bytes(self):
+        return self.used
+
+    def total_bytes(self):
+        return self.held
+
+    def malloc(self, size):
+        self.used += size
+        self.held = max(self.held, self.used)
+        return ("memory", size)
+
+    def free(self, size):
+        self.used -= size
+
+    def free_all_blocks(self):
+        self.held = self.used
+
+
+class _FakeStream:
+    count = 0
+
+    def __init__(self, non_blocking=False, priority=None, ptr=None):
+        _FakeStream.count += 1
+        self.ptr = ptr if ptr is not None else 0x1000 + _FakeStream.count
+        self.done = True
+        self.device_id = 0
+        self.waited = []
+
+    def synchronize(self):
+        pass
+
+    def wait_event(self, event):
+        self.waited.append(event)
+
+    def __enter__(self):
+        _FAKE.current.append(self)
+
+    def __exit__(self, *exc):
+        _FAKE.current.pop()
+
+
+class _FakeEvent:
+    def __init__(self, block=False, disable_timing=True, interprocess=False):
+        self.timing = not disable_timing
+        self.recorded_on = None
+        self.done = True
+
+    def record(self, stream):
+        self.recorded_on = stream
+
+    def synchronize(self):
+        pass
+
+
+class _FakeDevice:
+    def __init__(self, index):
+        self.index = index
+
+    def __enter__(self):
+        self.prev = _FAKE.cuda.runtime.device
+        _FAKE.cuda.runtime.device = self.index
+
+    def __exit__(self, *exc):
+        _FAKE.cuda.runtime.device = self.prev
+
+
+class _FakeCuda:
+    def __init__(self):
+        self.runtime = _FakeRuntime()
+        self.allocator = None
+        self.Device = _FakeDevice
+        self.Stream = _FakeStream
+        self.Stream.null = _FakeStream(ptr=0)
+        self.Event = _FakeEvent
+
+    def set_allocator(self, fn):
+        self.allocator = fn
+
+    def get_current_stream(self):
+        return _FAKE.current[-1] if _FAKE.current else self.Stream.null
+
+    def get_elapsed_time(self, start, end):
+        return 1.5
+
+
+class _FakeRandom:
+    def __init__(self):
+        self.seeds = []
+
+    def seed(self, value=None):
+        self.seeds.append(value)
+
+
+class _FakeCupy:
+    def __init__(self):
+        self.cuda = _FakeCuda()
+        self.random = _FakeRandom()
+        self.pool = _FakePool()
+        self.pinned = _FakePool()
+        self.current = []
+
+    def get_default_memory_pool(self):
+        return self.pool
+
+    def get_default_pinned_memory_pool(self):
+        return self.pinned
+
+    def zeros(self, shape, dtype=None):
+        raise TypeError("Unsupported dtype bfloat16")  # as CuPy 13 answers
+
+
+_FAKE = None
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    global _FAKE
+    from ember.cuda import _memory
+
+    _FAKE = _FakeCupy()
+    monkeypatch.setattr(_backend, "_cupy", _FAKE)
+    monkeypatch.setattr(_backend, "_cupy_error", None)
+    monkeypatch.setattr(_memory, "_peaks", {})
+    monkeypatch.setattr(_memory, "_tracking", [None])
+    return _FAKE
+
+
+def test_device_queries_through_cupy(fake_cupy):
+    cuda = ember.cuda
+    assert cuda.is_available() and cuda.is_initialized() and cuda.device_count() == 2
+    assert cuda.current_device() == 0
+    cuda.set_device(1)
+    assert cuda.current_device() == 1
+    cuda.set_device("cuda:0")
+    with cuda.device(1):
+        assert cuda.current_device() == 1
+    assert cuda.current_device() == 0
+    with cuda.device(None):
+        assert cuda.current_device() == 0
+    assert cuda.get_device_name() == "NVIDIA H200"
+    assert cuda.get_device_capability(ember.device("cuda:1")) == (9, 0)
+    props = cuda.get_device_properties(0)
+    assert (props.total_memory, props.multi_processor_count) == (141 << 30, 132)
+    assert "NVIDIA H200" in repr(props) and "144384MB" in repr(props)
+    with pytest.raises(AssertionError, match="Invalid device id"):
+        cuda.get_device_properties(5)
+    with pytest.raises(ValueError, match="Expected a cuda device"):
+        cuda.set_device("cpu")
+    cuda.synchronize()
+    assert fake_cupy.cuda.runtime.synchronized == 1
+    assert cuda.mem_get_info() == (100 << 30, 141 << 30)
+    # a Hopper GPU, but this CuPy cannot hold bfloat16 arrays
+    assert cuda.is_bf16_supported() is False
+
+
+def test_seeding_reaches_cupy_on_every_device(fake_cupy):
+    ember.cuda.manual_seed(2**32 + 5)
+    ember.cuda.manual_seed_all(7)
+    assert fake_cupy.random.seeds == [5, 7, 7]
+
+
+def test_memory_counters_and_peaks(fake_cupy):
+    cuda = ember.cuda
+    assert (cuda.memory_allocated(), cuda.memory_reserved()) == (0, 0)
+    cuda.reset_peak_memory_stats()  # from here, allocations are counted
+    malloc = fake_cupy.cuda.allocator
+    assert malloc is not None
+    malloc(1000)
+    malloc(500)
+    fake_cupy.pool.free(1200)
+    assert cuda.memory_allocated() == 300
+    assert cuda.max_memory_allocated() == 1500
+    assert cuda.memory_reserved() == cuda.max_memory_reserved() == 1500
+    stats = cuda.memory_stats()
+    assert stats["allocated_bytes.all.current"] == 300
+    assert stats["allocated_bytes.all.peak"] == 1500
+    assert stats["reserved_bytes.all.peak"] == 1500
+    assert "allocated_bytes.all.peak" in cuda.memory_summary()
+    cuda.empty_cache()
+    assert cuda.memory_reserved() == 300
+    cuda.reset_peak_memory_stats()
+    assert cuda.max_memory_allocated() == 300 and cuda.max_memory_reserved() == 300
+
+
+def test_streams_and_events(fake_cupy):
+    cuda = ember.cuda
+    s = cuda.Stream()
+    assert cuda.current_stream() == cuda.default_stream()
+    with cuda.stream(s):
+        assert cuda.current_stream() == s
+    assert cuda.current_stream() != s
+    assert s.query() and s.cuda_stream == s._stream.ptr
+    start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    start.record()
+    end.record(s)
+    assert end._event.recorded_on is s._stream
+    assert start.elapsed_time(end) == 1.5
+    other = cuda.Stream()
+    other.wait_stream(s)
+    assert len(other._stream.waited) == 1
+    end.wait(other)
+    assert other._stream.waited[-1] is end._event
+
+
+# --- on a real GPU --------------------------------------------------------------------------
+
+gpu = pytest.mark.skipif(
+    not ember.cuda.is_available(), reason="no CUDA GPU (CuPy not installed or no device)"
+)
+
+
+@gpu
+def test_gpu_memory_and_sync():
+    cuda = ember.cuda
+    cuda.synchronize()
+    cuda.reset_peak_memory_stats()
+    before = cuda.memory_allocated()
+    x = ember.ones(1 << 20, device="cuda")
+    assert cuda.memory_allocated() >= before + 4 * (1 << 20)
+    del x
+    assert cuda.max_memory_allocated() >= before + 4 * (1 << 20)
+    assert cuda.get_device_capability()[0] >= 3 and cuda.get_device_name()
+
+
+@gpu
+def test_gpu_events_time_a_matmul():
+    cuda = ember.cuda
+    a = ember.randn(512, 512, device="cuda")
+    start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    s = cuda.Stream()
+    with cuda.stream(s):
+        start.record(s)
+        b = a @ a
+        end.record(s)
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0.0
+    assert b.shape == (512, 512)
+
+
+@gpu
+def test_gpu_autocast_and_grad_scaler():
+    lin = ember.nn.Linear(8, 4).to("cuda")
+    x = ember.randn(3, 8, device="cuda")
+    opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+    scaler = ember.amp.GradScaler("cuda")
+    with ember.amp.autocast("cuda"):
+        y = lin(x)
+        loss = y.float().pow(2).mean()
+    assert y.dtype == ember.float16 and loss.dtype == ember.float32
+    scaler.scale(loss).backward()
+    assert lin.weight.grad.dtype == ember.float32
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 2.0**16
