@@ -225,19 +225,25 @@ def test_recurrent_state_and_constructor_errors_match_torch(torch_mod):
             lib.nn.RNN(3, 4, dropout=0.5)
 
 
-@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU", "LSTM-proj"])
 @pytest.mark.parametrize("enforce_sorted", [True, False])
 def test_packed_sequences_through_recurrent_layers_match_torch(mode, enforce_sorted, torch_mod):
-    e, t = _pair(lambda nn: getattr(nn, mode)(3, 4, num_layers=2, bidirectional=True), torch_mod)
+    proj = 2 if mode == "LSTM-proj" else 0
+    mode = mode.split("-")[0]
+    kw = dict(proj_size=proj) if proj else {}
+    e, t = _pair(
+        lambda nn: getattr(nn, mode)(3, 4, num_layers=2, bidirectional=True, **kw), torch_mod
+    )
     rng = np.random.default_rng(3)
     lengths = [5, 3, 2] if enforce_sorted else [2, 5, 3]
     x = rng.standard_normal((5, 3, 3))
-    h = rng.standard_normal((4, 3, 4))
+    h = rng.standard_normal((4, 3, proj or 4))
     (xe, he), (xt, ht) = _inputs(torch_mod, x, h)
     pe = e_rnn.pack_padded_sequence(xe, lengths, enforce_sorted=enforce_sorted)
     pt = torch_mod.nn.utils.rnn.pack_padded_sequence(xt, lengths, enforce_sorted=enforce_sorted)
-    state_e = (he, he.tanh()) if mode == "LSTM" else he
-    state_t = (ht, ht.tanh()) if mode == "LSTM" else ht
+    c = rng.standard_normal((4, 3, 4))
+    state_e = (he, ember.tensor(c)) if mode == "LSTM" else he
+    state_t = (ht, torch_mod.tensor(c)) if mode == "LSTM" else ht
     out_e, st_e = e(pe, state_e)
     out_t, st_t = t(pt, state_t)
     np.testing.assert_array_equal(out_e.batch_sizes.numpy(), out_t.batch_sizes.numpy())
@@ -330,3 +336,23 @@ def test_zero_batch_and_zero_length_match_torch(torch_mod):
         assert tuple(lib.nn.GRUCell(3, 4)(lib.zeros(0, 3)).shape) == (0, 4)
         with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0"):
             lib.nn.GRU(3, 4)(lib.zeros(0, 2, 3))
+
+
+def test_dropout_between_layers_and_dtype_mismatch(torch_mod):
+    rnn = ember.nn.RNN(3, 4, num_layers=2, dropout=1.0)
+    x = ember.randn(5, 2, 3)
+    # every unit of layer 0's output dropped: layer 1 sees zeros, as an RNN fed zeros does
+    out_train, _ = rnn(x)
+    zero_fed = ember.nn.RNN(4, 4)
+    zero_fed.load_state_dict(
+        {k.replace("l1", "l0"): v for k, v in rnn.state_dict().items() if "l1" in k}, strict=False
+    )
+    expected, _ = zero_fed(ember.zeros(5, 2, 4))
+    np.testing.assert_allclose(out_train.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    out_eval, _ = rnn.eval()(x)
+    assert not np.allclose(out_eval.detach().numpy(), expected.detach().numpy())
+    for lib in (ember, torch_mod):
+        with pytest.raises(
+            ValueError, match=r"RNN input dtype \(.*float32\) does not match weight"
+        ):
+            lib.nn.LSTM(3, 4).double()(lib.zeros(5, 2, 3))

@@ -221,6 +221,13 @@ class RNNBase(Module):
                 f"input.size(-1) must be equal to input_size. Expected "
                 f"{self.input_size}, got {data.shape[-1]}"
             )
+        weight_dtype = self.weight_ih_l0.dtype
+        if data.dtype != weight_dtype:
+            raise ValueError(
+                f"RNN input dtype ({data.dtype}) does not match weight dtype ({weight_dtype}). "
+                f"Convert input: input.to({weight_dtype}), or convert model: "
+                f"model.to({data.dtype})"
+            )
         h0, c0 = self._initial_states(data, hx, batch, unbatched)
         offsets = [0]
         for n in sizes[:-1]:
