@@ -65,15 +65,19 @@ def check_matrix(op: str, A: Tensor, name: str = "A", square: bool = False) -> N
         )
     if A._data.dtype.kind != "f":
         raise RuntimeError(
-            f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.name}"
+            f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.legacy_name}"
         )
 
 
-def check_same_dtype(op: str, a: Tensor, b: Tensor, a_name="A", b_name="B") -> None:
+def check_same_dtype(
+    op: str, a: Tensor, b: Tensor, a_name: str = "A", b_name: str = "B", end: str = ""
+) -> None:
     if a._data.dtype != b._data.dtype:
+        prefix = f"{op}: " if op else ""
         raise RuntimeError(
-            f"{op}: Expected {a_name} and {b_name} to have the same dtype, but found "
-            f"{a_name} of type {a.dtype.name} and {b_name} of type {b.dtype.name} instead."
+            f"{prefix}Expected {a_name} and {b_name} to have the same dtype, but found "
+            f"{a_name} of type {a.dtype.legacy_name} and {b_name} of type "
+            f"{b.dtype.legacy_name} instead{end}"
         )
 
 

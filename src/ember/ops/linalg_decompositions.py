@@ -98,8 +98,7 @@ class LinalgCholeskyExBackward0(Node):
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple:
     """``(L, info)``: the Cholesky factor and, per matrix, 0 or the order of the failing minor."""
-    op = "linalg.cholesky_ex"
-    check_matrix(op, A, "A", square=True)
+    check_matrix("linalg.cholesky", A, "A", square=True)
     xp = array_module(A._data)
     L, info = _cholesky_kernel(A._data, xp)
     if check_errors and info.any():
@@ -267,7 +266,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> tuple:
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The eigenvalues of a symmetric ``A``, ascending."""
-    op = "linalg.eigvalsh"
+    op = "linalg.eigh"
     check_matrix(op, A, "A", square=True)
     _check_uplo(op, UPLO)
     return eigh(A, UPLO)[0]
@@ -491,6 +490,15 @@ def _lu_backward(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
     return P @ cat([square(L1, U, gL1, gU), gB2], -2)
 
 
+def _check_lu_input(A: Tensor) -> None:
+    if A._data.ndim < 2:
+        raise RuntimeError(
+            f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
+            f"{list(A._data.shape)} instead"
+        )
+    check_matrix("torch.lu_factor", A, "A")
+
+
 class LinalgLuBackward0(MultiOutputNode):
     def backward(self, gL, gU):
         L, U = self.saved_outputs()
@@ -509,8 +517,7 @@ class LinalgLuFactorExBackward0(Node):
 
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> tuple:
     """``(LU, pivots, info)``: LAPACK's packed LU with 1-based pivots and an info code."""
-    op = "linalg.lu_factor_ex"
-    check_matrix(op, A, "A")
+    _check_lu_input(A)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     a = A._data
@@ -545,8 +552,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple:
 
 def lu(A: Tensor, *, pivot: bool = True) -> tuple:
     """``(P, L, U)`` with ``A = P L U``, L unit lower triangular, U upper triangular."""
-    op = "linalg.lu"
-    check_matrix(op, A, "A")
+    _check_lu_input(A)
     if not pivot:
         raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
     a = A._data

@@ -107,7 +107,7 @@ def matrix_exp(A: Tensor) -> Tensor:
 # --------------------------------------------------------------------------------------------
 def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, tol=None) -> Tensor:
     """The number of singular values above max(atol, rtol·σ₁) (int64)."""
-    check_matrix("linalg.matrix_rank", A, "input")
+    check_matrix("torch.linalg.matrix_rank", A, "input")
     if tol is not None:
         atol, rtol = tol, 0.0
     a = A._data
@@ -262,7 +262,7 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     if x.dtype != y.dtype:
         raise RuntimeError(
             f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
-            f"{x.dtype.name} and y of type {y.dtype.name} instead"
+            f"{x.dtype.legacy_name} and y of type {y.dtype.legacy_name} instead"
         )
     return (x * y).sum(dim)
 

@@ -160,7 +160,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     op = "cholesky_solve"
     check_matrix(op, B, "B")
     check_matrix(op, L, "A")
-    check_same_dtype(op, B, L, "b", "A")
+    check_same_dtype("", B, L, "b", "A", end=".")
     if upper:  # A = Uᵀ U
         Y = solve_triangular(L.mT, B, upper=False)
         return solve_triangular(L, Y, upper=True)
@@ -280,6 +280,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     """``(result, info)`` of ``solve``; ``info`` is nonzero where ``A`` is singular."""
     op = "linalg.solve_ex"
     check_matrix(op, A, "A", square=True)
+    check_same_dtype("linalg.solve", A, B)
     if not left:  # X A = B  <=>  Aᵀ Xᵀ = Bᵀ
         res, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
         return SolveExResult(res.mT, info)
@@ -306,6 +307,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` when ``left=False``); singular ``A`` raises."""
     check_matrix("linalg.solve", A, "A", square=True)
+    check_same_dtype("linalg.solve", A, B)
     try:
         return _solve(A, B, left=left)
     except RuntimeError as exc:
@@ -368,6 +370,11 @@ def _nonzero(value) -> bool:
 def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """The Moore-Penrose pseudo-inverse; singular values below max(atol, rtol·σ₁) count as 0."""
     op = "linalg.pinv"
+    if A._data.ndim < 2 or A._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"{op}({A.dtype.legacy_name}{{{list(A._data.shape)}}}): expected a tensor with 2 or "
+            "more dimensions of float, double, cfloat or cdouble types"
+        )
     check_matrix(op, A, "A", square=hermitian)
     a = A._data
     xp = array_module(a)
@@ -404,7 +411,11 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     check_matrix(op, A, "A")
     if B._data.ndim < 1:
         raise RuntimeError(f"{op}: other must have at least 1 dimension.")
-    check_same_dtype(op, A, B, "input", "other")
+    if A._data.dtype != B._data.dtype:
+        raise RuntimeError(
+            f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+            f"input's dtype {A.dtype.legacy_name} and other's dtype {B.dtype.legacy_name}"
+        )
     driver = "gelsy" if driver is None else driver
     if driver not in _LSTSQ_DRIVERS:
         raise RuntimeError(

@@ -1,0 +1,72 @@
+"""Bad input to ember.linalg raises PyTorch's exception type with PyTorch's message."""
+
+import numpy as np
+import pytest
+
+import ember
+
+CASES = {
+    "cholesky_1d": lambda m: m.linalg.cholesky(m.ones(3)),
+    "cholesky_ex_1d": lambda m: m.linalg.cholesky_ex(m.ones(3)),
+    "cholesky_int": lambda m: m.linalg.cholesky(m.ones(2, 2, dtype=m.int64)),
+    "svd_int": lambda m: m.linalg.svd(m.ones(2, 2, dtype=m.int64)),
+    "qr_int": lambda m: m.linalg.qr(m.ones(2, 2, dtype=m.int64)),
+    "eigvalsh_rect": lambda m: m.linalg.eigvalsh(m.ones(2, 3)),
+    "solve_dtypes": lambda m: m.linalg.solve(m.eye(2), m.ones(2, 1, dtype=m.float64)),
+    "lu_solve_dtypes": lambda m: m.linalg.lu_solve(
+        m.eye(2), m.tensor([1, 2], dtype=m.int32), m.ones(2, 1, dtype=m.float64)
+    ),
+    "lstsq_dtypes": lambda m: m.linalg.lstsq(m.eye(2), m.ones(2, 1, dtype=m.float64)),
+    "pinv_int": lambda m: m.linalg.pinv(m.ones(2, 2, dtype=m.int64)),
+    "pinv_1d": lambda m: m.linalg.pinv(m.ones(2)),
+    "householder_tau": lambda m: m.linalg.householder_product(m.ones(3, 2), m.ones(3)),
+    "vecdot_dtypes": lambda m: m.linalg.vecdot(m.ones(3), m.ones(3, dtype=m.float64)),
+    "cross_ndim": lambda m: m.linalg.cross(m.ones(3), m.ones(2, 3)),
+    "tensorsolve_shape": lambda m: m.linalg.tensorsolve(m.ones(2, 3), m.ones(2)),
+    "matrix_rank_1d": lambda m: m.linalg.matrix_rank(m.ones(3)),
+    "lu_factor_1d": lambda m: m.linalg.lu_factor(m.ones(3)),
+    "matrix_power_rect": lambda m: m.linalg.matrix_power(m.ones(2, 3), 2),
+    "inv_singular": lambda m: m.linalg.inv(m.zeros(2, 2)),
+    "inv_batch_singular": lambda m: m.linalg.inv(m.stack([m.eye(2), m.zeros(2, 2)])),
+    "solve_singular": lambda m: m.linalg.solve(m.zeros(2, 2), m.ones(2)),
+    "lu_factor_singular": lambda m: m.linalg.lu_factor(m.zeros(2, 2)),
+    "cholesky_not_pd": lambda m: m.linalg.cholesky(-m.eye(3)),
+    "qr_mode": lambda m: m.linalg.qr(m.eye(2), mode="x"),
+    "svd_1d": lambda m: m.linalg.svd(m.ones(3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_error_type_and_message_match_torch(case, torch_mod):
+    fn = CASES[case]
+    with pytest.raises(Exception) as want:
+        fn(torch_mod)
+    with pytest.raises(Exception) as got:
+        fn(ember)
+    assert str(got.value) == str(want.value)
+    assert isinstance(got.value, RuntimeError) == isinstance(want.value, RuntimeError)
+    if isinstance(want.value, torch_mod.linalg.LinAlgError):
+        assert isinstance(got.value, ember.linalg.LinAlgError)
+
+
+def test_no_grad_and_saved_output_versions():
+    a = ember.tensor(np.random.default_rng(0).standard_normal((3, 3)), requires_grad=True)
+    with ember.no_grad():
+        U, S, Vh = ember.linalg.svd(a)
+    assert U.grad_fn is None and not S.requires_grad
+    U, S, Vh = ember.linalg.svd(a, full_matrices=False)
+    assert U.grad_fn is S.grad_fn and S.grad_fn.name() == "LinalgSvdBackward0"
+    loss = (U @ Vh).sum() + S.sum()
+    S.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_backward_twice_through_a_decomposition_needs_retain_graph():
+    a = ember.tensor(np.eye(3) * 2, requires_grad=True)
+    w, v = ember.linalg.eigh(a)
+    loss = w.sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.eye(3))
