@@ -127,3 +127,11 @@ def test_stateless_functional_call_and_skip_init():
     assert isinstance(m, ember.nn.Linear) and m.weight.shape == (3, 6) and m.bias is None
     with pytest.raises(RuntimeError, match="Expected a Module"):
         ember.nn.utils.skip_init(int)
+
+
+def test_memory_format_conversion_keeps_the_module():
+    conv = ember.nn.Conv2d(2, 3, 3)
+    before = conv.weight.detach().numpy().copy()
+    assert ember.nn.utils.convert_conv2d_weight_memory_format(conv, "channels_last") is conv
+    assert ember.nn.utils.convert_conv3d_weight_memory_format(conv, "channels_last") is conv
+    np.testing.assert_array_equal(conv.weight.detach().numpy(), before)
