@@ -1,12 +1,17 @@
-"""Optimizer: parameter groups, per-parameter state and their (de)serialisation."""
+"""Optimizer: parameter groups, per-parameter state, step hooks and (de)serialisation."""
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections import defaultdict
 from copy import deepcopy
+from itertools import chain
 
 from .._tensor import Tensor
 from ..autograd import _cuts
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import RemovableHandle, _HookDict
 
 
 class _Required:
@@ -15,6 +20,23 @@ class _Required:
 
 
 required = _Required()
+
+_global_step_pre_hooks = _HookDict()
+_global_step_post_hooks = _HookDict()
+
+
+def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``."""
+    handle = RemovableHandle(_global_step_pre_hooks)
+    _global_step_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    handle = RemovableHandle(_global_step_post_hooks)
+    _global_step_post_hooks[handle.id] = hook
+    return handle
 
 
 def as_scalar(value):
@@ -50,18 +72,76 @@ def params_with_grads(group: dict):
             yield p, (-p._grad if negate else p._grad)
 
 
+def _with_step_hooks(step):
+    """Wrap a class's ``step`` so the global and per-optimizer step hooks run around it."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        pre = getattr(self, "_optimizer_step_pre_hooks", {})
+        for hook in chain(_global_step_pre_hooks.values(), pre.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{step} must return None or a tuple of (new_args, new_kwargs), but got "
+                        f"{result}."
+                    )
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        post = getattr(self, "_optimizer_step_post_hooks", {})
+        for hook in chain(post.values(), _global_step_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+
+    wrapper.hooked = True
+    return wrapper
+
+
+def _cast_state(param: Tensor, value, key=None, capturable_or_fused: bool = False):
+    """A loaded state value moved to ``param``'s device and, for floating parameters, dtype;
+    ``step`` keeps its dtype (as PyTorch), containers are cast member by member."""
+    if isinstance(value, Tensor):
+        if key == "step":
+            if capturable_or_fused:
+                from .. import _dtype
+
+                return value.to(dtype=_dtype.float32, device=param.device)
+            return value
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k, capturable_or_fused) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v, None, capturable_or_fused) for v in value)
+    return value
+
+
 class Optimizer:
-    """Base class: subclasses implement ``step`` over ``self.param_groups``."""
+    """Base class: subclasses implement ``step`` over ``self.param_groups``.
+
+    ``params`` is an iterable of Tensors, of (name, Tensor) pairs (the names are kept in
+    ``param_groups[i]["param_names"]``) or of dicts, each one parameter group with its own
+    options overriding ``defaults``.
+    """
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
-        self.state: dict = defaultdict(dict)
-        self.param_groups: list = []
+        self._optimizer_step_pre_hooks = _HookDict()
+        self._optimizer_step_post_hooks = _HookDict()
+        self._optimizer_state_dict_pre_hooks = _HookDict()
+        self._optimizer_state_dict_post_hooks = _HookDict()
+        self._optimizer_load_state_dict_pre_hooks = _HookDict()
+        self._optimizer_load_state_dict_post_hooks = _HookDict()
+        if not getattr(type(self).step, "hooked", False):
+            type(self).step = _with_step_hooks(type(self).step)
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
                 f"dicts, but got {type(params).__name__}"
             )
+        self.state: dict = defaultdict(dict)
+        self.param_groups: list = []
         groups = list(params)
         if len(groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
@@ -71,20 +151,36 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, param_group: dict) -> None:
+        """Add a group (e.g. layers unfrozen during fine-tuning) with its own options."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, Tensor):
-            param_group["params"] = [params]
+            params = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections")
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead."
+            )
         else:
-            param_group["params"] = list(params)
-        for p in param_group["params"]:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        param_group["params"] = params
+        if names:
+            if len(names) != len(params):
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param names are "
+                    "missing"
+                )
+            param_group["param_names"] = names
+        for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(
                     f"optimizer can only optimize Tensors, but one of the params is "
-                    f"{type(p).__name__}"
+                    f"{type(p).__module__}.{type(p).__name__}"
                 )
-            if not p.is_leaf:
+            if not self.defaults.get("differentiable", None) and not (p.is_leaf or p.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for key, default in self.defaults.items():
             if default is required and key not in param_group:
@@ -93,12 +189,27 @@ class Optimizer:
                     f"{key}"
                 )
             param_group.setdefault(key, default)
-        existing = {id(p) for g in self.param_groups for p in g["params"]}
-        if existing & {id(p) for p in param_group["params"]}:
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, "
+                "this will cause an error",
+                stacklevel=3,
+            )
+        existing = set()
+        for group in self.param_groups:
+            existing.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
+        if existing & {id(p) for p in params}:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's gradient: to None (default) or to zeros in place."""
         _cuts.note_zeroed((p for g in self.param_groups for p in g["params"]), set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
@@ -111,22 +222,71 @@ class Optimizer:
                         p._grad.detach_()
                     p._grad.zero_()
 
+    # -- hooks ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _add_hook(hooks: _HookDict, hook, prepend: bool = False) -> RemovableHandle:
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            for key in [k for k in hooks if k != handle.id]:
+                hooks[key] = hooks.pop(key)
+        return handle
+
+    def register_step_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` before ``step``; it may return new (args, kwargs)."""
+        return self._add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` after ``step``."""
+        return self._add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` before ``state_dict`` builds its result."""
+        return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` after; a returned dict replaces the result."""
+        return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` before loading; a returned dict is loaded instead."""
+        return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` after loading."""
+        return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # -- serialisation -------------------------------------------------------------------
+
     def state_dict(self) -> dict:
         """``state`` keyed by parameter index and ``param_groups`` with indices, as PyTorch."""
-        index = {}
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
+        index: dict = {}
         groups = []
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
-            ids = []
             for p in group["params"]:
                 index.setdefault(id(p), len(index))
-                ids.append(index[id(p)])
-            packed["params"] = ids
+            packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        result = {"state": state, "param_groups": groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            replaced = hook(self, result)
+            if replaced is not None:
+                result = replaced
+        return result
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Load a ``state_dict()`` (ember's or a PyTorch one with ember tensors): state
+        tensors move to each parameter's device and floating dtype, except ``step``."""
+        state_dict = state_dict.copy()
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            replaced = hook(self, state_dict)
+            if replaced is not None:
+                state_dict = replaced
         state_dict = deepcopy(state_dict)
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
@@ -138,27 +298,34 @@ class Optimizer:
                     "of optimizer's group"
                 )
         by_index = {}
+        special_step = {}
         for mine, theirs in zip(self.param_groups, groups):
             for p, i in zip(mine["params"], theirs["params"]):
                 by_index[i] = p
+                special_step[i] = bool(theirs.get("capturable") or theirs.get("fused"))
         self.state = defaultdict(dict)
         for i, s in state_dict["state"].items():
-            p = by_index[int(i)]
-            self.state[p] = {
-                k: (
-                    v.to(dtype=p.dtype if v.is_floating_point() else None, device=p.device)
-                    if isinstance(v, Tensor) and k != "step"
-                    else v
-                )
-                for k, v in s.items()
-            }
+            key = int(i) if not isinstance(i, int) else i
+            if key in by_index:
+                p = by_index[key]
+                self.state[p] = _cast_state(p, s, None, special_step[key])
+            else:
+                self.state[i] = s
         for mine, theirs in zip(self.param_groups, groups):
             params = mine["params"]
+            names = mine.get("param_names")
             mine.clear()
             mine.update({k: v for k, v in theirs.items() if k != "params"})
             mine["params"] = params
+            if names is not None and "param_names" not in theirs:
+                mine["param_names"] = names
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
+
+    # -- the update ----------------------------------------------------------------------
 
     def step(self, closure=None):
+        """One optimisation step; ``closure`` re-evaluates the model and returns the loss."""
         raise NotImplementedError
 
     def _closure_loss(self, closure):
@@ -168,6 +335,25 @@ class Optimizer:
 
         with enable_grad():
             return closure()
+
+    def __getstate__(self) -> dict:
+        return {
+            "defaults": self.defaults,
+            "state": self.state,
+            "param_groups": self.param_groups,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for name in (
+            "_optimizer_step_pre_hooks",
+            "_optimizer_step_post_hooks",
+            "_optimizer_state_dict_pre_hooks",
+            "_optimizer_state_dict_post_hooks",
+            "_optimizer_load_state_dict_pre_hooks",
+            "_optimizer_load_state_dict_post_hooks",
+        ):
+            self.__dict__.setdefault(name, _HookDict())
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -179,4 +365,13 @@ class Optimizer:
         return "\n".join(lines)
 
 
-__all__ = ["Optimizer", "as_scalar", "check_fused", "check_lr", "required"]
+__all__ = [
+    "Optimizer",
+    "as_scalar",
+    "check_fused",
+    "check_lr",
+    "no_grad",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
+    "required",
+]
