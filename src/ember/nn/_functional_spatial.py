@@ -9,6 +9,7 @@ from ..ops import pooling as _pool
 from ..ops.conv import conv3d, conv_transpose1d, conv_transpose3d
 from ..ops.dropout import alpha_dropout, dropout1d, dropout3d, feature_alpha_dropout
 from ..ops.embedding_bag import embedding_bag
+from ..ops.grid_sample import affine_grid, grid_sample
 from ..ops.normalization import instance_norm, local_response_norm, rms_norm
 from ..ops.resample import channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle
 
@@ -21,6 +22,7 @@ __all__: list[str] = [
     "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
+    "affine_grid",
     "alpha_dropout",
     "avg_pool3d",
     "channel_shuffle",
@@ -35,6 +37,7 @@ __all__: list[str] = [
     "fractional_max_pool2d_with_indices",
     "fractional_max_pool3d",
     "fractional_max_pool3d_with_indices",
+    "grid_sample",
     "instance_norm",
     "interpolate",
     "local_response_norm",
