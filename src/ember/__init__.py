@@ -14,7 +14,16 @@ import warnings as _warnings
 # for warnings raised inside ember's kernels only.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
-from . import _dtype, _tensor_methods, accelerator, autograd, backends, cuda, linalg
+from . import (
+    _dtype,
+    _tensor_methods,
+    _tensor_misc_methods,
+    accelerator,
+    autograd,
+    backends,
+    cuda,
+    linalg,
+)
 from ._backend import (
     device,
     get_default_device,
@@ -48,11 +57,14 @@ from ._dtype import (
 from ._dtype import (
     bool_ as bool,
 )
-from ._inplace_functions import *
+from ._factories import *
 from ._legacy import *
 from ._memory_scope import memory_scope
+from ._method_functions import *
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from ._settings import *
 from ._tensor import Size, Tensor
+from ._windows import *
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .ops.elementwise import *
@@ -196,6 +208,18 @@ from .ops.shape_composites import (
     unravel_index,
     vsplit,
 )
+from .ops.special import (
+    digamma,
+    erfinv,
+    i0,
+    igamma,
+    igammac,
+    lgamma,
+    mvlgamma,
+    polygamma,
+    sinc,
+    xlogy,
+)
 from .ops.statistics import (
     aminmax,
     bincount,
@@ -215,6 +239,31 @@ from .ops.statistics import (
     quantile,
     renorm,
 )
+
+
+def real(input: Tensor) -> Tensor:
+    return input.real
+
+
+def imag(input: Tensor) -> Tensor:
+    return input.imag
+
+
+def fill(input: Tensor, value) -> Tensor:
+    return input.clone().fill_(value)
+
+
+def is_complex(input: Tensor) -> bool:
+    return input.dtype.is_complex
+
+
+def is_storage(obj) -> bool:
+    """ember has no Storage objects."""
+    return False
+
+
+def is_distributed(input: Tensor) -> bool:
+    return False
 
 
 def is_tensor(obj) -> bool:
@@ -252,6 +301,10 @@ def set_printoptions(**kwargs) -> None:
 
 
 __version__ = "0.1.0"
+
+from . import _out  # noqa: E402
+
+_out.install(globals())  # out= on the functions that take it in PyTorch
 
 from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402

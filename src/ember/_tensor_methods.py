@@ -696,3 +696,22 @@ def _put_(self, index, source, accumulate: bool = False):
 
 
 T.put_ = _put_
+
+
+from .ops import special as _sp  # noqa: E402
+
+for _name in (
+    "lgamma",
+    "digamma",
+    "erfinv",
+    "i0",
+    "sinc",
+    "xlogy",
+    "mvlgamma",
+    "igamma",
+    "igammac",
+):
+    setattr(T, _name, getattr(_sp, _name))
+    setattr(T, _name + "_", _inplace_method(_name + "_", getattr(_sp, _name)))
+T.polygamma = _sp.polygamma_method
+T.polygamma_ = _inplace_method("polygamma_", _sp.polygamma_method)

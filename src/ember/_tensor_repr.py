@@ -16,7 +16,9 @@ def _float_formatter(values):
         return lambda v: _special(v) or f"{v:.4f}"
     absolute = _np.abs(finite)
     int_mode = bool(_np.all(finite == _np.ceil(finite)))
-    big, small = float(absolute.max()), float(absolute.min())
+    nonzero = absolute[absolute != 0]  # zeros do not decide fixed vs scientific (as torch)
+    big = float(nonzero.max()) if nonzero.size else 0.0
+    small = float(nonzero.min()) if nonzero.size else 1.0
     if int_mode:
         if big > 1e8:
             return lambda v: _special(v) or f"{v:.4e}"

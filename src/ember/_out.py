@@ -1,0 +1,127 @@
+"""``out=`` for the top-level functions that take it in PyTorch.
+
+The function runs as usual; its result is written into ``out`` with PyTorch's rules: the
+result's dtype must cast to ``out``'s (same category or wider), an ``out`` of another shape is
+resized (with PyTorch's deprecation warning unless it was empty), and ``out=`` refuses to
+take part in autograd.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from ._backend import array_module
+from ._tensor import Tensor
+from .autograd import grad_mode
+
+# torch's top-level functions that accept out= (from their documented signatures)
+OUT_FUNCTIONS = frozenset(
+    """abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax
+    any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin argsort asin
+    asinh atan atan2 atanh baddbmm bernoulli bitwise_and bitwise_left_shift bitwise_not
+    bitwise_or bitwise_right_shift bitwise_xor bmm bucketize cat ceil chain_matmul cholesky
+    cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip column_stack concat
+    concatenate copysign cos cosh count_nonzero cross cummax cummin cumprod cumsum deg2rad diag
+    diff digamma div divide dot dstack empty erf erfc erfinv exp exp2 expm1 eye fix
+    float_power floor floor_divide fmax fmin fmod frac frexp full gather gcd ge ger greater
+    greater_equal gt heaviside histc histogram hstack hypot i0 igamma igammac index_select
+    inner inverse isneginf isposinf kron kthvalue lcm ldexp le lerp less less_equal lgamma
+    linspace log log10 log1p log2 logaddexp logaddexp2 logcumsumexp logical_and logical_not
+    logical_or logical_xor logit logspace logsumexp lt lu_solve lu_unpack masked_select
+    matmul matrix_power max maximum mean median min minimum mm mode msort mul multinomial
+    multiply mv mvlgamma nan_to_num nanmean nanmedian nanquantile nansum ne neg negative
+    nextafter nonzero norm normal not_equal ones outer polygamma pow prod quantile rad2deg rand
+    randint randn randperm reciprocal remainder renorm round row_stack rsqrt searchsorted sgn
+    sigmoid sign signbit sin sinc sinh sort sqrt square stack std sub subtract sum svd
+    take_along_dim tan tanh topk triangular_solve tril triu true_divide trunc var vdot vstack
+    where xlogy zeros""".split()
+)
+
+NO_AUTOGRAD = (
+    "{}(): functions with out=... arguments don't support automatic differentiation, but one "
+    "of the arguments requires grad."
+)
+
+
+def _requires_grad(values) -> bool:
+    for v in values:
+        if isinstance(v, Tensor) and v.requires_grad:
+            return True
+        if isinstance(v, (list, tuple)) and _requires_grad(v):
+            return True
+    return False
+
+
+def _write(name: str, out: Tensor, value: Tensor) -> None:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if not isinstance(value, Tensor):
+        from ._creation import tensor
+
+        value = tensor(value)
+    have, want = value.dtype, out.dtype
+    if have.category > want.category:
+        raise RuntimeError(
+            f"result type {have.legacy_name} can't be cast to the desired output type "
+            f"{want.legacy_name}"
+        )
+    if value.device != out.device:
+        raise RuntimeError(
+            f"Expected out tensor to have device {value.device}, but got {out.device} instead"
+        )
+    data, new = out._data, value._data
+    if tuple(data.shape) != tuple(new.shape):
+        if data.size:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(data.shape)}, which does not match the required output shape "
+                f"{list(new.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).",
+                UserWarning,
+                stacklevel=4,
+            )
+        out._data = array_module(new).asarray(new, dtype=want.np).copy()
+    else:
+        array_module(data).copyto(data, new, casting="unsafe")
+    out._vc[0] += 1
+
+
+def with_out(fn, name: str):
+    """``fn`` with an ``out=`` keyword (the wrapper consumes it: ``fn`` never sees it)."""
+
+    @functools.wraps(fn)
+    def function(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if grad_mode.state.enabled and (
+            _requires_grad(args)
+            or _requires_grad(kwargs.values())
+            or _requires_grad(out if isinstance(out, (list, tuple)) else (out,))
+        ):
+            raise RuntimeError(NO_AUTOGRAD.format(name))
+        with grad_mode.no_grad():
+            value = fn(*args, **kwargs)
+        if isinstance(out, (list, tuple)):
+            if not isinstance(value, tuple) or len(value) != len(out):
+                expected = 1 if isinstance(value, Tensor) else len(value)
+                raise TypeError(f"{name}(): out= expects {expected} tensor(s)")
+            for o, v in zip(out, value):
+                _write(name, o, v)
+            return type(value)(*out) if hasattr(value, "_fields") else tuple(out)
+        if isinstance(value, tuple):
+            raise TypeError(f"{name}(): out= must be a tuple of {len(value)} tensors")
+        _write(name, out, value)
+        return out
+
+    return function
+
+
+def install(namespace: dict) -> None:
+    """Give every function of ``namespace`` named in OUT_FUNCTIONS its ``out=``."""
+    for name in OUT_FUNCTIONS:
+        fn = namespace.get(name)
+        if fn is not None and callable(fn) and not isinstance(fn, type):
+            namespace[name] = with_out(fn, name)

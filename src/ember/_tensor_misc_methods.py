@@ -1,0 +1,316 @@
+"""Tensor methods about metadata, memory and PyTorch's older API (no new maths): device and
+layout queries, in-place shape changes, ``apply_``/``map_``, ``new``, the real-only answers of
+the complex-number helpers.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from . import _creation
+from . import _dtype as dt
+from ._backend import array_module
+from ._tensor import Tensor
+from .autograd import grad_mode
+from .ops import elementwise as ew
+from .ops import shape as sh
+
+T = Tensor
+
+
+# --- queries ------------------------------------------------------------------------------
+def get_device(self: Tensor) -> int:
+    """-1 on the CPU, the CUDA device index otherwise (PyTorch's convention)."""
+    return -1 if self.device.type == "cpu" else (self.device.index or 0)
+
+
+def is_nonzero(self: Tensor) -> bool:
+    if self.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if self.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(self.item())
+
+
+def is_same_size(self: Tensor, other: Tensor) -> bool:
+    return tuple(self.shape) == tuple(other.shape)
+
+
+def is_signed(self: Tensor) -> bool:
+    return self.dtype.is_signed
+
+
+def dim_order(self: Tensor, *, ambiguity_check: bool = False) -> tuple:
+    """Dimensions from outermost to innermost in memory (by decreasing stride)."""
+    strides = self.stride()
+    return tuple(sorted(builtins.range(self.dim()), key=lambda d: -strides[d]))
+
+
+def storage_offset(self: Tensor) -> int:
+    """Elements between the start of the storage and this tensor's first element."""
+    data = self._data
+    base = data
+    while getattr(base, "base", None) is not None:
+        base = base.base
+    if base is data or not hasattr(base, "__array_interface__"):
+        return 0
+    start = data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return start // data.itemsize
+
+
+for _name, _value in {
+    "is_cpu": property(lambda self: self.device.type == "cpu"),
+    "is_meta": False,
+    "is_sparse": False,
+    "is_sparse_csr": False,
+    "is_quantized": False,
+    "is_nested": False,
+    "is_mkldnn": False,
+    "is_mps": False,
+    "is_xla": False,
+    "is_xpu": False,
+    "is_ipu": False,
+    "is_vulkan": False,
+    "is_maia": False,
+    "is_mtia": False,
+    "name": None,
+    "output_nr": property(lambda self: self._out_nr if self._grad_fn is not None else 0),
+}.items():
+    setattr(T, _name, _value)
+
+T.get_device = get_device
+T.is_nonzero = is_nonzero
+T.is_same_size = is_same_size
+T.is_signed = is_signed
+T.dim_order = dim_order
+T.storage_offset = storage_offset
+T.is_inference = lambda self: bool(getattr(self, "_inference", False))
+T.is_pinned = lambda self, device=None: False
+T.pin_memory = lambda self, device=None: self
+T.is_shared = lambda self: False
+T.share_memory_ = lambda self: self
+T.is_conj = lambda self: False
+T.is_neg = lambda self: False
+T.resolve_conj = lambda self: self
+T.resolve_neg = lambda self: self
+T.conj = lambda self: self
+T.conj_physical = lambda self: self.clone()
+T.conj_physical_ = lambda self: self
+
+
+def real(self: Tensor) -> Tensor:
+    """For a real tensor, the tensor itself (PyTorch returns ``self``)."""
+    return self
+
+
+def imag(self: Tensor) -> Tensor:
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def angle(self: Tensor) -> Tensor:
+    """0 for non-negative values, π for negative ones (NaN stays NaN); gradient zero."""
+    x = self if self._data.dtype.kind == "f" else self.to(dt.get_default_dtype())
+    import math
+
+    return ew.where(x < 0, math.pi, 0.0) + x * 0
+
+
+T.real = property(real)
+T.imag = property(imag)
+T.angle = angle
+
+
+# --- in-place shape changes ---------------------------------------------------------------
+def _reshape_in_place(name: str, view_fn):
+    def method(self: Tensor, *args):
+        tracking = grad_mode.state.enabled and self._rg
+        if tracking and self._grad_fn is None:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation."
+            )
+        if tracking and self._base is not None:
+            raise RuntimeError(
+                f"{name}: changing the shape of a view of a tensor that requires grad in place "
+                "is not supported; use the out-of-place form"
+            )
+        new = view_fn(self, *args)
+        self._data = new._data
+        if tracking:
+            self._grad_fn, self._out_nr = new._grad_fn, new._out_nr
+        return self
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+T.squeeze_ = _reshape_in_place("squeeze_", lambda self, *dim: sh.squeeze(self, *dim))
+T.unsqueeze_ = _reshape_in_place("unsqueeze_", sh.unsqueeze)
+T.t_ = _reshape_in_place("t_", sh.t)
+T.transpose_ = _reshape_in_place("transpose_", sh.transpose)
+T.swapaxes_ = _reshape_in_place("swapaxes_", sh.transpose)
+T.swapdims_ = _reshape_in_place("swapdims_", sh.transpose)
+
+
+def _as_strided_view(self, size, stride, storage_offset=None):
+    from .ops.shape_composites import as_strided
+
+    return as_strided(self, size, stride, storage_offset)
+
+
+T.as_strided_ = _reshape_in_place("as_strided_", _as_strided_view)
+
+
+def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
+    """Change the shape in place, keeping the leading elements (new ones uninitialised)."""
+    if len(sizes) == 1 and not isinstance(sizes[0], int):
+        sizes = tuple(sizes[0])
+    if self._rg:
+        raise RuntimeError("cannot resize variables that require grad")
+    xp = array_module(self._data)
+    flat = self._data.reshape(-1)
+    count = 1
+    for s in sizes:
+        count *= s
+    if count <= flat.size:
+        new = flat[:count].reshape(sizes).copy()
+    else:
+        new = xp.empty(count, dtype=self._data.dtype)
+        new[: flat.size] = flat
+        new = new.reshape(sizes)
+    self._data = new
+    self._vc[0] += 1
+    return self
+
+
+T.resize_ = resize_
+T.resize_as_ = lambda self, other, memory_format=None: resize_(self, tuple(other.shape))
+T.resize = lambda self, *sizes: resize_(self.detach().clone(), *sizes)
+T.resize_as = lambda self, other: resize_(self.detach().clone(), tuple(other.shape))
+
+
+# --- element-wise Python callbacks (CPU, no autograd, as PyTorch) -------------------------
+def apply_(self: Tensor, callable) -> Tensor:
+    if self.device.type != "cpu":
+        raise TypeError("apply_ is only implemented on CPU tensors")
+    if self._rg and grad_mode.state.enabled:
+        raise RuntimeError(
+            "Can't call apply_() on Variable that requires grad. Use var.detach().apply_() instead."
+        )
+    flat = self._data.reshape(-1)
+    for i in builtins.range(flat.size):
+        flat[i] = callable(flat[i].item())
+    self._vc[0] += 1
+    return self
+
+
+def map_(self: Tensor, other: Tensor, callable) -> Tensor:
+    if self.device.type != "cpu":
+        raise TypeError("map_ is only implemented on CPU tensors")
+    other_data = array_module(self._data).broadcast_to(other._data, self._data.shape)
+    flat, oflat = self._data.reshape(-1), other_data.reshape(-1)
+    for i in builtins.range(flat.size):
+        flat[i] = callable(flat[i].item(), oflat[i].item())
+    self._vc[0] += 1
+    return self
+
+
+T.apply_ = apply_
+T.map_ = map_
+
+
+# --- construction ---------------------------------------------------------------------------
+def new(self: Tensor, *args, device=None) -> Tensor:
+    """PyTorch's legacy ``x.new(...)``: sizes give an uninitialised tensor of x's dtype and
+    device, a sequence gives its values."""
+    device = device if device is not None else self.device
+    if not args:
+        return _creation.empty(0, dtype=self.dtype, device=device)
+    if len(args) == 1 and not isinstance(args[0], int):
+        data = args[0]
+        if isinstance(data, tuple) and builtins.all(isinstance(s, int) for s in data):
+            return _creation.empty(*data, dtype=self.dtype, device=device)
+        return _creation.tensor(data, dtype=self.dtype, device=device)
+    return _creation.empty(*args, dtype=self.dtype, device=device)
+
+
+def new_empty_strided(
+    self: Tensor, size, stride, *, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
+    from ._factories import empty_strided
+
+    return empty_strided(
+        size,
+        stride,
+        dtype=dtype or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
+
+
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.dim() > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    from . import _inplace
+
+    def fill(old):
+        data = old._data.copy()
+        xp = array_module(data)
+        if data.ndim == 2:
+            rows, cols = data.shape
+            flat = data.reshape(-1)  # a view: data is a fresh contiguous copy
+            step = cols + 1
+            # without wrap the diagonal stops at the last column; with it, it restarts
+            # every cols + 1 rows (PyTorch's rule for tall matrices)
+            stop = flat.size if wrap else builtins.min(rows, cols) * step
+            flat[:stop:step] = fill_value
+        else:
+            idx = xp.arange(data.shape[0])
+            data[(idx,) * data.ndim] = fill_value
+        from .ops._dispatch import wrap as wrap_array
+
+        return wrap_array(data)
+
+    return _inplace.apply_inplace(self, fill, (), "fill_diagonal_", needs_old=False)
+
+
+def bernoulli(self: Tensor, p=None, *, generator=None) -> Tensor:
+    return _creation.bernoulli(self, p, generator=generator)
+
+
+def multinomial(
+    self: Tensor, num_samples: int, replacement: bool = False, *, generator=None
+) -> Tensor:
+    return _creation.multinomial(self, num_samples, replacement, generator=generator)
+
+
+def where(self: Tensor, condition, other) -> Tensor:
+    return ew.where(condition, self, other)
+
+
+def dist(self: Tensor, other, p=2) -> Tensor:
+    return (self - other).norm(p)
+
+
+def narrow_copy(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+    return sh.narrow(self, dim, start, length).clone()
+
+
+T.new = new
+T.new_empty_strided = new_empty_strided
+T.fill_diagonal_ = fill_diagonal_
+T.bernoulli = bernoulli
+T.multinomial = multinomial
+T.where = where
+T.dist = dist
+T.narrow_copy = narrow_copy
+
+
+def as_subclass(self: Tensor, cls) -> Tensor:
+    if cls is not Tensor:
+        raise TypeError(f"as_subclass: ember tensors have no subclasses, got {cls.__name__}")
+    return self
+
+
+T.as_subclass = as_subclass
