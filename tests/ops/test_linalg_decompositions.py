@@ -42,7 +42,7 @@ def test_cholesky_matches_torch_and_gradchecks(shape, upper):
     fn = lambda m, x: m.linalg.cholesky(spd(m, x), upper=upper)
     compare_with_torch(fn, [a])
     compare_with_torch(fn, [a], dtype=np.float32, atol=1e-5, rtol=1e-4)
-    check_gradients(fn, [a])
+    check_gradients(fn, [a], gradgrad=shape == (2, 3, 3) and not upper)
 
 
 def test_cholesky_noncontiguous_input():
@@ -101,7 +101,7 @@ def test_qr_reduced_matches_torch_and_gradchecks(shape):
     fn = lambda m, x: m.linalg.qr(x)
     compare_with_torch(fn, [a])
     compare_with_torch(fn, [a], dtype=np.float32, atol=1e-5, rtol=1e-4)
-    check_gradients(fn, [a])
+    check_gradients(fn, [a], gradgrad=shape in ((4, 3), (3, 5)))
 
 
 def test_qr_gradient_through_q_alone_and_r_alone():
@@ -149,7 +149,7 @@ def test_eigh_matches_torch_and_gradchecks(shape, uplo):
     )
     compare_with_torch(fn, [a])
     compare_with_torch(fn, [a], dtype=np.float32, atol=1e-5, rtol=1e-4)
-    check_gradients(lambda m, x: fn(m, sym(x)), [a])
+    check_gradients(lambda m, x: fn(m, sym(x)), [a], gradgrad=uplo == "L")
 
 
 def test_eigvalsh_values_gradients_and_uplo(torch_mod):
@@ -181,7 +181,7 @@ def test_svd_matches_torch_and_gradchecks(shape, full):
     fn = lambda m, x: _svd_invariants(m, x, full)
     compare_with_torch(fn, [a])
     compare_with_torch(fn, [a], dtype=np.float32, atol=1e-5, rtol=1e-4)
-    check_gradients(fn, [a])
+    check_gradients(fn, [a], gradgrad=not full or shape == (4, 2))
 
 
 def test_svd_named_tuple_shapes_and_reconstruction():
@@ -223,7 +223,7 @@ def test_lu_matches_torch_and_gradchecks(shape):
     fn = lambda m, x: m.linalg.lu(x)
     compare_with_torch(fn, [a])
     compare_with_torch(fn, [a], dtype=np.float32, atol=1e-5, rtol=1e-4)
-    check_gradients(lambda m, x: m.linalg.lu(x)[1:], [a])
+    check_gradients(lambda m, x: m.linalg.lu(x)[1:], [a], gradgrad=shape in ((4, 2), (2, 4)))
 
 
 @pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4), (2, 3, 3)], ids=str)
@@ -232,7 +232,7 @@ def test_lu_factor_and_unpack_match_torch(shape):
     compare_with_torch(lambda m, x: m.linalg.lu_factor(x), [a])
     compare_with_torch(lambda m, x: m.linalg.lu_factor_ex(x), [a])
     compare_with_torch(lambda m, x: top(m, "lu_unpack")(*m.linalg.lu_factor(x)), [a])
-    check_gradients(lambda m, x: m.linalg.lu_factor(x)[0], [a])
+    check_gradients(lambda m, x: m.linalg.lu_factor(x)[0], [a], gradgrad=shape == (2, 3, 3))
 
 
 def test_lu_factor_singular_errors_and_info(torch_mod):
