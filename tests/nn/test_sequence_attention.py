@@ -333,3 +333,13 @@ def test_multihead_attention_double_backward_and_empty_keys(torch_mod):
         sdpa = lib.nn.functional.scaled_dot_product_attention
         out = sdpa(lib.ones(2, 1, 4), lib.zeros(2, 0, 4), lib.zeros(2, 0, 5))
         assert out.tolist() == [[[0.0] * 5]] * 2  # nothing to attend to: zeros
+
+
+def test_encoder_layer_with_an_activation_module_matches_torch(torch_mod):
+    e, t = _pair(
+        lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=nn.GELU()),
+        torch_mod,
+    )
+    assert e.activation_relu_or_gelu == t.activation_relu_or_gelu == 2
+    x = np.random.default_rng(6).standard_normal((4, 2, 8))
+    _close(e(ember.tensor(x)), t(torch_mod.tensor(x)))

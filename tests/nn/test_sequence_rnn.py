@@ -356,3 +356,12 @@ def test_dropout_between_layers_and_dtype_mismatch(torch_mod):
             ValueError, match=r"RNN input dtype \(.*float32\) does not match weight"
         ):
             lib.nn.LSTM(3, 4).double()(lib.zeros(5, 2, 3))
+
+
+def test_packed_sequence_constructor_derives_unsorted_indices():
+    data, sizes = ember.arange(6.0).reshape(3, 2), ember.tensor([2, 1])
+    packed = e_rnn.PackedSequence(data, sizes, ember.tensor([1, 0]))
+    assert packed.unsorted_indices.tolist() == [1, 0]
+    assert e_rnn.PackedSequence((data, sizes)).sorted_indices is None
+    padded, lengths = e_rnn.pad_packed_sequence(packed, batch_first=True)
+    assert lengths.tolist() == [1, 2] and padded[1, 1].tolist() == [4.0, 5.0]

@@ -191,7 +191,10 @@ class RNNBase(Module):
             h = h_new if rows == full else cat([h_new, h[rows:]], 0)
         return cat(outs, 0), h, c
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor | PackedSequence, hx=None):
+        """Run the layers over ``input`` (L, N, H_in) (or (N, L, H_in) with batch_first,
+        (L, H_in) unbatched, or a PackedSequence); returns (output, h_n) — (output,
+        (h_n, c_n)) for LSTM — with output of the same kind as the input."""
         name = type(self).__name__
         packed = isinstance(input, PackedSequence)
         if packed:

@@ -14,6 +14,7 @@ from ...ops.attention import multi_head_attention_forward
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from .activation import GELU, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -210,9 +211,12 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         activation = _get_activation_fn(activation)
-        self.activation_relu_or_gelu = (
-            1 if activation is F.relu else 2 if activation is F.gelu else 0
-        )
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
         self.activation = activation
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):

@@ -32,13 +32,32 @@ def _long(values) -> Tensor:
     return _creation.tensor(np.asarray(values, dtype=np.int64))
 
 
-class PackedSequence(NamedTuple):
-    """Data and bookkeeping of a packed batch of sequences (see ``pack_padded_sequence``)."""
-
+class _PackedSequenceFields(NamedTuple):
     data: Tensor
-    batch_sizes: Tensor | None = None
-    sorted_indices: Tensor | None = None
-    unsorted_indices: Tensor | None = None
+    batch_sizes: Tensor
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
+
+
+class PackedSequence(_PackedSequenceFields):
+    """Data and bookkeeping of a packed batch of sequences (see ``pack_padded_sequence``).
+
+    Built by the packing functions; constructing one directly takes ``batch_sizes`` as a
+    tensor and derives ``unsorted_indices`` from ``sorted_indices`` when not given.
+    """
+
+    def __new__(
+        cls,
+        data: Tensor,
+        batch_sizes: Tensor | None = None,
+        sorted_indices: Tensor | None = None,
+        unsorted_indices: Tensor | None = None,
+    ) -> PackedSequence:
+        if batch_sizes is None:  # the old form PackedSequence((data, batch_sizes))
+            data, batch_sizes = data
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> PackedSequence:
         """Move or cast ``data`` (and the indices to its device); batch_sizes stay on the CPU."""
