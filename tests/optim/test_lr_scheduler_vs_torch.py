@@ -355,3 +355,77 @@ def test_onecycle_past_total_steps_raises():
     sched.step()
     with pytest.raises(ValueError, match="Tried to step 3 times"):
         sched.step()
+
+
+RESUMABLE = {
+    "step": lambda ls, o, e: ls.StepLR(o, step_size=3, gamma=0.5, last_epoch=e),
+    "exponential": lambda ls, o, e: ls.ExponentialLR(o, gamma=0.9, last_epoch=e),
+    "cosine": lambda ls, o, e: ls.CosineAnnealingLR(o, T_max=6, last_epoch=e),
+    "lambda": lambda ls, o, e: ls.LambdaLR(o, lambda k: 0.5**k, last_epoch=e),
+    "warm_restarts": lambda ls, o, e: ls.CosineAnnealingWarmRestarts(o, T_0=3, last_epoch=e),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESUMABLE))
+def test_resuming_with_last_epoch_matches_torch(name, torch_mod):
+    runs = []
+    for m in (ember, torch_mod):
+        opt = _optimizer(m)
+        for group in opt.param_groups:
+            group["initial_lr"] = group["lr"] * 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sched = RESUMABLE[name](m.optim.lr_scheduler, opt, 4)
+            lrs = [tuple(sched.get_last_lr())]
+            for _ in range(8):
+                opt.step()
+                sched.step()
+                lrs.append(tuple(sched.get_last_lr()))
+        runs.append(lrs)
+    for e, t in zip(*runs):
+        assert e == pytest.approx(t, rel=1e-12)
+
+
+def test_reduce_on_plateau_state_dict_round_trip_and_epoch_warning(torch_mod):
+    opt = _optimizer(ember)
+    sched = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1, mode="max")
+    for metric in (1.0, 0.5, 0.4):
+        sched.step(metric)
+    state = sched.state_dict()
+    assert state["best"] == 1.0 and state["num_bad_epochs"] == 0
+    assert set(state) == set(
+        torch_mod.optim.lr_scheduler.ReduceLROnPlateau(_optimizer(torch_mod)).state_dict()
+    )
+    fresh = ember.optim.lr_scheduler.ReduceLROnPlateau(_optimizer(ember))
+    fresh.load_state_dict(state)
+    assert fresh.mode == "max" and fresh.mode_worse == -float("inf")
+    assert fresh.get_last_lr() == pytest.approx([0.01, 0.005])
+    with pytest.warns(UserWarning, match="epoch parameter"):
+        fresh.step(2.0, epoch=7)
+    assert fresh.last_epoch == 7
+
+
+def test_reduce_on_plateau_new_param_group_follows_a_scalar_min_lr():
+    opt = _optimizer(ember)
+    sched = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, min_lr=0.04)
+    opt.add_param_group({"params": [ember.zeros(1, requires_grad=True)], "lr": 1.0})
+    sched.step(1.0)
+    sched.step(2.0)
+    assert sched.get_last_lr() == pytest.approx([0.04, 0.04, 0.1])
+    listed = ember.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, min_lr=[0, 0, 0])
+    opt.add_param_group({"params": [ember.zeros(1, requires_grad=True)]})
+    listed.step(1.0)
+    with pytest.raises(RuntimeError, match="The number of param groups in the `optimizer`"):
+        listed.step(2.0)
+
+
+def test_tensor_learning_rates_are_filled_in_place():
+    p = ember.zeros(1, requires_grad=True)
+    lr = ember.tensor(0.1)
+    opt = ember.optim.SGD([p], lr=lr)
+    sched = ember.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] is lr and lr.item() == pytest.approx(0.05)
+    last = sched.get_last_lr()[0]
+    assert last is not lr and last.item() == pytest.approx(0.05)

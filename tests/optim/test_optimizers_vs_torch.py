@@ -337,3 +337,38 @@ def test_step_closure_loss_is_returned():
         return loss
 
     assert opt.step(closure).item() == 5.0
+
+
+EDGE_CASES = {
+    "SGD": dict(lr=0.1, momentum=0.9),
+    "Adam": dict(amsgrad=True),
+    "AdamW": dict(),
+    "RMSprop": dict(centered=True, momentum=0.1),
+    "Adagrad": dict(),
+    "Adadelta": dict(),
+    "Adamax": dict(),
+    "NAdam": dict(),
+    "RAdam": dict(),
+    "Rprop": dict(),
+    "ASGD": dict(t0=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_CASES))
+def test_non_contiguous_gradients_and_empty_parameters_equal_torch(name, torch_mod):
+    rng = np.random.default_rng(3)
+    grads = [rng.standard_normal((4, 3)) for _ in range(3)]
+    start = rng.standard_normal((3, 4))
+    results = []
+    for m in (ember, torch_mod):
+        w = m.tensor(start, requires_grad=True)
+        empty = m.zeros(0, 2, dtype=m.float64, requires_grad=True)
+        opt = getattr(m.optim, name)([w, empty], **EDGE_CASES[name])
+        for g in grads:
+            w.grad = m.tensor(g).T  # a transposed, non-contiguous view
+            empty.grad = m.zeros(0, 2, dtype=m.float64)
+            opt.step()
+        assert tuple(empty.shape) == (0, 2)
+        results.append((w.detach().numpy().copy(), empty.detach().numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-12)
+    assert not np.allclose(results[0][0], start)
