@@ -365,3 +365,47 @@ def test_packed_sequence_constructor_derives_unsorted_indices():
     assert e_rnn.PackedSequence((data, sizes)).sorted_indices is None
     padded, lengths = e_rnn.pad_packed_sequence(packed, batch_first=True)
     assert lengths.tolist() == [1, 2] and padded[1, 1].tolist() == [4.0, 5.0]
+
+
+def test_packed_lstm_classifier_training_matches_torch(torch_mod):
+    rng = np.random.default_rng(11)
+    tokens = rng.integers(1, 10, size=(3, 6))
+    lengths = [4, 6, 2]
+    for i, n in enumerate(lengths):
+        tokens[i, n:] = 0
+    labels = np.array([2, 0, 1])
+
+    def build(lib):
+        return lib.nn.ModuleList(
+            [
+                lib.nn.Embedding(10, 4, padding_idx=0),
+                lib.nn.LSTM(4, 5, batch_first=True),
+                lib.nn.Linear(5, 3),
+            ]
+        ).double()
+
+    def train(lib, model):
+        opt = lib.optim.SGD(model.parameters(), lr=0.5)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            packed = lib.nn.utils.rnn.pack_padded_sequence(
+                model[0](lib.tensor(tokens)),
+                lib.tensor(lengths),
+                batch_first=True,
+                enforce_sorted=False,
+            )
+            _, (h_n, _) = model[1](packed)
+            loss = lib.nn.functional.cross_entropy(model[2](h_n[-1]), lib.tensor(labels))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    t_model, e_model = build(torch_mod), build(ember)
+    e_model.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_model.state_dict().items()})
+    t_losses, e_losses = train(torch_mod, t_model), train(ember, e_model)
+    assert t_losses[-1] < t_losses[0]
+    np.testing.assert_allclose(e_losses, t_losses, rtol=1e-9)
+    for k, v in t_model.state_dict().items():
+        np.testing.assert_allclose(e_model.state_dict()[k].numpy(), v.numpy(), rtol=1e-8, err_msg=k)
