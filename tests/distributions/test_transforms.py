@@ -139,7 +139,7 @@ def test_registries_map_into_the_constraint_as_torch(constraint, registry, torch
             c = c(-1.0, 2.0)
         return c, getattr(m.distributions, registry)(c)
 
-    (ce, te), (ct, tt) = make(ember), make(torch_mod)
+    (ce, te), (_, tt) = make(ember), make(torch_mod)
     assert repr(te) == repr(tt)
     x = real(2, 3)
     y = te(ember.tensor(x))

@@ -33,6 +33,8 @@ from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .multivariate_normal import MultivariateNormal, batch_mahalanobis, half_log_det
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .pareto import Pareto
@@ -246,6 +248,53 @@ def _kl_laplace_laplace(p, q):
 @register_kl(LogNormal, LogNormal)
 def _kl_lognormal_lognormal(p, q):
     return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+def _batch_trace_xxt(x):
+    """trace(X Xᵀ) per matrix of a batch: the sum of squares of its entries."""
+    return x.pow(2).sum((-2, -1))
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with different event shapes "
+            "cannot be computed"
+        )
+    p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = half_log_det(q_tril) - half_log_det(p_tril)
+    batch = ember.broadcast_shapes(tuple(q_tril.shape[:-2]), tuple(p_tril.shape[:-2]))
+    n = p.event_shape[0]
+    shape = tuple(batch) + (n, n)
+    # trace(Σq⁻¹ Σp) = |Lq⁻¹ Lp|²_F
+    term2 = _batch_trace_xxt(
+        _linalg().solve_triangular(q_tril.expand(shape), p_tril.expand(shape), upper=False)
+    )
+    term3 = batch_mahalanobis(q_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_via_full_covariance(p, q):
+    # through the dense factors: exact, O(n³) instead of the low-rank O(n m²)
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two (Low Rank) Multivariate Normals with different event "
+            "shapes cannot be computed"
+        )
+    return _kl_multivariatenormal_multivariatenormal(
+        MultivariateNormal(p.loc, scale_tril=p.scale_tril, validate_args=False),
+        MultivariateNormal(q.loc, scale_tril=q.scale_tril, validate_args=False),
+    )
+
+
+def _linalg():
+    from .. import linalg
+
+    return linalg
 
 
 @register_kl(Normal, Normal)
