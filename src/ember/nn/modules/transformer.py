@@ -14,7 +14,6 @@ from ...ops.attention import multi_head_attention_forward
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .activation import GELU, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -211,6 +210,9 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         activation = _get_activation_fn(activation)
+        # imported here so that activation.py may re-export MultiheadAttention (as torch does)
+        from .activation import GELU, ReLU
+
         if activation is F.relu or isinstance(activation, ReLU):
             self.activation_relu_or_gelu = 1
         elif activation is F.gelu or isinstance(activation, GELU):
