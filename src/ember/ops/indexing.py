@@ -130,10 +130,51 @@ class IndexBackward0(Node):
         return index_put(base, self.key, g, accumulate=not self.basic)
 
 
+# Basic indexing is one view here; PyTorch records it as a chain of select/slice/unsqueeze
+# and names the node after the last of them. The node keeps that name (same backward).
+class SliceBackward0(IndexBackward0):
+    pass
+
+
+class SelectBackward0(IndexBackward0):
+    pass
+
+
+class UnsqueezeBackward0(IndexBackward0):
+    pass
+
+
+class AliasBackward0(IndexBackward0):
+    pass
+
+
+def _basic_node_class(raw_key, shape: tuple):
+    items = raw_key if isinstance(raw_key, tuple) else (raw_key,)
+    if len(items) == 1 and isinstance(items[0], slice) and items[0] == slice(None):
+        return SliceBackward0
+    consuming = builtins.sum(1 for k in items if k is not None and k is not Ellipsis)
+    last, dim = AliasBackward0, 0
+    for k in items:
+        if k is None:
+            last = UnsqueezeBackward0
+        elif k is Ellipsis:
+            dim += len(shape) - consuming
+        elif isinstance(k, slice):
+            size = shape[dim] if dim < len(shape) else 0
+            if k.indices(size) != (0, size, 1):
+                last = SliceBackward0
+            dim += 1
+        else:
+            last = SelectBackward0
+            dim += 1
+    return last
+
+
 def getitem(input: Tensor, key) -> Tensor:
+    raw_key = key
     key, basic = normalize_key(input, key)
     data = input._data[key]
-    node_cls = IndexBackward0
+    node_cls = _basic_node_class(raw_key, input._data.shape) if basic else IndexBackward0
     out = result(node_cls, data, (input,), shape=input._data.shape, key=key, basic=basic)
     if basic:
         make_view(out, input, (getitem, (key,)))

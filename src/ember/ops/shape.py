@@ -485,22 +485,39 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
 
 class SliceScatterBackward0(Node):
     def backward(self, g):
-        d, s, e = self.dim, self.start, self.end
-        g_self = g.slice_scatter(g.narrow(d, s, e - s) * 0, d, s, e)
-        g_src = g.narrow(d, s, e - s) if self._edges[1] is not None else None
+        key = self.key
+        edges = self._edges
+        g_self = None
+        if edges[0] is not None:
+            g_self = g.slice_scatter(g[key] * 0, self.dim, self.start, self.end, self.step)
+        g_src = g[key] if edges[1] is not None else None
         return g_self, g_src
 
 
 def slice_scatter(
     input: Tensor, src: Tensor, dim: int = 0, start=None, end=None, step: int = 1
 ) -> Tensor:
+    """A copy of ``input`` with ``input[..., start:end:step, ...]`` (along ``dim``) = ``src``."""
     data = input._data
-    d = wrap_dim(dim, data.ndim, "slice_scatter")
+    d = wrap_dim(dim, builtins.max(data.ndim, 1), "slice_scatter")
+    if step is None:
+        step = 1
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
     s, e, _ = slice(start, end).indices(data.shape[d])
+    e = builtins.max(e, s)
     out = data.copy()
-    key = (slice(None),) * d + (slice(s, e),)
+    key = (slice(None),) * d + (slice(s, e, step),)
+    target = out[key].shape
+    if tuple(src._data.shape) != tuple(target):
+        raise RuntimeError(
+            f"expected src to have a size equal to the slice of self. src size = "
+            f"{list(src._data.shape)}, slice size = {list(target)}"
+        )
     out[key] = src._data
-    return result(SliceScatterBackward0, out, (input, src), dim=d, start=s, end=e)
+    return result(
+        SliceScatterBackward0, out, (input, src), dim=d, start=s, end=e, step=step, key=key
+    )
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
