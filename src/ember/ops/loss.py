@@ -117,10 +117,17 @@ def nll_loss(
     input: Tensor,
     target: Tensor,
     weight: Tensor | None = None,
+    size_average=None,
     ignore_index: int = -100,
+    reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
-    """``-input[n, target[n], ...] * weight[target[n]]``, reduced; class axis 1 (0 for 1-d)."""
+    """``-input[n, target[n], ...] * weight[target[n]]``, reduced; class axis 1 (0 for 1-d).
+
+    >>> nll_loss(ember.tensor([[-1.0, -2.0]]), ember.tensor([1]))
+    tensor(2.)
+    """
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     data, t = input._data, target._data

@@ -173,7 +173,7 @@ def cross_entropy(
         if reduction == "mean":
             return loss.sum() / (input.numel() // classes if input.numel() else 1)
         return _reduce(loss, reduction)
-    nll = nll_loss(log_probs, target, weight, ignore_index, reduction)
+    nll = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0:
         return nll
     ignored = target == ignore_index
