@@ -409,3 +409,30 @@ def test_packed_lstm_classifier_training_matches_torch(torch_mod):
     np.testing.assert_allclose(e_losses, t_losses, rtol=1e-9)
     for k, v in t_model.state_dict().items():
         np.testing.assert_allclose(e_model.state_dict()[k].numpy(), v.numpy(), rtol=1e-8, err_msg=k)
+
+
+@pytest.mark.parametrize("name", ["rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell"])
+def test_torch_level_cell_functions_match_torch(name, torch_mod):
+    from ember.nn.modules import rnn_cells
+
+    gates = {"lstm_cell": 4, "gru_cell": 3}.get(name, 1)
+    rng = np.random.default_rng(12)
+    arrays = [
+        rng.standard_normal((2, 3)),
+        rng.standard_normal((2, 4)),
+        rng.standard_normal((gates * 4, 3)),
+        rng.standard_normal((gates * 4, 4)),
+        rng.standard_normal(gates * 4),
+        rng.standard_normal(gates * 4),
+    ]
+    (x, h, *ws_e), (xt, ht, *ws_t) = (
+        [ember.tensor(a, requires_grad=True) for a in arrays],
+        [torch_mod.tensor(a, requires_grad=True) for a in arrays],
+    )
+    if name == "lstm_cell":
+        out_e = rnn_cells.lstm_cell(x, (h, h * 0.5), *ws_e)
+        out_t = torch_mod.lstm_cell(xt, (ht, ht * 0.5), *ws_t)
+    else:
+        out_e = getattr(rnn_cells, name)(x, h, *ws_e)
+        out_t = getattr(torch_mod, name)(xt, ht, *ws_t)
+    _assert_same(out_e, out_t, [x, h, *ws_e], [xt, ht, *ws_t])

@@ -42,6 +42,28 @@ def gru_step(gates_x: Tensor, h: Tensor, w_hh: Tensor, b_hh) -> Tensor:
     return n + z * (h - n)
 
 
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None):
+    """``torch.rnn_tanh_cell``: one tanh RNN step on (N, I) input, (N, H) state."""
+    return rnn_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh, relu=False)
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None):
+    """``torch.rnn_relu_cell``: one ReLU RNN step."""
+    return rnn_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh, relu=True)
+
+
+def lstm_cell(input: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None):
+    """``torch.lstm_cell``: one LSTM step; ``hx`` is (h, c); returns (h', c')."""
+    if len(hx) != 2:
+        raise RuntimeError("lstm_cell expects two hidden states")
+    return lstm_step(linear(input, w_ih, b_ih), hx[0], hx[1], w_hh, b_hh)
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None):
+    """``torch.gru_cell``: one GRU step."""
+    return gru_step(linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
 def check_sizes(input_size: int, hidden_size: int, num_layers: int = 1) -> None:
     """PyTorch's constructor checks shared by the cells and the layers."""
     for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
