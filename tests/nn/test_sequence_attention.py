@@ -343,3 +343,21 @@ def test_encoder_layer_with_an_activation_module_matches_torch(torch_mod):
     assert e.activation_relu_or_gelu == t.activation_relu_or_gelu == 2
     x = np.random.default_rng(6).standard_normal((4, 2, 8))
     _close(e(ember.tensor(x)), t(torch_mod.tensor(x)))
+
+
+def test_encoder_is_causal_hint_matches_torch(torch_mod):
+    def make(nn):
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        return nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+
+    e, t = _pair(make, torch_mod, check_repr=False)
+    x = np.random.default_rng(7).standard_normal((2, 5, 8))
+    mask = np.triu(np.full((5, 5), -np.inf), 1)
+    for hint in (True, None):
+        _close(
+            e(ember.tensor(x), mask=ember.tensor(mask), is_causal=hint),
+            t(torch_mod.tensor(x), mask=torch_mod.tensor(mask), is_causal=hint),
+        )
+    for lib, m in ((ember, e), (torch_mod, t)):
+        with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+            m(lib.tensor(x), is_causal=True)
