@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.ops import linalg_decompositions as dec
 from ember.ops import linalg_functions as fun
 from ember.ops import linalg_products as prod
 from tests.helpers import arrays_for, check_gradients, compare_with_torch
@@ -23,6 +24,8 @@ LEGACY = {
     "baddbmm": prod.baddbmm,
     "addbmm": prod.addbmm,
     "trace": prod.trace,
+    "ormqr": fun.ormqr,
+    "geqrf": dec.geqrf,
 }
 
 
@@ -193,3 +196,27 @@ def test_add_products_and_trace_match_torch():
     compare_with_torch(lambda m, x: top(m, "trace")(x), [np.arange(9).reshape(3, 3)], grad=False)
     with pytest.raises(RuntimeError, match="expected a matrix"):
         top(ember, "trace")(ember.ones(3))
+
+
+def test_geqrf_and_ormqr_match_torch():
+    a, c, r = arrays_for([(2, 4, 3), (2, 4, 2), (2, 3, 4)], seed=12)
+    compare_with_torch(lambda m, x: top(m, "geqrf")(x), [a], grad=False)
+    for left, transpose, other in [(True, False, c), (True, True, c), (False, True, r)]:
+        fn = lambda m, x, y: top(m, "ormqr")(*top(m, "geqrf")(x.detach()), y, left, transpose)
+        compare_with_torch(fn, [a, other])
+    householder = lambda m, x, t, y: top(m, "ormqr")(x, t, y, True, True)
+    compare_with_torch(householder, [a, a[..., 0, :], c])
+    check_gradients(householder, [a[0], a[0, 0, :], c[0]], gradgrad=False)
+    with pytest.raises(RuntimeError, match="derivative for 'geqrf' is not implemented"):
+        top(ember, "geqrf")(ember.ones(3, 2, requires_grad=True))[0].sum().backward()
+
+
+def test_det_matches_torch_with_gradients():
+    (a,) = arrays_for([(2, 3, 3)], seed=13)
+    compare_with_torch(lambda m, x: m.linalg.det(x), [a])
+    compare_with_torch(lambda m, x: m.linalg.det(x), [a], dtype=np.float32, atol=1e-5, rtol=1e-4)
+    check_gradients(lambda m, x: m.linalg.det(x), [a[0]])
+    # rank n-1: the gradient is the cofactor matrix, not zero
+    singular = ember.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    ember.linalg.det(singular).backward()
+    np.testing.assert_allclose(singular.grad.numpy(), [[4.0, -2.0], [-2.0, 1.0]])

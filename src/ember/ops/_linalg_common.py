@@ -45,6 +45,7 @@ LuFactorResult = _result_type("linalg_lu_factor", "LU pivots")
 LuFactorExResult = _result_type("linalg_lu_factor_ex", "LU pivots info")
 LstsqResult = _result_type("linalg_lstsq", "solution residuals rank singular_values")
 TriangularSolveResult = _result_type("triangular_solve", "solution cloned_coefficient")
+GeqrfResult = _result_type("geqrf", "a tau")
 
 
 def shape_str(t: Tensor) -> str:

@@ -21,6 +21,7 @@ from ._dispatch import array_module, result, wrap
 from ._linalg_common import (
     CholeskyExResult,
     EighResult,
+    GeqrfResult,
     LinAlgError,
     LuFactorExResult,
     LuFactorResult,
@@ -595,3 +596,30 @@ def lu_legacy(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:
     """``torch.lu`` (deprecated in PyTorch): ``(LU, pivots)``, plus ``infos`` when asked."""
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
     return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+# --------------------------------------------------------------------------------------------
+# geqrf (LAPACK's packed QR; not differentiable in PyTorch either)
+# --------------------------------------------------------------------------------------------
+class GeqrfBackward0(Node):
+    def backward(self, g):
+        raise RuntimeError("the derivative for 'geqrf' is not implemented.")
+
+
+def geqrf(input: Tensor) -> tuple:
+    """``(a, tau)``: R on and above the diagonal of ``a``, Householder vectors below it."""
+    op = "geqrf"
+    if input._data.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    check_matrix(op, input, "input")
+    a = input._data
+    xp = array_module(a)
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        h = xp.zeros(a.shape, dtype=a.dtype)
+        tau = xp.zeros(a.shape[:-2] + (min(m, n),), dtype=a.dtype)
+    else:
+        h, tau = xp.linalg.qr(a, mode="raw")
+        h = xp.ascontiguousarray(xp.swapaxes(h, -1, -2))  # LAPACK's column-major result
+    packed = result(GeqrfBackward0, h.astype(a.dtype, copy=False), (input,))
+    return GeqrfResult(packed, wrap(tau.astype(a.dtype, copy=False)))

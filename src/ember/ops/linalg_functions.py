@@ -340,6 +340,28 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     return Q[..., :, :n]
 
 
+def ormqr(
+    input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False
+) -> Tensor:
+    """``other`` multiplied by the full Q of ``geqrf``'s ``(input, tau)``: Q C, Qᵀ C, C Q or
+    C Qᵀ."""
+    op = "torch.ormqr"
+    if other.ndim != input.ndim:
+        raise RuntimeError(
+            f"{op}: Expected other to have the same number of dimensions as input, but got "
+            f"other.ndim equal to {other.ndim} and input.ndim is equal to {input.ndim}"
+        )
+    m, n = input.shape[-2:]
+    k = tau.shape[-1]
+    # Householder reflectors beyond the k-th are identities (τ = 0): Q as a full m×m matrix
+    batch = tuple(input.shape[:-2])
+    square = cat([input, (input[..., :1] * 0).expand(batch + (m, m - n))], -1) if m > n else input
+    full_tau = cat([tau, (tau[..., :1] * 0).expand(batch + (m - k,))], -1) if m > k else tau
+    Q = householder_product(square[..., :, :m], full_tau)
+    Q = Q.mT if transpose else Q
+    return Q @ other if left else other @ Q
+
+
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """``torch.linalg.diagonal``: the diagonal of each matrix (dims -2, -1 by default)."""
     return A.diagonal(offset, dim1, dim2)
