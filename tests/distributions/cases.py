@@ -93,6 +93,16 @@ CONTINUOUS.update(
             [real(2, 3), positive(3) * 2],
             real(2, 3),
         ),
+        "ContinuousBernoulli_probs": (
+            lambda m, p: m.distributions.ContinuousBernoulli(probs=p),
+            [np.array([[0.2, 0.4995, 0.7], [0.9, 0.3, 0.5002]])],
+            unit(2, 3),
+        ),
+        "ContinuousBernoulli_logits": (
+            lambda m, lg: m.distributions.ContinuousBernoulli(logits=lg),
+            [real(2, 3)],
+            unit(2, 3),
+        ),
         "RelaxedBernoulli": (
             lambda m, t, p: m.distributions.RelaxedBernoulli(t, probs=p),
             [positive(2, 3), unit(2, 3)],

@@ -120,6 +120,12 @@ PAIRS = {
         [real(2, 3), positive(2, 3)],
         [real(2, 3), positive(2, 3)],
     ),
+    "ContinuousBernoulli": (
+        lambda m, p: m.distributions.ContinuousBernoulli(p),
+        lambda m, p: m.distributions.ContinuousBernoulli(p),
+        [unit(3)],
+        [unit(3)],
+    ),
     "Exponential_Gamma": (
         lambda m, r: m.distributions.Exponential(r),
         lambda m, c, r: m.distributions.Gamma(c, r),

@@ -33,6 +33,7 @@ MOMENT_CASES = {
     "Weibull": lambda: D.Weibull(_t(1.0, 2.0), _t(1.5, 3.0)),
     "Pareto": lambda: D.Pareto(_t(1.0, 2.0), _t(5.0, 6.0)),
     "Bernoulli": lambda: D.Bernoulli(_t(0.2, 0.7)),
+    "ContinuousBernoulli": lambda: D.ContinuousBernoulli(_t(0.2, 0.4999, 0.9)),
     "Geometric": lambda: D.Geometric(_t(0.3, 0.8)),
     "Poisson": lambda: D.Poisson(_t(0.5, 4.0)),
     "Binomial": lambda: D.Binomial(_t(5.0, 10.0), _t(0.3, 0.6)),

@@ -18,6 +18,7 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -54,6 +55,7 @@ __all__ = [
     "Categorical",
     "Cauchy",
     "Chi2",
+    "ContinuousBernoulli",
     "Dirichlet",
     "Distribution",
     "ExpRelaxedCategorical",
