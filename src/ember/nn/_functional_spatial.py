@@ -218,7 +218,6 @@ def avg_pool3d(
         count_include_pad,
         divisor_override,
         3,
-        "alpha_dropout",
         "avg_pool3d",
     )
 

@@ -143,8 +143,8 @@ def _kept_positions(input: Tensor, offsets, include_last_offset: bool, xp):
 def _bag_max(rows: Tensor, ids, bags: int, empty: Tensor, xp) -> Tensor:
     """Per bag and dimension, the first maximal row (empty bags give zeros)."""
     data = rows._data
-    if data.shape[0] == 0:
-        return empty
+    if data.shape[0] == 0:  # every bag empty: zeros, still connected to weight
+        return empty + rows.sum(0) * 0
     present = xp.unique(ids)
     starts = xp.searchsorted(ids, present)
     best = xp.maximum.reduceat(data, starts, axis=0)  # (bags present, D)

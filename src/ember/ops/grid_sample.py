@@ -8,6 +8,7 @@ to both the input and the grid, and to any order. Each output value sums 2^d (li
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 
 import numpy as np
@@ -123,7 +124,7 @@ def grid_sample(
     n, c = input.shape[:2]
     sizes = tuple(input.shape[2:])  # (H, W) or (D, H, W)
     out_shape = tuple(grid.shape[1:-1])
-    plane = input.reshape(n, c, -1)
+    plane = input.reshape(n, c, math.prod(sizes))
     # grid's last axis is (x, y[, z]): the reverse of the input's spatial order
     coords = []
     for axis in range(nd):
@@ -142,7 +143,8 @@ def grid_sample(
             inside = ok if inside is None else inside & ok
             clipped = pos.clamp(0, sizes[axis] - 1)
             flat = clipped if flat is None else flat * sizes[axis] + clipped
-        index = flat.long().reshape(n, 1, -1).expand(n, c, flat[0].numel())
+        count = math.prod(out_shape)
+        index = flat.long().reshape(n, 1, count).expand(n, c, count)
         values = plane.gather(2, index).reshape((n, c) + out_shape)
         return values * inside.unsqueeze(1).to(input.dtype)
 

@@ -71,8 +71,9 @@ def gather_from_plane(input: Tensor, index, op_name: str = "MaxPoolBackward0") -
     data = input._data
     xp = array_module(data)
     n, c = data.shape[:2]
-    flat = data.reshape(n, c, -1)
-    picked = xp.take_along_axis(flat, index.reshape(n, c, -1), axis=2).reshape(index.shape)
+    flat = data.reshape(n, c, math.prod(data.shape[2:]))
+    wanted = index.reshape(n, c, math.prod(index.shape[2:]))
+    picked = xp.take_along_axis(flat, wanted, axis=2).reshape(index.shape)
     return result(
         _GatherFromPlaneBackward,
         picked,
@@ -91,7 +92,8 @@ def scatter_to_plane(values: Tensor, index, shape) -> Tensor:
     out = xp.zeros((n, c, math.prod(shape[2:])), dtype=data.dtype)
     rows = xp.arange(n)[:, None, None]
     chans = xp.arange(c)[None, :, None]
-    xp.add.at(out, (rows, chans, index.reshape(n, c, -1)), data.reshape(n, c, -1))
+    count = math.prod(index.shape[2:])
+    xp.add.at(out, (rows, chans, index.reshape(n, c, count)), data.reshape(n, c, count))
     return result(_ScatterToPlaneBackward, out.reshape(shape), (values,), index=index)
 
 
@@ -117,9 +119,10 @@ def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tens
         ok = ok & valid[a].reshape(tuple(shape))
     full = (n, c) + tuple(np.broadcast_shapes(np.shape(flat)[lead:], np.shape(ok)[lead:]))
     out_shape = full[2 : 2 + nd]
-    flat = xp.broadcast_to(flat, full).reshape((n, c, -1))
-    windows = xp.take_along_axis(data.reshape(n, c, -1), flat, axis=2)
-    windows = windows.reshape((n, c) + out_shape + (-1,))
+    taps = math.prod(full[2 + nd :])
+    flat = xp.broadcast_to(flat, full).reshape((n, c, math.prod(full[2:])))
+    windows = xp.take_along_axis(data.reshape(n, c, math.prod(sizes)), flat, axis=2)
+    windows = windows.reshape((n, c) + out_shape + (taps,))
     flat = flat.reshape(windows.shape)
     if not bool(xp.all(ok)):
         lowest = -xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).min

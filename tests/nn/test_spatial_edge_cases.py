@@ -1,0 +1,69 @@
+"""Zero-size inputs and the export lists of the spatial layers."""
+
+import pytest
+
+import ember
+from ember.nn import _functional_spatial
+from ember.nn.modules import _spatial_exports
+
+ZERO_SIZE = {
+    "conv3d": lambda m: m.nn.functional.conv3d(_x(m, 0, 2, 3, 3, 3), m.zeros(4, 2, 2, 2, 2)),
+    "conv_transpose1d": lambda m: m.nn.functional.conv_transpose1d(
+        _x(m, 0, 2, 3), m.zeros(2, 4, 2)
+    ),
+    "max_pool3d": lambda m: m.nn.functional.max_pool3d(_x(m, 0, 2, 4, 4, 4), 2),
+    "avg_pool3d": lambda m: m.nn.functional.avg_pool3d(_x(m, 0, 2, 4, 4, 4), 2),
+    "adaptive_max_pool2d": lambda m: m.nn.functional.adaptive_max_pool2d(_x(m, 0, 2, 4, 4), 2),
+    "adaptive_max_pool2d_to_zero": lambda m: m.nn.functional.adaptive_max_pool2d(
+        _x(m, 2, 2, 4, 4), 0
+    ),
+    "fractional_max_pool2d": lambda m: m.nn.functional.fractional_max_pool2d(
+        _x(m, 0, 2, 4, 4), 2, output_size=2
+    ),
+    "max_unpool2d": lambda m: m.nn.functional.max_unpool2d(
+        _x(m, 0, 2, 2, 2), m.zeros(0, 2, 2, 2, dtype=m.int64), 2
+    ),
+    "lp_pool2d": lambda m: m.nn.functional.lp_pool2d(_x(m, 0, 2, 4, 4), 2, 2),
+    "interpolate": lambda m: m.nn.functional.interpolate(
+        _x(m, 0, 2, 4, 4), scale_factor=2, mode="bilinear"
+    ),
+    "grid_sample": lambda m: m.nn.functional.grid_sample(
+        _x(m, 0, 2, 4, 4), m.zeros(0, 3, 3, 2), align_corners=False
+    ),
+    "grid_sample_empty_grid": lambda m: m.nn.functional.grid_sample(
+        _x(m, 1, 2, 4, 4), m.zeros(1, 0, 3, 2), align_corners=False
+    ),
+    "instance_norm": lambda m: m.nn.functional.instance_norm(_x(m, 0, 2, 4, 4)),
+    "local_response_norm": lambda m: m.nn.functional.local_response_norm(_x(m, 0, 2, 4, 4), 2),
+    "pixel_shuffle": lambda m: m.nn.functional.pixel_shuffle(_x(m, 0, 4, 4, 4), 2),
+    "embedding_bag_max": lambda m: m.nn.functional.embedding_bag(
+        m.zeros(0, dtype=m.int64), _x(m, 3, 2), m.tensor([0]), mode="max"
+    ),
+}
+
+
+def _x(m, *shape):
+    return m.zeros(*shape, requires_grad=True)
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_SIZE))
+def test_zero_size_inputs_give_torch_shapes_and_backward(torch_mod, name):
+    mine, ref = ZERO_SIZE[name](ember), ZERO_SIZE[name](torch_mod)
+    assert tuple(mine.shape) == tuple(ref.shape)
+    assert mine.requires_grad == ref.requires_grad
+    mine.sum().backward()
+
+
+def test_every_exported_name_is_reachable():
+    for name in _functional_spatial.__all__:
+        assert getattr(ember.nn.functional, name) is getattr(_functional_spatial, name), name
+    for name in _spatial_exports.__all__:
+        assert getattr(ember.nn, name) is getattr(_spatial_exports, name), name
+    assert len(set(_functional_spatial.__all__)) == len(_functional_spatial.__all__)
+
+
+def test_exported_names_exist_in_torch(torch_mod):
+    for name in _functional_spatial.__all__:
+        assert hasattr(torch_mod.nn.functional, name), name
+    for name in _spatial_exports.__all__:
+        assert hasattr(torch_mod.nn, name), name
