@@ -220,3 +220,9 @@ def test_det_matches_torch_with_gradients():
     singular = ember.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
     ember.linalg.det(singular).backward()
     np.testing.assert_allclose(singular.grad.numpy(), [[4.0, -2.0], [-2.0, 1.0]])
+
+
+def test_cond_of_a_singular_matrix_is_infinite_like_torch():
+    singular = np.stack([np.array([[1.0, 2.0], [2.0, 4.0]]), np.eye(2)])
+    for p in ("fro", 1, float("inf")):
+        compare_with_torch(lambda m, x: m.linalg.cond(x, p), [singular], grad=False)

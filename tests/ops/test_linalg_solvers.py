@@ -170,6 +170,7 @@ def test_pinv_hermitian_tolerances_and_pinverse():
     for kwargs in [{}, {"atol": 0.01}, {"rtol": 1e-2}, {"atol": 1e-6, "rtol": 0.5}]:
         compare_with_torch(lambda m, x: m.linalg.pinv(x, **kwargs), [low_rank], grad=False)
     compare_with_torch(lambda m, x: top(m, "pinverse")(x, 1e-2), [low_rank], grad=False)
+    compare_with_torch(lambda m, x: m.linalg.pinv(x, rcond=1e-2), [low_rank], grad=False)
     compare_with_torch(lambda m, x: m.linalg.pinv(x @ x.mT, hermitian=True), [a])
 
 

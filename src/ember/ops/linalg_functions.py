@@ -18,7 +18,7 @@ from ._linalg_common import check_matrix
 from .linalg import matmul
 from .linalg import matrix_norm as _matrix_norm_basic
 from .linalg_decompositions import svdvals
-from .linalg_solvers import inv
+from .linalg_solvers import inv, inv_ex
 from .reduction import vector_norm
 from .shape import broadcast_tensors, cat, stack
 
@@ -177,7 +177,13 @@ def cond(A: Tensor, p=None) -> Tensor:
         big, small = s[..., 0], s[..., -1]
         return small / big if p == -2 else big / small
     check_matrix("linalg.cond", A, "A", square=True)
-    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+    inverse, info = inv_ex(A)
+    out = matrix_norm(A, p) * matrix_norm(inverse, p)
+    if bool(info._data.any()):  # singular matrices: an infinite condition number, no error
+        from .elementwise import where
+
+        out = where(info != 0, float("inf"), out)
+    return out
 
 
 # --------------------------------------------------------------------------------------------

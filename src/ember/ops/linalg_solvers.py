@@ -367,8 +367,13 @@ def _nonzero(value) -> bool:
     return value != 0
 
 
-def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
-    """The Moore-Penrose pseudo-inverse; singular values below max(atol, rtol·σ₁) count as 0."""
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, rcond=None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse; singular values below max(atol, rtol·σ₁) count as 0.
+
+    ``rcond`` is PyTorch's older name for ``rtol``.
+    """
+    if rcond is not None:
+        rtol = rcond
     op = "linalg.pinv"
     if A._data.ndim < 2 or A._data.dtype.kind != "f":
         raise RuntimeError(
