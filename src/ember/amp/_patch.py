@@ -90,6 +90,14 @@ def _dtype_position(fn):
     return names.index("dtype") if "dtype" in names else None
 
 
+def _innermost(fn):
+    """The op under decorators (``out=`` handling, deprecation notes): the function that
+    Tensor methods and the other modules hold, so that swapping it reaches every path."""
+    while isinstance(getattr(fn, "__wrapped__", None), types.FunctionType):
+        fn = fn.__wrapped__
+    return fn
+
+
 _resolved: list = [-1, []]  # (number of loaded modules when resolved, [(function, row)])
 
 
@@ -107,7 +115,7 @@ def _functions() -> list:
             module = sys.modules.get(module_name)
             if module is None:
                 continue  # a namespace nobody imported has no op anyone can call
-            fn = getattr(module, name, None)
+            fn = _innermost(getattr(module, name, None))
             if isinstance(fn, types.FunctionType) and id(fn) not in found:
                 found[id(fn)] = (fn, dict(zip(policy.DEVICES, categories)))
     _resolved[0], _resolved[1] = len(sys.modules), list(found.values())
