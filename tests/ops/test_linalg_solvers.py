@@ -218,3 +218,20 @@ def test_legacy_lu_and_lu_solve_match_torch():
     a, b = arrays_for([(2, 3, 3), (2, 3, 2)], seed=12)
     compare_with_torch(lambda m, x: pick(m, "lu")(x, get_infos=True), [a])
     compare_with_torch(lambda m, x, y: pick(m, "lu_solve")(y, *pick(m, "lu")(x)), [a, b])
+
+
+def test_ldl_factor_and_solve_match_torch(torch_mod):
+    a, b = arrays_for([(2, 4, 4), (2, 4, 2)], seed=13)
+    sym = lambda m, x: x + x.mT
+    compare_with_torch(lambda m, x: m.linalg.ldl_factor(sym(m, x)), [a], grad=False)
+    compare_with_torch(lambda m, x: m.linalg.ldl_factor_ex(sym(m, x)), [a], grad=False)
+    solve = lambda m, x, y: m.linalg.ldl_solve(*m.linalg.ldl_factor(sym(m, x)), y)
+    compare_with_torch(solve, [a, b], grad=False)
+    X = solve(ember, ember.tensor(a), ember.tensor(b))
+    np.testing.assert_allclose((ember.tensor(a + a.swapaxes(-1, -2)) @ X).numpy(), b, atol=1e-10)
+    _, _, info = ember.linalg.ldl_factor_ex(ember.zeros(2, 2))
+    assert info.item() == 1
+    with pytest.raises(ember.linalg.LinAlgError, match="D\\[1,1\\] is exactly zero"):
+        ember.linalg.ldl_factor(ember.zeros(2, 2))
+    with pytest.raises(RuntimeError, match="not implemented"):
+        ember.linalg.ldl_factor(ember.eye(2, requires_grad=True))[0].sum().backward()

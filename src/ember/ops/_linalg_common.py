@@ -46,6 +46,8 @@ LuFactorExResult = _result_type("linalg_lu_factor_ex", "LU pivots info")
 LstsqResult = _result_type("linalg_lstsq", "solution residuals rank singular_values")
 TriangularSolveResult = _result_type("triangular_solve", "solution cloned_coefficient")
 GeqrfResult = _result_type("geqrf", "a tau")
+LdlFactorResult = _result_type("linalg_ldl_factor", "LD pivots")
+LdlFactorExResult = _result_type("linalg_ldl_factor_ex", "LD pivots info")
 
 
 def shape_str(t: Tensor) -> str:

@@ -22,6 +22,8 @@ from ._linalg_common import (
     CholeskyExResult,
     EighResult,
     GeqrfResult,
+    LdlFactorExResult,
+    LdlFactorResult,
     LinAlgError,
     LuFactorExResult,
     LuFactorResult,
@@ -623,3 +625,52 @@ def geqrf(input: Tensor) -> tuple:
         h = xp.ascontiguousarray(xp.swapaxes(h, -1, -2))  # LAPACK's column-major result
     packed = result(GeqrfBackward0, h.astype(a.dtype, copy=False), (input,))
     return GeqrfResult(packed, wrap(tau.astype(a.dtype, copy=False)))
+
+
+# --------------------------------------------------------------------------------------------
+# LDLᵀ (LAPACK sytrf with Bunch-Kaufman pivots; not differentiable in PyTorch either)
+# --------------------------------------------------------------------------------------------
+class LinalgLdlFactorExBackward0(Node):
+    def backward(self, g):
+        raise RuntimeError("derivative for aten::linalg_ldl_factor_ex is not implemented")
+
+
+def _host_matrices(a, xp):
+    host = a if is_numpy(xp) else xp.asnumpy(a)
+    return host.reshape((-1,) + host.shape[-2:])
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> tuple:
+    """``(LD, pivots, info)``: LAPACK sytrf's compact LDLᵀ of a symmetric ``A`` (lower)."""
+    op = "torch.linalg.ldl_factor_ex"
+    check_matrix(op, A, "A", square=True)
+    from scipy.linalg import lapack
+
+    a = A._data
+    xp = array_module(a)
+    n = a.shape[-1]
+    flat = _host_matrices(a, xp)
+    ld = np.zeros_like(flat)
+    piv = np.broadcast_to(np.arange(1, n + 1, dtype=np.int32), (len(flat), n)).copy()
+    info = np.zeros(len(flat), dtype=np.int32)
+    if flat.size:
+        sytrf = lapack.get_lapack_funcs("sytrf", (flat,))
+        for i, m in enumerate(flat):
+            ldu, ipiv, inf = sytrf(m, lower=1)
+            ld[i], piv[i], info[i] = np.tril(ldu), ipiv, inf
+    info = info.reshape(a.shape[:-2])
+    if check_errors and info.any():
+        idx, value = first_failure(info)
+        raise LinAlgError(
+            f"torch.linalg.ldl_factor: {batch_prefix(idx, info.ndim > 0)}The factorization "
+            f"could not be completed because D[{value},{value}] is exactly zero."
+        )
+    LD = result(LinalgLdlFactorExBackward0, xp.asarray(ld.reshape(a.shape)), (A,))
+    pivots = int_tensor(piv.reshape(a.shape[:-1]), xp)
+    return LdlFactorExResult(LD, pivots, int_tensor(info, xp))
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False) -> tuple:
+    """``(LD, pivots)`` of ``ldl_factor_ex``; a zero pivot raises ``LinAlgError``."""
+    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
+    return LdlFactorResult(LD, pivots)

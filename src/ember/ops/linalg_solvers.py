@@ -510,3 +510,37 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
 def lu_solve_legacy(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """``torch.lu_solve`` (deprecated in PyTorch): ``linalg.lu_solve`` with b first."""
     return lu_solve(LU_data, LU_pivots, b)
+
+
+class LinalgLdlSolveBackward0(Node):
+    def backward(self, g):
+        raise RuntimeError("derivative for aten::linalg_ldl_solve is not implemented")
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:
+    """Solve ``A X = B`` from ``ldl_factor``'s ``(LD, pivots)`` (LAPACK sytrs)."""
+    op = "torch.linalg.ldl_solve"
+    check_matrix(op, LD, "LD", square=True)
+    check_matrix(op, B, "B")
+    check_same_dtype(op, LD, B, "LD", "B")
+    n = LD._data.shape[-1]
+    if B._data.shape[-2] != n:
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation AX = B ({shape_str(LD)} "
+            f"and {shape_str(B)})"
+        )
+    from scipy.linalg import lapack
+
+    xp = array_module(LD._data)
+    batch = np.broadcast_shapes(LD._data.shape[:-2], B._data.shape[:-2])
+    host = [x if is_numpy(xp) else xp.asnumpy(x) for x in (LD._data, pivots._data, B._data)]
+    ld = np.broadcast_to(host[0], batch + (n, n)).reshape(-1, n, n)
+    piv = np.broadcast_to(host[1], batch + (n,)).reshape(-1, n)
+    b = np.broadcast_to(host[2], batch + host[2].shape[-2:]).reshape((-1,) + host[2].shape[-2:])
+    out = np.empty_like(b)
+    if b.size:
+        sytrs = lapack.get_lapack_funcs("sytrs", (ld,))
+        for i in range(len(b)):
+            out[i], _ = sytrs(ld[i], piv[i], b[i], lower=1)
+    out = xp.asarray(out.reshape(batch + host[2].shape[-2:]))
+    return result(LinalgLdlSolveBackward0, out, (LD, B))
