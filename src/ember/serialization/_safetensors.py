@@ -1,29 +1,26 @@
-"""ember.save / ember.load: tensors and state dicts in the safetensors format.
+"""The safetensors format: tensors and nests of them, never pickle.
 
 Files are plain safetensors (8-byte header length, JSON header, raw little-endian data), so other
 tools read their tensors; the structure around the tensors (nested dicts, lists, numbers, as in
 an optimizer's state_dict) rides in the header's ``__metadata__``. Writes are atomic: a
 temporary file in the same folder is written, flushed, fsynced and renamed over the target, so a
 crash mid-save leaves the previous file intact. Loads check the header and every offset before
-touching data, and never execute code. PyTorch ``.pt``/``.pth`` checkpoints are read with an
-unpickler that can only rebuild tensors and plain containers.
+touching data, and never execute code.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import pickle
 import struct
 import tempfile
-import zipfile
 from collections import OrderedDict
 
 import numpy as np
 
-from . import _dtype as dt
-from ._tensor import Tensor
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ._errors import SerializationError
 
 # safetensors dtype codes
 _CODE_OF = {
@@ -41,10 +38,6 @@ _CODE_OF = {
 _DTYPE_OF = {code: name for name, code in _CODE_OF.items()}
 _STRUCTURE_KEY = "ember.structure"
 _MAX_HEADER = 100 * 1024 * 1024
-
-
-class SerializationError(RuntimeError):
-    """A file that is not a valid ember/safetensors checkpoint."""
 
 
 # --- saving --------------------------------------------------------------------------------
@@ -71,8 +64,8 @@ def _flatten(obj, tensors: dict, path: str):
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     raise TypeError(
-        f"ember.save stores tensors, numbers, strings and dicts/lists of them (safetensors, "
-        f"never pickle); got {type(obj).__name__}"
+        f"ember.save to a .safetensors file stores tensors, numbers, strings and dicts/lists "
+        f"of them (never pickle); got {type(obj).__name__} (save to a .pt file to pickle it)"
     )
 
 
@@ -84,12 +77,7 @@ def _tensor_bytes(t: Tensor) -> bytes:
 
 
 def save(obj, f, *, metadata: dict | None = None) -> None:
-    """Save a tensor, a state_dict or nested dicts/lists of tensors and numbers to ``f``.
-
-    Example::
-        >>> ember.save(model.state_dict(), "model.safetensors")
-        >>> model.load_state_dict(ember.load("model.safetensors"))
-    """
+    """Save a tensor, a state_dict or nested dicts/lists of tensors and numbers as safetensors."""
     tensors: dict = {}
     structure = _flatten(obj, tensors, "")
     header: dict = {}
@@ -235,34 +223,16 @@ def _rebuild(node, tensors: dict):
     return node
 
 
-def load(f, map_location=None, *, weights_only: bool = True, mmap=None):
-    """Load what ``ember.save`` wrote (or any safetensors file, or a PyTorch .pt checkpoint)."""
-    blob = _read_all(f)
-    if blob[:4] == b"PK\x03\x04":
-        obj = _load_torch_zip(blob)
-    else:
-        arrays, meta = _parse_safetensors(blob)
-        tensors = {k: Tensor._wrap(v) for k, v in arrays.items()}
-        if _STRUCTURE_KEY in meta:
-            try:
-                obj = _rebuild(json.loads(meta[_STRUCTURE_KEY]), tensors)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise _bad("the ember structure metadata is malformed") from None
-        else:
-            obj = OrderedDict(sorted(tensors.items()))
-    if map_location is not None:
-        obj = _map(obj, lambda t: t.to(map_location))
-    return obj
-
-
-def _map(obj, fn):
-    if isinstance(obj, Tensor):
-        return fn(obj)
-    if isinstance(obj, dict):
-        return type(obj)((k, _map(v, fn)) for k, v in obj.items())
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_map(v, fn) for v in obj)
-    return obj
+def load(blob: bytes):
+    """What ``save`` wrote (or any safetensors file: a flat dict of its tensors)."""
+    arrays, meta = _parse_safetensors(blob)
+    tensors = {k: Tensor._wrap(v) for k, v in arrays.items()}
+    if _STRUCTURE_KEY in meta:
+        try:
+            return _rebuild(json.loads(meta[_STRUCTURE_KEY]), tensors)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise _bad("the ember structure metadata is malformed") from None
+    return OrderedDict(sorted(tensors.items()))
 
 
 def load_file(path, device: str = "cpu") -> dict:
@@ -276,107 +246,5 @@ def save_file(tensors: dict, path, metadata: dict | None = None) -> None:
     save(dict(tensors), path, metadata=metadata)
 
 
-# --- PyTorch checkpoints, without torch and without running pickled code -------------------
-_STORAGE_DTYPES = {
-    "FloatStorage": "float32",
-    "DoubleStorage": "float64",
-    "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16",
-    "LongStorage": "int64",
-    "IntStorage": "int32",
-    "ShortStorage": "int16",
-    "CharStorage": "int8",
-    "ByteStorage": "uint8",
-    "BoolStorage": "bool",
-}
-
-
-class _StorageType:
-    def __init__(self, dtype_name: str):
-        self.dtype_name = dtype_name
-
-
-def _rebuild_tensor_v2(
-    storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
-):
-    array, _ = storage
-    itemsize = array.itemsize
-    if size:
-        needed = storage_offset + sum((s - 1) * st for s, st in zip(size, stride)) + 1
-        if min(size) == 0:
-            needed = 0
-        if needed > array.size:
-            raise SerializationError(
-                "ember.load: a tensor in the checkpoint reaches past its storage (corrupt file)"
-            )
-    view = (
-        np.lib.stride_tricks.as_strided(
-            array[storage_offset:], shape=tuple(size), strides=tuple(s * itemsize for s in stride)
-        )
-        if array.size
-        else np.zeros(tuple(size), dtype=array.dtype)
-    )
-    t = Tensor._wrap(np.array(view, copy=True))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def _rebuild_parameter(data, requires_grad, backward_hooks, *args):
-    from .nn.parameter import Parameter
-
-    return Parameter(data, requires_grad)
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Knows how to rebuild tensors and plain containers, and nothing else."""
-
-    _ALLOWED = {
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-        ("collections", "OrderedDict"): OrderedDict,
-    }
-
-    def __init__(self, file, archive: zipfile.ZipFile, prefix: str):
-        super().__init__(file)
-        self.archive, self.prefix = archive, prefix
-        self.storages: dict = {}
-
-    def find_class(self, module: str, name: str):
-        if (module, name) in self._ALLOWED:
-            return self._ALLOWED[(module, name)]
-        if module == "torch" and name in _STORAGE_DTYPES:
-            return _StorageType(_STORAGE_DTYPES[name])
-        raise pickle.UnpicklingError(
-            f"ember.load refuses to load '{module}.{name}' from a checkpoint: only tensors and "
-            "plain containers are allowed (no code is ever executed)"
-        )
-
-    def persistent_load(self, pid):
-        if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
-            raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
-        _, storage_type, key, _location, numel = pid[:5]
-        if key not in self.storages:
-            d = dt.BY_NAME[storage_type.dtype_name]
-            try:
-                raw = self.archive.read(f"{self.prefix}data/{key}")
-            except KeyError:
-                raise SerializationError(
-                    f"ember.load: storage {key} is missing from the checkpoint"
-                ) from None
-            array = np.frombuffer(raw, dtype=d.np.newbyteorder("<") if d.np.itemsize > 1 else d.np)
-            self.storages[key] = (array.astype(d.np, copy=False), numel)
-        return self.storages[key]
-
-
-def _load_torch_zip(blob: bytes):
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(blob))
-    except zipfile.BadZipFile as exc:
-        raise SerializationError(f"ember.load: not a readable PyTorch checkpoint ({exc})") from None
-    pkl = [n for n in archive.namelist() if n.endswith("data.pkl")]
-    if not pkl:
-        raise SerializationError("ember.load: the zip archive has no data.pkl")
-    prefix = pkl[0][: -len("data.pkl")]
-    with archive.open(pkl[0]) as fh:
-        return _RestrictedUnpickler(io.BytesIO(fh.read()), archive, prefix).load()
+def read_all(f) -> bytes:
+    return _read_all(f)

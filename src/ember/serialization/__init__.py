@@ -1,0 +1,117 @@
+"""``ember.save`` / ``ember.load`` and ``ember.serialization``: PyTorch's API over two formats.
+
+- PyTorch's zip format (what ``torch.save`` writes) for any picklable object: ``ember.save``
+  writes it unless the file name ends in ``.safetensors``; ``torch.load`` reads ember's files
+  and ``ember.load`` reads torch's. ``weights_only=True`` is the default, as in PyTorch 2.6+:
+  only tensors, plain containers and allowlisted globals are rebuilt.
+- safetensors for ``*.safetensors`` files (tensors and nests of them, never pickle), what
+  ``ember demo`` writes.
+
+Writes are atomic (a temporary file in the same folder, fsynced and renamed over the target);
+loads validate every record before using it and raise ``SerializationError``.
+
+Example::
+    >>> ember.save(model.state_dict(), "model.pt")
+    >>> model.load_state_dict(ember.load("model.pt"))
+"""
+
+from __future__ import annotations
+
+import os
+
+from .._tensor import Tensor
+from . import _safetensors, _torch_zip
+from ._errors import SerializationError
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+from ._safetensors import load_file, save_file
+
+DEFAULT_PROTOCOL = 2
+
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "SerializationError",
+    "add_safe_globals",
+    "clear_safe_globals",
+    "get_safe_globals",
+    "load",
+    "load_file",
+    "safe_globals",
+    "save",
+    "save_file",
+]
+
+
+def _is_safetensors_path(f) -> bool:
+    return isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".safetensors")
+
+
+def save(
+    obj,
+    f,
+    pickle_module=None,
+    pickle_protocol: int = DEFAULT_PROTOCOL,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+    *,
+    metadata: dict | None = None,
+) -> None:
+    """Save ``obj`` to a path or file object: PyTorch's zip format, or safetensors for
+    ``*.safetensors`` paths (``metadata``: extra strings for the safetensors header)."""
+    if _is_safetensors_path(f):
+        _safetensors.save(obj, f, metadata=metadata)
+        return
+    if metadata is not None:
+        raise ValueError("ember.save: metadata= is only stored in .safetensors files")
+    if not _use_new_zipfile_serialization:
+        raise NotImplementedError(
+            "ember.save writes PyTorch's zip format only (_use_new_zipfile_serialization=True)"
+        )
+    payload = _torch_zip.dumps(obj, pickle_protocol)
+    if isinstance(f, (str, os.PathLike)):
+        _safetensors._atomic_write(os.fspath(f), [payload])
+    else:
+        f.write(payload)
+
+
+def load(
+    f,
+    map_location=None,
+    pickle_module=None,
+    *,
+    weights_only: bool | None = None,
+    mmap=None,
+    **pickle_load_args,
+):
+    """Load what ``ember.save`` or ``torch.save`` wrote, or any safetensors file."""
+    if weights_only is None:
+        weights_only = True
+    if isinstance(f, (str, os.PathLike)) and not os.path.exists(f):
+        raise FileNotFoundError(f"[Errno 2] No such file or directory: '{os.fspath(f)}'")
+    blob = _safetensors.read_all(f)
+    if blob[:4] == b"PK\x03\x04":
+        obj = _torch_zip.loads(blob, weights_only=weights_only)
+    else:
+        obj = _safetensors.load(blob)
+    if map_location is not None:
+        obj = _map(obj, lambda t: _place(t, map_location))
+    return obj
+
+
+def _place(t: Tensor, map_location):
+    if callable(map_location):
+        return map_location(t, "cpu")
+    if isinstance(map_location, dict):
+        return t.to(map_location.get("cpu", "cpu"))
+    return t.to(map_location)
+
+
+def _map(obj, fn):
+    if isinstance(obj, Tensor):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return type(obj)((k, _map(v, fn)) for k, v in obj.items())
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_map(v, fn) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map(v, fn) for v in obj)
+    return obj
