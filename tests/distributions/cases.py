@@ -93,6 +93,21 @@ CONTINUOUS.update(
             [real(2, 3), positive(3) * 2],
             real(2, 3),
         ),
+        "InverseGamma": (
+            lambda m, c, r: m.distributions.InverseGamma(c, r),
+            [positive(2, 3) + 2.0, positive(3)],
+            positive(2, 3),
+        ),
+        "Kumaraswamy": (
+            lambda m, a, b: m.distributions.Kumaraswamy(a, b),
+            [positive(2, 3) + 0.5, positive(3) + 0.5],
+            unit(2, 3),
+        ),
+        "FisherSnedecor": (
+            lambda m, a, b: m.distributions.FisherSnedecor(a, b),
+            [positive(2, 3) * 3, positive(3) * 3],
+            positive(2, 3),
+        ),
         "ContinuousBernoulli_probs": (
             lambda m, p: m.distributions.ContinuousBernoulli(probs=p),
             [np.array([[0.2, 0.4995, 0.7], [0.9, 0.3, 0.5002]])],
@@ -184,6 +199,28 @@ DISCRETE.update(
             lambda m, c: m.distributions.Dirichlet(c),
             [positive(2, 3)],
             simplex(2, 3),
+        ),
+        "NegativeBinomial_probs": (
+            lambda m, r, p: m.distributions.NegativeBinomial(r, probs=p),
+            [positive(2, 3) * 2, unit(2, 3)],
+            RNG.integers(0, 6, size=(2, 3)).astype(np.float64),
+        ),
+        "NegativeBinomial_logits": (
+            lambda m, r, lg: m.distributions.NegativeBinomial(r, logits=lg),
+            [positive(2, 3) * 2, real(2, 3)],
+            RNG.integers(0, 6, size=(2, 3)).astype(np.float64),
+        ),
+        "LogisticNormal": (
+            lambda m, a, b: m.distributions.LogisticNormal(a, b),
+            [real(2, 2) / 2, positive(2)],
+            simplex(2, 3),
+        ),
+        "MixtureSameFamily": (
+            lambda m, lg, a, b: m.distributions.MixtureSameFamily(
+                m.distributions.Categorical(logits=lg), m.distributions.Normal(a, b)
+            ),
+            [real(2, 3), real(2, 3), positive(3)],
+            real(4, 2),
         ),
         "RelaxedOneHotCategorical": (
             lambda m, t, p: m.distributions.RelaxedOneHotCategorical(t, probs=p),

@@ -16,6 +16,7 @@ from .._tensor import Tensor
 
 __all__ = [
     "Constraint",
+    "MixtureSameFamilyConstraint",
     "boolean",
     "cat",
     "corr_cholesky",
@@ -150,6 +151,35 @@ class _IndependentConstraint(Constraint):
             f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
             f"{self.reinterpreted_batch_ndims})"
         )
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of a MixtureSameFamily: a value is checked against the components'
+    constraint with the component dim added back (and reduced again)."""
+
+    def __init__(self, base_constraint: Constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError(f"Expected a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = tuple(result.shape[: value.dim() - self.event_dim])
+        return result.reshape(keep + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
