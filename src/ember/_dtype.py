@@ -13,7 +13,7 @@ try:  # bfloat16 lives in ml_dtypes; without it ember.bfloat16 exists but cannot
 except ImportError:  # pragma: no cover - depends on the environment
     _BF16 = None
 
-BOOL, INT, FLOAT = 0, 1, 2  # promotion categories, lowest first
+BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3  # promotion categories, lowest first
 
 
 class dtype:
@@ -34,7 +34,24 @@ class dtype:
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self.category == COMPLEX
+
+    def to_real(self) -> dtype:
+        """The real dtype of a complex one (complex64 -> float32); real dtypes map to themselves."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self) -> dtype:
+        """The complex dtype holding this one's values (float64 -> complex128).
+
+        ember has no complex32 (NumPy has none): half and bfloat16 map to complex64.
+        """
+        if self.category == COMPLEX:
+            return self
+        if self is float64:
+            return complex128
+        if self.category == FLOAT:
+            return complex64
+        raise RuntimeError(f"to_complex: no complex dtype for {self!r}")
 
     @property
     def legacy_name(self) -> str:
@@ -62,9 +79,14 @@ int32 = dtype("int32", _np.dtype("int32"), INT, 4, True)
 int64 = dtype("int64", _np.dtype("int64"), INT, 8, True)
 uint8 = dtype("uint8", _np.dtype("uint8"), INT, 1, False)
 bool_ = dtype("bool", _np.dtype("bool"), BOOL, 1, False)
+complex64 = dtype("complex64", _np.dtype("complex64"), COMPLEX, 8, True)
+complex128 = dtype("complex128", _np.dtype("complex128"), COMPLEX, 16, True)
+# complex32 (torch.chalf) is omitted: NumPy and CuPy have no half-precision complex type.
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
+cfloat, cdouble = complex64, complex128
+_TO_REAL = {complex64: float32, complex128: float64}
 
 LEGACY_NAMES = {
     "float32": "Float",
@@ -77,11 +99,27 @@ LEGACY_NAMES = {
     "int8": "Char",
     "uint8": "Byte",
     "bool": "Bool",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
 }
 
-ALL = (float16, float32, float64, bfloat16, int8, int16, int32, int64, uint8, bool_)
+ALL = (
+    float16,
+    float32,
+    float64,
+    bfloat16,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    bool_,
+    complex64,
+    complex128,
+)
 BY_NAME = {d.name: d for d in ALL}
 BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
+BY_NAME.update(cfloat=complex64, cdouble=complex128)
 FROM_NUMPY = {d.np: d for d in ALL if d.np is not None}
 
 _default = [float32]
@@ -90,6 +128,12 @@ _default = [float32]
 def get_default_dtype() -> dtype:
     """The dtype of floating tensors created from Python floats (``ember.float32`` at start)."""
     return _default[0]
+
+
+def get_default_complex_dtype() -> dtype:
+    """The dtype of tensors made from Python complex numbers: complex64 when the default
+    floating dtype is float32, complex128 when it is float64."""
+    return _default[0].to_complex()
 
 
 def set_default_dtype(d: dtype) -> None:
@@ -105,7 +149,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         raise TypeError(
             f"can't convert np.ndarray of type {np_dtype}. The only supported types are: "
-            "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "
+            "int8, uint8, and bool."
         ) from None
 
 
@@ -121,6 +166,8 @@ def to_dtype(d) -> dtype:
         return int64
     if d is _builtins.float:
         return get_default_dtype()
+    if d is _builtins.complex:
+        return get_default_complex_dtype()
     if isinstance(d, str):
         name = d.rsplit(".", 1)[-1]
         if name in BY_NAME:
@@ -137,7 +184,11 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     hit = _PROMOTE.get(key)
     if hit is not None:
         return hit
-    if a.category == FLOAT and b.category == FLOAT:
+    if a.category == COMPLEX or b.category == COMPLEX:
+        # complex wins; its precision is the wider of the two real parts
+        real = promote_types(a.to_real(), b.to_real())
+        out = real.to_complex() if real.category == FLOAT else (a if a.category == COMPLEX else b)
+    elif a.category == FLOAT and b.category == FLOAT:
         if {a, b} == {float16, bfloat16}:
             out = float32
         else:
@@ -161,6 +212,11 @@ def _combine_categories(higher, lower):
         return lower
     if lower is None:
         return higher
+    if higher.category == COMPLEX:
+        return higher
+    if lower.category == COMPLEX:
+        # a complex scalar keeps a floating tensor's precision (float64 + 1j -> complex128)
+        return higher.to_complex() if higher.category == FLOAT else lower
     if higher.category == FLOAT:
         return higher
     if higher is bool_ or lower.category == FLOAT:
@@ -174,6 +230,8 @@ def scalar_dtype(value) -> dtype:
         return bool_
     if isinstance(value, _builtins.int):
         return int64
+    if isinstance(value, _builtins.complex):
+        return get_default_complex_dtype()
     return get_default_dtype()
 
 

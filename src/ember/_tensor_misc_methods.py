@@ -1,6 +1,6 @@
 """Tensor methods about metadata, memory and PyTorch's older API (no new maths): device and
-layout queries, in-place shape changes, ``apply_``/``map_``, ``new``, the real-only answers of
-the complex-number helpers.
+layout queries, in-place shape changes, ``apply_``/``map_``, ``new``, and the complex-number
+helpers (real, imag, conj, angle, casts to complex).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from . import _dtype as dt
 from ._backend import array_module
 from ._tensor import Tensor
 from .autograd import grad_mode
+from .ops import complex as cx
 from .ops import elementwise as ew
 from .ops import shape as sh
 
@@ -89,35 +90,72 @@ T.is_pinned = lambda self, device=None: False
 T.pin_memory = lambda self, device=None: self
 T.is_shared = lambda self: False
 T.share_memory_ = lambda self: self
-T.is_conj = lambda self: False
 T.is_neg = lambda self: False
-T.resolve_conj = lambda self: self
 T.resolve_neg = lambda self: self
-T.conj = lambda self: self
-T.conj_physical = lambda self: self.clone()
-T.conj_physical_ = lambda self: self
 
 
-def real(self: Tensor) -> Tensor:
-    """For a real tensor, the tensor itself (PyTorch returns ``self``)."""
-    return self
+# --- complex numbers ----------------------------------------------------------------------
+# ember materialises conj, so no tensor carries a lazy conjugate bit
+T.is_conj = lambda self: False
+T.resolve_conj = lambda self: self
+T.is_complex = lambda self: self._data.dtype.kind == "c"
+T.is_floating_point = lambda self: self.dtype.category == dt.FLOAT
+T.conj = cx.conj
+T.conj_physical = cx.conj_physical
+T.sgn = cx.sgn
+T.cfloat = cx.cfloat
+T.cdouble = cx.cdouble
 
 
-def imag(self: Tensor) -> Tensor:
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+def conj_physical_(self: Tensor) -> Tensor:
+    if self._data.dtype.kind != "c":
+        return self
+    from . import _inplace
+
+    return _inplace.apply_inplace(self, cx.conj, (), "conj_physical_", needs_old=True)
 
 
 def angle(self: Tensor) -> Tensor:
-    """0 for non-negative values, π for negative ones (NaN stays NaN); gradient zero."""
+    """The argument of each element: atan2(imag, real) for complex tensors; for real ones 0
+    for non-negative values and π for negative ones (NaN stays NaN), gradient zero."""
+    if self._data.dtype.kind == "c":
+        return cx.angle(self)
     x = self if self._data.dtype.kind == "f" else self.to(dt.get_default_dtype())
     import math
 
     return ew.where(x < 0, math.pi, 0.0) + x * 0
 
 
-T.real = property(real)
-T.imag = property(imag)
+def _set_part(getter):
+    def setter(self: Tensor, value) -> None:
+        getter(self).copy_(value)
+
+    return setter
+
+
+T.conj_physical_ = conj_physical_
+T.real = property(cx.real, _set_part(cx.real))
+T.imag = property(cx.imag, _set_part(cx.imag))
 T.angle = angle
+
+
+def _requires_grad_setter(self: Tensor, value: bool) -> None:
+    # PyTorch lets floating and complex tensors require grad
+    value = bool(value)
+    if self._grad_fn is not None:
+        if value:
+            return
+        raise RuntimeError(
+            "you can only change requires_grad flags of leaf variables. If you want to use "
+            "a computed variable in a subgraph that doesn't require differentiation use "
+            "var_no_grad = var.detach()."
+        )
+    if value and self.dtype.category < dt.FLOAT:
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+    self._rg = value
+
+
+T.requires_grad = property(lambda self: self._rg, _requires_grad_setter)
 
 
 # --- in-place shape changes ---------------------------------------------------------------

@@ -20,7 +20,7 @@ def _float_formatter(values):
     big = float(nonzero.max()) if nonzero.size else 0.0
     small = float(nonzero.min()) if nonzero.size else 1.0
     if int_mode:
-        if big > 1e8:
+        if big / max(small, 1e-300) > 1000.0 or big > 1e8:
             return lambda v: _special(v) or f"{v:.4e}"
         return lambda v: _special(v) or f"{v:.0f}."
     if big / max(small, 1e-300) > 1000.0 or big > 1e8 or small < 1e-4:
@@ -34,6 +34,25 @@ def _special(v) -> str | None:
     if _np.isinf(v):
         return "inf" if v > 0 else "-inf"
     return None
+
+
+def _complex_formatter(data):
+    """Real and imaginary parts get a formatter and a width each, as PyTorch prints them."""
+    summarize = data.size > _THRESHOLD
+    parts = []
+    for part in (data.real, data.imag):
+        fmt = _formatter(part)
+        sample = _summary_values(part) if summarize and part.ndim else part.reshape(-1)
+        parts.append((fmt, _width(sample, fmt)))
+    (real_fmt, real_width), (imag_fmt, imag_width) = parts
+
+    def fmt(v):
+        imag = imag_fmt(v.imag) + "j"
+        sign = "" if imag[0] in "+-" else "+"
+        return real_fmt(v.real).rjust(real_width) + sign + imag
+
+    # rows wrap as if each element took both widths plus ", " and the "j"
+    return fmt, real_width + imag_width + 1
 
 
 def _formatter(data):
@@ -68,7 +87,7 @@ def _summary_values(data):
     )
 
 
-def _render(data, fmt, width, indent, summarize):
+def _render(data, fmt, width, indent, summarize, line_width=None):
     if data.ndim == 0:
         return fmt(data.item()).rjust(width)
     n = data.shape[0]
@@ -77,12 +96,14 @@ def _render(data, fmt, width, indent, summarize):
     else:
         idx = list(range(n))
     if data.ndim == 1:
-        items = ["..." if i is None else fmt(data[i].item()).rjust(width) for i in idx]
-        per_line = max(1, (80 - indent) // (width + 2))
+        # PyTorch marks the elided middle of a row with " ..." (one space more than ", ")
+        items = [" ..." if i is None else fmt(data[i].item()).rjust(width) for i in idx]
+        per_line = max(1, (80 - indent) // ((line_width or width) + 2))
         lines = [", ".join(items[k : k + per_line]) for k in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     parts = [
-        "..." if i is None else _render(data[i], fmt, width, indent + 1, summarize) for i in idx
+        "..." if i is None else _render(data[i], fmt, width, indent + 1, summarize, line_width)
+        for i in idx
     ]
     sep = "," + "\n" * (data.ndim - 1) + " " * (indent + 1)
     return "[" + sep.join(parts) + "]"
@@ -113,12 +134,17 @@ def tensor_repr(t) -> str:
     else:
         show = data.astype("float32") if d is dt.bfloat16 else data
         summarize = data.size > _THRESHOLD
-        fmt = _formatter(show)
-        sample = _summary_values(show) if summarize and show.ndim else show.reshape(-1)
-        width = _width(sample, fmt)
-        body = _render(show, fmt, width, len(prefix), summarize)
+        if show.dtype.kind == "c":
+            fmt, line_width = _complex_formatter(show)
+            body = _render(show, fmt, 0, len(prefix), summarize, line_width)
+        else:
+            fmt = _formatter(show)
+            sample = _summary_values(show) if summarize and show.ndim else show.reshape(-1)
+            width = _width(sample, fmt)
+            body = _render(show, fmt, width, len(prefix), summarize)
     default_float = dt.get_default_dtype()
-    if not (d is default_float or d is dt.int64 or d is dt.bool_):
+    default_complex = dt.get_default_complex_dtype()
+    if not (d is default_float or d is default_complex or d is dt.int64 or d is dt.bool_):
         suffixes.append(f"dtype={d!r}")
     if t._grad_fn is not None:
         suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")

@@ -13,6 +13,45 @@ def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
+def _is_complex(x) -> bool:
+    data = getattr(x, "_data", None)
+    return data is not None and data.dtype.kind == "c"
+
+
+def _realified(func, inputs: tuple):
+    """``func`` as a map between real tensors, as PyTorch's gradcheck sees complex numbers:
+    each complex input that requires grad becomes two real inputs (real and imaginary parts)
+    and each complex output two real outputs. Checking that map checks the complex gradients
+    (``∂L/∂x + i ∂L/∂y``) of the original."""
+    from ..ops.complex import complex as make_complex
+    from ..ops.complex import imag, real
+
+    expanded, split = [], []
+    for x in inputs:
+        if _is_complex(x) and x._rg:
+            expanded += [real(x).detach().clone().requires_grad_(), imag(x).detach().clone()]
+            expanded[-1].requires_grad_()
+            split.append(True)
+        else:
+            expanded.append(x)
+            split.append(False)
+
+    def real_func(*args):
+        from .grad_mode import enable_grad
+
+        rebuilt, k = [], 0
+        with enable_grad():  # a rebuilt input is a function of its parts, even under no_grad
+            for two in split:
+                rebuilt.append(make_complex(args[k], args[k + 1]) if two else args[k])
+                k += 2 if two else 1
+        outs = []
+        for o in _as_tuple(func(*rebuilt)):
+            outs += [real(o), imag(o)] if _is_complex(o) else [o]
+        return tuple(outs)
+
+    return real_func, tuple(expanded)
+
+
 def _differentiable_outputs(outputs) -> tuple:
     return tuple(o for o in _as_tuple(outputs) if hasattr(o, "_rg") and o._rg)
 
@@ -106,6 +145,9 @@ def gradcheck(
     """
     inputs = _as_tuple(inputs)
     outputs = _differentiable_outputs(func(*inputs))
+    if any(_is_complex(x) for x in inputs + outputs):
+        func, inputs = _realified(func, inputs)
+        outputs = _differentiable_outputs(func(*inputs))
     try:
         if not outputs:
             for x in inputs:
@@ -165,7 +207,7 @@ def gradgradcheck(
     inputs = _as_tuple(inputs)
     outputs = _differentiable_outputs(func(*inputs))
     if grad_outputs is None:
-        grad_outputs = tuple(randn_like(o, dtype=o.dtype).requires_grad_() for o in outputs)
+        grad_outputs = tuple(_random_like(o, randn_like) for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
     diff_positions = [i for i, x in enumerate(inputs) if hasattr(x, "_rg") and x._rg]
@@ -189,3 +231,13 @@ def gradgradcheck(
         rtol=rtol,
         raise_exception=raise_exception,
     )
+
+
+def _random_like(t, randn_like):
+    if _is_complex(t):
+        from ..ops.complex import complex as make_complex
+
+        real_dtype = t.dtype.to_real()
+        parts = (randn_like(t, dtype=real_dtype), randn_like(t, dtype=real_dtype))
+        return make_complex(*parts).requires_grad_()
+    return randn_like(t, dtype=t.dtype).requires_grad_()

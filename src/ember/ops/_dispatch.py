@@ -19,8 +19,8 @@ array_module = _backend.array_module
 grad_state = _gm.state
 watch = _watch.watch
 FLOAT, INT, BOOL = dt.FLOAT, dt.INT, dt.BOOL
-SCALAR_TYPES = (int, float, bool)
-NUMBERS = frozenset((int, float, bool))
+SCALAR_TYPES = (int, float, bool)  # complex numbers take their own branch in promote_scalar
+NUMBERS = frozenset((int, float, bool, complex))
 
 
 def wrap(data) -> Tensor:
@@ -158,6 +158,10 @@ def to_tensor(value, like: Tensor | None = None) -> Tensor:
 def cast(t: Tensor, to: dt.dtype) -> Tensor:
     if t._data.dtype == to.np:
         return t
+    if to.category == dt.COMPLEX:  # differentiable, real inputs get the real part back
+        from .complex import cast as complex_cast
+
+        return complex_cast(t, to)
     return t.to(to)
 
 
@@ -189,7 +193,7 @@ def promote_scalar(op: str, t: Tensor, s, reflected: bool = False):
             return (s, t) if reflected else (t, s)
     elif cls is int and (kind == "f" or (kind in "iu" and _fits(s, t._data.dtype))):
         return (s, t) if reflected else (t, s)
-    if cls is not float and cls is not int and cls is not bool:
+    if cls is not float and cls is not int and cls is not bool and cls is not complex:
         if isinstance(s, SCALAR_TYPES):
             s = cls.__mro__[-2](s) if cls not in (bool,) else bool(s)
         elif hasattr(s, "item") and getattr(s, "ndim", 0) == 0 and not isinstance(s, Tensor):
@@ -197,6 +201,10 @@ def promote_scalar(op: str, t: Tensor, s, reflected: bool = False):
         else:
             s = to_tensor(s, t)
             return promote(op, s, t) if reflected else promote(op, t, s)
+    if s.__class__ is complex:
+        if t._data.dtype.kind != "c":
+            t = cast(t, dt.result_type(t, s))
+        return (s, t) if reflected else (t, s)
     cat = t.dtype.category
     s_cat = BOOL if s.__class__ is bool else (INT if s.__class__ is int else FLOAT)
     if s_cat > cat:

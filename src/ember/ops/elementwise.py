@@ -13,6 +13,7 @@ from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd.node import Node
+from . import complex as _complex
 from ._dispatch import (
     _SCALAR_ARRAYS as _SCALARS,
 )
@@ -33,6 +34,7 @@ from ._dispatch import (
     wrap,
 )
 
+_conj = _complex.conj_of
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -234,6 +236,8 @@ def _make_unary(name, kernel, derivative, saves, floating):
     def op(input: Tensor) -> Tensor:
         data = input._data
         kind = data.dtype.kind
+        if kind == "c":
+            return _complex.unary(name, kernel, derivative, saves, input)
         if kind in "biu":
             if floating:
                 input = float_result(name, input)
@@ -430,7 +434,11 @@ class MulBackward0(Node):
     def backward(self, g):
         a, b = self.saved_tensors()
         edges = self._edges
-        return (g * b if edges[0] is not None else None), (g * a if edges[1] is not None else None)
+        # complex: each operand passes back g·conj(other)
+        return (
+            g * _conj(b) if edges[0] is not None else None,
+            g * _conj(a) if edges[1] is not None else None,
+        )
 
 
 def mul(input, other) -> Tensor:
@@ -478,8 +486,9 @@ class DivBackward0(Node):
     def backward(self, g):
         a, b = self.saved_tensors()
         edges = self._edges
-        ga = g / b if edges[0] is not None else None
-        gb = -g * a / (b * b) if edges[1] is not None else None  # d(a/b)/db = -a/b²
+        ga = g / _conj(b) if edges[0] is not None else None
+        # d(a/b)/db = -a/b² (conjugated for complex operands)
+        gb = -g * _conj(a) / _conj(b * b) if edges[1] is not None else None
         return ga, gb
 
 
@@ -493,12 +502,12 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         if isinstance(a, Tensor):
             a = float_result("div", a)
-        else:
+        elif a.__class__ is not complex:
             a = float(a)
         if isinstance(b, Tensor):
             b = float_result("div", b)
         elif not isinstance(a, Tensor) or a._data.dtype.kind == "f":
-            b = b if isinstance(b, float) else float(b)
+            b = b if isinstance(b, (float, complex)) else float(b)
         like = a._data if isinstance(a, Tensor) else b._data
         try:
             data = data_of(a, like) / data_of(b, like)
@@ -538,7 +547,7 @@ class PowBackward0(Node):  # tensor ** number
         e = self.exponent
         if e == 0:
             return g * 0
-        return g * (x ** (e - 1) * e)  # d x^e = e x^(e-1)
+        return g * _conj(x ** (e - 1) * e)  # d x^e = e x^(e-1)
 
 
 class PowBackward1(Node):  # tensor ** tensor
@@ -547,11 +556,13 @@ class PowBackward1(Node):  # tensor ** tensor
         edges = self._edges
         ga = gb = None
         if edges[0] is not None:
-            ga = g * (b * a ** (b - 1))
+            ga = g * _conj(b * a ** (b - 1))
         if edges[1] is not None:
             y = self.saved_output()
             # d a^b/db = a^b log a, taken as 0 where a == 0 and b >= 0 (the limit)
-            gb = (g * y * a.log()).masked_fill((a == 0) & (b >= 0), 0.0)
+            gb = g * _conj(y * a.log())
+            if a._data.dtype.kind != "c":
+                gb = gb.masked_fill((a == 0) & (b >= 0), 0.0)
         return ga, gb
 
 
@@ -562,7 +573,7 @@ class PowBackward2(Node):  # number ** tensor
         if base == 0:
             _, b = self.saved_tensors()
             return None, (g * y * -math.inf).masked_fill(b >= 0, 0.0)
-        return None, g * y * math.log(base)
+        return None, g * _conj(y * math.log(base))
 
 
 def pow(input, exponent) -> Tensor:
@@ -638,6 +649,8 @@ class MinimumBackward0(Node):
 def _selection(name: str, kernel: str, node_cls):
     def op(input, other) -> Tensor:
         a, b = promote(name, input, to_tensor(other, input))
+        if a._data.dtype.kind == "c":
+            raise RuntimeError(f"{name} not implemented for complex tensors.")
         xp = array_module(a._data)
         try:
             data = getattr(xp, kernel)(a._data, b._data)
@@ -901,12 +914,16 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
 # --------------------------------------------------------------------------------------------
 # Comparison and logical ops: never differentiable, results are bool tensors.
 # --------------------------------------------------------------------------------------------
-def _compare(name, kernel):
+def _compare(name, kernel, ordered=True):
     def op(input, other) -> Tensor:
         a, b = promote(name, input, other)
         if not isinstance(a, Tensor):
             a, b = b, a
+            if ordered and a._data.dtype.kind == "c":
+                raise _complex.not_implemented(name, a)
             return non_differentiable(name, wrap(kernel(data_of(b), a._data)), a, b)
+        if ordered and a._data.dtype.kind == "c":
+            raise _complex.not_implemented(name, a)
         try:
             out = wrap(kernel(a._data, data_of(b)))
         except ValueError:
@@ -917,8 +934,8 @@ def _compare(name, kernel):
     return op
 
 
-eq = _compare("eq", lambda a, b: a == b)
-ne = _compare("ne", lambda a, b: a != b)
+eq = _compare("eq", lambda a, b: a == b, ordered=False)
+ne = _compare("ne", lambda a, b: a != b, ordered=False)
 lt = _compare("lt", lambda a, b: a < b)
 le = _compare("le", lambda a, b: a <= b)
 gt = _compare("gt", lambda a, b: a > b)
