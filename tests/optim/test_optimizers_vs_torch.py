@@ -372,3 +372,44 @@ def test_non_contiguous_gradients_and_empty_parameters_equal_torch(name, torch_m
         results.append((w.detach().numpy().copy(), empty.detach().numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-12)
     assert not np.allclose(results[0][0], start)
+
+
+MUON_CASES = {
+    "default": dict(lr=0.02),
+    "plain_momentum": dict(lr=0.05, nesterov=False, momentum=0.9, weight_decay=0.0),
+    "moonshot_lr": dict(lr=0.01, adjust_lr_fn="match_rms_adamw", ns_steps=3),
+    "coefficients": dict(lr=0.01, ns_coefficients=(2.0, -1.5, 0.5), eps=1e-5),
+}
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (6, 4)])
+@pytest.mark.parametrize("case", sorted(MUON_CASES))
+def test_muon_equals_torch(case, shape, torch_mod):
+    rng = np.random.default_rng(4)
+    start = rng.standard_normal(shape)
+    grads = [rng.standard_normal(shape) for _ in range(5)]
+    results = []
+    for m in (ember, torch_mod):
+        w = m.tensor(start, requires_grad=True)
+        opt = m.optim.Muon([w], **MUON_CASES[case])
+        for g in grads:
+            w.grad = m.tensor(g)
+            opt.step()
+        results.append((w.detach().numpy().copy(), opt.state_dict()))
+    # the Newton-Schulz iteration runs in bfloat16 in both: equal up to a rare rounding flip
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6, atol=1e-9)
+    assert not np.allclose(results[0][0], start)
+    assert sorted(results[0][1]["state"][0]) == sorted(results[1][1]["state"][0])
+
+
+def test_muon_rejects_non_matrix_parameters_and_bad_arguments(torch_mod):
+    for m in (ember, torch_mod):
+        with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+            m.optim.Muon([m.ones(3, requires_grad=True)])
+        w = m.ones(2, 2, requires_grad=True)
+        with pytest.raises(ValueError, match="Learning rate should be >= 0 but is: -1"):
+            m.optim.Muon([w], lr=-1)
+        with pytest.raises(ValueError, match="momentum should be >= 0 but is: -0.5"):
+            m.optim.Muon([w], momentum=-0.5)
+        with pytest.raises(ValueError, match="Adjust learning rate function x is not supported"):
+            m.optim.Muon([w], adjust_lr_fn="x")
