@@ -326,7 +326,15 @@ _LAZY = frozenset(
         "viz",
     }
 )
-_LAZY_ATTRIBUTES = {"save": "serialization", "load": "serialization", "compile": "_compile"}
+_LAZY_ATTRIBUTES = {
+    "save": "serialization",
+    "load": "serialization",
+    "compile": "_compile",
+    "gru_cell": "nn.modules.rnn_cells",
+    "lstm_cell": "nn.modules.rnn_cells",
+    "rnn_relu_cell": "nn.modules.rnn_cells",
+    "rnn_tanh_cell": "nn.modules.rnn_cells",
+}
 
 
 def __getattr__(name: str):
