@@ -229,3 +229,30 @@ def test_register_kl_picks_the_most_specific_pair():
 def test_register_kl_rejects_non_distributions():
     with pytest.raises(TypeError):
         register_kl(int, Distribution)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda a, b: Normal(a - 1.0, b),
+        lambda a, b: ember.distributions.Exponential(b),
+        lambda a, b: ember.distributions.Gamma(b + 0.5, b),
+        lambda a, b: ember.distributions.Poisson(b),
+        lambda a, b: ember.distributions.Bernoulli(b / 3.0),
+        lambda a, b: ember.distributions.Beta(b, b + 1.0),
+        lambda a, b: ember.distributions.Dirichlet(ember.stack([b, b + 1.0], -1)),
+    ],
+)
+def test_bregman_divergence_of_exponential_families_equals_the_closed_form(make):
+    from ember.distributions.kl import _kl_expfamily_expfamily
+
+    a = ember.tensor(real(3), dtype=ember.float64)
+    b = ember.tensor(positive(3), dtype=ember.float64)
+    c = ember.tensor(positive(3), dtype=ember.float64)
+    p, q = make(a, b), make(-a, c)
+    np.testing.assert_allclose(
+        _kl_expfamily_expfamily(p, q).detach().numpy(),
+        kl_divergence(p, q).detach().numpy(),
+        rtol=1e-6,
+        atol=1e-10,
+    )

@@ -12,11 +12,11 @@ from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
 from .uniform import Uniform
-from .utils import broadcast_all, finfo
+from .utils import broadcast_all, euler_constant, finfo
 
 __all__ = ["Gumbel"]
 
-EULER_GAMMA = 0.57721566490153286060
+EULER_GAMMA = euler_constant
 
 
 class Gumbel(TransformedDistribution):

@@ -26,6 +26,7 @@ from .categorical import Categorical
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -42,11 +43,11 @@ from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
+from .utils import euler_constant as EULER
 from .utils import sum_rightmost
 
 __all__ = ["kl_divergence", "register_kl"]
 
-EULER = 0.57721566490153286060  # the Euler-Mascheroni constant
 _KL_REGISTRY: dict = {}  # (type_p, type_q) -> function
 _KL_MEMOIZE: dict = {}  # the dispatch result per exact pair of types
 
@@ -135,6 +136,26 @@ def infinite_like(tensor):
 
 def _where_inf(condition, value):
     return ember.where(condition, math.inf, value)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normaliser F between the natural parameters:
+    KL(p || q) = F(θq) - F(θp) - <θq - θp, ∇F(θp)>."""
+    if type(p) is not type(q):
+        raise NotImplementedError(
+            "The cross KL-divergence between different exponential families cannot be "
+            "computed using Bregman divergences"
+        )
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    with ember.enable_grad():
+        log_norm = p._log_normalizer(*p_params)
+        gradients = ember.autograd.grad(log_norm.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - log_norm
+    for pnp, qnp, g in zip(p_params, q_params, gradients):
+        result = result - sum_rightmost((qnp - pnp) * g, len(q.event_shape))
+    return result
 
 
 # ------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@ codomain and log |det Jacobian|, for TransformedDistribution and constraint regi
 
 Example::
     >>> t = ExpTransform()
-    >>> t.inv(t(ember.tensor(1.0)))
-    tensor(1.)
+    >>> t.inv(t(ember.tensor(0.0)))
+    tensor(0.)
 """
 
 from __future__ import annotations

@@ -13,9 +13,12 @@ import ember
 from .._tensor import Tensor
 from ..ops.activation import softplus
 
+euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
+
 __all__ = [
     "broadcast_all",
     "clamp_probs",
+    "euler_constant",
     "lazy_property",
     "logits_to_probs",
     "probs_to_logits",

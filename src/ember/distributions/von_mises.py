@@ -55,7 +55,7 @@ class VonMises(Distribution):
 
     Example::
         >>> ember.distributions.VonMises(0.0, 1.0).log_prob(ember.tensor(0.0))
-        tensor(-1.0991)
+        tensor(-1.0738)
     """
 
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
