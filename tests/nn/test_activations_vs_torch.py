@@ -188,3 +188,18 @@ def test_bad_arguments_raise_torch_errors():
         F.hardtanh(ember.randn(3), 1.0, -1.0)
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         F.gelu(ember.randn(3), approximate="fast")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_activations_keep_dtype_and_match_torch(dtype, torch_mod):
+    x = np.linspace(-4, 4, 8).reshape(2, 4)
+    for name in ["hardswish", "selu", "gelu", "softplus", "mish", "leaky_relu", "glu"]:
+        fn, _ = ACTIVATIONS[name]
+        e_x = ember.tensor(x).to(getattr(ember, dtype)).requires_grad_()
+        t_x = torch_mod.tensor(x).to(getattr(torch_mod, dtype)).requires_grad_()
+        e_out, t_out = fn(ember, e_x), fn(torch_mod, t_x)
+        e_out.backward(ember.ones_like(e_out))
+        t_out.backward(torch_mod.ones_like(t_out))
+        assert e_out.dtype.name == dtype and e_x.grad.dtype.name == dtype
+        for a, b in ((e_out.detach(), t_out.detach()), (e_x.grad, t_x.grad)):
+            np.testing.assert_allclose(a.float().numpy(), b.float().numpy(), rtol=3e-2, atol=3e-2)

@@ -83,7 +83,7 @@ def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
 # written with ember ops (so double backward works).
 # --------------------------------------------------------------------------------------------
 def _floating(input: Tensor, op: str) -> None:
-    if input._data.dtype.kind not in "fc":
+    if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(f"\"{op}_cpu\" not implemented for '{input.dtype.legacy_name}'")
 
 

@@ -27,7 +27,7 @@ _reduce = reduce  # inside the losses ``reduce`` is PyTorch's legacy argument
 def _floating_pair(op: str, input: Tensor, target: Tensor):
     """Both operands in their common dtype; integer inputs are refused as PyTorch does."""
     input, target = promote(op, input, target)
-    if input._data.dtype.kind not in "fc":
+    if not (input.is_floating_point() or input.is_complex()):
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{input.dtype.legacy_name}'")
     return input, target
 
@@ -165,7 +165,7 @@ def huber_loss(
     warn_if_sizes_differ(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    if input._data.dtype.kind not in "fc":
+    if not (input.is_floating_point() or input.is_complex()):
         raise NotImplementedError(f"\"huber_cpu\" not implemented for '{input.dtype.legacy_name}'")
     if target.dtype != input.dtype:  # PyTorch computes in the input's dtype
         target = target.to(input.dtype)
