@@ -456,3 +456,54 @@ def test_top_level_names():
     assert ember.autocast is ember.amp.autocast
     for name in ("is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled"):
         assert getattr(ember, name) is getattr(amp_state, name)
+
+
+# --- custom Functions: custom_fwd / custom_bwd ------------------------------------------------
+
+
+def _square_function(lib, cast_inputs):
+    seen = {}
+
+    class Square(lib.autograd.Function):
+        @staticmethod
+        @lib.amp.custom_fwd(device_type="cpu", cast_inputs=cast_inputs)
+        def forward(ctx, x):
+            seen["forward"] = (x.dtype, api(lib, "is_autocast_enabled")("cpu"))
+            ctx.save_for_backward(x)
+            return x @ x
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            seen["backward"] = api(lib, "is_autocast_enabled")("cpu")
+            (x,) = ctx.saved_tensors
+            return g @ x.mT + x.mT @ g
+
+    return Square, seen
+
+
+@pytest.mark.parametrize("cast_inputs", [None, "float32"])
+def test_custom_fwd_and_bwd_match_torch(torch_mod, cast_inputs):
+    results = []
+    for lib in (torch_mod, ember):
+        square, seen = _square_function(lib, cast_inputs and getattr(lib, cast_inputs))
+        x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        # float16: ember's Function.apply does not yet treat bfloat16 outputs as differentiable
+        with lib.amp.autocast("cpu", dtype=lib.float16):
+            y = square.apply(x.to(lib.float16))
+        y.float().sum().backward()
+        results.append(
+            (
+                str(seen["forward"][0]).split(".")[-1],
+                seen["forward"][1],
+                seen["backward"],
+                str(y.dtype).split(".")[-1],
+                x.grad.tolist(),
+            )
+        )
+    assert results[0] == results[1]
+    assert results[1][:4] == (
+        ("float16", True, True, "float16")
+        if cast_inputs is None
+        else ("float32", False, False, "float32")
+    )
