@@ -9,6 +9,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
+from .complex import conj_of
 from .reduction import vector_norm
 from .shape import stack
 
@@ -35,6 +36,8 @@ class MmBackward0(Node):
 
     def backward(self, g):
         a, b = self.saved_tensors()  # each saved only when the other needs a gradient
+        # complex operands pass back the conjugate of the other (no-op for real ones)
+        a, b = conj_of(a), conj_of(b)
         edges = self._edges
         a1, b1 = self.a_dim == 1, self.b_dim == 1
         if a1 and b1:  # dot product
