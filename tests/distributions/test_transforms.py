@@ -36,6 +36,21 @@ TRANSFORMS = {
         real(2, 3),
     ),
     "Inverse": (lambda m: m.distributions.ExpTransform().inv, positive(2, 3)),
+    "CorrCholesky": (lambda m: m.distributions.CorrCholeskyTransform(), real(2, 6)),
+    "Cat": (
+        lambda m: m.distributions.CatTransform(
+            [m.distributions.ExpTransform(), m.distributions.AffineTransform(1.0, 2.0)],
+            dim=1,
+            lengths=[2, 1],
+        ),
+        real(2, 3),
+    ),
+    "Stack": (
+        lambda m: m.distributions.StackTransform(
+            [m.distributions.SigmoidTransform(), m.distributions.ExpTransform()], dim=0
+        ),
+        real(2, 3),
+    ),
     "Independent": (
         lambda m: m.distributions.transforms.IndependentTransform(
             m.distributions.SigmoidTransform(), 1
@@ -59,7 +74,9 @@ def test_forward_inverse_and_log_det_match_torch(name, torch_mod):
     np.testing.assert_allclose(e.inv(e(ember.tensor(x))).numpy(), x, rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["Exp", "Sigmoid", "Tanh", "Softplus", "StickBreaking", "Power"])
+@pytest.mark.parametrize(
+    "name", ["Exp", "Sigmoid", "Tanh", "Softplus", "StickBreaking", "Power", "CorrCholesky"]
+)
 def test_log_det_passes_gradgradcheck(name):
     make, x = TRANSFORMS[name]
     t = make(ember)
@@ -73,7 +90,7 @@ def test_log_det_passes_gradgradcheck(name):
     assert ember.autograd.gradgradcheck(fn, inputs)
 
 
-@pytest.mark.parametrize("name", ["Softmax", "LowerCholesky", "Abs"])
+@pytest.mark.parametrize("name", ["Softmax", "LowerCholesky", "Abs", "PositiveDefinite"])
 def test_non_bijective_transforms_match_torch(name, torch_mod):
     x = real(3, 3)
 
@@ -127,6 +144,9 @@ def test_event_dim_mismatch_raises():
         "greater_than",
         "less_than",
         "interval",
+        "corr_cholesky",
+        "cat",
+        "stack",
     ],
 )
 @pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
@@ -137,11 +157,17 @@ def test_registries_map_into_the_constraint_as_torch(constraint, registry, torch
             c = c(1.5)
         elif constraint == "interval":
             c = c(-1.0, 2.0)
+        elif constraint == "cat":
+            c = c(
+                [m.distributions.constraints.positive, m.distributions.constraints.real], 1, [2, 1]
+            )
+        elif constraint == "stack":
+            c = c([m.distributions.constraints.unit_interval, m.distributions.constraints.real], 0)
         return c, getattr(m.distributions, registry)(c)
 
     (ce, te), (_, tt) = make(ember), make(torch_mod)
     assert repr(te) == repr(tt)
-    x = real(2, 3)
+    x = real(2, 3) if constraint != "corr_cholesky" else real(2, 6)
     y = te(ember.tensor(x))
     np.testing.assert_allclose(y.numpy(), tt(torch_mod.tensor(x)).numpy(), rtol=1e-6)
     assert bool(ce.check(y).all())
@@ -163,3 +189,13 @@ def test_register_accepts_a_new_constraint_type():
     assert isinstance(registry(_Odd()), transforms.ExpTransform)
     with pytest.raises(TypeError):
         registry.register(int, lambda c: None)
+
+
+def test_positive_definite_registry_gives_positive_definite_matrices(torch_mod):
+    x = real(2, 3, 3)
+    y = ember.distributions.transform_to(constraints.positive_definite)(ember.tensor(x))
+    assert bool(constraints.positive_definite.check(y).all())
+    expected = torch_mod.distributions.transform_to(
+        torch_mod.distributions.constraints.positive_definite
+    )(torch_mod.tensor(x))
+    np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=1e-6)

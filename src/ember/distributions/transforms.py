@@ -25,16 +25,20 @@ from .utils import broadcast_all, finfo, sum_rightmost
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
     "CumulativeDistributionTransform",
     "ExpTransform",
     "IndependentTransform",
     "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
     "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",
     "SoftplusTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "TanhTransform",
     "Transform",
@@ -777,3 +781,11 @@ class CumulativeDistributionTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return self.distribution.log_prob(x)
+
+
+from ._structured_transforms import (  # noqa: E402  (they subclass Transform, defined above)
+    CatTransform,
+    CorrCholeskyTransform,
+    PositiveDefiniteTransform,
+    StackTransform,
+)
