@@ -112,3 +112,35 @@ def local_response_norm(
     squares = (input * input).movedim(1, -1)
     div = (squares @ band.mT).movedim(-1, 1)
     return input / (div * alpha + k).pow(beta)
+
+
+def _cross_map_band(channels: int, size: int):
+    """(C, C) 0/1 matrix of the channels each output channel sums in the legacy Lua-Torch
+    CrossMapLRN2d: a running window that adds channel c + pre - 1 and drops channel c - pre
+    only once c > pre, so its windows are not centred (kept for compatibility)."""
+    pre = int((size - 1) / 2 + 1)
+    band = np.zeros((channels, channels))
+    band[0, : min(pre, channels)] = 1
+    for c in range(1, channels):
+        band[c] = band[c - 1]
+        if c < channels - pre + 1:
+            band[c, c + pre - 1] += 1
+        if c > pre:
+            band[c, c - pre] -= 1
+    return band
+
+
+def cross_map_lrn2d(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
+    """Lua-Torch's cross-channel LRN of (N, C, H, W) input: x · (k + alpha/size · Σ x²)^-beta.
+
+    Values match PyTorch's CrossMapLRN2d; the gradient is the exact one of this forward
+    (PyTorch's hand-written backward for the layer does not pass gradcheck)."""
+    if input.dim() != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    xp = array_module(input._data)
+    band = _cross_map_band(input.shape[1], size) * (alpha / size)
+    weights = _creation.tensor(xp.asarray(band, dtype=input._data.dtype), device=input.device)
+    sums = ((input * input).movedim(1, -1) @ weights.mT).movedim(-1, 1)
+    return input * (sums + k).pow(-beta)

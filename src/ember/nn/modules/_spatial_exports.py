@@ -23,7 +23,7 @@ from .lazy import (
     LazyInstanceNorm3d,
     LazyLinear,
 )
-from .normalization import LocalResponseNorm, RMSNorm
+from .normalization import CrossMapLRN2d, LocalResponseNorm, RMSNorm
 from .padding import (
     CircularPad1d,
     CircularPad2d,
@@ -79,6 +79,7 @@ __all__: list[str] = [
     "ConstantPad2d",
     "ConstantPad3d",
     "Conv3d",
+    "CrossMapLRN2d",
     "ConvTranspose1d",
     "ConvTranspose3d",
     "Dropout1d",
