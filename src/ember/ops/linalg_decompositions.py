@@ -439,8 +439,9 @@ def _permutation_from_pivots(piv, m: int, dtype, xp):
     """The permutation matrix P with A = P L U, from LAPACK's 1-based row swaps."""
     batch = piv.shape[:-1]
     perm = np.broadcast_to(np.arange(m), batch + (m,)).copy()
-    flat_perm = perm.reshape(-1, m)
-    flat_piv = piv.reshape(-1, piv.shape[-1]) - 1
+    count = int(np.prod(batch, dtype=np.int64))
+    flat_perm = perm.reshape(count, m)
+    flat_piv = piv.reshape(count, piv.shape[-1]) - 1
     rows = np.arange(flat_perm.shape[0])
     for i in range(flat_piv.shape[-1]):
         j = flat_piv[:, i]

@@ -143,7 +143,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     nd = A.ndim
     d0, d1 = dim[0] % nd, dim[1] % nd
     s = svdvals(A.movedim((d0, d1), (-2, -1)))
-    out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+    if ord == "nuc" or s.shape[-1] == 0:  # no singular values: every norm is 0, as in torch
+        out = s.sum(-1)
+    else:
+        out = s.amax(-1) if ord == 2 else s.amin(-1)
     if keepdim:
         for d in sorted((d0, d1)):
             out = out.unsqueeze(d)
@@ -172,6 +175,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
 def cond(A: Tensor, p=None) -> Tensor:
     """The condition number of ``A`` in the norm ``p`` (2-norm by default)."""
     check_matrix("linalg.cond", A, "A")
+    if A._data.size == 0:  # PyTorch's convention: empty matrices are perfectly conditioned
+        return (A.sum((-2, -1)) * 0).detach()
     if p is None or p in (2, -2):
         s = svdvals(A)
         big, small = s[..., 0], s[..., -1]
