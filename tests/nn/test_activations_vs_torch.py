@@ -156,7 +156,10 @@ def test_rrelu_module_is_deterministic_in_eval_and_softmax2d_uses_channels(torch
 
 
 def test_inplace_module_flags_and_reprs(torch_mod):
-    for name, args in [("ReLU", ()), ("ELU", (0.5,)), ("Hardtanh", (-2.0, 2.0)), ("SELU", ())]:
+    flagged = [("ReLU", ()), ("ELU", (0.5,)), ("Hardtanh", (-2.0, 2.0)), ("SELU", ())]
+    flagged += [("Hardswish", ()), ("Hardsigmoid", ()), ("CELU", (2.0,)), ("Threshold", (0.1, 2.0))]
+    flagged += [("Mish", ()), ("SiLU", ()), ("ReLU6", ()), ("LeakyReLU", (0.2,)), ("RReLU", ())]
+    for name, args in flagged:
         ours = getattr(ember.nn, name)(*args, inplace=True)
         theirs = getattr(torch_mod.nn, name)(*args, inplace=True)
         assert repr(ours) == repr(theirs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .. import _creation
+from .. import _backend, _creation
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, float_result, result, wrap, wrap_dim
@@ -432,19 +432,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         if approximate == "tanh":
             inner = (x + x * x * x * 0.044715) * SQRT_2_OVER_PI
             return x * 0.5 * (xp.tanh(inner) + 1)
-        return x * 0.5 * (_special(xp).erf(x * SQRT_HALF) + 1)
+        return x * 0.5 * (_backend.erf(xp, x * SQRT_HALF) + 1)
 
     return _pointwise(GeluBackward0, input, "gelu", kernel, approximate=approximate)
-
-
-def _special(xp):
-    if xp.__name__ == "numpy":
-        import scipy.special
-
-        return scipy.special
-    import cupyx.scipy.special
-
-    return cupyx.scipy.special
 
 
 class PreluKernelBackward0(Node):

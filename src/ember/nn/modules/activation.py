@@ -177,8 +177,11 @@ class Hardswish(_Inplace):
     def forward(self, input):
         return F.hardswish(input, self.inplace)
 
+    def extra_repr(self) -> str:
+        return ""  # PyTorch does not show the flag for these two
 
-class Hardsigmoid(_Inplace):
+
+class Hardsigmoid(Hardswish):
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
