@@ -270,3 +270,15 @@ def test_logdet_of_negative_determinant_is_nan():
     assert np.isnan(out.item())
     sign, logabs = ember.linalg.slogdet(ember.tensor([[0.0, 1.0], [1.0, 0.0]]))
     assert sign.item() == -1.0 and logabs.item() == 0.0
+
+
+def test_noncontiguous_inputs_gradcheck():
+    (a,) = arrays_for([(3, 3)], seed=12)
+    for fn in (
+        lambda m, x: _svd_invariants(m, x),
+        lambda m, x: m.linalg.lu(x)[1:],
+        lambda m, x: m.linalg.eigh(sym(x))[0],
+        lambda m, x: m.linalg.pinv(x),
+        lambda m, x: m.linalg.matrix_exp(x),
+    ):
+        check_gradients(fn, [a], gradgrad=False, noncontiguous=True)
