@@ -141,23 +141,25 @@ def _kept_positions(input: Tensor, offsets, include_last_offset: bool, xp):
 
 
 def _bag_max(rows: Tensor, ids, bags: int, empty: Tensor, xp) -> Tensor:
-    """Per bag and dimension, the first maximal row (empty bags give zeros)."""
+    """Per bag and dimension, the first maximal row (empty bags give zeros).
+
+    Bags are laid out densely as (B, longest bag, D), padded with -inf, so one argmax finds
+    every bag's winners (no segmented reductions, which CuPy lacks)."""
     data = rows._data
     if data.shape[0] == 0:  # every bag empty: zeros, still connected to weight
         return empty + rows.sum(0) * 0
-    present = xp.unique(ids)
-    starts = xp.searchsorted(ids, present)
-    best = xp.maximum.reduceat(data, starts, axis=0)  # (bags present, D)
-    winners = xp.where(
-        data == best[xp.searchsorted(present, ids)],
-        xp.arange(data.shape[0])[:, None],
-        data.shape[0],
-    )
-    first = xp.minimum.reduceat(winners, starts, axis=0)
+    counts = xp.bincount(ids, minlength=bags)
+    starts = xp.concatenate([xp.zeros(1, dtype=counts.dtype), xp.cumsum(counts)[:-1]])
+    within = xp.arange(data.shape[0]) - starts[ids]
+    dense = xp.full((bags, int(counts.max()), data.shape[1]), -xp.inf, dtype=data.dtype)
+    dense[ids, within] = data
+    first = starts[:, None] + xp.argmax(dense, axis=1)  # (B, D) row numbers in ``rows``
+    first = xp.where(counts[:, None] > 0, first, 0)
     picked = rows.gather(0, _creation.tensor(first.astype(np.int64), device=rows.device))
-    if present.size == bags:
+    if bool((counts > 0).all()):
         return picked
-    return empty.index_add(0, _creation.tensor(present.astype(np.int64)), picked)
+    keep = _creation.tensor((counts > 0)[:, None].astype(data.dtype), device=rows.device)
+    return picked * keep
 
 
 def _renormalise(weight: Tensor, indices, max_norm: float, norm_type: float) -> None:
