@@ -429,3 +429,16 @@ def test_tensor_learning_rates_are_filled_in_place():
     assert opt.param_groups[0]["lr"] is lr and lr.item() == pytest.approx(0.05)
     last = sched.get_last_lr()[0]
     assert last is not lr and last.item() == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize(
+    "name", ["multistep", "cosine", "warm_restarts_mult", "cyclic_exp_range", "onecycle_groups"]
+)
+def test_a_torch_scheduler_checkpoint_resumes_in_ember(name, torch_mod):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch_lrs, torch_state, torch_opt_state = _continue(torch_mod, name, first=7)
+        torch_tail, _, _ = _continue(torch_mod, name, dict(torch_state), torch_opt_state)
+        opt_state = {"state": {}, "param_groups": torch_opt_state["param_groups"]}
+        ember_tail, _, _ = _continue(ember, name, dict(torch_state), opt_state)
+    assert ember_tail == pytest.approx(torch_tail, rel=1e-12)
