@@ -507,3 +507,50 @@ def test_custom_fwd_and_bwd_match_torch(torch_mod, cast_inputs):
         if cast_inputs is None
         else ("float32", False, False, "float32")
     )
+
+
+def test_zero_size_and_non_contiguous_inputs_match_torch(torch_mod):
+    results = []
+    for lib in (torch_mod, ember):
+        w = lib.tensor(ARRAYS["w"].astype(np.float32))
+        empty = lib.zeros(0, 4)
+        strided = lib.tensor(ARRAYS["a3"].astype(np.float32)).transpose(0, 1)[:, :, ::2]
+        with lib.amp.autocast("cpu", dtype=lib.bfloat16):
+            a = empty @ w.t()
+            b = strided @ w.t()[::2]
+        results.append((tuple(a.shape), str(a.dtype), b.float().numpy(), str(b.dtype)))
+    (ta, tad, tb, tbd), (ea, ead, eb, ebd) = results
+    assert (ea, ebd) == (ta, tbd.replace("torch", "ember"))
+    assert ead == tad.replace("torch", "ember")
+    np.testing.assert_allclose(eb, tb, rtol=1e-2, atol=1e-2)
+
+
+def test_double_backward_through_an_autocast_region_matches_torch(torch_mod):
+    results = []
+    for lib in (torch_mod, ember):
+        x = lib.tensor([[1.0, 2.0], [0.5, -1.0]], requires_grad=True)
+        w = lib.tensor([[2.0, -1.0], [1.0, 0.25]], requires_grad=True)
+        with lib.amp.autocast("cpu", dtype=lib.bfloat16):
+            y = (x @ w).float()
+        (gx,) = lib.autograd.grad((y**3).sum(), x, create_graph=True)
+        (ggw,) = lib.autograd.grad(gx.sum(), w)
+        results.append((str(gx.dtype).split(".")[-1], gx.tolist(), ggw.tolist()))
+    assert results[0] == results[1]
+
+
+def test_policy_table_reaches_the_common_ops():
+    """Every row names a function under its PyTorch name; the common ones must exist, so a
+    rename or a new wrapper around an op cannot silently take it out of autocast."""
+    from ember.amp import policy
+
+    reached = {fn.__name__ for fn, _ in _patch._functions()}
+    common = """matmul mm bmm addmm linear conv1d conv2d prelu softmax log_softmax sum prod cumsum
+    exp log pow layer_norm group_norm mse_loss cross_entropy nll_loss l1_loss smooth_l1_loss
+    binary_cross_entropy binary_cross_entropy_with_logits kl_div cat stack addcmul addcdiv dot
+    einsum tensordot logsumexp norm vector_norm inv solve""".split()
+    assert [name for name in common if name not in reached] == []
+    for where, *categories in policy.POLICY:
+        assert len(categories) == len(policy.DEVICES)
+        assert set(categories) <= {None, *policy.CATEGORIES}, where
+        for location in where.split():
+            assert location.count(":") == 1 and location.startswith("ember"), location

@@ -177,11 +177,4 @@ POLICY: tuple = (
 )
 
 DEVICES = ("cuda", "cpu")  # the column order of POLICY
-
-
-def policy_of(location: str) -> dict:
-    """The policy row of one ``module:function`` location, as {device: category}."""
-    for where, *categories in POLICY:
-        if location in where.split():
-            return dict(zip(DEVICES, categories))
-    raise KeyError(f"autocast has no policy for {location}")
+CATEGORIES = (LOWER, FP32, FP32_OPT, PROMOTE, BANNED, KEEP)
