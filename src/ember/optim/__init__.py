@@ -16,6 +16,7 @@ from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
+from .stateless import swap_in_optimizer_params_and_state
 
 __all__ = [
     "ASGD",
@@ -36,4 +37,5 @@ __all__ = [
     "SparseAdam",
     "lr_scheduler",
     "swa_utils",
+    "swap_in_optimizer_params_and_state",
 ]
