@@ -3,6 +3,8 @@ float64 gradcheck and gradgradcheck (losses that do not depend on eigenvector si
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.ops import linalg_decompositions as dec
@@ -282,3 +284,13 @@ def test_noncontiguous_inputs_gradcheck():
         lambda m, x: m.linalg.matrix_exp(x),
     ):
         check_gradients(fn, [a], gradgrad=False, noncontiguous=True)
+
+
+@given(m_=st.integers(1, 4), n=st.integers(1, 4), batch=st.integers(0, 1), seed=st.integers(0, 99))
+@settings(max_examples=4, deadline=None, derandomize=True)
+def test_decompositions_gradcheck_over_random_shapes(m_, n, batch, seed):
+    (a,) = arrays_for([(2,) * batch + (m_, n)], seed=seed)
+    check_gradients(lambda m, x: _svd_invariants(m, x), [a], gradgrad=False)
+    check_gradients(lambda m, x: m.linalg.lu(x)[1:], [a], gradgrad=False)
+    if m_ >= n:
+        check_gradients(lambda m, x: m.linalg.qr(x), [a], gradgrad=False)
