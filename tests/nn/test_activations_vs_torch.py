@@ -177,12 +177,21 @@ def test_softmax_without_dim_warns_like_torch(torch_mod):
         np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-12)
 
 
+def test_hardtanh_family_clamps_integer_tensors_like_torch():
+    x = ember.tensor([1, -1, 7])
+    assert ember.nn.functional.relu6(x).tolist() == [1, 0, 6]
+    out = ember.nn.functional.hardtanh(x)
+    assert out.dtype == ember.int64 and out.tolist() == [1, -1, 1]
+
+
 def test_bad_arguments_raise_torch_errors():
     F = ember.nn.functional
     with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1"):
         F.glu(ember.randn(2, 5), 1)
-    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         F.elu(ember.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="alpha cannot be 0 for CELU"):
+        F.celu(ember.randn(3), alpha=0.0)
     with pytest.raises(RuntimeError, match="lambda must be in range"):
         F.softshrink(ember.randn(3), -1.0)
     with pytest.raises(RuntimeError, match="Found parameter numbers = 3 and channel size = 5"):

@@ -84,7 +84,8 @@ def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
 # --------------------------------------------------------------------------------------------
 def _floating(input: Tensor, op: str) -> None:
     if not (input.is_floating_point() or input.is_complex()):
-        raise RuntimeError(f"\"{op}_cpu\" not implemented for '{input.dtype.legacy_name}'")
+        # PyTorch's error for a dtype a kernel lacks (a subclass of RuntimeError)
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{input.dtype.legacy_name}'")
 
 
 def _pointwise(node_cls, input: Tensor, op: str, kernel, **attrs) -> Tensor:
@@ -173,7 +174,7 @@ def selu_(input: Tensor) -> Tensor:
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, α(e^{x/α} - 1))."""
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     if inplace:
         return _in_place(input, lambda t: celu(t, alpha))
     return _elu(input, alpha, 1.0, 1.0 / alpha, "elu", CeluBackward0)
@@ -235,10 +236,13 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
         return _in_place(input, lambda t: hardtanh(t, min_val, max_val))
-    kernel = lambda xp, x: xp.clip(x, min_val, max_val)
-    return _pointwise(
-        HardtanhBackward0, input, "hardtanh", kernel, min_val=min_val, max_val=max_val
-    )
+    data = input._data
+    if data.dtype.kind == "b":
+        raise NotImplementedError("\"hardtanh_cpu\" not implemented for 'Bool'")
+    out = array_module(data).clip(data, min_val, max_val).astype(data.dtype, copy=False)
+    # integer inputs are clamped too (as PyTorch); they never carry a gradient
+    attrs = dict(min_val=min_val, max_val=max_val)
+    return result(HardtanhBackward0, out, (input,), (input,), **attrs)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
