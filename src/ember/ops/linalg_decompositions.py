@@ -558,7 +558,7 @@ def lu(A: Tensor, *, pivot: bool = True) -> tuple:
     """``(P, L, U)`` with ``A = P L U``, L unit lower triangular, U upper triangular."""
     _check_lu_input(A)
     if not pivot:
-        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     a = A._data
     xp = array_module(a)
     lu_, piv, _ = _lu_arrays(a, xp)
