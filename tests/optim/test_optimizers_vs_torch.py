@@ -413,3 +413,22 @@ def test_muon_rejects_non_matrix_parameters_and_bad_arguments(torch_mod):
             m.optim.Muon([w], momentum=-0.5)
         with pytest.raises(ValueError, match="Adjust learning rate function x is not supported"):
             m.optim.Muon([w], adjust_lr_fn="x")
+
+
+def test_sparse_adam_with_a_sparse_embedding_equals_torch(torch_mod):
+    rng = np.random.default_rng(5)
+    weight = rng.standard_normal((10, 3))
+    batches = [[1, 3, 3], [0, 3], [9, 1, 2]]
+    results = []
+    for m in (ember, torch_mod):
+        emb = m.nn.Embedding(10, 3, sparse=True).double()
+        with m.no_grad():
+            emb.weight.copy_(m.tensor(weight))
+        opt = m.optim.SparseAdam(emb.parameters(), lr=0.05)
+        for idx in batches:
+            opt.zero_grad()
+            (emb(m.tensor(idx)) ** 2).sum().backward()
+            opt.step()
+        results.append(emb.weight.detach().numpy().copy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-12)
+    assert results[0][5].tolist() == weight[5].tolist()
