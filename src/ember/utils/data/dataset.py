@@ -97,3 +97,53 @@ def random_split(dataset: Dataset, lengths, generator=None) -> list:
         out.append(Subset(dataset, order[start : start + length]))
         start += length
     return out
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after another (``__len__`` is their total when all have one)."""
+
+    def __init__(self, datasets) -> None:
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
+
+
+class StackDataset(Dataset):
+    """Samples of several datasets side by side: a tuple (positional) or a dict (keywords)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args and kwargs:
+            raise ValueError(
+                "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                "input/output, but both types are given."
+            )
+        datasets = args or tuple(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(datasets[0])
+        if any(len(d) != self._length for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        return [self[i] for i in indices]
+
+    def __len__(self) -> int:
+        return self._length

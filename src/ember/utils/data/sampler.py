@@ -93,3 +93,39 @@ class BatchSampler(Sampler):
     def __len__(self) -> int:
         n = len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probability proportional to ``weights``."""
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        if not isinstance(replacement, bool):
+            raise ValueError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
+        from ... import _dtype as dt
+        from ..._creation import as_tensor
+
+        weights_tensor = as_tensor(weights, dtype=dt.float64)
+        if weights_tensor.dim() != 1:
+            raise ValueError(
+                "weights should be a 1d sequence but given weights have shape "
+                f"{tuple(weights_tensor.shape)}"
+            )
+        self.weights = weights_tensor
+        self.num_samples, self.replacement, self.generator = num_samples, replacement, generator
+
+    def __iter__(self):
+        from ..._creation import multinomial
+
+        draw = multinomial(
+            self.weights, self.num_samples, self.replacement, generator=self.generator
+        )
+        yield from draw.tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
