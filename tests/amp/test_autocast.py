@@ -554,3 +554,21 @@ def test_policy_table_reaches_the_common_ops():
         assert set(categories) <= {None, *policy.CATEGORIES}, where
         for location in where.split():
             assert location.count(":") == 1 and location.startswith("ember"), location
+
+
+def test_rnn_cells_follow_torch(torch_mod):
+    cells = pytest.importorskip("ember.nn.modules.rnn_cells")
+    g = np.random.default_rng(3)
+    x, h = g.standard_normal((3, 4)), g.standard_normal((3, 5))
+    w_ih, w_hh = g.standard_normal((20, 4)), g.standard_normal((20, 5))
+    dtypes = []
+    for lib, mod in ((torch_mod, torch_mod), (ember, cells)):
+
+        def f(a, lib=lib):
+            return lib.tensor(a.astype(np.float32))
+
+        with lib.amp.autocast("cpu", dtype=lib.bfloat16):
+            tanh = mod.rnn_tanh_cell(f(x), f(h), f(w_ih[:5]), f(w_hh[:5]))
+            lstm = mod.lstm_cell(f(x), (f(h), f(h)), f(w_ih), f(w_hh))[0]
+        dtypes.append((str(tanh.dtype).split(".")[-1], str(lstm.dtype).split(".")[-1]))
+    assert dtypes[0] == dtypes[1] == ("bfloat16", "float32")

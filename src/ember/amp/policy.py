@@ -30,6 +30,7 @@ LOWER, FP32, FP32_OPT, PROMOTE, BANNED, KEEP = (
 )
 
 _E, _F, _L = "ember", "ember.nn.functional", "ember.linalg"
+_RNN = "ember.nn.modules.rnn_cells"
 
 # (where the op lives, CUDA policy, CPU policy)
 POLICY: tuple = (
@@ -58,10 +59,10 @@ POLICY: tuple = (
     (f"{_F}:conv_transpose3d", LOWER, LOWER),
     (f"{_F}:prelu", LOWER, LOWER),
     (f"{_F}:scaled_dot_product_attention", LOWER, LOWER),
-    (f"{_E}:lstm_cell", LOWER, KEEP),
-    (f"{_E}:gru_cell", LOWER, KEEP),
-    (f"{_E}:rnn_tanh_cell", LOWER, LOWER),
-    (f"{_E}:rnn_relu_cell", LOWER, LOWER),
+    (f"{_E}:lstm_cell {_RNN}:lstm_cell", LOWER, KEEP),
+    (f"{_E}:gru_cell {_RNN}:gru_cell", LOWER, KEEP),
+    (f"{_E}:rnn_tanh_cell {_RNN}:rnn_tanh_cell", LOWER, LOWER),
+    (f"{_E}:rnn_relu_cell {_RNN}:rnn_relu_cell", LOWER, LOWER),
     # --- float32 on CUDA: functions whose range or accuracy half precision cannot hold ---
     (f"{_E}:acos {_E}:arccos", FP32, None),
     (f"{_E}:asin {_E}:arcsin", FP32, None),
