@@ -70,5 +70,7 @@ def test_bad_targets_raise_clear_errors():
         nll_loss(x, ember.tensor([0, 4, 1]))
     with pytest.raises(ValueError, match="Expected input batch_size \\(3\\) to match target"):
         nll_loss(x, ember.tensor([0, 1]))
-    with pytest.raises(RuntimeError, match="expected scalar type Long"):
+    with pytest.raises(RuntimeError, match="to be Long or Byte, but got Float"):
         nll_loss(x, ember.tensor([0.0, 1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="to be Long or Byte, but got Int"):
+        nll_loss(x, ember.tensor([0, 1, 2], dtype=ember.int32))

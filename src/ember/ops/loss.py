@@ -145,8 +145,10 @@ def nll_loss(
         raise RuntimeError(
             f"nll_loss: target shape {list(t.shape)} does not fit input shape {list(data.shape)}"
         )
-    if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name.capitalize()}")
+    if target.dtype.name not in ("int64", "uint8"):
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {target.dtype.legacy_name}"
+        )
     if weight is not None and weight.dtype != input.dtype:
         raise RuntimeError(
             f"expected scalar type {input.dtype.legacy_name} but found {weight.dtype.legacy_name}"
