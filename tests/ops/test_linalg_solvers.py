@@ -78,6 +78,21 @@ def test_solve_triangular_errors(torch_mod):
         ember.linalg.solve_triangular(ember.eye(2), ember.ones(2, 1))
 
 
+def test_solve_triangular_computes_in_the_dtype_of_a(torch_mod):
+    for a_dtype, b_dtype in [("float32", "float64"), ("float64", "float32")]:
+        got = ember.linalg.solve_triangular(
+            ember.eye(2, dtype=getattr(ember, a_dtype)),
+            ember.ones(2, 1, dtype=getattr(ember, b_dtype)),
+            upper=True,
+        )
+        want = torch_mod.linalg.solve_triangular(
+            torch_mod.eye(2, dtype=getattr(torch_mod, a_dtype)),
+            torch_mod.ones(2, 1, dtype=getattr(torch_mod, b_dtype)),
+            upper=True,
+        )
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1] == a_dtype
+
+
 @pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
 def test_legacy_triangular_solve_matches_torch():
     a, b = arrays_for([(3, 3), (3, 2)], seed=3)
