@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import _creation
+from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer, as_scalar
 
@@ -77,8 +78,6 @@ class Muon(Optimizer):
         ns_steps: int = DEFAULT_NS_STEPS,
         adjust_lr_fn: str | None = None,
     ):
-        from .._tensor import Tensor
-
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:

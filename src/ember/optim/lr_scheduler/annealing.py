@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import types
 
+from ..optimizer import Optimizer
 from .base import LRScheduler, _format_param, _set_group_value
 
 
@@ -156,8 +157,6 @@ class CyclicLR(LRScheduler):
         max_momentum=0.9,
         last_epoch: int = -1,
     ):
-        from ..optimizer import Optimizer
-
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -265,8 +264,6 @@ class OneCycleLR(LRScheduler):
         three_phase: bool = False,
         last_epoch: int = -1,
     ):
-        from ..optimizer import Optimizer
-
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
