@@ -294,3 +294,8 @@ def test_decompositions_gradcheck_over_random_shapes(m_, n, batch, seed):
     check_gradients(lambda m, x: m.linalg.lu(x)[1:], [a], gradgrad=False)
     if m_ >= n:
         check_gradients(lambda m, x: m.linalg.qr(x), [a], gradgrad=False)
+
+
+def test_slogdet_of_a_singular_matrix_has_infinite_gradient_like_torch():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    compare_with_torch(lambda m, x: m.linalg.slogdet(x)[1], [singular])

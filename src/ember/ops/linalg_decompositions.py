@@ -44,7 +44,7 @@ from ._linalg_common import (
     record_outputs,
     scipy_linalg,
 )
-from .linalg_solvers import solve_triangular
+from .linalg_solvers import inv_ex, solve_triangular
 from .shape import cat
 
 
@@ -371,9 +371,9 @@ class LinalgSlogdetBackward0(MultiOutputNode):
         if g_logabsdet is None:
             return None
         (A,) = self.saved_tensors()
-        from .linalg import inv
-
-        return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT  # d log|det A| = A⁻ᵀ
+        # inv_ex: a singular A gives infinite gradients (as in PyTorch), not an error
+        inverse = inv_ex(A)[0]
+        return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * inverse.mT  # d log|det A| = A⁻ᵀ
 
 
 def slogdet(A: Tensor) -> tuple:
