@@ -93,6 +93,11 @@ CONTINUOUS.update(
             [real(2, 3), positive(3) * 2],
             real(2, 3),
         ),
+        "GeneralizedPareto": (
+            lambda m, a, b, c: m.distributions.GeneralizedPareto(a, b, c),
+            [real(2, 3) - 3.0, positive(3), np.array([0.3, -0.05, 0.4])],
+            positive(2, 3),
+        ),
         "InverseGamma": (
             lambda m, c, r: m.distributions.InverseGamma(c, r),
             [positive(2, 3) + 2.0, positive(3)],

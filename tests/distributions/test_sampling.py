@@ -39,6 +39,7 @@ MOMENT_CASES = {
     "Binomial": lambda: D.Binomial(_t(5.0, 10.0), _t(0.3, 0.6)),
     "Categorical": lambda: D.OneHotCategorical(_t(0.2, 0.3, 0.5)),
     "NegativeBinomial": lambda: D.NegativeBinomial(_t(2.0, 5.5), _t(0.3, 0.6)),
+    "GeneralizedPareto": lambda: D.GeneralizedPareto(_t(0.0, 1.0), _t(1.0, 2.0), _t(0.1, -0.2)),
     "InverseGamma": lambda: D.InverseGamma(_t(5.0, 8.0), _t(1.0, 2.0)),
     "Kumaraswamy": lambda: D.Kumaraswamy(_t(0.5, 2.0), _t(1.5, 3.0)),
     "FisherSnedecor": lambda: D.FisherSnedecor(_t(10.0, 20.0), _t(12.0, 30.0)),

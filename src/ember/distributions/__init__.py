@@ -25,6 +25,7 @@ from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -55,6 +56,7 @@ from .von_mises import VonMises
 from .weibull import Weibull
 
 __all__ = [
+    "GeneralizedPareto",
     "FisherSnedecor",
     "InverseGamma",
     "Kumaraswamy",
