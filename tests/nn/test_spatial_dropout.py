@@ -36,8 +36,8 @@ def test_alpha_dropout_keeps_mean_and_variance():
 
 
 def test_dropout_eval_identity_and_modules(torch_mod):
-    x = ember.randn(2, 3, 4)
     for cls in ("Dropout1d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"):
+        x = ember.randn(2, 3, 4, 1, 1) if cls == "Dropout3d" else ember.randn(2, 3, 4)
         mine, ref = getattr(ember.nn, cls)(0.3), getattr(torch_mod.nn, cls)(0.3)
         assert repr(mine) == repr(ref)
         mine.eval()
