@@ -21,6 +21,7 @@ CASES = {
     "pinv_1d": lambda m: m.linalg.pinv(m.ones(2)),
     "householder_tau": lambda m: m.linalg.householder_product(m.ones(3, 2), m.ones(3)),
     "vecdot_dtypes": lambda m: m.linalg.vecdot(m.ones(3), m.ones(3, dtype=m.float64)),
+    "vecdot_int": lambda m: m.linalg.vecdot(m.ones(3, dtype=m.int32), m.ones(3, dtype=m.int32)),
     "cross_ndim": lambda m: m.linalg.cross(m.ones(3), m.ones(2, 3)),
     "tensorsolve_shape": lambda m: m.linalg.tensorsolve(m.ones(2, 3), m.ones(2)),
     "matrix_rank_1d": lambda m: m.linalg.matrix_rank(m.ones(3)),

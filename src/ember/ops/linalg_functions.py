@@ -275,6 +275,11 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
             f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
             f"{x.dtype.legacy_name} and y of type {y.dtype.legacy_name} instead"
         )
+    if x._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+            f"{x.dtype.legacy_name}"
+        )
     return (x * y).sum(dim)
 
 
