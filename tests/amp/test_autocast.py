@@ -572,3 +572,10 @@ def test_rnn_cells_follow_torch(torch_mod):
             lstm = mod.lstm_cell(f(x), (f(h), f(h)), f(w_ih), f(w_hh))[0]
         dtypes.append((str(tanh.dtype).split(".")[-1], str(lstm.dtype).split(".")[-1]))
     assert dtypes[0] == dtypes[1] == ("bfloat16", "float32")
+
+
+def test_arguments_given_by_keyword_are_cast(as_cuda):
+    a, b = ember.randn(3, 4), ember.randn(4, 5)
+    assert ember.matmul(input=a, other=b).dtype == ember.float16
+    assert ember.sum(input=a @ b).dtype == ember.float32
+    assert ember.cat(tensors=[a @ b, ember.ones(3, 5)]).dtype == ember.float32

@@ -193,6 +193,8 @@ def _first_device(args, kwargs):
     for a in kwargs.values():
         if isinstance(a, Tensor):
             return device_type_of(a)
+        if a.__class__ in (list, tuple) and a and isinstance(a[0], Tensor):
+            return device_type_of(a[0])
     return None
 
 
@@ -298,7 +300,8 @@ def cast_and_call(op: _Op, args: tuple, kwargs: dict):
         explicit = kwargs.get("dtype") is not None or (
             pos is not None and len(args) > pos and args[pos] is not None
         )
-        if explicit or not _eligible(args[0] if args else None, device):
+        first = args[0] if args else kwargs.get("input")
+        if explicit or not _eligible(first, device):
             to = None
         else:
             to = dt.float32
