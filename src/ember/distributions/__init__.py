@@ -35,6 +35,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -56,6 +57,7 @@ from .von_mises import VonMises
 from .weibull import Weibull
 
 __all__ = [
+    "LKJCholesky",
     "GeneralizedPareto",
     "FisherSnedecor",
     "InverseGamma",
