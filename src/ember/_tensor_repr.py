@@ -144,7 +144,11 @@ def tensor_repr(t) -> str:
             body = _render(show, fmt, width, len(prefix), summarize)
     default_float = dt.get_default_dtype()
     default_complex = dt.get_default_complex_dtype()
-    if not (d is default_float or d is default_complex or d is dt.int64 or d is dt.bool_):
+    # empty tensors show every dtype but the default float and int64 (as torch)
+    shown_anyway = data.size == 0 and d is not default_float and d is not dt.int64
+    if shown_anyway or not (
+        d is default_float or d is default_complex or d is dt.int64 or d is dt.bool_
+    ):
         suffixes.append(f"dtype={d!r}")
     if t._grad_fn is not None:
         suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")

@@ -27,8 +27,9 @@ def conj_of(x):
     return x.conjugate() if x.__class__ is builtins.complex else x
 
 
-def not_implemented(op: str, t: Tensor) -> RuntimeError:
-    return RuntimeError(f"\"{op}_cpu\" not implemented for '{t.dtype.legacy_name}'")
+def not_implemented(op: str, t: Tensor) -> NotImplementedError:
+    # NotImplementedError is a RuntimeError, as PyTorch raises it for missing kernels
+    return NotImplementedError(f"\"{op}_cpu\" not implemented for '{t.dtype.legacy_name}'")
 
 
 # --- casts ------------------------------------------------------------------------------------
@@ -123,10 +124,12 @@ def view_as_real(input: Tensor) -> Tensor:
 def view_as_complex(input: Tensor) -> Tensor:
     """A complex view of a real tensor whose last dimension (stride 1) holds (real, imag)."""
     data = input._data
+    if input.dtype is dt.float16:
+        raise RuntimeError("view_as_complex: ember has no complex32, half tensors have no view")
     if input.dtype not in (dt.float32, dt.float64):
         raise RuntimeError(
-            "view_as_complex is only supported for float and double tensors, but got a tensor "
-            f"of scalar type: {input.dtype.legacy_name}"
+            "view_as_complex is only supported for half, float and double tensors, but got a "
+            f"tensor of scalar type: {input.dtype.legacy_name}"
         )
     if data.ndim == 0 or data.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
@@ -245,8 +248,13 @@ COMPLEX_DERIVATIVES = {
     "sigmoid": lambda g, x, y: g * (y * (1 - y)),
 }
 _NO_COMPLEX_MESSAGES = {
-    "sign": "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
-    "torch.sgn instead.",
+    "sign": "Unlike NumPy, sign is not intended to support complex numbers. Please use sgn "
+    "instead.",
+    "relu": "clamp is not supported for complex types",
+    **{
+        name: f"{name} is not supported for complex inputs"
+        for name in ("floor", "ceil", "trunc", "frac")
+    },
 }
 
 
@@ -274,7 +282,7 @@ def unary(name: str, kernel, derivative, saves: str, input: Tensor) -> Tensor:
         message = _NO_COMPLEX_MESSAGES.get(name)
         if message is None:
             raise not_implemented(name, input)
-        raise RuntimeError(message)
+        raise NotImplementedError(message)
     data = input._data
     xp = array_module(data)
     # the real sigmoid kernel branches on the sign of x, which complex numbers lack
