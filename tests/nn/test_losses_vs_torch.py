@@ -390,7 +390,8 @@ def test_class_index_loss_modules_match_torch(torch_mod):
         b = getattr(torch_mod.nn, name)(**kwargs)(torch_mod.tensor(X), torch_mod.tensor(target))
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10)
     weight = ember.tensor(W5)
-    layer = ember.nn.MultiMarginLoss(weight=weight, size_average=False)
+    with pytest.warns(UserWarning, match="please use reduction='sum' instead"):
+        layer = ember.nn.MultiMarginLoss(weight=weight, size_average=False)
     assert layer.reduction == "sum" and layer.weight is weight
     ctc = ember.nn.CTCLoss(blank=0, zero_infinity=True)
     out = ctc(ember.tensor(RAW).log_softmax(2), ember.tensor(CTC_TARGETS), IN_LENS, TGT_LENS)

@@ -24,9 +24,13 @@ def legacy_reduction(size_average, reduce, reduction: str) -> str:
         return reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    chosen = "none" if not reduce else ("mean" if size_average else "sum")
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{chosen}' "
+        "instead.",
+        stacklevel=3,
+    )
+    return chosen
 
 
 def check_reduction(reduction: str) -> None:
