@@ -218,10 +218,9 @@ def qr(A: Tensor, mode: str = "reduced") -> tuple:
         r = xp.zeros(a.shape[:-2] + (cols, n), dtype=a.dtype)
     else:
         q, r = xp.linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
-    if mode == "r":
-        Q, R = record_outputs(LinalgQrBackward0, (q, r), (A,), (A,), mode=mode)
-        return QrResult(wrap(xp.zeros((0,), dtype=a.dtype)), R)
     Q, R = record_outputs(LinalgQrBackward0, (q, r), (A,), (A,), mode=mode)
+    if mode == "r":  # Q is computed (LAPACK needs it for R) but not returned
+        Q = wrap(xp.zeros((0,), dtype=a.dtype))
     return QrResult(Q, R)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from .._creation import eye
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, result
+from ._dispatch import array_module, result, wrap
 from ._linalg_common import (
     InvExResult,
     LinAlgError,
@@ -460,12 +460,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     residuals = solution.reshape(-1)[:0]
     if driver != "gelsy" and m > n and (driver == "gels" or bool((rank == n).all())):
         residuals = ((A @ solution - Bm) ** 2).sum(-2)
-    sv = Tensor._wrap(s.astype(a.dtype)) if driver in ("gelsd", "gelss") else Tensor._wrap(empty)
-    rank_t = (
-        Tensor._wrap(xp.asarray(rank, dtype=np.int64))
-        if driver != "gels"
-        else Tensor._wrap(xp.zeros((0,), dtype=np.int64))
-    )
+    sv = wrap(s.astype(a.dtype) if driver in ("gelsd", "gelss") else empty)
+    rank_t = wrap(xp.asarray(rank if driver != "gels" else np.zeros(0), dtype=np.int64))
     return LstsqResult(solution.squeeze(-1) if vector else solution, residuals, rank_t, sv)
 
 
