@@ -283,6 +283,17 @@ def test_loss_errors_match_torch():
         F.margin_ranking_loss(x, x, ember.ones(5))
     with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'target'"):
         F.soft_margin_loss(x, ember.tensor(SIGNS, requires_grad=True))
+    w = ember.tensor(W5, dtype=ember.float64, requires_grad=True)
+    refused = [
+        (lambda: F.binary_cross_entropy(x, x, w), "'binary_cross_entropy' .* 'weight'"),
+        (lambda: F.binary_cross_entropy_with_logits(x, x, pos_weight=w), "'pos_weight'"),
+        (lambda: F.nll_loss(x, ember.tensor(LABELS), w), "'nll_loss_forward' .* 'weight'"),
+        (lambda: F.cross_entropy(x, ember.tensor(LABELS), w), "'nll_loss_forward'"),
+        (lambda: F.multi_margin_loss(x, ember.tensor(LABELS), weight=w), "'multi_margin_loss'"),
+    ]
+    for call, message in refused:
+        with pytest.raises(RuntimeError, match=message):
+            call()
 
 
 def test_mse_broadcast_warns_and_reduces_gradient(torch_mod):

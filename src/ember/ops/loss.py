@@ -33,6 +33,15 @@ def legacy_reduction(size_average, reduce, reduction: str) -> str:
     return chosen
 
 
+def refuse_grad(op: str, argument: str, t) -> None:
+    """PyTorch's error for an argument a loss is not differentiable in (weights, labels)."""
+    if t is not None and t.requires_grad and grad_state.enabled:
+        raise RuntimeError(
+            f"The function '{op}' is not differentiable with respect to argument '{argument}'. "
+            "This input cannot have requires_grad True."
+        )
+
+
 def check_reduction(reduction: str) -> None:
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -132,6 +141,7 @@ def nll_loss(
     tensor(2.)
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
+    refuse_grad("nll_loss_forward", "weight", weight)
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     data, t = input._data, target._data

@@ -13,7 +13,14 @@ from .._tensor import Tensor
 from ._dispatch import array_module, promote
 from .activation import log_softmax, logsigmoid
 from .elementwise import clamp, sigmoid
-from .loss import PointwiseLossNode, check_reduction, legacy_reduction, nll_loss, pointwise_loss
+from .loss import (
+    PointwiseLossNode,
+    check_reduction,
+    legacy_reduction,
+    nll_loss,
+    pointwise_loss,
+    refuse_grad,
+)
 from .loss import reduce as _reduce
 from .shape import broadcast_shapes
 
@@ -61,6 +68,7 @@ def binary_cross_entropy(
             f"Found dtype {target.dtype.legacy_name} but expected {input.dtype.legacy_name}"
         )
     check_reduction(reduction)
+    refuse_grad("binary_cross_entropy", "weight", weight)
     weight = _expand_weight(weight, target)
     x, t = input._data, target._data
     xp = array_module(x)
@@ -115,6 +123,8 @@ def binary_cross_entropy_with_logits(
             f"{target.dtype.legacy_name}"
         )
     check_reduction(reduction)
+    refuse_grad("binary_cross_entropy_with_logits", "weight", weight)
+    refuse_grad("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     input, target = promote("binary_cross_entropy_with_logits", input, target)
     x, t = input._data, target._data
     xp = array_module(x)

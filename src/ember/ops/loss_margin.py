@@ -18,6 +18,7 @@ from .loss import (
     legacy_reduction,
     pointwise_loss,
     reduce_array,
+    refuse_grad,
 )
 from .loss import reduce as _reduce
 
@@ -33,11 +34,7 @@ def soft_margin_loss(
     """log(1 + exp(-y x)) for labels y in {-1, 1}, reduced."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
-    if target.requires_grad and grad_state.enabled:
-        raise RuntimeError(
-            "The function 'soft_margin_loss' is not differentiable with respect to argument "
-            "'target'. This input cannot have requires_grad True."
-        )
+    refuse_grad("soft_margin_loss", "target", target)
     input, target = promote("soft_margin_loss", input, target)
     x, t = input._data, target._data
     xp = array_module(x)
@@ -104,6 +101,7 @@ def multi_margin_loss(
             f"expected scalar type {input.dtype.legacy_name} but found {weight.dtype.legacy_name}"
         )
     check_reduction(reduction)
+    refuse_grad("multi_margin_loss", "weight", weight)
     _check_class_target("multi_margin_loss", input, target)
     data = input._data
     xp = array_module(data)
