@@ -67,3 +67,31 @@ def test_exported_names_exist_in_torch(torch_mod):
         assert hasattr(torch_mod.nn.functional, name), name
     for name in _spatial_exports.__all__:
         assert hasattr(torch_mod.nn, name), name
+
+
+INTEGER_REFUSED = {
+    "adaptive_avg_pool3d": lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, 2),
+    "interpolate_bilinear": lambda m, x: m.nn.functional.interpolate(
+        x[0], scale_factor=2, mode="bilinear"
+    ),
+    "interpolate_area": lambda m, x: m.nn.functional.interpolate(x[0], size=2, mode="area"),
+    "grid_sample": lambda m, x: m.nn.functional.grid_sample(
+        x[0], m.zeros(1, 2, 2, 2, dtype=m.int64), align_corners=False
+    ),
+    "instance_norm": lambda m, x: m.nn.functional.instance_norm(x),
+    "rms_norm": lambda m, x: m.nn.functional.rms_norm(x, (4,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTEGER_REFUSED))
+def test_integer_input_refused_like_torch(torch_mod, name):
+    for m in (ember, torch_mod):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+            INTEGER_REFUSED[name](m, m.zeros(1, 1, 4, 4, 4, dtype=m.int64))
+
+
+def test_integer_average_pooling_refused_rather_than_truncated():
+    x = ember.ones(1, 1, 4, 4, 4, dtype=ember.int64)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        ember.nn.functional.avg_pool3d(x, 2)
+    assert ember.nn.functional.max_pool3d(x, 2).dtype == ember.int64

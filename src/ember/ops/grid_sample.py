@@ -16,6 +16,7 @@ import numpy as np
 from .. import _creation
 from .._tensor import Tensor
 from ._dispatch import array_module
+from ._spatial_checks import require_floating
 from .resample import _CUBIC_A
 
 
@@ -98,6 +99,7 @@ def grid_sample(
             f"'reflection', but got: '{padding_mode}'"
         )
     align_corners = _default_align_corners(align_corners)
+    require_floating(input, "grid_sampler")
     nd = input.dim() - 2
     if nd not in (2, 3) or grid.dim() != input.dim():
         raise RuntimeError(

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _creation
 from .._tensor import Tensor
 from ._dispatch import array_module
+from ._spatial_checks import require_floating
 
 
 def instance_norm(
@@ -31,6 +32,7 @@ def instance_norm(
 
     if input.dim() < 2:
         raise ValueError(f"instance_norm expects at least 2D input, got {input.dim()}D")
+    require_floating(input, "instance_norm")
     channels = input.shape[1]
     shape = (1, channels) + (1,) * (input.dim() - 2)
     dims = tuple(range(2, input.dim()))
@@ -79,8 +81,9 @@ def rms_norm(
             f"Given normalized_shape={list(shape)}, expected input with shape "
             f"[*{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
         )
+    require_floating(input, "rms_norm")
     if eps is None:
-        eps = float(np.finfo(input._data.dtype).eps) if input.is_floating_point() else 0.0
+        eps = float(np.finfo(input._data.dtype).eps)
     dims = tuple(range(input.dim() - len(shape), input.dim()))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
@@ -103,6 +106,7 @@ def local_response_norm(
         raise ValueError(
             f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)"
         )
+    require_floating(input, "local_response_norm")
     if input.numel() == 0:
         return input
     xp = array_module(input._data)
@@ -139,6 +143,7 @@ def cross_map_lrn2d(
     (PyTorch's hand-written backward for the layer does not pass gradcheck)."""
     if input.dim() != 4:
         raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    require_floating(input, "cross_map_lrn2d")
     xp = array_module(input._data)
     band = _cross_map_band(input.shape[1], size) * (alpha / size)
     weights = _creation.tensor(xp.asarray(band, dtype=input._data.dtype), device=input.device)

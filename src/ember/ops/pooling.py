@@ -17,6 +17,7 @@ from .. import _creation
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, result
+from ._spatial_checks import require_floating
 from .resample import _area_matrix, apply_along_axes
 
 
@@ -230,6 +231,7 @@ def adaptive_max_pool(input: Tensor, output_size, return_indices: bool, nd: int,
 def adaptive_avg_pool(input: Tensor, output_size, nd: int, op: str) -> Tensor:
     """Mean over PyTorch's adaptive windows, one (out, in) matrix per axis."""
     _check_adaptive_input(input, nd, op)
+    require_floating(input, op)
     x, unbatched = _batched(input, nd, op)
     sizes = _adaptive_sizes(x, output_size, nd)
     matrices = [None if n == o else _area_matrix(n, o) for n, o in zip(x.shape[2:], sizes)]
@@ -262,6 +264,7 @@ def avg_pool_nd(
     op: str,
 ) -> Tensor:
     """Average pooling over the last ``nd`` dims, separable into one matrix per axis."""
+    require_floating(input, op)
     x, unbatched = _batched(input, nd, op)
     kernel = _tuple(kernel_size, nd, "kernel_size")
     stride = kernel if stride is None or stride == [] else _tuple(stride, nd, "stride")
@@ -284,6 +287,7 @@ def lp_pool_nd(input: Tensor, norm_type, kernel_size, stride, ceil_mode: bool, n
     pooling, negative sums clamped to zero."""
     from .activation import relu
 
+    require_floating(input, op)
     kernel = _tuple(kernel_size, nd, "kernel_size")
     pooled = avg_pool_nd(input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None, nd, op)
     return (pooled.sign() * relu(pooled.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)

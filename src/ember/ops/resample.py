@@ -15,6 +15,7 @@ import numpy as np
 from .. import _creation
 from .._tensor import Tensor
 from ._dispatch import array_module
+from ._spatial_checks import require_floating
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -204,6 +205,7 @@ def interpolate(
         from .pooling import adaptive_avg_pool
 
         return adaptive_avg_pool(input, sizes, nd, f"adaptive_avg_pool{nd}d")
+    require_floating(input, f"upsample_{mode}")
     build = _cubic_matrix if mode == "bicubic" else _linear_matrix
     matrices = [build(n, o, s, align_corners) for n, o, s in zip(in_sizes, sizes, scales)]
     return apply_along_axes(input, matrices)
