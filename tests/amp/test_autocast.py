@@ -403,6 +403,20 @@ def test_cuda_policy_lower_fp32_and_opt_dtype(as_cuda):
     assert ember.addcmul(h, h, ember.ones(3, 5)).dtype == ember.float32  # ... or to float32
     assert ember.dot(ember.ones(3), ember.ones(3, dtype=ember.float16)).dtype == ember.float32
     assert a.double().exp().dtype == ember.float64
+    # the other spellings of the listed ops reach the same wrapper
+    for out in (
+        h.log_softmax(-1),
+        EF.log_softmax(h, -1),
+        ember.nn.Softmax(-1)(h),
+        ember.nn.LayerNorm(5)(h),
+        h.cumsum(0),
+        h.prod(),
+        ember.log(h.abs()),
+        h.norm(),
+        ember.nn.MSELoss()(h, h),
+    ):
+        assert out.dtype == ember.float32
+    assert ember.nn.Linear(5, 2)(h).dtype == ember.float16
 
 
 def test_cuda_policy_bans_binary_cross_entropy(as_cuda):
