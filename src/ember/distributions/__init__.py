@@ -55,8 +55,10 @@ from .transforms import *  # noqa: F403
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
+    "Wishart",
     "LKJCholesky",
     "GeneralizedPareto",
     "FisherSnedecor",
