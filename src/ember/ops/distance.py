@@ -60,16 +60,17 @@ class CdistBackward0(Node):
         x1, x2 = self.saved_tensors()
         d = self.saved_output()
         p = self.p
+        need1, need2 = self._edges[0] is not None, self._edges[1] is not None
         if p == 2:
             # with G = g / d:  dL/dx1 = x1 Σ_r G - G x2,  dL/dx2 = x2 Σ_p Gᵀ - Gᵀ x1
             G = where(d == 0, 0.0, g / where(d == 0, 1.0, d))
-            gx1 = x1 * G.sum(-1, keepdim=True) - G.matmul(x2)
+            gx1 = x1 * G.sum(-1, keepdim=True) - G.matmul(x2) if need1 else None
             Gt = G.transpose(-1, -2)
-            gx2 = x2 * Gt.sum(-1, keepdim=True) - Gt.matmul(x1)
+            gx2 = x2 * Gt.sum(-1, keepdim=True) - Gt.matmul(x1) if need2 else None
             return gx1, gx2
         diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
         gdiff = norm_gradient(diff, d.unsqueeze(-1), p) * g.unsqueeze(-1)
-        return gdiff.sum(-2), -gdiff.sum(-3)
+        return (gdiff.sum(-2) if need1 else None), (-gdiff.sum(-3) if need2 else None)
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = COMPUTE_MODES[0]) -> Tensor:
