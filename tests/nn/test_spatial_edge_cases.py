@@ -95,3 +95,23 @@ def test_integer_average_pooling_refused_rather_than_truncated():
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         ember.nn.functional.avg_pool3d(x, 2)
     assert ember.nn.functional.max_pool3d(x, 2).dtype == ember.int64
+
+
+NONCONTIGUOUS = {
+    "max_pool3d": lambda m, x: m.nn.functional.max_pool3d(x, 2, 1, ceil_mode=True),
+    "adaptive_max_pool2d": lambda m, x: m.nn.functional.adaptive_max_pool2d(x[:, :, 0], 2),
+    "avg_pool3d": lambda m, x: m.nn.functional.avg_pool3d(x, 2, 1, 1, count_include_pad=False),
+    "interpolate_trilinear": lambda m, x: m.nn.functional.interpolate(
+        x, scale_factor=1.5, mode="trilinear"
+    ),
+    "instance_norm": lambda m, x: m.nn.functional.instance_norm(x),
+    "conv3d": lambda m, x: m.nn.functional.conv3d(x, x[:1], padding=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NONCONTIGUOUS))
+def test_noncontiguous_inputs_gradcheck(name):
+    from tests.helpers import arrays_for, check_gradients
+
+    x = arrays_for([(2, 2, 2, 3, 2)], -1, 1, seed=5)[0]  # (N, C) swapped: a strided view
+    check_gradients(NONCONTIGUOUS[name], [x], gradgrad=False, noncontiguous=True)
