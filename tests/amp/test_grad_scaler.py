@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.cpu
 from ember.amp import GradScaler
 
 rng = np.random.default_rng(1)
@@ -256,6 +257,9 @@ def test_cuda_scaler_without_cuda_warns_and_disables(torch_mod):
         warnings.simplefilter("ignore", UserWarning)
         with pytest.warns(FutureWarning, match=r"torch.cuda.amp.GradScaler\(args...\)"):
             ember.cuda.amp.GradScaler()
+    with pytest.warns(FutureWarning, match=r"torch.amp.GradScaler\('cpu', args...\)"):
+        scaler = ember.cpu.amp.GradScaler(init_scale=8.0)
+    assert scaler.is_enabled() and scaler.get_scale() == 8.0
 
 
 # --- a short AMP training run ------------------------------------------------------------------
