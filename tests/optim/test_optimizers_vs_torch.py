@@ -432,3 +432,44 @@ def test_sparse_adam_with_a_sparse_embedding_equals_torch(torch_mod):
         results.append(emb.weight.detach().numpy().copy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-12)
     assert results[0][5].tolist() == weight[5].tolist()
+
+
+DIFFERENTIABLE = {
+    "sgd_nesterov": ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+    "adam": ("Adam", dict(lr=0.1)),
+    "adamw": ("AdamW", dict(lr=0.1)),
+    "rmsprop_momentum": ("RMSprop", dict(lr=0.1, momentum=0.5)),
+    "adagrad": ("Adagrad", dict(lr=0.1)),
+    "adadelta": ("Adadelta", dict()),
+    "nadam": ("NAdam", dict(lr=0.1)),
+    "radam": ("RAdam", dict(lr=0.1, betas=(0.5, 0.6))),
+    "asgd": ("ASGD", dict(lr=0.1, t0=1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIFFERENTIABLE))
+def test_differentiable_steps_give_torch_hypergradients(case, torch_mod):
+    """With differentiable=True the update is recorded: d(loss after 3 steps) / d(start,
+    gradient) through the optimizer equals torch's."""
+    name, kwargs = DIFFERENTIABLE[case]
+    results = []
+    for m in (ember, torch_mod):
+        start = m.tensor([1.0, -2.0, 0.5], dtype=m.float64, requires_grad=True)
+        g = m.tensor([0.3, 0.1, -0.7], dtype=m.float64, requires_grad=True)
+        w = start.clone()  # a non-leaf parameter, as differentiable steps need
+        opt = getattr(m.optim, name)([w], differentiable=True, **kwargs)
+        for i in range(3):
+            w.grad = g * (i + 1) + w * 0.1
+            opt.step()
+        d_start, d_g = m.autograd.grad((w**2).sum(), (start, g))
+        results.append((w.detach().numpy(), d_start.numpy(), d_g.numpy()))
+    for e, t in zip(*results):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-12)
+
+
+def test_a_plain_step_records_nothing():
+    w = ember.ones(2, requires_grad=True)
+    opt = ember.optim.Adam([w])
+    w.grad = ember.ones(2, requires_grad=True)
+    opt.step()
+    assert w.grad_fn is None and opt.state[w]["exp_avg"].grad_fn is None

@@ -4,8 +4,13 @@ gradients."""
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class Adadelta(Optimizer):
@@ -50,7 +55,7 @@ class Adadelta(Optimizer):
             ),
         )
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -69,7 +74,10 @@ class Adadelta(Optimizer):
                 square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()
                 # delta = sqrt(E[dx²] + eps) / sqrt(E[g²] + eps) · g
-                delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+                delta = acc_delta.add(eps).sqrt_()
+                if group["differentiable"]:
+                    delta = delta.clone()
+                delta.div_(std).mul_(grad)
                 acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
                 p.add_(delta, alpha=-lr)
         return loss

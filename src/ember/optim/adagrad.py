@@ -4,8 +4,14 @@ update rule."""
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_fused, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_fused,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class Adagrad(Optimizer):
@@ -63,7 +69,7 @@ class Adagrad(Optimizer):
                 state["step"] = _creation.tensor(0.0)
                 state["sum"] = _creation.full_like(p, group["initial_accumulator_value"])
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -75,6 +81,7 @@ class Adagrad(Optimizer):
                     grad = grad.add(p, alpha=group["weight_decay"])
                 clr = as_scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].addcmul_(grad, grad, value=1)
-                std = state["sum"].sqrt().add_(group["eps"])
+                std = state["sum"].sqrt()
+                std = std + group["eps"] if group["differentiable"] else std.add_(group["eps"])
                 p.addcdiv_(grad, std, value=-clr)
         return loss

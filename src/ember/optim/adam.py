@@ -5,8 +5,14 @@ from __future__ import annotations
 import math
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_fused, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_fused,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class Adam(Optimizer):
@@ -55,7 +61,7 @@ class Adam(Optimizer):
         )
         check_fused(fused, foreach, differentiable)
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -79,16 +85,27 @@ class Adam(Optimizer):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                bias_correction1 = 1 - beta1**step
-                bias_correction2 = 1 - beta2**step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = math.sqrt(bias_correction2)
+                differentiable = group["differentiable"]
+                second_moment = exp_avg_sq
                 if group["amsgrad"]:
                     max_sq = state["max_exp_avg_sq"]
-                    max_sq.copy_(max_sq.maximum(exp_avg_sq))
-                    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                else:
-                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                    # under differentiable=True, tensors that a later step changes in place
+                    # are cloned before an op saves them for backward
+                    max_sq.copy_((max_sq.clone() if differentiable else max_sq).maximum(exp_avg_sq))
+                    second_moment = max_sq
+                if differentiable:
+                    # PyTorch's differentiable path does the step-size arithmetic on the step
+                    # tensor (its dtype), and folds the step size into the denominator
+                    # (scalar / tensor is reciprocal-then-multiply there; kept for equal rounding)
+                    step_t = state["step"]
+                    step_size_neg = ((1 - beta1**step_t).reciprocal() * lr).neg()
+                    scale = (1 - beta2**step_t).sqrt() * step_size_neg
+                    denom = (second_moment.sqrt() / scale).add_(step_size_neg.reciprocal() * eps)
+                    p.addcdiv_(exp_avg.clone(), denom)
+                    continue
+                step_size = lr / (1 - beta1**step)
+                bias_correction2_sqrt = math.sqrt(1 - beta2**step)
+                denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
                 p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class Adamax(Optimizer):
@@ -51,7 +56,7 @@ class Adamax(Optimizer):
             ),
         )
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -70,7 +75,10 @@ class Adamax(Optimizer):
                 exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 # u_t = max(beta2 · u_{t-1}, |g| + eps)
-                exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
+                if group["differentiable"]:
+                    exp_inf.copy_(exp_inf.mul(beta2).maximum(grad.abs().add_(eps)))
+                else:
+                    exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
                 clr = lr / (1 - beta1**step)
                 p.addcdiv_(exp_avg, exp_inf, value=-clr)
         return loss

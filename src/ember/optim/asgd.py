@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class ASGD(Optimizer):
@@ -46,7 +51,7 @@ class ASGD(Optimizer):
             ),
         )
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:

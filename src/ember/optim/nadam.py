@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class NAdam(Optimizer):
@@ -57,7 +62,7 @@ class NAdam(Optimizer):
             ),
         )
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -80,15 +85,27 @@ class NAdam(Optimizer):
                         p.mul_(1 - lr * wd)
                     else:
                         grad = grad.add(p, alpha=wd)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.lerp_(grad, 1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 # mu_t = beta1 · (1 - 0.5 · 0.96^(t · psi))
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
                 state["mu_product"].mul_(mu)
+                denom = exp_avg_sq.div(1 - beta2**step).sqrt()
+                if group["differentiable"]:
+                    # PyTorch's differentiable path: the factors stay scalar tensors, and
+                    # nothing saved for backward is changed in place
+                    mu_product = state["mu_product"]
+                    denom = denom.add(eps)
+                    # (scalar / tensor is reciprocal-then-multiply there; kept for equal rounding)
+                    grad_factor = (1.0 - mu_product).reciprocal() * (-lr * (1.0 - mu))
+                    avg_factor = (1.0 - mu_product * mu_next).reciprocal() * (-lr * mu_next)
+                    p.addcdiv_(grad * grad_factor, denom)
+                    p.addcdiv_(exp_avg * avg_factor, denom)
+                    continue
                 mu_product = state["mu_product"].item()
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                denom = exp_avg_sq.div(1 - beta2**step).sqrt().add_(eps)
+                denom.add_(eps)
                 p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
                 p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - mu_product * mu_next))
         return loss

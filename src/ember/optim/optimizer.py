@@ -72,6 +72,21 @@ def params_with_grads(group: dict):
             yield p, (-p._grad if negate else p._grad)
 
 
+def use_grad_for_differentiable(step):
+    """Run ``step`` with grad mode on when the optimizer was built with
+    ``differentiable=True`` (so the update itself is recorded and can be differentiated,
+    e.g. for meta-learning), off otherwise."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        from ..autograd.grad_mode import set_grad_enabled
+
+        with set_grad_enabled(bool(self.defaults.get("differentiable", False))):
+            return step(self, *args, **kwargs)
+
+    return wrapper
+
+
 def _with_step_hooks(step):
     """Wrap a class's ``step`` so the global and per-optimizer step hooks run around it."""
 
@@ -371,6 +386,7 @@ __all__ = [
     "check_fused",
     "check_lr",
     "no_grad",
+    "use_grad_for_differentiable",
     "register_optimizer_step_post_hook",
     "register_optimizer_step_pre_hook",
     "required",

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class RAdam(Optimizer):
@@ -53,7 +58,7 @@ class RAdam(Optimizer):
             ),
         )
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -84,7 +89,9 @@ class RAdam(Optimizer):
                 if rho_t > 5.0:
                     rect_sq = (rho_t - 4) * (rho_t - 2) * rho_inf
                     rect = (rect_sq / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive_lr = bias_correction2**0.5 / exp_avg_sq.sqrt().add_(eps)
+                    root = exp_avg_sq.sqrt()
+                    root = root.add(eps) if group["differentiable"] else root.add_(eps)
+                    adaptive_lr = bias_correction2**0.5 / root
                     p.add_(corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
                 else:
                     p.add_(corrected_exp_avg * lr, alpha=-1.0)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class RMSprop(Optimizer):
@@ -55,7 +60,7 @@ class RMSprop(Optimizer):
             ),
         )
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -78,9 +83,11 @@ class RMSprop(Optimizer):
                 if centered:
                     grad_avg = state["grad_avg"]
                     grad_avg.lerp_(grad, 1 - alpha)
-                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_().add_(eps)
+                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
-                    avg = square_avg.sqrt().add_(eps)
+                    avg = square_avg.sqrt()
+                # sqrt saves its output: keep it intact when the step is differentiated
+                avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)
                 if momentum > 0:
                     buf = state["momentum_buffer"]
                     buf.mul_(momentum).addcdiv_(grad, avg)

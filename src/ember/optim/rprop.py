@@ -4,8 +4,13 @@ gradients, PyTorch's update rule."""
 from __future__ import annotations
 
 from .. import _creation
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_lr, params_with_grads
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_lr,
+    params_with_grads,
+    use_grad_for_differentiable,
+)
 
 
 class Rprop(Optimizer):
@@ -44,7 +49,7 @@ class Rprop(Optimizer):
             ),
         )
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -59,7 +64,7 @@ class Rprop(Optimizer):
                 state["step"] += 1
                 prev, step_size = state["prev"], state["step_size"]
                 # same sign: grow the step; sign flip: shrink it and skip this update
-                factor = grad.mul(prev).sign()
+                factor = grad.mul(prev.clone() if group["differentiable"] else prev).sign()
                 shrink = factor.lt(0)
                 factor.masked_fill_(factor.gt(0), etaplus)
                 factor.masked_fill_(shrink, etaminus)

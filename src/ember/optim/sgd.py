@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, check_fused, check_lr, params_with_grads, required
+from .optimizer import (
+    Optimizer,
+    as_scalar,
+    check_fused,
+    check_lr,
+    params_with_grads,
+    required,
+    use_grad_for_differentiable,
+)
 
 
 class SGD(Optimizer):
@@ -47,7 +54,7 @@ class SGD(Optimizer):
         )
         check_fused(fused, foreach, differentiable)
 
-    @no_grad()
+    @use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
