@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from .. import _creation
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_lr,
     params_with_grads,
@@ -23,7 +25,7 @@ class Adadelta(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1.0,
         rho: float = 0.9,
         eps: float = 1e-6,
@@ -56,7 +58,7 @@ class Adadelta(Optimizer):
         )
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, rho, eps = as_scalar(group["lr"]), group["rho"], group["eps"]

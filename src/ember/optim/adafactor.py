@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar, params_with_grads
+from .optimizer import Closure, Optimizer, ParamsT, as_scalar, params_with_grads
 
 
 class Adafactor(Optimizer):
@@ -20,7 +20,7 @@ class Adafactor(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1e-2,
         beta2_decay: float = -0.8,
         eps: tuple[float | None, float] = (None, 1e-3),
@@ -56,7 +56,7 @@ class Adafactor(Optimizer):
         )
 
     @no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, d, wd = as_scalar(group["lr"]), group["d"], group["weight_decay"]

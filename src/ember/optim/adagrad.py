@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from .. import _creation
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_fused,
     check_lr,
@@ -25,7 +27,7 @@ class Adagrad(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr=1e-2,
         lr_decay: float = 0,
         weight_decay: float = 0,
@@ -70,7 +72,7 @@ class Adagrad(Optimizer):
                 state["sum"] = _creation.full_like(p, group["initial_accumulator_value"])
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             for p, grad in params_with_grads(group):

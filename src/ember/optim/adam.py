@@ -6,7 +6,9 @@ import math
 
 from .. import _creation
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_fused,
     check_lr,
@@ -20,7 +22,7 @@ class Adam(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr=1e-3,
         betas=(0.9, 0.999),
         eps: float = 1e-8,
@@ -62,7 +64,7 @@ class Adam(Optimizer):
         check_fused(fused, foreach, differentiable)
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
@@ -115,7 +117,7 @@ class AdamW(Adam):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr=1e-3,
         betas=(0.9, 0.999),
         eps: float = 1e-8,

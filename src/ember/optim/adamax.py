@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .. import _creation
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_lr,
     params_with_grads,
@@ -22,7 +24,7 @@ class Adamax(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 2e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -57,7 +59,7 @@ class Adamax(Optimizer):
         )
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]

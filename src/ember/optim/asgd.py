@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .. import _creation
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_lr,
     params_with_grads,
@@ -22,7 +24,7 @@ class ASGD(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1e-2,
         lambd: float = 1e-4,
         alpha: float = 0.75,
@@ -52,7 +54,7 @@ class ASGD(Optimizer):
         )
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, lambd = as_scalar(group["lr"]), group["lambd"]

@@ -7,7 +7,7 @@ import math
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.shape import cat
-from .optimizer import Optimizer, as_scalar, check_lr
+from .optimizer import Closure, Optimizer, ParamsT, as_scalar, check_lr
 
 
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
@@ -128,7 +128,7 @@ class LBFGS(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1,
         max_iter: int = 20,
         max_eval: int | None = None,
@@ -181,7 +181,7 @@ class LBFGS(Optimizer):
         return loss, flat_grad
 
     @no_grad()
-    def step(self, closure):
+    def step(self, closure: Closure):
         """Run one L-BFGS optimisation (several iterations); returns the first loss."""
         if closure is None:
             raise RuntimeError("LBFGS requires a closure that reevaluates the model")

@@ -8,7 +8,7 @@ import math
 from .. import _creation
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar
+from .optimizer import Closure, Optimizer, ParamsT, as_scalar
 
 EPS = 1e-7
 DEFAULT_A = 3.4445
@@ -68,7 +68,7 @@ class Muon(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1e-3,
         weight_decay: float = 0.1,
         momentum: float = 0.95,
@@ -110,7 +110,7 @@ class Muon(Optimizer):
                     )
 
     @no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, wd, momentum = as_scalar(group["lr"]), group["weight_decay"], group["momentum"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from itertools import chain
+from typing import Any, Union
 
 from .._tensor import Tensor
 from ..autograd import _cuts
@@ -20,6 +22,11 @@ class _Required:
 
 
 required = _Required()
+
+# what an optimizer accepts as ``params``: tensors, (name, tensor) pairs or group dicts
+ParamsT = Union[Iterable[Tensor], Iterable[tuple[str, Tensor]], Iterable[dict[str, Any]]]
+# ``step(closure)``: re-evaluates the model and returns the loss
+Closure = Callable[[], Any]
 
 _global_step_pre_hooks = _HookDict()
 _global_step_post_hooks = _HookDict()
@@ -140,7 +147,7 @@ class Optimizer:
     options overriding ``defaults``.
     """
 
-    def __init__(self, params, defaults: dict):
+    def __init__(self, params: ParamsT, defaults: dict):
         self.defaults = defaults
         self._optimizer_step_pre_hooks = _HookDict()
         self._optimizer_step_post_hooks = _HookDict()
@@ -339,7 +346,7 @@ class Optimizer:
 
     # -- the update ----------------------------------------------------------------------
 
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         """One optimisation step; ``closure`` re-evaluates the model and returns the loss."""
         raise NotImplementedError
 
@@ -381,7 +388,9 @@ class Optimizer:
 
 
 __all__ = [
+    "Closure",
     "Optimizer",
+    "ParamsT",
     "as_scalar",
     "check_fused",
     "check_lr",

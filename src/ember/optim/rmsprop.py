@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .. import _creation
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_lr,
     params_with_grads,
@@ -23,7 +25,7 @@ class RMSprop(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr=1e-2,
         alpha: float = 0.99,
         eps: float = 1e-8,
@@ -61,7 +63,7 @@ class RMSprop(Optimizer):
         )
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, alpha, eps = as_scalar(group["lr"]), group["alpha"], group["eps"]

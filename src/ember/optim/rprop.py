@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from .. import _creation
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_lr,
     params_with_grads,
@@ -23,7 +25,7 @@ class Rprop(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1e-2,
         etas: tuple[float, float] = (0.5, 1.2),
         step_sizes: tuple[float, float] = (1e-6, 50),
@@ -50,7 +52,7 @@ class Rprop(Optimizer):
         )
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]

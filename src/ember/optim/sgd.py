@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .optimizer import (
+    Closure,
     Optimizer,
+    ParamsT,
     as_scalar,
     check_fused,
     check_lr,
@@ -18,7 +20,7 @@ class SGD(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr=1e-3,
         momentum: float = 0,
         dampening: float = 0,
@@ -55,7 +57,7 @@ class SGD(Optimizer):
         check_fused(fused, foreach, differentiable)
 
     @use_grad_for_differentiable
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, momentum, dampening = as_scalar(group["lr"]), group["momentum"], group["dampening"]

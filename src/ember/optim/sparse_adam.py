@@ -12,7 +12,7 @@ import math
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, as_scalar
+from .optimizer import Closure, Optimizer, ParamsT, as_scalar
 
 
 class SparseAdam(Optimizer):
@@ -25,7 +25,7 @@ class SparseAdam(Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -53,7 +53,7 @@ class SparseAdam(Optimizer):
             )
 
     @no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
