@@ -27,6 +27,12 @@ INTERPOLATE = {
     "bicubic": (2, dict(size=(6, 9), mode="bicubic")),
     "bicubic_align": (2, dict(scale_factor=1.5, mode="bicubic", align_corners=True)),
     "trilinear": (3, dict(size=(4, 3, 6), mode="trilinear")),
+    "bilinear_antialias": (2, dict(size=(2, 3), mode="bilinear", antialias=True)),
+    "bilinear_antialias_align": (
+        2,
+        dict(scale_factor=(0.5, 1.5), mode="bilinear", antialias=True, align_corners=True),
+    ),
+    "bicubic_antialias": (2, dict(size=(2, 7), mode="bicubic", antialias=True)),
     "area_2d": (2, dict(size=(2, 4), mode="area")),
     "area_1d_scale": (1, dict(scale_factor=0.5, mode="area")),
 }
@@ -67,6 +73,7 @@ def test_interpolate_errors_match_torch(torch_mod):
         (ValueError, "align_corners option can only be set", dict(size=2, align_corners=True)),
         (ValueError, "only one of size or scale_factor", dict(size=2, scale_factor=2)),
         (ValueError, "either size or scale_factor", {}),
+        (ValueError, "Anti-alias option is restricted", dict(size=2, antialias=True)),
         (ValueError, "same number of spatial dimensions", dict(size=(2, 3))),
     ]
     for m in (ember, torch_mod):

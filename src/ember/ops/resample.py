@@ -108,6 +108,34 @@ def _cubic_matrix(in_size: int, out_size: int, scale, align_corners: bool):
     return m
 
 
+def _antialias_matrix(in_size: int, out_size: int, scale, align_corners: bool, cubic: bool):
+    """(out, in) weights of antialiased resampling (PIL's rule, as PyTorch): when shrinking,
+    the filter (triangle, or cubic with a = -0.5) is stretched by the shrink factor so every
+    input pixel contributes; each row's weights are normalised to sum to one."""
+    step = _source_scale(in_size, out_size, scale, align_corners)
+    stretch = step if step >= 1.0 else 1.0
+    support = (2.0 if cubic else 1.0) * stretch
+    a = -0.5
+
+    def kernel(x):
+        x = np.abs(x)
+        if not cubic:
+            return np.maximum(0.0, 1.0 - x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = (((x - 5) * x + 8) * x - 4) * a
+        return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+
+    m = np.zeros((out_size, in_size))
+    for i in range(out_size):
+        centre = step * (i + 0.5)
+        first = max(int(centre - support + 0.5), 0)
+        last = min(int(centre + support + 0.5), in_size)
+        w = kernel((np.arange(first, last) - centre + 0.5) / stretch)
+        total = w.sum()
+        m[i, first:last] = w / total if total else w
+    return m
+
+
 def _area_matrix(in_size: int, out_size: int):
     """(out, in) weights of adaptive average pooling: PyTorch's floor/ceil windows."""
     m = np.zeros((out_size, in_size))
@@ -182,8 +210,11 @@ def interpolate(
         raise NotImplementedError(
             f"Got {input.dim()}D input, but {mode} mode needs {needed + 2}D input"
         )
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+    if antialias and (mode not in ("bilinear", "bicubic") or nd != 2):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input"
+        )
     if recompute_scale_factor and size is not None:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     sizes, scales = _output_sizes(input, size, scale_factor, recompute_scale_factor)
@@ -206,6 +237,13 @@ def interpolate(
 
         return adaptive_avg_pool(input, sizes, nd, f"adaptive_avg_pool{nd}d")
     require_floating(input, f"upsample_{mode}")
+    if antialias:
+        cubic = mode == "bicubic"
+        matrices = [
+            _antialias_matrix(n, o, s, align_corners, cubic)
+            for n, o, s in zip(in_sizes, sizes, scales)
+        ]
+        return apply_along_axes(input, matrices)
     build = _cubic_matrix if mode == "bicubic" else _linear_matrix
     matrices = [build(n, o, s, align_corners) for n, o, s in zip(in_sizes, sizes, scales)]
     return apply_along_axes(input, matrices)
