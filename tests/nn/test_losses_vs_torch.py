@@ -411,3 +411,31 @@ def test_class_index_loss_modules_match_torch(torch_mod):
         torch_mod.tensor(RAW).log_softmax(2), torch_mod.tensor(CTC_TARGETS), IN_LENS, TGT_LENS
     )
     np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-10)
+
+
+def test_torch_namespace_forms_take_the_reduction_enum(torch_mod):
+    from ember.ops import loss_enum
+
+    x, y = X[:, :4], np.abs(Y[:, :4]) + 0.1
+    cases = [
+        ("binary_cross_entropy_with_logits", lambda m, f, r: f(m.tensor(x), m.tensor(P[:, :4]),
+                                                               None, None, r)),
+        ("kl_div", lambda m, f, r: f(m.tensor(x), m.tensor(y), r)),
+        ("poisson_nll_loss", lambda m, f, r: f(m.tensor(x), m.tensor(y), True, True, 1e-8, r)),
+        ("hinge_embedding_loss", lambda m, f, r: f(m.tensor(x), m.tensor(SIGNS[:, :4]), 0.5, r)),
+        ("margin_ranking_loss", lambda m, f, r: f(m.tensor(x), m.tensor(y),
+                                                  m.tensor(SIGNS[:, :4]), 0.1, r)),
+        ("cosine_embedding_loss", lambda m, f, r: f(m.tensor(x), m.tensor(y),
+                                                    m.tensor([1, -1, 1, -1]), 0.1, r)),
+        ("triplet_margin_loss", lambda m, f, r: f(m.tensor(x), m.tensor(y), m.tensor(x * 2),
+                                                  1.0, 2, 1e-6, True, r)),
+        ("ctc_loss", lambda m, f, r: f(m.tensor(RAW).log_softmax(2), m.tensor(CTC_TARGETS),
+                                       [7, 5, 6], TGT_LENS, 0, r, False)),
+    ]  # fmt: skip
+    for name, call in cases:
+        for reduction in (0, 1, 2):
+            ours = call(ember, getattr(loss_enum, name), reduction)
+            theirs = call(torch_mod, getattr(torch_mod, name), reduction)
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, err_msg=name)
+    with pytest.raises(RuntimeError, match="reduction must be 0 \\(none\\), 1 \\(mean\\) or 2"):
+        loss_enum.kl_div(ember.tensor(x), ember.tensor(y), "mean")
