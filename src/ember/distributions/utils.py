@@ -153,3 +153,8 @@ def one_hot(indices: Tensor, num_classes: int, dtype) -> Tensor:
     """Integer class indices -> one-hot vectors of ``dtype`` along a new last dim."""
     classes = ember.arange(num_classes, device=indices.device)
     return (indices.unsqueeze(-1) == classes).to(dtype)
+
+
+# PyTorch's private names, which libraries built on torch.distributions import
+_sum_rightmost = sum_rightmost
+_standard_normal = standard_normal
