@@ -54,8 +54,11 @@ def shape_str(t: Tensor) -> str:
     return "x".join(str(s) for s in t._data.shape) or "scalar"
 
 
-def check_matrix(op: str, A: Tensor, name: str = "A", square: bool = False) -> None:
-    """At least 2-D, floating, and square when asked (PyTorch's messages)."""
+def check_matrix(
+    op: str, A: Tensor, name: str = "A", square: bool = False, low_precision: bool = False
+) -> None:
+    """At least 2-D, floating (float32/float64 unless ``low_precision``), and square when
+    asked (PyTorch's messages)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(A).__name__}")
     shape = A._data.shape
@@ -66,9 +69,15 @@ def check_matrix(op: str, A: Tensor, name: str = "A", square: bool = False) -> N
             f"{op}: {name} must be batches of square matrices, but they are {shape[-2]} by "
             f"{shape[-1]} matrices"
         )
-    if A._data.dtype.kind != "f":
+    dtype = A.dtype
+    if not dtype.is_floating_point:
         raise RuntimeError(
-            f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.legacy_name}"
+            f"{op}: Expected a floating point or complex tensor as input. Got {dtype.legacy_name}"
+        )
+    if A._data.dtype.itemsize < 4 and not low_precision:
+        # LAPACK has no half-precision kernels (NotImplementedError is a RuntimeError)
+        raise NotImplementedError(
+            f"{op}: Low precision dtypes not supported. Got {dtype.legacy_name}"
         )
 
 

@@ -96,10 +96,14 @@ class LinalgMatrixExpBackward0(Node):
 
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential of each square matrix in ``A``."""
-    check_matrix("linalg.matrix_exp", A, "A", square=True)
+    check_matrix("linalg.matrix_exp", A, "A", square=True, low_precision=True)
     a = A._data
     xp = array_module(a)
-    return result(LinalgMatrixExpBackward0, _expm_kernel(a, xp), (A,), (A,))
+    if a.dtype.itemsize < 4:  # half precision: computed in float32, returned in A's dtype
+        out = _expm_kernel(a.astype(np.float32), xp).astype(a.dtype)
+    else:
+        out = _expm_kernel(a, xp)
+    return result(LinalgMatrixExpBackward0, out, (A,), (A,))
 
 
 # --------------------------------------------------------------------------------------------
