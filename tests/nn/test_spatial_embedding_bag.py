@@ -49,6 +49,27 @@ def test_embedding_bag_matches_torch_and_gradcheck(name):
     check_gradients(CASES[name], [W, PSW], gradgrad=not name.startswith("max"))
 
 
+def test_scale_grad_by_freq_matches_torch_embedding(torch_mod):
+    # torch's CPU embedding_bag divides by the wrong counts (row 3 of [1, 2, 2, 3] gets 1/2);
+    # the reference is F.embedding with scale_grad_by_freq, summed per bag
+    def bags_via_embedding(m, w, s):
+        rows = F(m).embedding(_ints(m, INDICES), w, scale_grad_by_freq=True)
+        return m.stack([rows[a:b].sum(0) for a, b in zip(OFFSETS, list(OFFSETS[1:]) + [9])])
+
+    mine = lambda m, w, s: F(m).embedding_bag(  # noqa: E731
+        _ints(m, INDICES), w, _ints(m, OFFSETS), mode="sum", scale_grad_by_freq=True
+    )
+    w = ember.tensor(W, requires_grad=True)
+    mine(ember, w, None).sum().backward()
+    ref = torch_mod.tensor(W, requires_grad=True)
+    bags_via_embedding(torch_mod, ref, None).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), ref.grad.numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        mine(ember, w, None).detach().numpy(),
+        bags_via_embedding(torch_mod, ref, None).detach().numpy(),
+    )
+
+
 def test_embedding_bag_module_matches_torch(torch_mod):
     kwargs = dict(mode="max", padding_idx=2, max_norm=1.0)
     mine, ref = ember.nn.EmbeddingBag(7, 3, **kwargs), torch_mod.nn.EmbeddingBag(7, 3, **kwargs)

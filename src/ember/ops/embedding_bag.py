@@ -119,6 +119,11 @@ def embedding_bag(
     if max_norm is not None:
         _renormalise(weight, indices, max_norm, norm_type)
     rows = weight.index_select(0, _creation.tensor(indices.astype(np.int64), device=weight.device))
+    if scale_grad_by_freq and indices.size:
+        # same values, gradient divided by how often each row occurs in the batch
+        counts = xp.bincount(indices, minlength=num_rows)[indices].astype(weight._data.dtype)
+        keep_share = _creation.tensor((1.0 / counts)[:, None], device=weight.device)
+        rows = rows * keep_share + rows._detach() * (1 - keep_share)
     bag_of = _creation.tensor(ids.astype(np.int64), device=weight.device)
     empty = _creation.zeros(bags, dim, dtype=weight.dtype, device=weight.device)
     if mode == "max":
