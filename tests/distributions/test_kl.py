@@ -256,3 +256,50 @@ def test_bregman_divergence_of_exponential_families_equals_the_closed_form(make)
         rtol=1e-6,
         atol=1e-10,
     )
+
+
+# one parameterisation per family for the sweep over every pair torch registers
+FAMILIES = {
+    "Bernoulli": (lambda m, p: m.distributions.Bernoulli(p), [unit(3)]),
+    "Beta": (lambda m, a, b: m.distributions.Beta(a, b), [positive(3), positive(3)]),
+    "Binomial": (lambda m, p: m.distributions.Binomial(5, p), [unit(3)]),
+    "Categorical": (lambda m, p: m.distributions.Categorical(p), [simplex(3, 4)]),
+    "Cauchy": (lambda m, a, b: m.distributions.Cauchy(a, b), [real(3), positive(3)]),
+    "ContinuousBernoulli": (lambda m, p: m.distributions.ContinuousBernoulli(p), [unit(3)]),
+    "Dirichlet": (lambda m, c: m.distributions.Dirichlet(c), [positive(3, 2)]),
+    "Exponential": (lambda m, r: m.distributions.Exponential(r), [positive(3)]),
+    "Gamma": (lambda m, c, r: m.distributions.Gamma(c, r), [positive(3), positive(3)]),
+    "Geometric": (lambda m, p: m.distributions.Geometric(p), [unit(3)]),
+    "Gumbel": (lambda m, a, b: m.distributions.Gumbel(a, b), [real(3), positive(3)]),
+    "HalfNormal": (lambda m, s: m.distributions.HalfNormal(s), [positive(3)]),
+    "Laplace": (lambda m, a, b: m.distributions.Laplace(a, b), [real(3), positive(3)]),
+    "LogNormal": (lambda m, a, b: m.distributions.LogNormal(a, b), [real(3), positive(3)]),
+    "Normal": (lambda m, a, b: m.distributions.Normal(a, b), [real(3), positive(3)]),
+    "OneHotCategorical": (lambda m, p: m.distributions.OneHotCategorical(p), [simplex(3, 4)]),
+    "Pareto": (lambda m, s, a: m.distributions.Pareto(s, a), [positive(3), positive(3) + 1.5]),
+    "Poisson": (lambda m, r: m.distributions.Poisson(r), [positive(3)]),
+    "Uniform": (
+        lambda m, a, b: m.distributions.Uniform(a, a + b),
+        [np.array([0.1, 0.2, -0.5]), np.array([0.5, 0.3, 1.0])],
+    ),
+}
+
+
+def _registered_pairs():
+    try:
+        import torch.distributions.kl as torch_kl
+    except ImportError:  # pragma: no cover
+        return []
+    names = {(a.__name__, b.__name__) for a, b in torch_kl._KL_REGISTRY}
+    return sorted(pair for pair in names if pair[0] in FAMILIES and pair[1] in FAMILIES)
+
+
+@pytest.mark.parametrize("pair", _registered_pairs(), ids="-".join)
+def test_every_pair_torch_registers_has_the_same_value(pair, torch_mod):
+    (make_p, p_params), (make_q, q_params) = FAMILIES[pair[0]], FAMILIES[pair[1]]
+    n = len(p_params)
+
+    def kl(m, *xs):
+        return m.distributions.kl_divergence(make_p(m, *xs[:n]), make_q(m, *xs[n:]))
+
+    compare_with_torch(kl, [*p_params, *q_params], grad=False, atol=1e-6)

@@ -493,3 +493,6 @@ def _kl_unbounded_uniform(p, q):
 @register_kl(Gumbel, Exponential)
 def _kl_real_exponential(p, q):
     return infinite_like(p.loc)
+
+
+from . import _kl_cross  # noqa: E402, F401  (registers the cross-family pairs)
