@@ -63,3 +63,27 @@ def test_lazy_module_dtype_is_kept_and_init_is_eager():
     bound = 1 / np.sqrt(4)
     assert np.all(np.abs(layer.weight.detach().numpy()) <= bound)
     assert np.all(np.abs(layer.bias.detach().numpy()) <= bound)
+
+
+def test_lazy_model_loads_a_state_dict_without_a_dry_run():
+    nn = ember.nn
+
+    def build():
+        return nn.Sequential(
+            nn.LazyConv1d(3, 2), nn.LazyBatchNorm1d(), nn.Flatten(), nn.LazyLinear(2)
+        )
+
+    trained = build()
+    x = ember.randn(4, 2, 5)
+    trained(x)
+    trained.eval()
+    fresh = build()
+    state = trained.state_dict()
+    # what Module.load_state_dict is to do for every lazy submodule before copying
+    for name, module in fresh.named_modules():
+        if hasattr(module, "_load_lazy_state"):
+            module._load_lazy_state(state, name + "." if name else "")
+    fresh.load_state_dict(state)
+    fresh.eval()
+    np.testing.assert_allclose(fresh(x).detach().numpy(), trained(x).detach().numpy())
+    assert type(fresh[3]) is nn.Linear

@@ -97,14 +97,30 @@ class LazyModuleMixin:
             f"initialize_parameters is not implemented for {self.__class__.__name__}"
         )
 
+    def _load_lazy_state(self, state_dict, prefix: str) -> None:
+        """Give placeholders the shapes a checkpoint holds for them (before it is copied in),
+        so that a lazy model loads a state dict without a dry run."""
+        for name, param in self._parameters.items():
+            value = state_dict.get(prefix + name)
+            if is_lazy(param) and value is not None:
+                param.materialize(tuple(value.shape))
+        for name in getattr(self, "_lazy_buffers", ()):
+            value = state_dict.get(prefix + name)
+            if value is not None:
+                like = getattr(self, name)
+                setattr(
+                    self, name, _creation.zeros(*value.shape, dtype=like.dtype, device=like.device)
+                )
+        if all(prefix + n in state_dict for n in getattr(self, "_lazy_buffers", ())):
+            self._lazy_buffers = ()
+
 
 def _infer_parameters(module, args):
-    if not module.has_uninitialized_params():
-        return None
     from ...autograd.grad_mode import no_grad
 
-    with no_grad():
-        module.initialize_parameters(*args)
+    if module.has_uninitialized_params():  # not already shaped by a loaded state dict
+        with no_grad():
+            module.initialize_parameters(*args)
     if module.has_uninitialized_params():
         raise RuntimeError(f"module {module._get_name()} has not been fully initialized")
     module._initialize_hook.remove()
