@@ -439,3 +439,42 @@ def test_torch_namespace_forms_take_the_reduction_enum(torch_mod):
             np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, err_msg=name)
     with pytest.raises(RuntimeError, match="reduction must be 0 \\(none\\), 1 \\(mean\\) or 2"):
         loss_enum.kl_div(ember.tensor(x), ember.tensor(y), "mean")
+
+
+LINEAR_CE = {
+    "indices": (lambda m, x, w, b: m.nn.functional.linear_cross_entropy(
+        x, w, m.tensor(LABELS), linear_bias=b, label_smoothing=0.1), (5, 3)),
+    "probabilities": (lambda m, x, w, b: m.nn.functional.linear_cross_entropy(
+        x, w, m.tensor(P, dtype=x.dtype), linear_bias=b, reduction="sum"), (5, 3)),
+    "k_dim": (lambda m, x, w, b: m.nn.functional.linear_cross_entropy(
+        x, w.reshape(5, 1, 3), m.tensor([[1], [0], [4], [2]]), reduction="none"), (5, 3)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(LINEAR_CE))
+def test_linear_cross_entropy_matches_torch_and_gradchecks(name):
+    fn, (classes, features) = LINEAR_CE[name]
+    x, w, b = arrays_for([(4, features), (classes, features), (classes,)], seed=8)
+    compare_with_torch(fn, [x, w, b])
+    check_gradients(fn, [x, w, b], gradgrad=name == "indices")
+
+
+def test_linear_cross_entropy_module_and_errors(torch_mod):
+    ours = ember.nn.LinearCrossEntropyLoss(3, 5, bias=True, label_smoothing=0.2)
+    theirs = torch_mod.nn.LinearCrossEntropyLoss(3, 5, bias=True, label_smoothing=0.2)
+    assert repr(ours) == repr(theirs)
+    with torch_mod.no_grad():
+        theirs.linear.weight.copy_(torch_mod.tensor(ours.linear.weight.detach().numpy()))
+        theirs.linear.bias.copy_(torch_mod.tensor(ours.linear.bias.detach().numpy()))
+    x = X[:, :3].astype(np.float32)
+    np.testing.assert_allclose(
+        ours(ember.tensor(x), ember.tensor(LABELS)).detach().numpy(),
+        theirs(torch_mod.tensor(x), torch_mod.tensor(LABELS)).detach().numpy(),
+        rtol=1e-5,
+    )
+    assert isinstance(ember.nn.NLLLoss2d(), ember.nn.NLLLoss)
+    F = ember.nn.functional
+    with pytest.raises(RuntimeError, match="expected equal input and linear_weight last dim"):
+        F.linear_cross_entropy(ember.ones(2, 3), ember.ones(5, 4), ember.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="ignore_index cannot be specified when target"):
+        F.linear_cross_entropy(ember.ones(2, 3), ember.ones(5, 3), ember.ones(2, 5), ignore_index=1)

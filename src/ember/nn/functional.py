@@ -66,6 +66,7 @@ from ..ops.loss_classification import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    linear_cross_entropy,
     multilabel_soft_margin_loss,
 )
 from ..ops.loss_ctc import ctc_loss
@@ -96,6 +97,7 @@ for _fn in (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    linear_cross_entropy,
     multilabel_soft_margin_loss,
     nll_loss,
     ctc_loss,
