@@ -426,3 +426,42 @@ def test_gradcheck_catches_a_wrong_complex_gradient():
     with pytest.raises(RuntimeError, match="Jacobian mismatch"):
         ember.autograd.gradcheck(wrong_square, (z,))
     assert not ember.autograd.gradcheck(wrong_square, (z,), raise_exception=False)
+
+
+_MASK = np.array([[True, False, True], [False, True, False]])
+AGNOSTIC_CASES = {
+    "where": lambda z: ember.where(ember.from_numpy(_MASK), z, z * 2),
+    "cat_stack": lambda z: ember.cat([z, ember.stack([z[0], z[1]]) * 1j], 0),
+    "masked_fill": lambda z: z.masked_fill(ember.from_numpy(_MASK), 0.0),
+    "index_select_gather": lambda z: z.index_select(1, ember.tensor([2, 0])).gather(
+        1, ember.tensor([[0, 0], [1, 1]])
+    ),
+    "flip_roll_expand": lambda z: z.flip(0).roll(1, 1)[:1].expand(3, 3),
+    "cumsum_narrow": lambda z: z.cumsum(1).narrow(1, 1, 2),
+    "setitem": lambda z: (lambda c: (c.__setitem__(0, z[1] * 2), c)[1])(z.clone()),
+    "einsum": lambda z: ember.einsum("ij,kj->ik", z, z),
+    "linear": lambda z: ember.nn.functional.linear(z, z * (1 - 1j)),
+    "dot": lambda z: ember.dot(z[0], z[1]),
+}
+
+
+@pytest.mark.parametrize("name", list(AGNOSTIC_CASES))
+def test_shape_indexing_and_product_ops_on_complex(name):
+    assert ember.autograd.gradcheck(AGNOSTIC_CASES[name], (_z(2, 3),))
+
+
+@pytest.mark.parametrize("name", ["einsum", "linear", "where", "cumsum_narrow"])
+def test_product_and_shape_gradients_match_torch(torch_mod, name):
+    f = AGNOSTIC_CASES[name]
+    values = carray(2, 3, seed=7)
+    e = ember.from_numpy(values.copy()).requires_grad_()
+    t = torch_mod.from_numpy(values.copy()).requires_grad_()
+    torch_f = {
+        "einsum": lambda z: torch_mod.einsum("ij,kj->ik", z, z),
+        "linear": lambda z: torch_mod.nn.functional.linear(z, z * (1 - 1j)),
+        "where": lambda z: torch_mod.where(torch_mod.from_numpy(_MASK), z, z * 2),
+        "cumsum_narrow": f,
+    }[name]
+    _loss(ember, f(e)).backward()
+    _loss(torch_mod, torch_f(t)).backward()
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-12)

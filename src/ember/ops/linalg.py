@@ -260,7 +260,7 @@ class EinsumBackward0(Node):
             unique = "".join(dict.fromkeys(term))
             reachable = "".join(c for c in unique if c in available)
             eq = ",".join([out_term] + [s for s, _ in others]) + "->" + reachable
-            grad = einsum(eq, g, *[o for _, o in others])
+            grad = einsum(eq, g, *[conj_of(o) for _, o in others])  # conj: complex operands
             # letters summed inside this operand alone: the gradient is constant along them
             sizes = {c: t.shape[term.index(c)] for c in unique}
             if reachable != unique:
@@ -504,6 +504,7 @@ class LinearBackward0(Node):
 
     def backward(self, g):
         x, w = self.saved_tensors()
+        x, w = conj_of(x), conj_of(w)  # complex operands pass back the conjugate of the other
         edges = self._edges
         gx = g @ w if edges[0] is not None else None
         gw = gb = None
