@@ -18,7 +18,7 @@ from .continuous_bernoulli import ContinuousBernoulli
 from .exponential import Exponential
 from .gamma import Gamma
 from .gumbel import Gumbel
-from .kl import infinite_like, register_kl
+from .kl import infinite_like, register_kl, where_inf
 from .laplace import Laplace
 from .normal import Normal
 from .pareto import Pareto
@@ -29,10 +29,6 @@ from .utils import euler_constant
 
 def _x_log_x(t):
     return xlogy(t, t)  # 0 at t = 0
-
-
-def _inf_where(condition, value):
-    return ember.where(condition, math.inf, value)
 
 
 @register_kl(Bernoulli, Poisson)
@@ -52,7 +48,7 @@ def _kl_cauchy_cauchy(p, q):
 def _kl_unit_continuous_bernoulli(p, q):
     result = -p.entropy() - p.mean * q.logits - ember.log1p(-q.probs) - q._cont_bern_log_norm()
     if isinstance(p, Uniform):
-        result = _inf_where(
+        result = where_inf(
             (p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound), result
         )
     return result
@@ -99,7 +95,7 @@ def _kl_continuous_bernoulli_normal(p, q):
 def _kl_continuous_bernoulli_uniform(p, q):
     result = -p.entropy() + (q.high - q.low).log()
     outside = (q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound)
-    return _inf_where(outside, result)
+    return where_inf(outside, result)
 
 
 @register_kl(Gamma, Gumbel)
@@ -139,7 +135,7 @@ def _kl_pareto_exponential(p, q):
     scale_rate_prod = p.scale * q.rate
     t1 = (p.alpha / scale_rate_prod).log()
     t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
-    return _inf_where(p.alpha <= 1, t1 - p.alpha.reciprocal() + t3 - 1)
+    return where_inf(p.alpha <= 1, t1 - p.alpha.reciprocal() + t3 - 1)
 
 
 @register_kl(Pareto, Gamma)
@@ -149,7 +145,7 @@ def _kl_pareto_gamma(p, q):
     t2 = lgamma(q.concentration) - q.concentration * q.rate.log()
     t3 = (1 - q.concentration) * common_term
     t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
-    return _inf_where(p.alpha <= 1, t1 + t2 + t3 + t4 - 1)
+    return where_inf(p.alpha <= 1, t1 + t2 + t3 + t4 - 1)
 
 
 @register_kl(Pareto, Normal)
@@ -160,7 +156,7 @@ def _kl_pareto_normal(p, q):
     t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
     t4 = (p.alpha * common_term - q.loc).pow(2)
     result = t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1
-    return _inf_where(p.alpha <= 2, result)
+    return where_inf(p.alpha <= 2, result)
 
 
 @register_kl(Uniform, Beta)
@@ -175,7 +171,7 @@ def _kl_uniform_beta(p, q):
         - lgamma(q.concentration1 + q.concentration0)
     )
     outside = (p.high > q.support.upper_bound) | (p.low < q.support.lower_bound)
-    return _inf_where(outside, t3 + t4 - t1 - t2)
+    return where_inf(outside, t3 + t4 - t1 - t2)
 
 
 @register_kl(Uniform, Gamma)
@@ -184,7 +180,7 @@ def _kl_uniform_gamma(p, q):
     t2 = lgamma(q.concentration) - q.concentration * q.rate.log()
     t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     t4 = q.rate * (p.high + p.low) / 2
-    return _inf_where(p.low < q.support.lower_bound, -width.log() + t2 + t3 + t4)
+    return where_inf(p.low < q.support.lower_bound, -width.log() + t2 + t3 + t4)
 
 
 @register_kl(Uniform, Pareto)
@@ -192,7 +188,7 @@ def _kl_uniform_pareto(p, q):
     width = p.high - p.low
     t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
     t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
-    return _inf_where(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)
+    return where_inf(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)
 
 
 # supports not covered by q's: infinite

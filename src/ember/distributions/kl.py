@@ -17,6 +17,7 @@ from functools import total_ordering
 
 import ember
 
+from .. import linalg
 from ..ops.activation import softplus
 from ._special import digamma, lgamma
 from .bernoulli import Bernoulli
@@ -134,7 +135,8 @@ def infinite_like(tensor):
     return ember.full_like(tensor, math.inf)
 
 
-def _where_inf(condition, value):
+def where_inf(condition, value):
+    """``value`` with infinity where ``condition`` holds (q does not cover p's support)."""
     return ember.where(condition, math.inf, value)
 
 
@@ -164,9 +166,9 @@ def _kl_expfamily_expfamily(p, q):
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
-    t1 = ember.where(p.probs == 0, 0.0, _where_inf(q.probs == 0, t1))
+    t1 = ember.where(p.probs == 0, 0.0, where_inf(q.probs == 0, t1))
     t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
-    t2 = ember.where(p.probs == 1, 0.0, _where_inf(q.probs == 1, t2))
+    t2 = ember.where(p.probs == 1, 0.0, where_inf(q.probs == 1, t2))
     return t1 + t2
 
 
@@ -190,13 +192,13 @@ def _kl_binomial_binomial(p, q):
             "KL between Binomials where q.total_count > p.total_count is not implemented"
         )
     kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
-    return _where_inf(p.total_count > q.total_count, kl)
+    return where_inf(p.total_count > q.total_count, kl)
 
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
     t = p.probs * (p.logits - q.logits)
-    t = _where_inf((q.probs == 0).expand_as(t), t)
+    t = where_inf((q.probs == 0).expand_as(t), t)
     t = ember.where((p.probs == 0).expand_as(t), 0.0, t)
     return t.sum(-1)
 
@@ -252,12 +254,8 @@ def _kl_gumbel_gumbel(p, q):
     ct3 = p.loc / q.scale
     t1 = -ct1.log() - ct2 + ct3
     t2 = ct1 * EULER
-    t3 = ember.exp(ct2 + _lgamma1p(ct1) - ct3)
+    t3 = ember.exp(ct2 + lgamma(1 + ct1) - ct3)
     return t1 + t2 + t3 - (1 + EULER)
-
-
-def _lgamma1p(x):
-    return lgamma(1 + x)
 
 
 @register_kl(HalfNormal, HalfNormal)
@@ -299,7 +297,7 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     shape = tuple(batch) + (n, n)
     # trace(Σq⁻¹ Σp) = |Lq⁻¹ Lp|²_F
     term2 = _batch_trace_xxt(
-        _linalg().solve_triangular(q_tril.expand(shape), p_tril.expand(shape), upper=False)
+        linalg.solve_triangular(q_tril.expand(shape), p_tril.expand(shape), upper=False)
     )
     term3 = batch_mahalanobis(q_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
@@ -321,12 +319,6 @@ def _kl_via_full_covariance(p, q):
     )
 
 
-def _linalg():
-    from .. import linalg
-
-    return linalg
-
-
 @register_kl(Normal, Normal)
 def _kl_normal_normal(p, q):
     var_ratio = (p.scale / q.scale).pow(2)
@@ -341,7 +333,7 @@ def _kl_pareto_pareto(p, q):
     t1 = q.alpha * scale_ratio.log()
     t2 = -alpha_ratio.log()
     result = t1 + t2 + alpha_ratio - 1
-    return _where_inf(p.support.lower_bound < q.support.lower_bound, result)
+    return where_inf(p.support.lower_bound < q.support.lower_bound, result)
 
 
 @register_kl(Poisson, Poisson)
@@ -352,7 +344,7 @@ def _kl_poisson_poisson(p, q):
 @register_kl(Uniform, Uniform)
 def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
-    return _where_inf((q.low > p.low) | (q.high < p.high), result)
+    return where_inf((q.low > p.low) | (q.high < p.high), result)
 
 
 @register_kl(Independent, Independent)
@@ -438,7 +430,7 @@ def _kl_uniform_normal(p, q):
 @register_kl(Uniform, Exponential)
 def _kl_uniform_exponetial(p, q):
     result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
-    return _where_inf(p.low < q.support.lower_bound, result)
+    return where_inf(p.low < q.support.lower_bound, result)
 
 
 @register_kl(Uniform, Gumbel)
@@ -467,7 +459,7 @@ def _kl_gamma_exponential(p, q):
 def _kl_beta_uniform(p, q):
     result = -p.entropy() + (q.high - q.low).log()
     outside = (q.low > p.support.lower_bound) | (q.high < p.support.upper_bound)
-    return _where_inf(outside, result)
+    return where_inf(outside, result)
 
 
 @register_kl(Exponential, Gumbel)

@@ -7,10 +7,11 @@ import math
 
 import ember
 
+from .. import linalg
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .multivariate_normal import _linalg, batch_mahalanobis, batch_mv
+from .multivariate_normal import batch_mahalanobis, batch_mv
 from .utils import lazy_property, standard_normal
 
 __all__ = ["LowRankMultivariateNormal"]
@@ -20,7 +21,7 @@ def capacitance_tril(W, D):
     """Cholesky factor of I + Wᵀ D⁻¹ W."""
     m = W.shape[-1]
     K = ember.matmul(W.mT / D.unsqueeze(-2), W)
-    return _linalg().cholesky(K + ember.eye(m, dtype=W.dtype, device=W.device))
+    return linalg.cholesky(K + ember.eye(m, dtype=W.dtype, device=W.device))
 
 
 def lowrank_logdet(W, D, cap_tril):
@@ -122,7 +123,7 @@ class LowRankMultivariateNormal(Distribution):
         d_sqrt = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
         scaled_w = self._unbroadcasted_cov_factor / d_sqrt
         K = ember.matmul(scaled_w, scaled_w.mT) + ember.eye(n, dtype=d_sqrt.dtype)
-        return (d_sqrt * _linalg().cholesky(K)).expand(self._matrix_shape())
+        return (d_sqrt * linalg.cholesky(K)).expand(self._matrix_shape())
 
     @lazy_property
     def covariance_matrix(self):
@@ -133,7 +134,7 @@ class LowRankMultivariateNormal(Distribution):
     @lazy_property
     def precision_matrix(self):
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
-        A = _linalg().solve_triangular(self._capacitance_tril, W.mT / D.unsqueeze(-2), upper=False)
+        A = linalg.solve_triangular(self._capacitance_tril, W.mT / D.unsqueeze(-2), upper=False)
         precision = ember.diag_embed(D.reciprocal()) - A.mT @ A
         return precision.expand(self._matrix_shape())
 

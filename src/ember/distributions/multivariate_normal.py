@@ -7,18 +7,13 @@ import math
 
 import ember
 
+from .. import linalg
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property, standard_normal
 
 __all__ = ["MultivariateNormal"]
-
-
-def _linalg():
-    from .. import linalg
-
-    return linalg
 
 
 def batch_mv(matrices, vectors):
@@ -32,18 +27,18 @@ def batch_mahalanobis(scale_tril, x):
     batch = ember.broadcast_shapes(tuple(scale_tril.shape[:-2]), tuple(x.shape[:-1]))
     L = scale_tril.expand(tuple(batch) + (n, n))
     rhs = x.expand(tuple(batch) + (n,)).unsqueeze(-1)
-    solution = _linalg().solve_triangular(L, rhs, upper=False).squeeze(-1)
+    solution = linalg.solve_triangular(L, rhs, upper=False).squeeze(-1)
     return solution.pow(2).sum(-1)
 
 
 def precision_to_scale_tril(precision):
     """The lower Cholesky factor of P⁻¹ without forming P⁻¹: factor P with its rows and
     columns reversed, which gives an upper factor U of P = U Uᵀ; then L = U⁻ᵀ."""
-    flipped = _linalg().cholesky(ember.flip(precision, (-2, -1)))
+    flipped = linalg.cholesky(ember.flip(precision, (-2, -1)))
     l_inv = ember.transpose(ember.flip(flipped, (-2, -1)), -2, -1)
     n = precision.shape[-1]
     identity = ember.eye(n, dtype=precision.dtype, device=precision.device)
-    return _linalg().solve_triangular(l_inv, identity, upper=False)
+    return linalg.solve_triangular(l_inv, identity, upper=False)
 
 
 def half_log_det(scale_tril):
@@ -106,7 +101,7 @@ class MultivariateNormal(Distribution):
         if scale_tril is not None:
             self._unbroadcasted_scale_tril = scale_tril
         elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = _linalg().cholesky(covariance_matrix)
+            self._unbroadcasted_scale_tril = linalg.cholesky(covariance_matrix)
         else:
             self._unbroadcasted_scale_tril = precision_to_scale_tril(precision_matrix)
 
@@ -141,7 +136,7 @@ class MultivariateNormal(Distribution):
         # (L Lᵀ)⁻¹ as a function of the whole of L, so that gradients reach every entry of L
         # as PyTorch's cholesky_inverse gives them
         L = self._unbroadcasted_scale_tril
-        return _linalg().inv(ember.matmul(L, L.mT)).expand(self._matrix_shape())
+        return linalg.inv(ember.matmul(L, L.mT)).expand(self._matrix_shape())
 
     @property
     def mean(self):

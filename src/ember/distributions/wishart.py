@@ -9,13 +9,14 @@ from numbers import Number
 
 import ember
 
+from .. import linalg
 from .._tensor import Size
 from ..ops.special import mvlgamma
 from . import constraints
 from ._special import digamma
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
-from .multivariate_normal import _linalg, precision_to_scale_tril
+from .multivariate_normal import precision_to_scale_tril
 from .utils import finfo, lazy_property
 
 __all__ = ["Wishart"]
@@ -34,7 +35,7 @@ def _mvdigamma(x, p: int):
 def _cholesky_solve(B, L):
     """(L Lᵀ)⁻¹ B as a function of the whole of L, so that gradients reach every entry of L
     as PyTorch's cholesky_solve gives them."""
-    return _linalg().solve(L @ L.mT, B)
+    return linalg.solve(L @ L.mT, B)
 
 
 class Wishart(ExponentialFamily):
@@ -108,7 +109,7 @@ class Wishart(ExponentialFamily):
         if scale_tril is not None:
             self._unbroadcasted_scale_tril = scale_tril
         elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = _linalg().cholesky(covariance_matrix)
+            self._unbroadcasted_scale_tril = linalg.cholesky(covariance_matrix)
         else:
             self._unbroadcasted_scale_tril = precision_to_scale_tril(precision_matrix)
         self._dist_chi2 = self._bartlett_chi2(batch_shape)
@@ -207,7 +208,7 @@ class Wishart(ExponentialFamily):
         nu = self.df
         p = self._event_shape[-1]
         L = self._unbroadcasted_scale_tril
-        log_det_value = _linalg().slogdet(value)[1]
+        log_det_value = linalg.slogdet(value)[1]
         trace_term = _cholesky_solve(value, L).diagonal(dim1=-2, dim2=-1).sum(-1)
         return (
             -nu * (p * LOG_2 / 2 + L.diagonal(dim1=-2, dim2=-1).log().sum(-1))
@@ -234,5 +235,5 @@ class Wishart(ExponentialFamily):
 
     def _log_normalizer(self, x, y):
         p = self._event_shape[-1]
-        log_det = _linalg().slogdet(-2 * x)[1]
+        log_det = linalg.slogdet(-2 * x)[1]
         return (y + (p + 1) / 2) * (-log_det + LOG_2 * p) + mvlgamma(y + (p + 1) / 2, p)
