@@ -478,3 +478,45 @@ def test_linear_cross_entropy_module_and_errors(torch_mod):
         F.linear_cross_entropy(ember.ones(2, 3), ember.ones(5, 4), ember.tensor([0, 1]))
     with pytest.raises(RuntimeError, match="ignore_index cannot be specified when target"):
         F.linear_cross_entropy(ember.ones(2, 3), ember.ones(5, 3), ember.ones(2, 5), ignore_index=1)
+
+
+def _adaptive_pair(torch_mod, **kwargs):
+    ours = ember.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [3, 7], div_value=2.0, **kwargs).double()
+    theirs = torch_mod.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [3, 7], div_value=2.0, **kwargs)
+    theirs = theirs.double()
+    with torch_mod.no_grad():
+        for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+            assert tuple(p.shape) == tuple(q.shape), name
+            q.copy_(torch_mod.tensor(p.detach().numpy()))
+    return ours, theirs
+
+
+def test_adaptive_log_softmax_matches_torch(torch_mod):
+    ours, theirs = _adaptive_pair(torch_mod, head_bias=True)
+    assert repr(ours) == repr(theirs)
+    x = np.random.default_rng(2).standard_normal((5, 6))
+    target = [0, 4, 9, 2, 7]
+    e_x, t_x = ember.tensor(x, requires_grad=True), torch_mod.tensor(x, requires_grad=True)
+    e_out, e_loss = ours(e_x, ember.tensor(target))
+    t_out, t_loss = theirs(t_x, torch_mod.tensor(target))
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-10)
+    e_loss.backward()
+    t_loss.backward()
+    np.testing.assert_allclose(e_x.grad.numpy(), t_x.grad.numpy(), rtol=1e-9)
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        ours.log_prob(ember.tensor(x)).detach().numpy(),
+        theirs.log_prob(torch_mod.tensor(x)).detach().numpy(),
+        rtol=1e-10,
+    )
+    assert ours.predict(ember.tensor(x)).tolist() == theirs.predict(torch_mod.tensor(x)).tolist()
+    single, _ = ours(ember.tensor(x[0]), ember.tensor(9))
+    assert single.dim() == 0
+    np.testing.assert_allclose(single.item(), theirs(t_x[0], torch_mod.tensor(9))[0].item())
+    fn = lambda inp: ours(inp, ember.tensor(target)).loss
+    assert ember.autograd.gradcheck(fn, (ember.tensor(x, requires_grad=True),))
+    with pytest.raises(RuntimeError, match="Target values should be in \\[0, 9\\]"):
+        ours(ember.tensor(x), ember.tensor([0, 1, 2, 3, 10]))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+        ember.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [7, 3])
