@@ -1,5 +1,8 @@
 """ember.optim.lr_scheduler: every PyTorch learning-rate schedule, by family."""
 
+from collections import Counter as Counter  # re-exported as PyTorch's module does
+
+from ..optimizer import Optimizer as Optimizer
 from .annealing import CosineAnnealingLR, CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 from .base import EPOCH_DEPRECATION_WARNING, LRScheduler, _LRScheduler
 from .composite import ChainedScheduler, SequentialLR
