@@ -148,3 +148,22 @@ def test_fold_unfold_modules_match_torch(torch_mod):
         assert repr(unfold) == "Unfold(kernel_size=(2, 3), dilation=1, padding=1, stride=1)"
     fn = lambda m, x: m.nn.Fold((5, 4), (2, 3), padding=1)(m.nn.Unfold((2, 3), padding=1)(x))  # noqa: E731
     compare_with_torch(fn, [X[:, :, 0]])
+
+
+NONFINITE = {
+    "nearest": dict(size=(10, 12)),
+    "bilinear": dict(size=(10, 12), mode="bilinear", align_corners=False),
+    "bicubic_down": dict(size=(3, 4), mode="bicubic", align_corners=True),
+    "area": dict(size=(3, 4), mode="area"),
+    "antialias": dict(size=(3, 4), mode="bilinear", antialias=True, align_corners=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NONFINITE))
+def test_inf_and_nan_reach_only_the_outputs_that_read_them(name):
+    x = X[:1, :2, 0].copy()
+    x[0, 0, 2, 3], x[0, 1, 1, 1] = np.inf, np.nan
+    fn = lambda m, x: F(m).interpolate(x, **NONFINITE[name])  # noqa: E731
+    compare_with_torch(fn, [x], grad=False)
+    pool = lambda m, x: F(m).avg_pool3d(x.unsqueeze(2), (1, 2, 2), 1)  # noqa: E731
+    compare_with_torch(pool, [x], grad=False)

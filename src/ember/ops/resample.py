@@ -69,23 +69,33 @@ def _nearest_index(in_size: int, out_size: int, scale, exact: bool):
     return np.minimum(np.floor(positions * step).astype(np.int64), in_size - 1)
 
 
-def _linear_matrix(in_size: int, out_size: int, scale, align_corners: bool):
-    """(out, in) weights of linear interpolation: two taps per output."""
+def _taps_matrix(taps, in_size: int):
+    """The dense (out, in) matrix of taps [(positions, weights), ...] (repeats add up)."""
+    out_size = taps[0][0].size
+    m = np.zeros((out_size, in_size))
+    rows = np.arange(out_size)
+    for positions, weights in taps:
+        np.add.at(m, (rows, positions), weights)
+    return m
+
+
+def _nearest_taps(index) -> list:
+    return [(index, np.ones(index.size))]
+
+
+def _linear_taps(in_size: int, out_size: int, scale, align_corners: bool) -> list:
+    """Linear interpolation: two taps per output, [(input positions, weights), ...]."""
     step = _source_scale(in_size, out_size, scale, align_corners)
     dst = np.arange(out_size, dtype=np.float64)
     src = dst * step if align_corners else np.maximum((dst + 0.5) * step - 0.5, 0.0)
     left = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
     right = np.minimum(left + 1, in_size - 1)
     frac = src - left
-    m = np.zeros((out_size, in_size))
-    rows = np.arange(out_size)
-    np.add.at(m, (rows, left), 1.0 - frac)
-    np.add.at(m, (rows, right), frac)
-    return m
+    return [(left, 1.0 - frac), (right, frac)]
 
 
-def _cubic_matrix(in_size: int, out_size: int, scale, align_corners: bool):
-    """(out, in) weights of cubic convolution: four taps, indices clamped at the borders."""
+def _cubic_taps(in_size: int, out_size: int, scale, align_corners: bool) -> list:
+    """Cubic convolution: four taps per output, positions clamped at the borders."""
     step = _source_scale(in_size, out_size, scale, align_corners)
     dst = np.arange(out_size, dtype=np.float64)
     src = dst * step if align_corners else (dst + 0.5) * step - 0.5
@@ -100,12 +110,8 @@ def _cubic_matrix(in_size: int, out_size: int, scale, align_corners: bool):
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
     weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
-    m = np.zeros((out_size, in_size))
-    rows = np.arange(out_size)
-    for k, w in enumerate(weights):
-        cols = np.clip(base.astype(np.int64) - 1 + k, 0, in_size - 1)
-        np.add.at(m, (rows, cols), w)
-    return m
+    first = base.astype(np.int64) - 1
+    return [(np.clip(first + k, 0, in_size - 1), w) for k, w in enumerate(weights)]
 
 
 def _antialias_matrix(in_size: int, out_size: int, scale, align_corners: bool, cubic: bool):
@@ -146,16 +152,60 @@ def _area_matrix(in_size: int, out_size: int):
     return m
 
 
-def apply_along_axes(input: Tensor, matrices) -> Tensor:
-    """Resample spatial axis i (dim 2 + i) of ``input`` by ``matrices[i]`` (out, in) arrays;
-    None leaves an axis alone."""
+def _matrix_taps(m) -> list:
+    """The nonzero entries of each row of ``m`` as taps, padded with masked-out ones."""
+    rows, cols = np.nonzero(m)
+    counts = np.bincount(rows, minlength=m.shape[0])
+    width = int(counts.max()) if counts.size else 0
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slot = np.arange(rows.size) - starts[rows]
+    positions = np.zeros((width, m.shape[0]), dtype=np.int64)
+    weights = np.zeros((width, m.shape[0]))
+    valid = np.zeros((width, m.shape[0]), dtype=bool)
+    positions[slot, rows], weights[slot, rows], valid[slot, rows] = cols, m[rows, cols], True
+    return [(positions[k], weights[k], valid[k]) for k in range(width)]
+
+
+def _apply_taps(input: Tensor, axis: int, taps) -> Tensor:
+    """Σ over taps of input gathered at ``positions`` along ``axis`` times ``weights``: only
+    the taps an output really has, so an inf or NaN reaches only the outputs that read it."""
+    from .elementwise import where
+
     xp = array_module(input._data)
+    trailing = (1,) * (input.dim() - axis - 1)
+    total = None
+    for tap in taps:
+        positions, weights = tap[0], tap[1]
+        index = _creation.tensor(xp.asarray(positions), device=input.device)
+        w = xp.asarray(weights, dtype=input._data.dtype).reshape((-1,) + trailing)
+        term = input.index_select(axis, index) * _creation.tensor(w, device=input.device)
+        if len(tap) == 3 and not tap[2].all():
+            mask = xp.asarray(tap[2]).reshape((-1,) + trailing)
+            term = where(_creation.tensor(mask, device=input.device), term, 0.0)
+        total = term if total is None else total + term
+    return total
+
+
+def apply_along_axes(input: Tensor, matrices, taps=None) -> Tensor:
+    """Resample spatial axis i (dim 2 + i) of ``input`` by ``matrices[i]`` (out, in) arrays;
+    None leaves an axis alone.
+
+    Finite input goes through GEMMs (fast, and the backward is another GEMM). Input holding
+    inf or NaN goes tap by tap instead (``taps[i]``, or the matrix's nonzeros), since in a
+    GEMM 0 · inf would spread NaN over every output of the row."""
+    xp = array_module(input._data)
+    data = input._data
+    exact = data.dtype.kind == "f" and data.size and not bool(xp.isfinite(data).all())
     out = input
     for i, m in enumerate(matrices):
         if m is None:
             continue
-        weights = _creation.tensor(xp.asarray(m, dtype=input._data.dtype), device=input.device)
         axis = 2 + i
+        if exact:
+            pairs = taps[i] if taps is not None and taps[i] is not None else _matrix_taps(m)
+            out = _apply_taps(out, axis, pairs)
+            continue
+        weights = _creation.tensor(xp.asarray(m, dtype=data.dtype), device=input.device)
         if axis == out.dim() - 1:
             out = out @ weights.mT
         elif axis == out.dim() - 2:
@@ -231,7 +281,12 @@ def interpolate(
             None if n == o and s in (None, 1.0) else _nearest_index(n, o, s, exact)
             for n, o, s in zip(in_sizes, sizes, scales)
         ]
-        return select_along_axes(input, indices)
+        if not input.is_floating_point():
+            return select_along_axes(input, indices)
+        # one-hot matrices: a GEMM and its transpose beat a gather whose backward scatters
+        taps = [None if index is None else _nearest_taps(index) for index in indices]
+        matrices = [None if t is None else _taps_matrix(t, n) for t, n in zip(taps, in_sizes)]
+        return apply_along_axes(input, matrices, taps)
     if mode == "area":
         from .pooling import adaptive_avg_pool
 
@@ -244,9 +299,10 @@ def interpolate(
             for n, o, s in zip(in_sizes, sizes, scales)
         ]
         return apply_along_axes(input, matrices)
-    build = _cubic_matrix if mode == "bicubic" else _linear_matrix
-    matrices = [build(n, o, s, align_corners) for n, o, s in zip(in_sizes, sizes, scales)]
-    return apply_along_axes(input, matrices)
+    build = _cubic_taps if mode == "bicubic" else _linear_taps
+    taps = [build(n, o, s, align_corners) for n, o, s in zip(in_sizes, sizes, scales)]
+    matrices = [_taps_matrix(t, n) for t, n in zip(taps, in_sizes)]
+    return apply_along_axes(input, matrices, taps)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
