@@ -199,3 +199,32 @@ def test_positive_definite_registry_gives_positive_definite_matrices(torch_mod):
         torch_mod.distributions.constraints.positive_definite
     )(torch_mod.tensor(x))
     np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=1e-6)
+
+
+def test_reshape_and_cdf_transforms_match_torch(torch_mod):
+    x = real(2, 6)
+
+    def run(m, x):
+        reshape = m.distributions.transforms.ReshapeTransform((6,), (2, 3))
+        y = reshape(x)
+        cdf = m.distributions.transforms.CumulativeDistributionTransform(
+            m.distributions.Normal(m.zeros((), dtype=m.float64), m.ones((), dtype=m.float64))
+        )
+        u = cdf(x)
+        return y, reshape.inv(y), reshape.log_abs_det_jacobian(x, y), u, cdf.inv(u)
+
+    compare_with_torch(run, [x], atol=1e-6)
+    for m in (ember, torch_mod):
+        t = m.distributions.transforms.ReshapeTransform((6,), (2, 3))
+        assert tuple(t.forward_shape((4, 6))) == (4, 2, 3)
+        assert tuple(t.inverse_shape((4, 2, 3))) == (4, 6)
+
+
+def test_straight_through_one_hot_passes_gradients_to_probs(torch_mod):
+    for m in (ember, torch_mod):
+        probs = m.tensor([0.2, 0.3, 0.5], requires_grad=True)
+        sample = m.distributions.OneHotCategoricalStraightThrough(probs).rsample((4,))
+        assert tuple(sample.shape) == (4, 3)
+        (sample * m.tensor([1.0, 2.0, 3.0])).sum().backward()
+        # through the normalisation p / Σp: 4 (c - c·p) for c = (1, 2, 3)
+        np.testing.assert_allclose(probs.grad.numpy(), [-5.2, -1.2, 2.8], rtol=1e-5)

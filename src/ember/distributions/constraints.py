@@ -387,7 +387,8 @@ class _PositiveDefinite(_Symmetric):
                 ok.append(True)
             except np.linalg.LinAlgError:
                 ok.append(False)
-        return ember.tensor(np.array(ok, dtype=bool).reshape(tuple(value.shape[:-2])))
+        ok = np.array(ok, dtype=bool).reshape(tuple(value.shape[:-2]))
+        return ember.tensor(ok, device=value.device)
 
 
 class _Cat(Constraint):
