@@ -99,7 +99,6 @@ T.resolve_neg = lambda self: self
 T.is_conj = lambda self: False
 T.resolve_conj = lambda self: self
 T.is_complex = lambda self: self._data.dtype.kind == "c"
-T.is_floating_point = lambda self: self.dtype.category == dt.FLOAT
 T.conj = cx.conj
 T.conj_physical = cx.conj_physical
 T.sgn = cx.sgn
