@@ -167,3 +167,15 @@ def test_inf_and_nan_reach_only_the_outputs_that_read_them(name):
     compare_with_torch(fn, [x], grad=False)
     pool = lambda m, x: F(m).avg_pool3d(x.unsqueeze(2), (1, 2, 2), 1)  # noqa: E731
     compare_with_torch(pool, [x], grad=False)
+
+
+def test_fold_unfold_unbatched_and_errors_match_torch(torch_mod):
+    roundtrip = lambda m, x: F(m).fold(F(m).unfold(x, 2, stride=2), (4, 4), 2, stride=2)  # noqa: E731
+    compare_with_torch(roundtrip, [X[0, :, 0, :4, :4]])
+    for m in (ember, torch_mod):
+        with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
+            F(m).fold(m.zeros(1, 7, 9), (4, 4), 2)
+        with pytest.raises(RuntimeError, match="calculated number of sliding blocks"):
+            F(m).fold(m.zeros(1, 8, 8), (4, 4), 2)
+        with pytest.raises(RuntimeError, match="Expected 2D or 3D"):
+            F(m).fold(m.zeros(8), (4, 4), 2)

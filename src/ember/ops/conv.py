@@ -739,18 +739,34 @@ def avg_pool1d(
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """``ember.nn.functional.unfold``: (N, C, H, W) -> (N, C·kh·kw, L)."""
+    """``ember.nn.functional.unfold``: (N, C, H, W) -> (N, C·kh·kw, L), or unbatched
+    (C, H, W) -> (C·kh·kw, L)."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(
+            f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)"
+        )
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
     kernel = _pair(kernel_size, 2, "kernel_size")
     pads = tuple((p, p) for p in _pair(padding, 2, "padding"))
     cols = unfold_windows(
-        input, kernel, _pair(stride, 2, "stride"), pads, _pair(dilation, 2, "dilation")
+        x, kernel, _pair(stride, 2, "stride"), pads, _pair(dilation, 2, "dilation")
     )
-    n, c = input.shape[:2]
-    return cols.reshape(n, c * kernel[0] * kernel[1], -1)
+    n, c = x.shape[:2]
+    out = cols.reshape(n, c * kernel[0] * kernel[1], -1)
+    return out.squeeze(0) if unbatched else out
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """``ember.nn.functional.fold``: (N, C·kh·kw, L) -> (N, C, H, W), summing overlaps."""
+    """``ember.nn.functional.fold``: (N, C·kh·kw, L) -> (N, C, H, W), summing overlaps;
+    (C·kh·kw, L) -> (C, H, W)."""
+    if input.dim() not in (2, 3) or 0 in tuple(input.shape[input.dim() - 2 :]):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+            f"non-zero dimensions for input, but got: {list(input.shape)}"
+        )
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
     kernel = _pair(kernel_size, 2, "kernel_size")
     size = _pair(output_size, 2, "output_size")
     stride, dilation = _pair(stride, 2, "stride"), _pair(dilation, 2, "dilation")
@@ -758,7 +774,20 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     pads = tuple((p, p) for p in padding)
     oh = _out_size(size[0], kernel[0], stride[0], *pads[0], dilation[0])
     ow = _out_size(size[1], kernel[1], stride[1], *pads[1], dilation[1])
-    n, ckk, _ = input.shape
+    n, ckk, blocks = x.shape
+    if ckk % (kernel[0] * kernel[1]):
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={ckk} and kernel_size={kernel}."
+        )
+    if blocks != oh * ow:
+        raise RuntimeError(
+            f"Given output_size={size}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, stride={stride}, expected size of input's dimension 2 to match "
+            f"the calculated number of sliding blocks {oh} * {ow} = {oh * ow}, but got "
+            f"input.size(2)={blocks}."
+        )
     c = ckk // (kernel[0] * kernel[1])
-    cols = input.reshape(n, c, kernel[0], kernel[1], oh, ow)
-    return fold_windows(cols, size, kernel, stride, pads, dilation)
+    cols = x.reshape(n, c, kernel[0], kernel[1], oh, ow)
+    out = fold_windows(cols, size, kernel, stride, pads, dilation)
+    return out.squeeze(0) if unbatched else out
