@@ -65,6 +65,24 @@ from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, 
 from ._settings import *
 from ._tensor import Size, Tensor
 from ._windows import *
+from .amp.autocast_mode import autocast
+from .amp.state import (
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
+)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .ops.elementwise import *
@@ -94,6 +112,18 @@ from .ops.indexing import (
 )
 from .ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer, tensordot, vdot
 from .ops.linalg import inner_product as inner
+from .ops.linalg_decompositions import cholesky_legacy as cholesky
+from .ops.linalg_decompositions import geqrf, logdet, lu_unpack
+from .ops.linalg_decompositions import lu_legacy as lu
+from .ops.linalg_decompositions import qr_legacy as qr
+from .ops.linalg_decompositions import slogdet_legacy as slogdet
+from .ops.linalg_decompositions import svd_legacy as svd
+from .ops.linalg_functions import chain_matmul, matrix_exp, matrix_power, ormqr
+from .ops.linalg_functions import cross_legacy as cross
+from .ops.linalg_lowrank import pca_lowrank, svd_lowrank
+from .ops.linalg_products import addbmm, addmv, addr, baddbmm, block_diag, kron, trace
+from .ops.linalg_solvers import cholesky_inverse, cholesky_solve, pinverse, triangular_solve
+from .ops.linalg_solvers import lu_solve_legacy as lu_solve
 from .ops.numeric import (
     bitwise_left_shift,
     bitwise_right_shift,
@@ -313,6 +343,7 @@ from .ops.activation import log_softmax, softmax  # noqa: E402
 _LAZY = frozenset(
     {
         "amp",
+        "cpu",
         "datasets",
         "distributions",
         "fft",

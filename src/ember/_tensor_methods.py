@@ -715,3 +715,32 @@ for _name in (
     setattr(T, _name + "_", _inplace_method(_name + "_", getattr(_sp, _name)))
 T.polygamma = _sp.polygamma_method
 T.polygamma_ = _inplace_method("polygamma_", _sp.polygamma_method)
+
+
+from .ops import linalg_decompositions as _ld  # noqa: E402
+from .ops import linalg_functions as _lf  # noqa: E402
+from .ops import linalg_products as _lp  # noqa: E402
+from .ops import linalg_solvers as _ls  # noqa: E402
+
+T.inverse = _ls.inv
+T.logdet = _ld.logdet
+T.slogdet = _ld.slogdet_legacy
+T.pinverse = _ls.pinverse
+T.cholesky = _ld.cholesky_legacy
+T.cholesky_solve = _ls.cholesky_solve
+T.cholesky_inverse = _ls.cholesky_inverse
+T.svd = _ld.svd_legacy
+T.qr = _ld.qr_legacy
+T.lu = _ld.lu_legacy
+T.lu_solve = _ls.lu_solve_legacy
+T.matrix_power = _lf.matrix_power
+T.matrix_exp = _lf.matrix_exp
+T.triangular_solve = _ls.triangular_solve
+T.trace = _lp.trace
+T.cross = _lf.cross_legacy
+T.geqrf = _ld.geqrf
+T.ormqr = _lf.ormqr
+for _name in ("kron", "addmv", "addr", "baddbmm", "addbmm"):
+    setattr(T, _name, getattr(_lp, _name))
+for _name in ("addmv", "addr", "baddbmm", "addbmm"):
+    setattr(T, _name + "_", _inplace_method(_name + "_", getattr(_lp, _name)))

@@ -282,3 +282,25 @@ def test_same_function_in_torch_gives_same_gradients(torch_mod):
 
     for e, t in zip(run(ember), run(torch_mod)):
         np.testing.assert_allclose(e, t)
+
+
+def test_function_outputs_in_bfloat16_are_differentiable():
+    class Square(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = ember.ones(2, dtype=ember.bfloat16, requires_grad=True)
+    y = Square.apply(x)
+    assert y.requires_grad
+    y.sum().backward()
+    assert x.grad.dtype == ember.bfloat16 and x.grad.tolist() == [2.0, 2.0]
+    s = ember.ones((), dtype=ember.bfloat16, requires_grad=True)
+    (s * 3).backward()
+    assert s.grad.item() == 3.0

@@ -205,3 +205,11 @@ def test_reduction_errors_match_torch_phrases():
         ember.ones(2, 3).sum((0, 0))
     with pytest.raises(RuntimeError, match="Expected reduction dim"):
         ember.ones(0).max()
+
+
+def test_amax_amin_over_zero_size_dims_match_torch(torch_mod):
+    for name in ("amax", "amin"):
+        kept = getattr(ember, name)(ember.zeros(2, 0), 0)
+        assert tuple(kept.shape) == tuple(getattr(torch_mod, name)(torch_mod.zeros(2, 0), 0).shape)
+        with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+            getattr(ember, name)(ember.zeros(2, 0), 1)

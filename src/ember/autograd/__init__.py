@@ -36,7 +36,7 @@ def _make_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list
         if g is None:
             if out._rg and out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out._rg and out._data.dtype.kind != "f":
+            if out._rg and not out.dtype.is_floating_point:
                 raise RuntimeError(
                     "grad can be implicitly created only for real scalar outputs but got "
                     f"{out.dtype}"

@@ -12,6 +12,14 @@ from . import grad_mode as _gm
 from .node import Node
 
 
+def _is_floating(np_dtype) -> bool:
+    """float16/32/64 and bfloat16 (which NumPy files under kind 'V' through ml_dtypes)."""
+    from .. import _dtype as dt
+
+    d = dt.FROM_NUMPY.get(np_dtype)
+    return d is not None and d.category == dt.FLOAT
+
+
 class FunctionCtx:
     """What forward tells backward: saved tensors, dirty and non-differentiable outputs."""
 
@@ -89,7 +97,7 @@ class BackwardCFunction(FunctionCtx, Node):
             edge = self._edges[i]
             if edge is not None:
                 want = edge[0]._meta[edge[1]][1]
-                if g._data.dtype.kind != "f" and want.kind == "f":
+                if not _is_floating(g._data.dtype) and _is_floating(want):
                     raise RuntimeError(
                         f"Function {self.name()} returned an invalid gradient at index {i} - "
                         f"expected dtype {_dtype_of(want)} but got {g.dtype}"
@@ -191,7 +199,7 @@ class Function(metaclass=_FunctionMeta):
                 alias._vc = out._vc
                 out = alias
             meta.append((out._data.shape, out._data.dtype))
-            if id(out) in non_diff or out._data.dtype.kind != "f":
+            if id(out) in non_diff or not _is_floating(out._data.dtype):
                 if out._grad_fn is None and id(out) not in dirty:
                     out._rg = False
                 final.append(out)

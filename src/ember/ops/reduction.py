@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections import namedtuple
 
@@ -189,7 +190,7 @@ def _extreme(name, kernel, node_cls):
         dims = _dims(input, dim, name)
         if (
             data.size == 0
-            and any(data.shape[d] == 0 for d in dims)
+            and builtins.any(data.shape[d] == 0 for d in dims)
             or (data.size == 0 and not dims)
         ):
             raise IndexError(
