@@ -145,3 +145,13 @@ def test_same_seed_same_samples(make):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert a.dtype == ember.float32
     assert not a.requires_grad
+
+
+def test_categorical_never_draws_zero_probability_categories():
+    ember.manual_seed(0)
+    probs = ember.tensor([[0.0, 0.5, 0.5, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 2.0]])
+    x = D.Categorical(probs).sample((5000,)).numpy()
+    assert set(np.unique(x[:, 0])) == {1, 2}
+    assert set(np.unique(x[:, 1])) == {0}
+    assert set(np.unique(x[:, 2])) == {3}
+    assert abs((x[:, 0] == 1).mean() - 0.5) < 6 * np.sqrt(0.25 / 5000)

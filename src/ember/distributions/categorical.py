@@ -6,6 +6,7 @@ import ember
 
 from .._tensor import Size
 from . import constraints
+from ._sampling import categorical
 from .distribution import Distribution
 from .utils import finfo, lazy_property, logits_to_probs, probs_to_logits
 
@@ -100,7 +101,7 @@ class Categorical(Distribution):
         with ember.no_grad():
             if n == 0 or probs_2d.shape[0] == 0:
                 return ember.zeros(tuple(self._extended_shape(sample_shape)), dtype=ember.int64)
-            samples_2d = ember.multinomial(probs_2d, n, True).T
+            samples_2d = categorical(probs_2d, n).T
         return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
