@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.nn.modules.lazy import UninitializedParameter, is_lazy
+from ember.nn.modules.lazy import UninitializedBuffer, UninitializedParameter, is_lazy
 
 LAZY = [
     ("LazyLinear", (5,), (4, 3), "Linear", (5, 3)),
@@ -36,6 +36,7 @@ def test_lazy_modules_materialise_on_first_forward(cls, args, shape, eager, weig
 
 def test_lazy_instance_norm_and_optimizer_after_dry_run(torch_mod):
     norm = ember.nn.LazyInstanceNorm2d(affine=True, track_running_stats=True)
+    assert is_lazy(norm.running_mean) and isinstance(norm.running_var, UninitializedBuffer)
     norm(ember.randn(2, 3, 4, 4))
     assert type(norm) is ember.nn.InstanceNorm2d and norm.num_features == 3
     assert norm.running_mean.shape == (3,) and norm.weight.tolist() == [1.0, 1.0, 1.0]

@@ -14,6 +14,8 @@ from ..ops.normalization import instance_norm, local_response_norm, rms_norm
 from ..ops.resample import channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle
 
 __all__: list[str] = [
+    "GRID_SAMPLE_INTERPOLATION_MODES",
+    "GRID_SAMPLE_PADDING_MODES",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
@@ -51,6 +53,7 @@ __all__: list[str] = [
     "max_unpool1d",
     "max_unpool2d",
     "max_unpool3d",
+    "native_channel_shuffle",
     "pixel_shuffle",
     "pixel_unshuffle",
     "rms_norm",
@@ -58,6 +61,12 @@ __all__: list[str] = [
     "upsample_bilinear",
     "upsample_nearest",
 ]
+
+
+# grid_sample's modes by the numbers PyTorch's kernels use for them
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+native_channel_shuffle = channel_shuffle
 
 
 # --- max pooling ------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from .lazy import (
     LazyInstanceNorm2d,
     LazyInstanceNorm3d,
     LazyLinear,
+    UninitializedBuffer,
+    UninitializedParameter,
 )
 from .normalization import CrossMapLRN2d, LocalResponseNorm, RMSNorm
 from .padding import (
@@ -124,6 +126,8 @@ __all__: list[str] = [
     "ReplicationPad3d",
     "SyncBatchNorm",
     "Unfold",
+    "UninitializedBuffer",
+    "UninitializedParameter",
     "Upsample",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",

@@ -9,6 +9,7 @@ as the eager layer would, and turns the module into that eager layer (LazyLinear
 from __future__ import annotations
 
 from ... import _creation
+from ..._tensor import Tensor
 from ..parameter import Parameter
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -67,14 +68,20 @@ class UninitializedParameter(Parameter):
         return out
 
 
-class UninitializedBuffer:
-    """Marker type of a lazy module's buffers before the first forward (ember keeps a
-    zero-size placeholder tensor in the buffer slot; ``is_lazy`` reports it)."""
+class UninitializedBuffer(Tensor):
+    """A lazy module's buffer before its shape is known: a zero-size placeholder tensor
+    that the first forward (or a loaded state dict) replaces."""
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
+        return cls._wrap(_creation.empty(0, device=device, dtype=dtype)._data)
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
+        pass
 
 
 def is_lazy(param) -> bool:
     """Whether ``param`` is still an uninitialised placeholder."""
-    return isinstance(param, UninitializedParameter)
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
 
 
 class LazyModuleMixin:
@@ -265,8 +272,8 @@ class _LazyNormMixin(LazyModuleMixin):
             self.weight = UninitializedParameter(device=device, dtype=dtype)
             self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
-            self.running_mean = _creation.empty(0, device=device, dtype=dtype)
-            self.running_var = _creation.empty(0, device=device, dtype=dtype)
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
             self._lazy_buffers = ("running_mean", "running_var")
 
     def _features_of(self, input) -> int:
