@@ -58,6 +58,8 @@ from ._dtype import (
     bool_ as bool,
 )
 from ._factories import *
+from ._functional_aliases import *
+from ._host_functions import binomial, histogramdd, to_dlpack
 from ._legacy import *
 from ._memory_scope import memory_scope
 from ._method_functions import *
@@ -84,6 +86,8 @@ from .amp.state import (
     set_autocast_gpu_dtype,
 )
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .autograd.anomaly import set_detect_anomaly as set_anomaly_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .ops.elementwise import *
 from .ops.elementwise import abs, pow, round
@@ -358,6 +362,7 @@ _LAZY = frozenset(
     }
 )
 _LAZY_ATTRIBUTES = {
+    "vmap": "func",
     "save": "serialization",
     "load": "serialization",
     "compile": "_compile",

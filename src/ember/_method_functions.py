@@ -14,7 +14,10 @@ NAMES = (
     # queries and the real-only complex helpers
     "is_nonzero is_same_size is_signed get_device is_inference is_conj is_neg resolve_conj "
     "resolve_neg conj conj_physical conj_physical_ angle dist narrow_copy detach detach_ "
-    "fill_diagonal_ index_copy_ index_reduce_ scatter_reduce_ put_"
+    "fill_diagonal_ index_copy_ index_reduce_ scatter_reduce_ put_ "
+    # aliases and in-place forms that PyTorch also exposes at the top level
+    "absolute arccosh arcsinh arctanh sinc_ i0_ xlogy_ addmv_ as_strided_ resize_as_ "
+    "unsafe_chunk unsafe_split unsafe_split_with_sizes"
 ).split()
 
 
