@@ -487,7 +487,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 class GluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
-        a, b = x.chunk(2, self.dim)
+        half = x.shape[self.dim] // 2
+        a, b = x.narrow(self.dim, 0, half), x.narrow(self.dim, half, half)
         s = sigmoid(b)
         return cat([g * s, g * a * s * (1 - s)], self.dim)
 
@@ -503,7 +504,9 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     _floating(input, "glu")
     data = input._data
     xp = array_module(data)
-    a, b = xp.split(data, 2, axis=d)
+    half = size // 2
+    lead = (slice(None),) * d
+    a, b = data[lead + (slice(0, half),)], data[lead + (slice(half, None),)]
     return result(GluBackward0, a * _sigmoid_array(xp, b), (input,), (input,), dim=d)
 
 

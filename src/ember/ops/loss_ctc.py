@@ -45,7 +45,9 @@ def _logaddexp(xp, a, b):
     with_inf = xp.maximum(a, b)
     finite = xp.isfinite(with_inf)
     m = xp.where(finite, with_inf, 0)
-    return xp.where(finite, m + xp.log(xp.exp(a - m) + xp.exp(b - m)), with_inf)
+    with np.errstate(divide="ignore"):  # log 0 where both are -inf: not the value used
+        summed = m + xp.log(xp.exp(a - m) + xp.exp(b - m))
+    return xp.where(finite, summed, with_inf)
 
 
 def _extended_targets(xp, targets, target_lengths, batch: int, blank: int):
@@ -150,9 +152,10 @@ def _forward_backward(xp, lp, ext, input_lengths, target_lengths, blank: int, ne
     summed = xp.zeros((steps, batch, classes), dtype=lp.dtype)
     index_t = xp.arange(steps)[:, None, None]
     xp.add.at(summed, (index_t, rows[None, :, None], ext[None, :, :]), xp.exp(ab - shift))
-    with np.errstate(divide="ignore"):  # CuPy does not warn
+    # log 0 for classes off every path; -inf + inf (nan, as PyTorch) for impossible samples
+    with np.errstate(divide="ignore", invalid="ignore"):
         log_ab = xp.log(summed) + shift
-    occupancy = xp.exp(log_ab + nll[None, :, None] - lp)
+        occupancy = xp.exp(log_ab + nll[None, :, None] - lp)
     return nll, occupancy
 
 
