@@ -61,8 +61,8 @@ def test_classic_leak_is_reported_and_float_fixes_it(capsys):
     report = capsys.readouterr().err
     held = {g.name: g for g in leaky.graphs}
     assert "total_loss" in held
-    # four steps of a 10-node graph (the last step's is alive anyway), chained by additions
-    assert held["total_loss"].nodes > 3 * 10
+    # four steps' graphs (the last step's is alive anyway) chained by additions: checked
+    # against a single step's graph below
     assert "total_loss (AddBackward0) holds a backward graph" in report
     assert "float(loss)" in report
 
@@ -77,7 +77,7 @@ def test_classic_leak_is_reported_and_float_fixes_it(capsys):
     assert "total_loss" not in {g.name for g in fixed.graphs}
     # only the last step's loss is alive, with its single-step graph
     assert [g.name for g in fixed.graphs] == ["loss"]
-    assert fixed.graphs[0].nodes < held["total_loss"].nodes / 3
+    assert 3 * fixed.graphs[0].nodes < held["total_loss"].nodes
     assert isinstance(total, float)
 
 
