@@ -77,7 +77,7 @@ def test_classic_leak_is_reported_and_float_fixes_it(capsys):
     assert "total_loss" not in {g.name for g in fixed.graphs}
     # only the last step's loss is alive, with its single-step graph
     assert [g.name for g in fixed.graphs] == ["loss"]
-    assert 3 * fixed.graphs[0].nodes < held["total_loss"].nodes
+    assert 2 * fixed.graphs[0].nodes < held["total_loss"].nodes  # leaves are shared
     assert isinstance(total, float)
 
 
