@@ -433,12 +433,10 @@ subtract = sub
 class MulBackward0(Node):
     def backward(self, g):
         a, b = self.saved_tensors()
+        if g._data.dtype.kind == "c":  # complex: each operand passes back g·conj(other)
+            a, b = _conj(a), _conj(b)
         edges = self._edges
-        # complex: each operand passes back g·conj(other)
-        return (
-            g * _conj(b) if edges[0] is not None else None,
-            g * _conj(a) if edges[1] is not None else None,
-        )
+        return (g * b if edges[0] is not None else None), (g * a if edges[1] is not None else None)
 
 
 def mul(input, other) -> Tensor:
@@ -485,10 +483,11 @@ class MulByNumberBackward(Node):  # tensor * number: the hot case, one edge, not
 class DivBackward0(Node):
     def backward(self, g):
         a, b = self.saved_tensors()
+        if g._data.dtype.kind == "c":  # complex: the derivatives are conjugated
+            a, b = _conj(a), _conj(b)
         edges = self._edges
-        ga = g / _conj(b) if edges[0] is not None else None
-        # d(a/b)/db = -a/b² (conjugated for complex operands)
-        gb = -g * _conj(a) / _conj(b * b) if edges[1] is not None else None
+        ga = g / b if edges[0] is not None else None
+        gb = -g * a / (b * b) if edges[1] is not None else None  # d(a/b)/db = -a/b²
         return ga, gb
 
 

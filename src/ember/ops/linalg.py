@@ -36,8 +36,8 @@ class MmBackward0(Node):
 
     def backward(self, g):
         a, b = self.saved_tensors()  # each saved only when the other needs a gradient
-        # complex operands pass back the conjugate of the other (no-op for real ones)
-        a, b = conj_of(a), conj_of(b)
+        if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
+            a, b = conj_of(a), conj_of(b)
         edges = self._edges
         a1, b1 = self.a_dim == 1, self.b_dim == 1
         if a1 and b1:  # dot product
@@ -504,7 +504,8 @@ class LinearBackward0(Node):
 
     def backward(self, g):
         x, w = self.saved_tensors()
-        x, w = conj_of(x), conj_of(w)  # complex operands pass back the conjugate of the other
+        if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
+            x, w = conj_of(x), conj_of(w)
         edges = self._edges
         gx = g @ w if edges[0] is not None else None
         gw = gb = None
