@@ -157,6 +157,24 @@ def _requires_grad_setter(self: Tensor, value: bool) -> None:
 T.requires_grad = property(lambda self: self._rg, _requires_grad_setter)
 
 
+def stft(self: Tensor, *args, **kwargs) -> Tensor:
+    """``ember.stft(self, ...)``: the short-time Fourier transform (complex output)."""
+    from .fft._stft import stft as run
+
+    return run(self, *args, **kwargs)
+
+
+def istft(self: Tensor, *args, **kwargs) -> Tensor:
+    """``ember.istft(self, ...)``: the inverse short-time Fourier transform."""
+    from .fft._stft import istft as run
+
+    return run(self, *args, **kwargs)
+
+
+T.stft = stft
+T.istft = istft
+
+
 # --- in-place shape changes ---------------------------------------------------------------
 def _reshape_in_place(name: str, view_fn):
     def method(self: Tensor, *args):

@@ -82,3 +82,11 @@ def test_gradcheck():
     assert ember.autograd.gradcheck(
         lambda s: istft(s, 4, hop_length=1, window=window.detach(), length=12), (spec,)
     )
+
+
+def test_tensor_methods():
+    x = ember.from_numpy(X[0].copy())
+    window = ember.from_numpy(_hann(8))
+    spec = x.stft(8, window=window, return_complex=True)
+    np.testing.assert_allclose(spec.numpy(), stft(x, 8, window=window, return_complex=True).numpy())
+    np.testing.assert_allclose(spec.istft(8, window=window, length=40).numpy(), X[0], atol=1e-10)
