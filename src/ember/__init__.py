@@ -128,6 +128,16 @@ from .ops.linalg_lowrank import pca_lowrank, svd_lowrank
 from .ops.linalg_products import addbmm, addmv, addr, baddbmm, block_diag, kron, trace
 from .ops.linalg_solvers import cholesky_inverse, cholesky_solve, pinverse, triangular_solve
 from .ops.linalg_solvers import lu_solve_legacy as lu_solve
+from .ops.loss_enum import (
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    ctc_loss,
+    hinge_embedding_loss,
+    kl_div,
+    margin_ranking_loss,
+    poisson_nll_loss,
+    triplet_margin_loss,
+)
 from .ops.numeric import (
     bitwise_left_shift,
     bitwise_right_shift,

@@ -1,5 +1,5 @@
 """Top-level names PyTorch keeps for its layers' kernels: ``torch.conv2d``, ``torch.layer_norm``,
-``torch.dropout``, the losses with an integer ``reduction`` ... Each forwards to
+``torch.dropout`` ... Each forwards to
 ``ember.nn.functional`` (imported on first call, so ``import ember`` stays quick), adapting
 the argument order where ATen's differs. Also the ``*_copy`` forms of the view ops, ``gradient``,
 ``vander`` and the functions PyTorch removed in 1.9 (which raise PyTorch's message).
@@ -12,21 +12,11 @@ import warnings
 
 from ._tensor import Tensor
 
-_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
-
 
 def _F():
     from .nn import functional
 
     return functional
-
-
-def _reduction(value) -> str:
-    if isinstance(value, str):
-        return value
-    if value not in _REDUCTIONS:
-        raise ValueError(f"{value} is not a valid value for reduction")
-    return _REDUCTIONS[value]
 
 
 def _forward(name: str):
@@ -173,74 +163,6 @@ feature_alpha_dropout, feature_alpha_dropout_ = _dropout(
     "feature_alpha_dropout", "feature_alpha_dropout"
 )
 feature_dropout, feature_dropout_ = _dropout("feature_dropout", "dropout2d")
-
-
-# --- losses with ATen's integer reduction (0 none, 1 mean, 2 sum) ---------------------------
-def kl_div(input, target, reduction=1, *, log_target: bool = False) -> Tensor:
-    return _F().kl_div(input, target, reduction=_reduction(reduction), log_target=log_target)
-
-
-def ctc_loss(
-    log_probs,
-    targets,
-    input_lengths,
-    target_lengths,
-    blank: int = 0,
-    reduction=1,
-    zero_infinity: bool = False,
-) -> Tensor:
-    return _F().ctc_loss(
-        log_probs,
-        targets,
-        input_lengths,
-        target_lengths,
-        blank,
-        _reduction(reduction),
-        zero_infinity,
-    )
-
-
-def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction=1) -> Tensor:
-    return _F().margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
-
-
-def hinge_embedding_loss(input, target, margin: float = 1.0, reduction=1) -> Tensor:
-    return _F().hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
-
-
-def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction=1) -> Tensor:
-    return _F().cosine_embedding_loss(
-        input1, input2, target, margin, reduction=_reduction(reduction)
-    )
-
-
-def poisson_nll_loss(input, target, log_input: bool, full: bool, eps: float, reduction) -> Tensor:
-    return _F().poisson_nll_loss(
-        input, target, log_input, full, eps=eps, reduction=_reduction(reduction)
-    )
-
-
-def triplet_margin_loss(
-    anchor,
-    positive,
-    negative,
-    margin: float = 1.0,
-    p: float = 2,
-    eps: float = 1e-6,
-    swap: bool = False,
-    reduction=1,
-) -> Tensor:
-    return _F().triplet_margin_loss(
-        anchor, positive, negative, margin, p, eps, swap, reduction=_reduction(reduction)
-    )
-
-
-def binary_cross_entropy_with_logits(
-    input, target, weight=None, pos_weight=None, reduction=1
-) -> Tensor:
-    return _F().binary_cross_entropy_with_logits(
-        input, target, weight, reduction=_reduction(reduction), pos_weight=pos_weight
-    )
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:

@@ -259,6 +259,8 @@ T.__lshift__ = _num.bitwise_left_shift
 T.__rshift__ = _num.bitwise_right_shift
 
 T.softmax = _act.softmax
+T.hardshrink = _act.hardshrink
+T.prelu = _act.prelu
 T.log_softmax = _act.log_softmax
 T.inner = la.dot
 T.det = la.det

@@ -46,3 +46,12 @@ class Buffer(Tensor):
         b._vc = data._vc
         b.persistent = persistent
         return b
+
+
+def __getattr__(name: str):
+    # the lazy modules' placeholders live with them (importing them here would be circular)
+    if name in ("UninitializedParameter", "UninitializedBuffer", "is_lazy"):
+        from .modules import lazy
+
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

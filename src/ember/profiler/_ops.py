@@ -53,24 +53,21 @@ def _is_op(name: str, obj, module_name: str) -> bool:
 
 def op_functions() -> list:
     """(function, op name) for every op, each function once."""
+    import importlib
+    import pkgutil
+
     import ember
+    import ember.ops
     from ember import _creation, _tensor, _tensor_methods
     from ember.nn import functional
-    from ember.ops import activation, conv, elementwise, indexing, linalg, reduction, shape
 
+    op_modules = [
+        importlib.import_module(f"ember.ops.{info.name}")
+        for info in pkgutil.iter_modules(ember.ops.__path__)
+        if not info.name.startswith("_")
+    ]
     found: dict = {}
-    for module in (
-        elementwise,
-        reduction,
-        shape,
-        indexing,
-        linalg,
-        activation,
-        conv,
-        _creation,
-        functional,
-        ember.linalg,
-    ):
+    for module in (*op_modules, _creation, functional, ember.linalg):
         for name, obj in vars(module).items():
             if _is_op(name, obj, module.__name__):
                 found.setdefault(

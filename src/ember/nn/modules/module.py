@@ -339,6 +339,9 @@ class Module:
         """Copy parameters and buffers from ``state_dict``; PyTorch's checks and messages."""
         from ... import no_grad
 
+        for name, module in self.named_modules():  # lazy layers take their shapes from it
+            if hasattr(module, "_load_lazy_state"):
+                module._load_lazy_state(state_dict, name + "." if name else "")
         expected = self.state_dict(keep_vars=True)
         missing = [k for k in expected if k not in state_dict]
         unexpected = [k for k in state_dict if k not in expected]
