@@ -262,3 +262,5 @@ class Softmax2d(Module):
                 f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead"
             )
         return F.softmax(input, -3)
+
+from .transformer import MultiheadAttention  # noqa: E402,F401  (torch.nn.modules.activation has it)
