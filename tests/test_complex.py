@@ -465,3 +465,13 @@ def test_product_and_shape_gradients_match_torch(torch_mod, name):
     _loss(ember, f(e)).backward()
     _loss(torch_mod, torch_f(t)).backward()
     np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-12)
+
+
+def test_angle_abs_and_sgn_gradients_at_zero_match_torch(torch_mod):
+    values = np.array([0j, 1 + 1j, -2j])
+    for f in (lambda z: z.angle(), lambda z: z.abs(), lambda z: z.sgn().real):
+        e = ember.from_numpy(values.copy()).requires_grad_()
+        t = torch_mod.from_numpy(values.copy()).requires_grad_()
+        f(e).sum().backward()
+        f(t).sum().backward()
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), atol=1e-7)

@@ -222,19 +222,40 @@ def abs(input: Tensor) -> Tensor:
     return result(AbsBackward0, array_module(data).abs(data), (input,), (input,))
 
 
+class SgnBackward0(Node):
+    def backward(self, g):
+        (z,) = self.saved_tensors()
+        s = self.saved_output()
+        a = abs(z)
+        zero = a == 0
+        # only the part of g turning s along the unit circle counts: (g - Re(g s̄) s)/|z|
+        grad = (g - real(g * conj(s)) * s) / a.masked_fill(zero, 1.0)
+        return grad.masked_fill(zero, 0.0)
+
+
 def sgn(input: Tensor) -> Tensor:
     """z/|z| (0 at 0); for real tensors the sign."""
-    if input._data.dtype.kind != "c":
+    data = input._data
+    if data.dtype.kind != "c":
         return input.sign()
-    a = abs(input)
-    return input / a.masked_fill(a == 0, 1.0)
+    xp = array_module(data)
+    a = xp.abs(data)
+    out = xp.where(a == 0, 0, data / xp.where(a == 0, 1, a)).astype(data.dtype, copy=False)
+    return result(SgnBackward0, out, (input,), (input,), save_output=True)
+
+
+class AngleBackward0(Node):
+    def backward(self, g):
+        (z,) = self.saved_tensors()
+        # ∇ atan2(y, x) = (-y + i x)/|z|² = i z/|z|², taken as 0 at z = 0 (as PyTorch)
+        squared = real(z) ** 2 + imag(z) ** 2
+        return (z * 1j) * (g / squared.masked_fill(squared == 0, 1.0))
 
 
 def angle(input: Tensor) -> Tensor:
-    """The argument of z in (-π, π], real; ∇ = i z/|z|² (0 at z = 0, as PyTorch)."""
-    from .elementwise import atan2
-
-    return atan2(imag(input), real(input)).masked_fill(input == 0, 0.0)
+    """The argument of z in (-π, π], real."""
+    data = input._data
+    return result(AngleBackward0, array_module(data).angle(data), (input,), (input,))
 
 
 # --- holomorphic elementwise ops on complex tensors -------------------------------------------
