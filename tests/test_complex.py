@@ -475,3 +475,23 @@ def test_angle_abs_and_sgn_gradients_at_zero_match_torch(torch_mod):
         f(e).sum().backward()
         f(t).sum().backward()
         np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), atol=1e-7)
+
+
+HOLOMORPHIC = sorted(cx.HOLOMORPHIC - {"neg"})
+
+
+def test_holomorphic_gradients_on_the_branches_of_every_op():
+    values = np.random.default_rng(1).normal(size=(2, 20)) * 1.5
+    z = ember.from_numpy(values[0] + 1j * values[1]).requires_grad_()
+    for name in HOLOMORPHIC:
+        assert ember.autograd.gradcheck(lambda t: getattr(t, name)(), (z,)), name  # noqa: B023
+
+
+@pytest.mark.parametrize("name", ["acosh", "asin", "atanh", "log1p", "rsqrt"])
+def test_holomorphic_gradients_match_torch(torch_mod, name):
+    values = carray(6, seed=9) * 1.5
+    e = ember.from_numpy(values.copy()).requires_grad_()
+    t = torch_mod.from_numpy(values.copy()).requires_grad_()
+    _loss(ember, getattr(e, name)()).backward()
+    _loss(torch_mod, getattr(t, name)()).backward()
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6)

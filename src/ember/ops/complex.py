@@ -267,6 +267,8 @@ HOLOMORPHIC = frozenset(
 COMPLEX_DERIVATIVES = {
     "tanh": lambda g, x, y: g * (1 - y * y),
     "sigmoid": lambda g, x, y: g * (y * (1 - y)),
+    # the principal acosh is log(z + √(z-1)√(z+1)): √(z²-1) takes the other branch off the axis
+    "acosh": lambda g, x, y: g / ((x - 1).sqrt() * (x + 1).sqrt()),
 }
 _NO_COMPLEX_MESSAGES = {
     "sign": "Unlike NumPy, sign is not intended to support complex numbers. Please use sgn "
