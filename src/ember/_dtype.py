@@ -186,8 +186,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return hit
     if a.category == COMPLEX or b.category == COMPLEX:
         # complex wins; its precision is the wider of the two real parts
-        real = promote_types(a.to_real(), b.to_real())
-        out = real.to_complex() if real.category == FLOAT else (a if a.category == COMPLEX else b)
+        out = promote_types(a.to_real(), b.to_real()).to_complex()
     elif a.category == FLOAT and b.category == FLOAT:
         if {a, b} == {float16, bfloat16}:
             out = float32
