@@ -6,7 +6,6 @@ from numbers import Number, Real
 
 import ember
 
-from .._tensor import Size
 from . import constraints
 from ._special import lgamma
 from .dirichlet import Dirichlet
@@ -41,12 +40,7 @@ class Beta(ExponentialFamily):
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Beta, _instance)
-        batch_shape = Size(batch_shape)
-        new._dirichlet = self._dirichlet.expand(batch_shape)
-        super(Beta, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Beta, batch_shape, _instance, expand=("_dirichlet",))
 
     @property
     def mean(self):

@@ -6,14 +6,15 @@ import ember
 
 from .._tensor import Size
 from . import constraints
+from ._probs_or_logits import ProbsOrLogitsWithShape, probs_or_logits
 from ._sampling import categorical
 from .distribution import Distribution
-from .utils import finfo, lazy_property, logits_to_probs, probs_to_logits
+from .utils import finfo
 
 __all__ = ["Categorical"]
 
 
-class Categorical(Distribution):
+class Categorical(ProbsOrLogitsWithShape, Distribution):
     """Categorical(probs=None, logits=None): an index in [0, K) drawn with the (normalised)
     weights of the last dimension.
 
@@ -27,53 +28,28 @@ class Categorical(Distribution):
         "logits": constraints.independent(constraints.real, 1),
     }
     has_enumerate_support = True
+    _binary = False
 
     def __init__(self, probs=None, logits=None, validate_args=None) -> None:
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            if probs.dim() < 1:
-                raise ValueError("`probs` parameter must be at least one-dimensional.")
-            self.probs = probs / probs.sum(-1, keepdim=True)
+        name, param = probs_or_logits(probs, logits)
+        if param.dim() < 1:
+            raise ValueError(f"`{name}` parameter must be at least one-dimensional.")
+        if name == "probs":
+            self._set_param(name, param / param.sum(-1, keepdim=True))
         else:
-            if logits.dim() < 1:
-                raise ValueError("`logits` parameter must be at least one-dimensional.")
-            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
-        self._param = self.probs if probs is not None else self.logits
+            self._set_param(name, param - param.logsumexp(dim=-1, keepdim=True))
         self._num_events = self._param.size()[-1]
         batch_shape = self._param.size()[:-1] if self._param.dim() > 1 else Size()
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Categorical, _instance)
-        batch_shape = Size(batch_shape)
-        param_shape = tuple(batch_shape) + (self._num_events,)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
-        new._num_events = self._num_events
-        super(Categorical, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
+        new = self._expanded(Categorical, batch_shape, _instance, share=("_num_events",))
+        self._expand_probs_or_logits(new, tuple(new.batch_shape) + (self._num_events,))
         return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self) -> Size:
-        return self._param.size()
 
     @property
     def mean(self):

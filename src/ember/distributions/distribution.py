@@ -182,6 +182,22 @@ class Distribution:
             )
         return self.__new__(type(self)) if _instance is None else _instance
 
+    def _expanded(self, cls, batch_shape, _instance=None, expand=(), share=()):
+        """The body most ``expand`` methods share: a ``cls`` instance (``_instance`` if given)
+        on ``batch_shape`` with this one's event shape and validation flag, whose attributes
+        named in ``expand`` (tensors or distributions) are this one's expanded to
+        ``batch_shape`` (views, no copies) and those named in ``share`` this one's very objects.
+        """
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name in expand:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        for name in share:
+            setattr(new, name, getattr(self, name))
+        super(cls, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def __repr__(self) -> str:
         names = [k for k in self.arg_constraints if k in self.__dict__]
         shown = ", ".join(

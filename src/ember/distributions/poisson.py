@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from numbers import Number
-
 import ember
 
 from .._tensor import Size
@@ -41,16 +39,10 @@ class Poisson(ExponentialFamily):
 
     def __init__(self, rate, validate_args=None) -> None:
         (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self.rate.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Poisson, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Poisson, batch_shape, _instance, expand=("rate",))
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -33,15 +33,13 @@ class ExpRelaxedCategorical(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        batch_shape = Size(batch_shape)
-        new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        super(ExpRelaxedCategorical, new).__init__(
-            batch_shape, self.event_shape, validate_args=False
+        return self._expanded(
+            ExpRelaxedCategorical,
+            batch_shape,
+            _instance,
+            expand=("_categorical",),
+            share=("temperature",),
         )
-        new._validate_args = self._validate_args
-        return new
 
     @property
     def param_shape(self) -> Size:
