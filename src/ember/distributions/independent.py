@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import sum_rightmost
+from .utils import base_dist_property, sum_rightmost
 
 __all__ = ["Independent"]
 
@@ -63,17 +63,9 @@ class Independent(Distribution):
             result = constraints.independent(result, self.reinterpreted_batch_ndims)
         return result
 
-    @property
-    def mean(self):
-        return self.base_dist.mean
-
-    @property
-    def mode(self):
-        return self.base_dist.mode
-
-    @property
-    def variance(self):
-        return self.base_dist.variance
+    mean = base_dist_property("mean")
+    mode = base_dist_property("mode")
+    variance = base_dist_property("variance")
 
     def sample(self, sample_shape=Size()):
         return self.base_dist.sample(sample_shape)

@@ -11,6 +11,7 @@ from ._special import digamma, lgamma
 from .gamma import Gamma
 from .transformed_distribution import TransformedDistribution
 from .transforms import PowerTransform
+from .utils import base_dist_property
 
 __all__ = ["InverseGamma"]
 
@@ -36,13 +37,8 @@ class InverseGamma(TransformedDistribution):
         new = self._get_checked_instance(InverseGamma, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    @property
-    def concentration(self):
-        return self.base_dist.concentration
-
-    @property
-    def rate(self):
-        return self.base_dist.rate
+    concentration = base_dist_property("concentration")
+    rate = base_dist_property("rate")
 
     @property
     def mean(self):

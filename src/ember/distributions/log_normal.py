@@ -7,6 +7,7 @@ from . import constraints
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
+from .utils import base_dist_property
 
 __all__ = ["LogNormal"]
 
@@ -31,13 +32,8 @@ class LogNormal(TransformedDistribution):
         new = self._get_checked_instance(LogNormal, _instance)
         return super().expand(Size(batch_shape), _instance=new)
 
-    @property
-    def loc(self):
-        return self.base_dist.loc
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    loc = base_dist_property("loc")
+    scale = base_dist_property("scale")
 
     @property
     def mean(self):

@@ -155,6 +155,21 @@ def one_hot(indices: Tensor, num_classes: int, dtype) -> Tensor:
     return (indices.unsqueeze(-1) == classes).to(dtype)
 
 
+def base_dist_property(name: str) -> property:
+    """A read-only property that reads ``self.base_dist.<name>``: the parameters a wrapping
+    distribution (LogNormal, Independent, ...) takes from the one it wraps.
+
+    Example::
+        >>> class Wrapper:
+        ...     loc = base_dist_property("loc")
+        ...     def __init__(self, base_dist):
+        ...         self.base_dist = base_dist
+        >>> Wrapper(ember.distributions.Normal(1.0, 2.0)).loc
+        tensor(1.)
+    """
+    return property(lambda self: getattr(self.base_dist, name), doc=f"``base_dist.{name}``")
+
+
 # PyTorch's private names, which libraries built on torch.distributions import
 _sum_rightmost = sum_rightmost
 _standard_normal = standard_normal
