@@ -4,15 +4,9 @@ gradients."""
 from __future__ import annotations
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_lr, check_non_negative
+from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
 
 class Adadelta(Optimizer):
@@ -39,10 +33,7 @@ class Adadelta(Optimizer):
         check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_non_negative(epsilon=eps, weight_decay=weight_decay)
         super().__init__(
             params,
             dict(
@@ -57,21 +48,17 @@ class Adadelta(Optimizer):
             ),
         )
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        return {"square_avg": _creation.zeros_like(param), "acc_delta": _creation.zeros_like(param)}
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, rho, eps = as_scalar(group["lr"]), group["rho"], group["eps"]
             wd = group["weight_decay"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    state["step"] = _creation.tensor(0.0)
-                    state["square_avg"] = _creation.zeros_like(p)
-                    state["acc_delta"] = _creation.zeros_like(p)
-                state["step"] += 1
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
+            for p, grad, state in self._params_with_state(group):
+                grad = apply_weight_decay(p, grad, wd)
                 square_avg, acc_delta = state["square_avg"], state["acc_delta"]
                 square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()

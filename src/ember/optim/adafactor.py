@@ -6,7 +6,8 @@ import numpy as np
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Closure, Optimizer, ParamsT, as_scalar, params_with_grads
+from ._validation import as_scalar
+from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, params_with_grads
 
 
 class Adafactor(Optimizer):
@@ -81,8 +82,8 @@ class Adafactor(Optimizer):
                 rho = min(lr, 1 / (step**0.5))
                 # relative step size: scaled by the parameter's RMS, at least eps2
                 alpha = max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * rho
-                if wd != 0:
-                    p.mul_(1 - lr * wd)
+                # decoupled: shrinks the weights, the gradient is left as it is
+                apply_weight_decay(p, grad, wd, decoupled=True, lr=lr)
                 if grad.dim() > 1:
                     row_var, col_var = state["row_var"], state["col_var"]
                     row_mean = grad.norm(dim=-1, keepdim=True).square_().div_(grad.shape[-1])

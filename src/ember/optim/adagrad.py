@@ -4,16 +4,9 @@ update rule."""
 from __future__ import annotations
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_fused,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_fused, check_lr, check_non_negative
+from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
 
 class Adagrad(Optimizer):
@@ -40,16 +33,12 @@ class Adagrad(Optimizer):
         fused=None,
     ):
         check_lr(lr)
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(
-                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
-            )
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_non_negative(
+            lr_decay=lr_decay,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+            epsilon=eps,
+        )
         super().__init__(
             params,
             dict(
@@ -67,20 +56,18 @@ class Adagrad(Optimizer):
         check_fused(fused, foreach, differentiable)
         for group in self.param_groups:
             for p in group["params"]:
-                state = self.state[p]
-                state["step"] = _creation.tensor(0.0)
-                state["sum"] = _creation.full_like(p, group["initial_accumulator_value"])
+                self.state[p].update(self._new_state(group, p))
+
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        return {"sum": _creation.full_like(param, group["initial_accumulator_value"])}
 
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                state["step"] += 1
+            for p, grad, state in self._params_with_state(group):
                 step = state["step"].item()
-                if group["weight_decay"] != 0:
-                    grad = grad.add(p, alpha=group["weight_decay"])
+                grad = apply_weight_decay(p, grad, group["weight_decay"])
                 clr = as_scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].addcmul_(grad, grad, value=1)
                 std = state["sum"].sqrt()

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_fused,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_adam_hyperparameters, check_fused
+from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
+
+
+def initial_moments(param: Tensor) -> dict:
+    """The Adam family's first and second moments of a parameter's gradient, zero at first."""
+    return {"exp_avg": _creation.zeros_like(param), "exp_avg_sq": _creation.zeros_like(param)}
+
+
+def params_with_moments(optimizer: Optimizer, group: dict) -> Iterator[tuple[Tensor, Tensor, dict]]:
+    """The Adam family's common start of a step: (parameter, gradient, state) for each
+    parameter of ``group`` with a gradient, its ``step`` counted, weight decay applied (to
+    the weights when the group has ``decoupled_weight_decay``) and its moments updated,
+    ``m ← β1·m + (1-β1)·g`` and ``v ← β2·v + (1-β2)·g²``."""
+    beta1, beta2 = group["betas"]
+    lr, wd = as_scalar(group["lr"]), group["weight_decay"]
+    # absent from a state dict saved before the option existed: PyTorch's default
+    decoupled = group.get("decoupled_weight_decay", False)
+    for p, grad, state in optimizer._params_with_state(group):
+        grad = apply_weight_decay(p, grad, wd, decoupled=decoupled, lr=lr)
+        state["exp_avg"].lerp_(grad, 1 - beta1)
+        state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        yield p, grad, state
 
 
 class Adam(Optimizer):
@@ -36,15 +51,7 @@ class Adam(Optimizer):
         fused=None,
         decoupled_weight_decay: bool = False,
     ):
-        check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_adam_hyperparameters(lr, betas, eps, weight_decay)
         super().__init__(
             params,
             dict(
@@ -63,30 +70,21 @@ class Adam(Optimizer):
         )
         check_fused(fused, foreach, differentiable)
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        state = initial_moments(param)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = _creation.zeros_like(param)
+        return state
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps, wd = as_scalar(group["lr"]), group["eps"], group["weight_decay"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    state["step"] = _creation.tensor(0.0)
-                    state["exp_avg"] = _creation.zeros_like(p)
-                    state["exp_avg_sq"] = _creation.zeros_like(p)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = _creation.zeros_like(p)
-                state["step"] += 1
+            lr, eps = as_scalar(group["lr"]), group["eps"]
+            for p, _grad, state in params_with_moments(self, group):
                 step = state["step"].item()
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(p, alpha=wd)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 differentiable = group["differentiable"]
                 second_moment = exp_avg_sq
                 if group["amsgrad"]:

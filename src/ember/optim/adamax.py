@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_adam_hyperparameters
+from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
 
 class Adamax(Optimizer):
@@ -35,15 +29,7 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ):
-        check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_adam_hyperparameters(lr, betas, eps, weight_decay)
         super().__init__(
             params,
             dict(
@@ -58,22 +44,18 @@ class Adamax(Optimizer):
             ),
         )
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        return {"exp_avg": _creation.zeros_like(param), "exp_inf": _creation.zeros_like(param)}
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, wd = as_scalar(group["lr"]), group["eps"], group["weight_decay"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    state["step"] = _creation.tensor(0.0)
-                    state["exp_avg"] = _creation.zeros_like(p)
-                    state["exp_inf"] = _creation.zeros_like(p)
-                state["step"] += 1
+            for p, grad, state in self._params_with_state(group):
                 step = state["step"].item()
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
+                grad = apply_weight_decay(p, grad, wd)
                 exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 # u_t = max(beta2 · u_{t-1}, |g| + eps)

@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_lr, check_non_negative
+from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
 
 class ASGD(Optimizer):
@@ -36,8 +30,7 @@ class ASGD(Optimizer):
         capturable: bool = False,
     ):
         check_lr(lr)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_non_negative(weight_decay=weight_decay)
         super().__init__(
             params,
             dict(
@@ -53,6 +46,15 @@ class ASGD(Optimizer):
             ),
         )
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        # eta and mu are scalar tensors of the default dtype, as PyTorch keeps them, so
+        # their rounding matches
+        return {
+            "eta": _creation.tensor(float(as_scalar(group["lr"]))),
+            "mu": _creation.tensor(1.0),
+            "ax": _creation.zeros_like(param),
+        }
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
@@ -60,19 +62,9 @@ class ASGD(Optimizer):
             lr, lambd = as_scalar(group["lr"]), group["lambd"]
             alpha, t0 = group["alpha"], group["t0"]
             wd = group["weight_decay"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    # eta and mu are scalar tensors of the default dtype, as PyTorch keeps
-                    # them, so their rounding matches
-                    state["step"] = _creation.tensor(0.0)
-                    state["eta"] = _creation.tensor(float(lr))
-                    state["mu"] = _creation.tensor(1.0)
-                    state["ax"] = _creation.zeros_like(p)
-                state["step"] += 1
+            for p, grad, state in self._params_with_state(group):
                 step = state["step"].item()
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
+                grad = apply_weight_decay(p, grad, wd)
                 eta, mu = state["eta"].item(), state["mu"].item()
                 p.mul_(1 - lambd * eta)
                 p.add_(grad, alpha=-eta)

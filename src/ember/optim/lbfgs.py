@@ -7,7 +7,8 @@ import math
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.shape import cat
-from .optimizer import Closure, Optimizer, ParamsT, as_scalar, check_lr
+from ._validation import as_scalar, check_lr
+from .optimizer import Closure, Optimizer, ParamsT
 
 
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:

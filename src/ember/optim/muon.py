@@ -8,7 +8,8 @@ import math
 from .. import _creation
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from .optimizer import Closure, Optimizer, ParamsT, as_scalar
+from ._validation import as_scalar
+from .optimizer import Closure, Optimizer, ParamsT
 
 EPS = 1e-7
 DEFAULT_A = 3.4445

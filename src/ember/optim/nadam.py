@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_adam_hyperparameters, check_non_negative
+from .adam import initial_moments, params_with_moments
+from .optimizer import Closure, Optimizer, ParamsT, use_grad_for_differentiable
 
 
 class NAdam(Optimizer):
@@ -37,17 +32,8 @@ class NAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ):
-        check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        check_adam_hyperparameters(lr, betas, eps, weight_decay)
+        check_non_negative(momentum_decay=momentum_decay)
         super().__init__(
             params,
             dict(
@@ -64,32 +50,21 @@ class NAdam(Optimizer):
             ),
         )
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        # mu_product a scalar tensor of the default dtype, as PyTorch, so the running
+        # product rounds the same way
+        return {"mu_product": _creation.tensor(1.0), **initial_moments(param)}
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps, wd = as_scalar(group["lr"]), group["eps"], group["weight_decay"]
+            lr, eps = as_scalar(group["lr"]), group["eps"]
             psi = group["momentum_decay"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    state["step"] = _creation.tensor(0.0)
-                    # a scalar tensor of the default dtype, as PyTorch, so the running
-                    # product rounds the same way
-                    state["mu_product"] = _creation.tensor(1.0)
-                    state["exp_avg"] = _creation.zeros_like(p)
-                    state["exp_avg_sq"] = _creation.zeros_like(p)
-                state["step"] += 1
+            for p, grad, state in params_with_moments(self, group):
                 step = state["step"].item()
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(p, alpha=wd)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 # mu_t = beta1 · (1 - 0.5 · 0.96^(t · psi))
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))

@@ -5,15 +5,17 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from copy import deepcopy
 from itertools import chain
 from typing import Any, Union
 
+from .. import _creation
 from .._tensor import Tensor
 from ..autograd import _cuts
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import RemovableHandle, _HookDict
+from ._validation import as_scalar, check_fused, check_lr
 
 
 class _Required:
@@ -46,30 +48,6 @@ def register_optimizer_step_post_hook(hook) -> RemovableHandle:
     return handle
 
 
-def as_scalar(value):
-    """A one-element Tensor hyperparameter (PyTorch accepts ``lr=torch.tensor(0.01)``) as a
-    Python number; anything else unchanged."""
-    return value.item() if isinstance(value, Tensor) else value
-
-
-def check_lr(lr) -> None:
-    """PyTorch's learning-rate checks, with its messages."""
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= as_scalar(lr):
-        raise ValueError(f"Invalid learning rate: {lr}")
-
-
-def check_fused(fused, foreach, differentiable) -> None:
-    """``fused`` is accepted as PyTorch does (ember runs the same update either way), with
-    PyTorch's checks on the flags it cannot be combined with."""
-    if fused:
-        if differentiable:
-            raise RuntimeError("`fused` does not support `differentiable`")
-        if foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-
-
 def params_with_grads(group: dict):
     """(parameter, gradient) for each parameter of ``group`` that has one; the gradient is
     negated when the group maximizes."""
@@ -77,6 +55,23 @@ def params_with_grads(group: dict):
     for p in group["params"]:
         if p._grad is not None:
             yield p, (-p._grad if negate else p._grad)
+
+
+def apply_weight_decay(
+    param: Tensor, grad: Tensor, weight_decay: float, *, decoupled: bool = False, lr: float = 0.0
+) -> Tensor:
+    """Weight decay as PyTorch's optimizers apply it; returns the gradient to step with.
+
+    L2 (default) adds ``weight_decay · param`` to the gradient; ``decoupled`` (AdamW-style)
+    shrinks the weights in place, ``param ← param · (1 - lr · weight_decay)``, and leaves the
+    gradient as it is.
+    """
+    if weight_decay == 0:
+        return grad
+    if decoupled:
+        param.mul_(1 - lr * weight_decay)
+        return grad
+    return grad.add(param, alpha=weight_decay)
 
 
 def use_grad_for_differentiable(step):
@@ -349,6 +344,26 @@ class Optimizer:
     def step(self, closure: Closure | None = None):
         """One optimisation step; ``closure`` re-evaluates the model and returns the loss."""
         raise NotImplementedError
+
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        """The state a parameter starts with besides its ``step`` count (an optimizer that
+        steps through ``_params_with_state`` says which buffers it keeps)."""
+        raise NotImplementedError
+
+    def _new_state(self, group: dict, param: Tensor) -> dict:
+        # ``step`` a scalar float tensor first, as PyTorch's state dicts lay it out
+        return {"step": _creation.tensor(0.0), **self._initial_state(group, param)}
+
+    def _params_with_state(self, group: dict) -> Iterator[tuple[Tensor, Tensor, dict]]:
+        """(parameter, gradient, state) for each parameter of ``group`` with a gradient (negated
+        when the group maximizes); its state is created on the first step and its ``step``
+        count advanced by one before the parameter is handed out."""
+        for p, grad in params_with_grads(group):
+            state = self.state[p]
+            if not state:
+                state.update(self._new_state(group, p))
+            state["step"] += 1
+            yield p, grad, state
 
     def _closure_loss(self, closure):
         if closure is None:

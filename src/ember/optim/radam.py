@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_adam_hyperparameters
+from .adam import initial_moments, params_with_moments
+from .optimizer import Closure, Optimizer, ParamsT, use_grad_for_differentiable
 
 
 class RAdam(Optimizer):
@@ -36,15 +30,7 @@ class RAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ):
-        check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_adam_hyperparameters(lr, betas, eps, weight_decay)
         super().__init__(
             params,
             dict(
@@ -60,28 +46,18 @@ class RAdam(Optimizer):
             ),
         )
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        return initial_moments(param)
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, eps, wd = as_scalar(group["lr"]), group["eps"], group["weight_decay"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    state["step"] = _creation.tensor(0.0)
-                    state["exp_avg"] = _creation.zeros_like(p)
-                    state["exp_avg_sq"] = _creation.zeros_like(p)
-                state["step"] += 1
+            lr, eps = as_scalar(group["lr"]), group["eps"]
+            for p, _grad, state in params_with_moments(self, group):
                 step = state["step"].item()
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(p, alpha=wd)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 bias_correction1 = 1 - beta1**step
                 bias_correction2 = 1 - beta2**step
                 corrected_exp_avg = exp_avg / bias_correction1

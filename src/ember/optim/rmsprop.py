@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_lr, check_non_negative
+from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
 
 class RMSprop(Optimizer):
@@ -38,14 +32,7 @@ class RMSprop(Optimizer):
         differentiable: bool = False,
     ):
         check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_non_negative(epsilon=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         super().__init__(
             params,
             dict(
@@ -62,24 +49,22 @@ class RMSprop(Optimizer):
             ),
         )
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        state = {"square_avg": _creation.zeros_like(param)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _creation.zeros_like(param)
+        if group["centered"]:
+            state["grad_avg"] = _creation.zeros_like(param)
+        return state
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, alpha, eps = as_scalar(group["lr"]), group["alpha"], group["eps"]
             wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    state["step"] = _creation.tensor(0.0)
-                    state["square_avg"] = _creation.zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = _creation.zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = _creation.zeros_like(p)
-                state["step"] += 1
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
+            for p, grad, state in self._params_with_state(group):
+                grad = apply_weight_decay(p, grad, wd)
                 square_avg = state["square_avg"]
                 square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if centered:

@@ -4,15 +4,9 @@ gradients, PyTorch's update rule."""
 from __future__ import annotations
 
 from .. import _creation
-from .optimizer import (
-    Closure,
-    Optimizer,
-    ParamsT,
-    as_scalar,
-    check_lr,
-    params_with_grads,
-    use_grad_for_differentiable,
-)
+from .._tensor import Tensor
+from ._validation import as_scalar, check_lr
+from .optimizer import Closure, Optimizer, ParamsT, use_grad_for_differentiable
 
 
 class Rprop(Optimizer):
@@ -51,19 +45,20 @@ class Rprop(Optimizer):
             ),
         )
 
+    def _initial_state(self, group: dict, param: Tensor) -> dict:
+        # a gradient has its parameter's shape, dtype and device
+        return {
+            "prev": _creation.zeros_like(param),
+            "step_size": _creation.full_like(param, as_scalar(group["lr"])),
+        }
+
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            for p, grad in params_with_grads(group):
-                state = self.state[p]
-                if not state:
-                    state["step"] = _creation.tensor(0.0)
-                    state["prev"] = _creation.zeros_like(p)
-                    state["step_size"] = _creation.full_like(grad, as_scalar(group["lr"]))
-                state["step"] += 1
+            for p, grad, state in self._params_with_state(group):
                 prev, step_size = state["prev"], state["step_size"]
                 # same sign: grow the step; sign flip: shrink it and skip this update
                 factor = grad.mul(prev.clone() if group["differentiable"] else prev).sign()

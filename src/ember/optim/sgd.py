@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from ._validation import as_scalar, check_fused, check_lr
 from .optimizer import (
     Closure,
     Optimizer,
     ParamsT,
-    as_scalar,
-    check_fused,
-    check_lr,
+    apply_weight_decay,
     params_with_grads,
     required,
     use_grad_for_differentiable,
@@ -63,8 +62,7 @@ class SGD(Optimizer):
             lr, momentum, dampening = as_scalar(group["lr"]), group["momentum"], group["dampening"]
             wd, nesterov = group["weight_decay"], group["nesterov"]
             for p, d_p in params_with_grads(group):
-                if wd != 0:
-                    d_p = d_p.add(p, alpha=wd)
+                d_p = apply_weight_decay(p, d_p, wd)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")

@@ -12,7 +12,8 @@ import math
 
 from .. import _creation
 from ..autograd.grad_mode import no_grad
-from .optimizer import Closure, Optimizer, ParamsT, as_scalar
+from ._validation import as_scalar, check_betas
+from .optimizer import Closure, Optimizer, ParamsT, params_with_grads
 
 
 class SparseAdam(Optimizer):
@@ -35,10 +36,7 @@ class SparseAdam(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        check_betas(betas)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))
         complex_params = [
             [i, j]
@@ -58,10 +56,7 @@ class SparseAdam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps = as_scalar(group["lr"]), group["eps"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                grad = -p._grad if group.get("maximize", False) else p._grad
+            for p, grad in params_with_grads(group):
                 state = self.state[p]
                 if not state:
                     state["step"] = 0
