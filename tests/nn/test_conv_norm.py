@@ -239,3 +239,35 @@ def test_tiling_max_pool_second_order():
     assert fn(x).grad_fn.name() == "MaxPool2DWithIndicesBackward0"
     assert ember.autograd.gradcheck(fn, (x,))
     assert ember.autograd.gradgradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.nn.functional.conv2d(
+            m.ones(1, 2, 5, 5), m.ones(3, 2, 3, 3, requires_grad=True)
+        ),
+        lambda m: m.nn.functional.conv1d(m.ones(1, 2, 5), m.ones(3, 2, 2, requires_grad=True)),
+        lambda m: m.nn.functional.conv_transpose2d(
+            m.ones(1, 2, 3, 3, requires_grad=True), m.ones(2, 3, 2, 2)
+        ),
+        lambda m: m.nn.Conv2d(2, 4, 3, groups=2)(m.ones(1, 2, 5, 5)),
+    ],
+)
+def test_convolution_records_one_node_named_as_torch(torch_mod, make):
+    assert make(ember).grad_fn.name() == make(torch_mod).grad_fn.name() == "ConvolutionBackward0"
+
+
+def test_convolution_node_frees_and_retains_its_graph_as_torch():
+    x = ember.randn(2, 3, 6, 6, requires_grad=True)
+    w = ember.randn(4, 3, 3, 3, requires_grad=True)
+    y = ember.nn.functional.conv2d(x, w, padding=1)
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    np.testing.assert_allclose(
+        w.grad.numpy(),
+        2 * ember.autograd.grad(ember.nn.functional.conv2d(x, w, padding=1).sum(), w)[0].numpy(),
+        rtol=1e-5,
+    )
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.sum().backward()

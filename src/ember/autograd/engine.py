@@ -7,6 +7,7 @@ accumulates into leaves.
 
 from __future__ import annotations
 
+import threading
 from time import perf_counter_ns
 
 from . import _cuts, _watch, anomaly
@@ -14,6 +15,12 @@ from . import grad_mode as _gm
 from .node import AccumulateGrad, Node, _tensor_class
 
 _memory_root = _watch.memory_root
+_retaining = threading.local()  # retain_graph of the backward pass running in this thread
+
+
+def retaining_graph() -> bool:
+    """Whether the backward pass now running keeps the graph (``retain_graph=True``)."""
+    return getattr(_retaining, "value", False)
 
 
 def accumulate_into_leaf(
@@ -171,6 +178,8 @@ def run_backward(
     state = _gm.state
     previous_mode = state.enabled
     state.enabled = create_graph
+    previous_retain = retaining_graph()
+    _retaining.value = retain_graph
     # formulas read saved tensors that require grad with grad mode off: not a user's cut
     _cuts.state.quiet += 1
     slow_always = has_captures or check_anomaly or timed
@@ -254,6 +263,7 @@ def run_backward(
                     deps[nxt] = left - 1
     finally:
         state.enabled = previous_mode
+        _retaining.value = previous_retain
         _cuts.state.quiet -= 1
     return captured
 

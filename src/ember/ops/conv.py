@@ -12,6 +12,7 @@ import math
 
 from .._tensor import Tensor
 from ..autograd.node import Node
+from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, result
 
 
@@ -81,6 +82,10 @@ def _col2im(xp, cols, size, kernel, stride, pads, dilation, channels_first=False
     crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
     image = image[(slice(None), slice(None)) + crop]
     return image.swapaxes(0, 1) if channels_first else image
+
+
+class ConvolutionBackward0(CompositeBackward):
+    """Every convolution (plain or transposed, 1-3 d) as one node, as PyTorch records it."""
 
 
 class Im2ColBackward0(Node):
@@ -215,18 +220,23 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: in
             "Kernel size can't be greater than actual input size"
         )
     taps = in_per_group * math.prod(kernel)
-    if groups == 1:  # one GEMM: (O, C·∏K) @ (C·∏K, N·∏O)
-        cols = unfold_windows(x, kernel, stride, pads, dilation, channels_first=True)
-        y = weight.reshape(out_ch, taps) @ cols.reshape(taps, n * math.prod(out))
-        y = y.reshape((out_ch, n) + out).transpose(0, 1)
-    else:
-        cols = unfold_windows(x, kernel, stride, pads, dilation)  # (N, C, *K, *O)
-        cols = cols.reshape(n, groups, taps, math.prod(out))
-        wmat = weight.reshape(groups, out_ch // groups, taps)
-        y = (wmat @ cols).reshape((n, out_ch) + out)  # one batched GEMM per group
-    if bias is not None:
-        y = y + bias.reshape((1, out_ch) + (1,) * nd)
-    return y.squeeze(0) if unbatched else y
+
+    def compute(input, weight, bias):
+        x = input.unsqueeze(0) if unbatched else input
+        if groups == 1:  # one GEMM: (O, C·∏K) @ (C·∏K, N·∏O)
+            cols = unfold_windows(x, kernel, stride, pads, dilation, channels_first=True)
+            y = weight.reshape(out_ch, taps) @ cols.reshape(taps, n * math.prod(out))
+            y = y.reshape((out_ch, n) + out).transpose(0, 1)
+        else:
+            cols = unfold_windows(x, kernel, stride, pads, dilation)  # (N, C, *K, *O)
+            cols = cols.reshape(n, groups, taps, math.prod(out))
+            wmat = weight.reshape(groups, out_ch // groups, taps)
+            y = (wmat @ cols).reshape((n, out_ch) + out)  # one batched GEMM per group
+        if bias is not None:
+            y = y + bias.reshape((1, out_ch) + (1,) * nd)
+        return y.squeeze(0) if unbatched else y
+
+    return composite(ConvolutionBackward0, compute, (input, weight, bias))
 
 
 def conv1d(
@@ -312,15 +322,20 @@ def _conv_transpose_nd(
             f"Given input size per channel: {list(size)}. Calculated output size per channel: "
             f"{list(out)}. Output size is too small"
         )
-    xs = x.reshape(n, groups, in_ch // groups, math.prod(size))
     taps = out_per_group * math.prod(kernel)
-    wmat = weight.reshape(groups, in_ch // groups, taps).transpose(1, 2)
-    cols = (wmat @ xs).reshape((n, groups * out_per_group) + kernel + size)
     pads = tuple((p, p - op_) for p, op_ in zip(pad, out_pad))
-    y = fold_windows(cols, out, kernel, stride, pads, dilation)
-    if bias is not None:
-        y = y + bias.reshape((1, -1) + (1,) * nd)
-    return y.squeeze(0) if unbatched else y
+
+    def compute(input, weight, bias):
+        x = input.unsqueeze(0) if unbatched else input
+        xs = x.reshape(n, groups, in_ch // groups, math.prod(size))
+        wmat = weight.reshape(groups, in_ch // groups, taps).transpose(1, 2)
+        cols = (wmat @ xs).reshape((n, groups * out_per_group) + kernel + size)
+        y = fold_windows(cols, out, kernel, stride, pads, dilation)
+        if bias is not None:
+            y = y + bias.reshape((1, -1) + (1,) * nd)
+        return y.squeeze(0) if unbatched else y
+
+    return composite(ConvolutionBackward0, compute, (input, weight, bias))
 
 
 def conv_transpose1d(
