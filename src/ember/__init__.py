@@ -34,12 +34,17 @@ from ._backend import (
 from ._creation import *
 from ._dtype import (
     bfloat16,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
     double,
     dtype,
     float,
     float16,
     float32,
     float64,
+    get_default_complex_dtype,
     get_default_dtype,
     half,
     int,
@@ -89,6 +94,8 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.anomaly import set_detect_anomaly as set_anomaly_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
+from .fft._stft import istft, stft
+from .ops.complex import complex, polar, sgn, view_as_complex, view_as_real
 from .ops.elementwise import *
 from .ops.elementwise import abs, pow, round
 from .ops.indexing import (
@@ -153,7 +160,6 @@ from .ops.numeric import (
     logaddexp2,
     nextafter,
     rad2deg,
-    sgn,
 )
 from .ops.reduction import (
     all,

@@ -59,7 +59,9 @@ def _infer_dtype(np_array, from_python: bool) -> dt.dtype:
         if kind == "b":
             return dt.bool_
     if kind == "c":
-        raise TypeError("ember does not support complex tensors")
+        if from_python:
+            return dt.get_default_complex_dtype()
+        return dt.from_numpy_dtype(np_array.dtype)
     if kind == "O" or kind in "US":
         raise TypeError(f"Could not infer dtype of {np_array.dtype}")
     return dt.from_numpy_dtype(np_array.dtype)

@@ -170,7 +170,7 @@ class Tensor:
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if value and self.dtype.category != dt.FLOAT:
+        if value and self.dtype.category < dt.FLOAT:
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients"
             )

@@ -138,25 +138,6 @@ T.imag = property(cx.imag, _set_part(cx.imag))
 T.angle = angle
 
 
-def _requires_grad_setter(self: Tensor, value: bool) -> None:
-    # PyTorch lets floating and complex tensors require grad
-    value = bool(value)
-    if self._grad_fn is not None:
-        if value:
-            return
-        raise RuntimeError(
-            "you can only change requires_grad flags of leaf variables. If you want to use "
-            "a computed variable in a subgraph that doesn't require differentiation use "
-            "var_no_grad = var.detach()."
-        )
-    if value and self.dtype.category < dt.FLOAT:
-        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-    self._rg = value
-
-
-T.requires_grad = property(lambda self: self._rg, _requires_grad_setter)
-
-
 def stft(self: Tensor, *args, **kwargs) -> Tensor:
     """``ember.stft(self, ...)``: the short-time Fourier transform (complex output)."""
     from .fft._stft import stft as run

@@ -245,6 +245,8 @@ def run_backward(
                         except RuntimeError:
                             raise _invalid_gradient(node, i, g, shape) from None
                     if data.dtype is not dt and data.dtype != dt:
+                        if data.dtype.kind == "c" and dt.kind != "c":
+                            g = g.real
                         g = g.to(_dtype_of(dt))
                     buf = buffers.get(nxt)
                     if buf is None:

@@ -17,7 +17,7 @@ def _is_floating(np_dtype) -> bool:
     from .. import _dtype as dt
 
     d = dt.FROM_NUMPY.get(np_dtype)
-    return d is not None and d.category == dt.FLOAT
+    return d is not None and d.category >= dt.FLOAT  # floating or complex
 
 
 class FunctionCtx:

@@ -105,10 +105,15 @@ def fix(input: Tensor) -> Tensor:
 
 
 def sgn(input: Tensor) -> Tensor:
-    """The sign (for real tensors, ``sign``)."""
-    return input.sign()
+    """The sign; z/|z| for complex tensors."""
+    from .complex import sgn as complex_sgn
+
+    return complex_sgn(input)
 
 
 def isreal(input: Tensor) -> Tensor:
+    """True where the imaginary part is zero (everywhere for real tensors)."""
     xp = array_module(input._data)
+    if input.dtype.is_complex:
+        return wrap(xp.imag(input._data) == 0)
     return wrap(xp.ones(input._data.shape, dtype=bool))

@@ -773,6 +773,11 @@ def to_dtype_device(input: Tensor, dtype=None, device=None, copy: bool = False) 
     same_device = target_device is None or target_device == input.device
     if same_dtype and same_device and not copy:
         return input
+    if not same_dtype and (target_dtype.is_complex or input.dtype.is_complex):
+        from .complex import cast as complex_cast
+
+        moved = input if same_device else to_dtype_device(input, None, device)
+        return complex_cast(moved, target_dtype)
     out = data
     if not same_device:
         out = _backend.move(out, target_device)
