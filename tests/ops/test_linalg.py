@@ -169,3 +169,20 @@ def test_linear_op_gradcheck_torch_and_layouts(x_shape, with_bias):
     assert we.grad.is_contiguous()  # the optimizer then walks it in order
     if len(x_shape) == 2:
         assert out.grad_fn.name() == ("AddmmBackward0" if with_bias else "MmBackward0")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_products_keep_their_dtype_and_match_float32(dtype):
+    d = getattr(ember, dtype)
+    a, b = ember.randn(33, 17), ember.randn(17, 9)
+    expected = (a @ b).numpy()
+    for out in (a.to(d) @ b.to(d), ember.nn.functional.linear(a.to(d), b.t().to(d))):
+        assert out.dtype == d
+        np.testing.assert_allclose(out.float().numpy(), expected, rtol=0.05, atol=0.1)
+
+
+def test_linear_with_zero_features_has_gradients_like_torch(torch_mod):
+    compare_with_torch(
+        lambda m, x, w, b: m.nn.functional.linear(x, w, b),
+        [np.zeros((2, 0)), np.zeros((3, 0)), np.ones(3)],
+    )

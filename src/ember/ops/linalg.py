@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import string
 
 from .._creation import eye, tensor
@@ -80,6 +81,14 @@ class MatmulBackward0(MmBackward0):
     pass
 
 
+def gemm(xp, a, b):
+    """``xp.matmul``; NumPy has no half-precision GEMM (float16 falls back to a loop 300x
+    slower, bfloat16 comes back as float32), so 2-byte floats multiply in float32 and round."""
+    if a.dtype.itemsize == 2 and a.dtype.kind in "fV" and xp.__name__ == "numpy":
+        return xp.matmul(a.astype(xp.float32), b.astype(xp.float32)).astype(a.dtype)
+    return xp.matmul(a, b)
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(
@@ -101,7 +110,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         )
     xp = array_module(a)
     try:
-        out = xp.matmul(a, b)
+        out = gemm(xp, a, b)
     except ValueError:
         raise RuntimeError(
             f"matmul: batch dimensions of shapes {tuple(a.shape)} and {tuple(b.shape)} cannot "
@@ -510,9 +519,10 @@ class LinearBackward0(Node):
         gx = g @ w if edges[0] is not None else None
         gw = gb = None
         if edges[1] is not None or (len(edges) > 2 and edges[2] is not None):
-            g2 = g.reshape(-1, g.shape[-1])
+            rows = math.prod(g.shape[:-1])  # explicit: -1 cannot be inferred next to a 0
+            g2 = g.reshape(rows, g.shape[-1])
             if edges[1] is not None:
-                gw = g2.mT @ x.reshape(-1, x.shape[-1])
+                gw = g2.mT @ x.reshape(rows, x.shape[-1])
             if len(edges) > 2 and edges[2] is not None:
                 gb = g2.sum(0)
         return (gx, gw, gb) if len(edges) > 2 else (gx, gw)
@@ -529,7 +539,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         )
     _same_dtype("linear", input, weight)
     xp = array_module(x)
-    out = xp.matmul(x, w.T)
+    out = gemm(xp, x, w.T)
     if bias is not None:
         if bias._data.dtype != out.dtype:
             raise RuntimeError(
