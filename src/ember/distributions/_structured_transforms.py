@@ -10,7 +10,12 @@ import ember
 
 from ..ops.activation import softplus
 from . import constraints
-from .transforms import LowerCholeskyTransform, Transform
+from .transforms import (
+    LowerCholeskyTransform,
+    Transform,
+    _check_event_dims,
+    _ParameterFreeTransform,
+)
 from .utils import finfo, sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = ["CatTransform", "CorrCholeskyTransform", "PositiveDefiniteTransform", "StackTransform"]
@@ -22,18 +27,13 @@ def _shift_right(x):
     return ember.cat([one, x[..., :-1]], -1)
 
 
-class CorrCholeskyTransform(Transform):
+class CorrCholeskyTransform(_ParameterFreeTransform):
     """R^(D(D-1)/2) -> Cholesky factors of D × D correlation matrices: tanh gives partial
     correlations in (-1, 1), and stick breaking row by row makes each row a unit vector."""
 
     domain = constraints.real_vector
     codomain = constraints.corr_cholesky
     bijective = True
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, CorrCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         eps = float(finfo(x).eps)
@@ -58,8 +58,7 @@ class CorrCholeskyTransform(Transform):
         return stick_breaking_logdet + tanh_logdet
 
     def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+        _check_event_dims(shape, 1)
         n = shape[-1]
         d = round((0.25 + 2 * n) ** 0.5 + 0.5)
         if d * (d - 1) // 2 != n:
@@ -67,25 +66,19 @@ class CorrCholeskyTransform(Transform):
         return ember.Size(tuple(shape[:-1]) + (d, d))
 
     def inverse_shape(self, shape):
-        if len(shape) < 2:
-            raise ValueError("Too few dimensions on input")
+        _check_event_dims(shape, 2)
         if shape[-2] != shape[-1]:
             raise ValueError("Input is not square")
         d = shape[-1]
         return ember.Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
 
 
-class PositiveDefiniteTransform(Transform):
+class PositiveDefiniteTransform(_ParameterFreeTransform):
     """Unconstrained square matrices -> positive-definite ones, L Lᵀ with L from
     LowerCholeskyTransform."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, PositiveDefiniteTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         x = LowerCholeskyTransform()(x)
@@ -104,17 +97,21 @@ def _check_dim(name: str, t, dim: int, size: int, what: str) -> None:
         raise ValueError(f"{name}.size({dim}) = {t.shape[dim]} must equal {what} {size}")
 
 
+def _transforms_with_cache(tseq, cache_size: int) -> list:
+    """The parts of a Cat/StackTransform, each with the whole's cache size."""
+    if not all(isinstance(t, Transform) for t in tseq):
+        raise TypeError("All elements of tseq must be Transform instances")
+    return [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+
+
 class CatTransform(Transform):
     """``tseq[i]`` applied to consecutive slices of ``dim`` of sizes ``lengths[i]``, in the
     manner of ``cat``."""
 
     def __init__(self, tseq, dim: int = 0, lengths=None, cache_size: int = 0) -> None:
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        transforms = _transforms_with_cache(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = transforms
         self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
         if len(self.lengths) != len(self.transforms):
             raise ValueError(
@@ -180,12 +177,9 @@ class StackTransform(Transform):
     """``tseq[i]`` applied to slice i of ``dim``, in the manner of ``stack``."""
 
     def __init__(self, tseq, dim: int = 0, cache_size: int = 0) -> None:
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        transforms = _transforms_with_cache(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = transforms
         self.dim = dim
 
     def with_cache(self, cache_size: int = 1) -> Transform:

@@ -199,6 +199,28 @@ class _InverseTransform(Transform):
         return self._inv.forward_shape(shape)
 
 
+class _ParameterFreeTransform(Transform):
+    """A transform without parameters: equal to any instance of its class."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # the class equality is checked against: the direct subclass, as each of PyTorch's
+        # classes compares with isinstance(other, ItsOwnClass), so its subclasses match it too
+        if _ParameterFreeTransform in cls.__bases__:
+            cls._equal_to_instances_of = cls
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, self._equal_to_instances_of)
+
+    __hash__ = object.__hash__
+
+
+def _check_event_dims(shape, event_dims: int) -> None:
+    """Shapes (or tensors) with fewer than ``event_dims`` dims cannot hold one event."""
+    if len(shape) < event_dims:
+        raise ValueError("Too few dimensions on input")
+
+
 class ComposeTransform(Transform):
     """Transforms applied in order: ``parts[0]`` first."""
 
@@ -341,13 +363,11 @@ class IndependentTransform(Transform):
         return self.base_transform.sign
 
     def _call(self, x):
-        if x.dim() < self.domain.event_dim:
-            raise ValueError("Too few dimensions on input")
+        _check_event_dims(x.shape, self.domain.event_dim)
         return self.base_transform(x)
 
     def _inverse(self, y):
-        if y.dim() < self.codomain.event_dim:
-            raise ValueError("Too few dimensions on input")
+        _check_event_dims(y.shape, self.codomain.event_dim)
         return self.base_transform.inv(y)
 
     def log_abs_det_jacobian(self, x, y):
@@ -404,34 +424,28 @@ class ReshapeTransform(Transform):
         return x.new_zeros(batch_shape)
 
     def forward_shape(self, shape):
-        if len(shape) < len(self.in_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.in_shape)
-        if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.in_shape}")
-        return ember.Size(tuple(shape[:cut]) + tuple(self.out_shape))
+        return _replace_event_shape(shape, self.in_shape, self.out_shape)
 
     def inverse_shape(self, shape):
-        if len(shape) < len(self.out_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.out_shape)
-        if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.out_shape}")
-        return ember.Size(tuple(shape[:cut]) + tuple(self.in_shape))
+        return _replace_event_shape(shape, self.out_shape, self.in_shape)
 
 
-class ExpTransform(Transform):
+def _replace_event_shape(shape, old, new) -> ember.Size:
+    """``shape`` with its rightmost dims ``old`` replaced by ``new``."""
+    _check_event_dims(shape, len(old))
+    cut = len(shape) - len(old)
+    if tuple(shape[cut:]) != tuple(old):
+        raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
+    return ember.Size(tuple(shape[:cut]) + tuple(new))
+
+
+class ExpTransform(_ParameterFreeTransform):
     """y = exp(x)."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -482,8 +496,7 @@ class PowerTransform(Transform):
     def forward_shape(self, shape):
         return ember.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
 
-    def inverse_shape(self, shape):
-        return ember.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+    inverse_shape = forward_shape  # broadcasting with the exponent either way
 
 
 def _clipped_sigmoid(x):
@@ -491,18 +504,13 @@ def _clipped_sigmoid(x):
     return ember.sigmoid(x).clamp(min=float(info.tiny), max=1.0 - float(info.eps))
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_ParameterFreeTransform):
     """y = 1 / (1 + exp(-x)), kept strictly inside (0, 1)."""
 
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
     sign = +1
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -516,18 +524,13 @@ class SigmoidTransform(Transform):
         return -softplus(-x) - softplus(x)  # log σ'(x) = log σ(x) + log σ(-x)
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(_ParameterFreeTransform):
     """y = log(1 + exp(x))."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return softplus(x)
@@ -539,18 +542,13 @@ class SoftplusTransform(Transform):
         return -softplus(-x)  # log σ(x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_ParameterFreeTransform):
     """y = tanh(x); the inverse is not clamped, so prefer ``cache_size=1`` near ±1."""
 
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -563,16 +561,11 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
-class AbsTransform(Transform):
+class AbsTransform(_ParameterFreeTransform):
     """y = |x| (not injective: the inverse picks the non-negative root)."""
 
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -602,11 +595,7 @@ class AffineTransform(Transform):
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
-    @constraints.dependent_property(is_discrete=False)
-    def codomain(self):
-        if self.event_dim == 0:
-            return constraints.real
-        return constraints.independent(constraints.real, self.event_dim)
+    codomain = domain  # real events of event_dim dims, in and out
 
     def with_cache(self, cache_size: int = 1) -> Transform:
         if self._cache_size == cache_size:
@@ -656,22 +645,14 @@ class AffineTransform(Transform):
             shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
         )
 
-    def inverse_shape(self, shape):
-        return ember.broadcast_shapes(
-            shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
-        )
+    inverse_shape = forward_shape  # broadcasting with loc and scale either way
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_ParameterFreeTransform):
     """y = softmax(x) over the last dim (not injective: the inverse is log y)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         probs = (x - x.max(-1, True)[0]).exp()
@@ -681,27 +662,18 @@ class SoftmaxTransform(Transform):
         return y.log()
 
     def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+        _check_event_dims(shape, 1)
         return shape
 
-    def inverse_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
-        return shape
+    inverse_shape = forward_shape
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(_ParameterFreeTransform):
     """R^(K-1) -> the K-simplex by breaking a stick: bijective, unlike softmax."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     def _offset(self, x, n: int):
         # K - k for k = 1..K-1: centres the sigmoid so that x = 0 maps to the uniform point
@@ -724,27 +696,20 @@ class StickBreakingTransform(Transform):
         return (-x + logsigmoid(x) + y[..., :-1].log()).sum(-1)
 
     def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+        _check_event_dims(shape, 1)
         return ember.Size(tuple(shape[:-1]) + (shape[-1] + 1,))
 
     def inverse_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+        _check_event_dims(shape, 1)
         return ember.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
-class LowerCholeskyTransform(Transform):
+class LowerCholeskyTransform(_ParameterFreeTransform):
     """Unconstrained square matrices -> lower-triangular with positive diagonal: keep the
     strictly lower part, exponentiate the diagonal."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
