@@ -10,7 +10,7 @@ import ember
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
-from .utils import base_dist_property
+from .utils import forwarded_property
 
 __all__ = ["FoldedDistribution"]
 
@@ -31,7 +31,7 @@ class FoldedDistribution(TransformedDistribution):
     def __init__(self, base_dist, validate_args=None) -> None:
         super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
 
-    scale = base_dist_property("scale")
+    scale = forwarded_property("base_dist.scale")
 
     @property
     def mode(self):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import base_dist_property, sum_rightmost
+from .utils import forwarded_property, sum_rightmost
 
 __all__ = ["Independent"]
 
@@ -63,9 +63,9 @@ class Independent(Distribution):
             result = constraints.independent(result, self.reinterpreted_batch_ndims)
         return result
 
-    mean = base_dist_property("mean")
-    mode = base_dist_property("mode")
-    variance = base_dist_property("variance")
+    mean = forwarded_property("base_dist.mean")
+    mode = forwarded_property("base_dist.mode")
+    variance = forwarded_property("base_dist.variance")
 
     def sample(self, sample_shape=Size()):
         return self.base_dist.sample(sample_shape)

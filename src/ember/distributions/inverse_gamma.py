@@ -11,7 +11,7 @@ from ._special import digamma, lgamma
 from .gamma import Gamma
 from .transformed_distribution import TransformedDistribution
 from .transforms import PowerTransform
-from .utils import base_dist_property
+from .utils import forwarded_property
 
 __all__ = ["InverseGamma"]
 
@@ -37,8 +37,8 @@ class InverseGamma(TransformedDistribution):
         new = self._get_checked_instance(InverseGamma, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    concentration = base_dist_property("concentration")
-    rate = base_dist_property("rate")
+    concentration = forwarded_property("base_dist.concentration")
+    rate = forwarded_property("base_dist.rate")
 
     @property
     def mean(self):

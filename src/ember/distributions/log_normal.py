@@ -7,7 +7,7 @@ from . import constraints
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
-from .utils import base_dist_property
+from .utils import forwarded_property
 
 __all__ = ["LogNormal"]
 
@@ -32,8 +32,8 @@ class LogNormal(TransformedDistribution):
         new = self._get_checked_instance(LogNormal, _instance)
         return super().expand(Size(batch_shape), _instance=new)
 
-    loc = base_dist_property("loc")
-    scale = base_dist_property("scale")
+    loc = forwarded_property("base_dist.loc")
+    scale = forwarded_property("base_dist.scale")
 
     @property
     def mean(self):

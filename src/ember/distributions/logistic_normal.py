@@ -6,6 +6,7 @@ from . import constraints
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import StickBreakingTransform
+from .utils import forwarded_property
 
 __all__ = ["LogisticNormal"]
 
@@ -34,10 +35,5 @@ class LogisticNormal(TransformedDistribution):
         new = self._get_checked_instance(LogisticNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    @property
-    def loc(self):
-        return self.base_dist.base_dist.loc
-
-    @property
-    def scale(self):
-        return self.base_dist.base_dist.scale
+    loc = forwarded_property("base_dist.base_dist.loc")
+    scale = forwarded_property("base_dist.base_dist.scale")

@@ -12,7 +12,7 @@ from ._special import lgamma
 from .binomial import Binomial
 from .categorical import Categorical
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_all, forwarded_property
 
 __all__ = ["Multinomial"]
 
@@ -56,17 +56,9 @@ class Multinomial(Distribution):
     def support(self):
         return constraints.multinomial(self.total_count)
 
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
+    logits = forwarded_property("_categorical.logits")
+    probs = forwarded_property("_categorical.probs")
+    param_shape = forwarded_property("_categorical.param_shape")
 
     def sample(self, sample_shape=Size()):
         sample_shape = Size(sample_shape)

@@ -8,7 +8,7 @@ from .._tensor import Size
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
-from .utils import one_hot
+from .utils import forwarded_property, one_hot
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
@@ -41,17 +41,10 @@ class OneHotCategorical(Distribution):
     def _new(self, *args, **kwargs):
         return self._categorical._new(*args, **kwargs)
 
-    @property
-    def _param(self):
-        return self._categorical._param
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
+    _param = forwarded_property("_categorical._param")
+    probs = forwarded_property("_categorical.probs")
+    logits = forwarded_property("_categorical.logits")
+    param_shape = forwarded_property("_categorical.param_shape")
 
     @property
     def mean(self):
@@ -66,10 +59,6 @@ class OneHotCategorical(Distribution):
     @property
     def variance(self):
         return self._categorical.probs * (1 - self._categorical.probs)
-
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=Size()):
         probs = self._categorical.probs

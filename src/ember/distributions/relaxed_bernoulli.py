@@ -11,7 +11,7 @@ from ._probs_or_logits import ProbsOrLogitsWithShape
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import base_dist_property, broadcast_all, clamp_probs
+from .utils import broadcast_all, clamp_probs, forwarded_property
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -69,6 +69,6 @@ class RelaxedBernoulli(TransformedDistribution):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    temperature = base_dist_property("temperature")
-    logits = base_dist_property("logits")
-    probs = base_dist_property("probs")
+    temperature = forwarded_property("base_dist.temperature")
+    logits = forwarded_property("base_dist.logits")
+    probs = forwarded_property("base_dist.probs")

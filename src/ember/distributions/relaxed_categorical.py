@@ -12,7 +12,7 @@ from .categorical import Categorical
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
-from .utils import base_dist_property, broadcast_all, clamp_probs
+from .utils import broadcast_all, clamp_probs, forwarded_property
 
 __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
@@ -41,17 +41,9 @@ class ExpRelaxedCategorical(Distribution):
             share=("temperature",),
         )
 
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
+    param_shape = forwarded_property("_categorical.param_shape")
+    logits = forwarded_property("_categorical.logits")
+    probs = forwarded_property("_categorical.probs")
 
     def rsample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
@@ -97,6 +89,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
 
-    temperature = base_dist_property("temperature")
-    logits = base_dist_property("logits")
-    probs = base_dist_property("probs")
+    temperature = forwarded_property("base_dist.temperature")
+    logits = forwarded_property("base_dist.logits")
+    probs = forwarded_property("base_dist.probs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import update_wrapper
 from numbers import Number
+from operator import attrgetter
 
 import numpy as np
 
@@ -155,19 +156,20 @@ def one_hot(indices: Tensor, num_classes: int, dtype) -> Tensor:
     return (indices.unsqueeze(-1) == classes).to(dtype)
 
 
-def base_dist_property(name: str) -> property:
-    """A read-only property that reads ``self.base_dist.<name>``: the parameters a wrapping
-    distribution (LogNormal, Independent, ...) takes from the one it wraps.
+def forwarded_property(path: str) -> property:
+    """A read-only property reading the attribute at the dotted ``path`` from the instance:
+    how a wrapping distribution (LogNormal, OneHotCategorical, ...) shows the parameters of
+    the one it wraps.
 
     Example::
         >>> class Wrapper:
-        ...     loc = base_dist_property("loc")
+        ...     loc = forwarded_property("base_dist.loc")
         ...     def __init__(self, base_dist):
         ...         self.base_dist = base_dist
         >>> Wrapper(ember.distributions.Normal(1.0, 2.0)).loc
         tensor(1.)
     """
-    return property(lambda self: getattr(self.base_dist, name), doc=f"``base_dist.{name}``")
+    return property(attrgetter(path), doc=f"``self.{path}``")
 
 
 # PyTorch's private names, which libraries built on torch.distributions import
