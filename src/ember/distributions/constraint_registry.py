@@ -11,6 +11,8 @@ Example::
 
 from __future__ import annotations
 
+from functools import partial
+
 from . import constraints, transforms
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
@@ -51,21 +53,27 @@ biject_to = ConstraintRegistry()
 transform_to = ConstraintRegistry()
 
 
+def _register_in_both(constraint):
+    """Register ``build(registry, constraint)`` in both registries, so that a structured
+    transform's parts come from the registry asked for the whole (bijections from biject_to)."""
+
+    def decorator(build):
+        for registry in (biject_to, transform_to):
+            registry.register(constraint, partial(build, registry))
+        return build
+
+    return decorator
+
+
 @biject_to.register(constraints.real)
 @transform_to.register(constraints.real)
 def _transform_to_real(constraint):
     return transforms.identity_transform
 
 
-@biject_to.register(constraints.independent)
-def _biject_to_independent(constraint):
-    base = biject_to(constraint.base_constraint)
-    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
-
-
-@transform_to.register(constraints.independent)
-def _transform_to_independent(constraint):
-    base = transform_to(constraint.base_constraint)
+@_register_in_both(constraints.independent)
+def _transform_to_independent(registry, constraint):
+    base = registry(constraint.base_constraint)
     return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
 
 
@@ -136,23 +144,12 @@ def _transform_to_corr_cholesky(constraint):
     return transforms.CorrCholeskyTransform()
 
 
-@biject_to.register(constraints.cat)
-def _biject_to_cat(constraint):
-    parts = [biject_to(c) for c in constraint.cseq]
+@_register_in_both(constraints.cat)
+def _transform_to_cat(registry, constraint):
+    parts = [registry(c) for c in constraint.cseq]
     return transforms.CatTransform(parts, constraint.dim, constraint.lengths)
 
 
-@transform_to.register(constraints.cat)
-def _transform_to_cat(constraint):
-    parts = [transform_to(c) for c in constraint.cseq]
-    return transforms.CatTransform(parts, constraint.dim, constraint.lengths)
-
-
-@biject_to.register(constraints.stack)
-def _biject_to_stack(constraint):
-    return transforms.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
-
-
-@transform_to.register(constraints.stack)
-def _transform_to_stack(constraint):
-    return transforms.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)
+@_register_in_both(constraints.stack)
+def _transform_to_stack(registry, constraint):
+    return transforms.StackTransform([registry(c) for c in constraint.cseq], constraint.dim)

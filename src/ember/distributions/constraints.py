@@ -115,24 +115,37 @@ class _DependentProperty(property, _Dependent):
 dependent_property = _DependentProperty
 
 
-class _IndependentConstraint(Constraint):
-    """``base_constraint`` with ``reinterpreted_batch_ndims`` more dims folded into the event."""
+class _WrappingConstraint(Constraint):
+    """A constraint built on ``base_constraint``, and discrete when it is."""
 
-    def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int):
+    def __init__(self, base_constraint: Constraint) -> None:
         if not isinstance(base_constraint, Constraint):
             raise TypeError(f"Expected a Constraint, got {type(base_constraint).__name__}")
-        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
-            raise ValueError(
-                "reinterpreted_batch_ndims must be a non-negative int, got "
-                f"{reinterpreted_batch_ndims!r}"
-            )
         self.base_constraint = base_constraint
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__()
 
     @property
     def is_discrete(self) -> bool:
         return self.base_constraint.is_discrete
+
+
+def _all_but_leading(result: Tensor, leading_ndim: int) -> Tensor:
+    """``result`` reduced by ``all`` over every dim after the first ``leading_ndim``."""
+    keep = tuple(result.shape[:leading_ndim])
+    return result.reshape(keep + (-1,)).all(-1)
+
+
+class _IndependentConstraint(_WrappingConstraint):
+    """``base_constraint`` with ``reinterpreted_batch_ndims`` more dims folded into the event."""
+
+    def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int):
+        super().__init__(base_constraint)
+        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
+            raise ValueError(
+                "reinterpreted_batch_ndims must be a non-negative int, got "
+                f"{reinterpreted_batch_ndims!r}"
+            )
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
     @property
     def event_dim(self) -> int:
@@ -143,8 +156,7 @@ class _IndependentConstraint(Constraint):
         if result.dim() < self.reinterpreted_batch_ndims:
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
             raise ValueError(f"Expected value.dim() >= {expected} but got {value.dim()}")
-        keep = tuple(result.shape[: result.dim() - self.reinterpreted_batch_ndims])
-        return result.reshape(keep + (-1,)).all(-1)
+        return _all_but_leading(result, result.dim() - self.reinterpreted_batch_ndims)
 
     def __repr__(self) -> str:
         return (
@@ -153,19 +165,9 @@ class _IndependentConstraint(Constraint):
         )
 
 
-class MixtureSameFamilyConstraint(Constraint):
+class MixtureSameFamilyConstraint(_WrappingConstraint):
     """The support of a MixtureSameFamily: a value is checked against the components'
     constraint with the component dim added back (and reduced again)."""
-
-    def __init__(self, base_constraint: Constraint):
-        if not isinstance(base_constraint, Constraint):
-            raise TypeError(f"Expected a Constraint, got {type(base_constraint).__name__}")
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self) -> bool:
-        return self.base_constraint.is_discrete
 
     @property
     def event_dim(self) -> int:
@@ -175,8 +177,7 @@ class MixtureSameFamilyConstraint(Constraint):
         if value.dim() < self.event_dim:
             raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
         result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
-        keep = tuple(result.shape[: value.dim() - self.event_dim])
-        return result.reshape(keep + (-1,)).all(-1)
+        return _all_but_leading(result, value.dim() - self.event_dim)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({self.base_constraint!r})"

@@ -283,13 +283,16 @@ def _batch_trace_xxt(x):
     return x.pow(2).sum((-2, -1))
 
 
-@register_kl(MultivariateNormal, MultivariateNormal)
-def _kl_multivariatenormal_multivariatenormal(p, q):
+def _check_same_event_shape(p, q, names: str) -> None:
     if p.event_shape != q.event_shape:
         raise ValueError(
-            "KL-divergence between two Multivariate Normals with different event shapes "
-            "cannot be computed"
+            f"KL-divergence between two {names} with different event shapes cannot be computed"
         )
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    _check_same_event_shape(p, q, "Multivariate Normals")
     p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
     half_term1 = half_log_det(q_tril) - half_log_det(p_tril)
     batch = ember.broadcast_shapes(tuple(q_tril.shape[:-2]), tuple(p_tril.shape[:-2]))
@@ -308,11 +311,7 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
 @register_kl(MultivariateNormal, LowRankMultivariateNormal)
 def _kl_via_full_covariance(p, q):
     # through the dense factors: exact, O(n³) instead of the low-rank O(n m²)
-    if p.event_shape != q.event_shape:
-        raise ValueError(
-            "KL-divergence between two (Low Rank) Multivariate Normals with different event "
-            "shapes cannot be computed"
-        )
+    _check_same_event_shape(p, q, "(Low Rank) Multivariate Normals")
     return _kl_multivariatenormal_multivariatenormal(
         MultivariateNormal(p.loc, scale_tril=p.scale_tril, validate_args=False),
         MultivariateNormal(q.loc, scale_tril=q.scale_tril, validate_args=False),
