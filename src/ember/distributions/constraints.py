@@ -366,46 +366,58 @@ def _matrices(value: Tensor) -> np.ndarray:
     return data.reshape((-1,) + data.shape[-2:])
 
 
-class _PositiveSemidefinite(_Symmetric):
+class _DefiniteSymmetric(_Symmetric):
+    """Symmetric matrices whose definiteness ``_holds`` tests (NumPy, on a stack of matrices)."""
+
+    def _holds(self, matrices: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
     def check(self, value):
         sym = super().check(value)
         if not bool(sym.all()):
             return sym
-        eig = np.linalg.eigvalsh(_matrices(value))
-        ok = (eig >= 0).all(-1).reshape(tuple(value.shape[:-2]))
-        return ember.tensor(ok, device=value.device)
+        ok = np.asarray(self._holds(_matrices(value)), dtype=bool)
+        return ember.tensor(ok.reshape(tuple(value.shape[:-2])), device=value.device)
 
 
-class _PositiveDefinite(_Symmetric):
-    def check(self, value):
-        sym = super().check(value)
-        if not bool(sym.all()):
-            return sym
+class _PositiveSemidefinite(_DefiniteSymmetric):
+    def _holds(self, matrices):
+        return (np.linalg.eigvalsh(matrices) >= 0).all(-1)
+
+
+class _PositiveDefinite(_DefiniteSymmetric):
+    def _holds(self, matrices):
         ok = []
-        for m in _matrices(value):
+        for m in matrices:
             try:
                 np.linalg.cholesky(m)
                 ok.append(True)
             except np.linalg.LinAlgError:
                 ok.append(False)
-        ok = np.array(ok, dtype=bool).reshape(tuple(value.shape[:-2]))
-        return ember.tensor(ok, device=value.device)
+        return ok
 
 
-class _Cat(Constraint):
-    """Constraints applied to consecutive slices of ``dim`` (of sizes ``lengths``)."""
+class _SliceWise(Constraint):
+    """Constraints ``cseq`` applied to slices of ``dim``: discrete if any of them is."""
 
-    def __init__(self, cseq, dim: int = 0, lengths=None):
+    def __init__(self, cseq, dim: int) -> None:
         self.cseq = list(cseq)
-        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
-        if len(self.lengths) != len(self.cseq):
-            raise ValueError("cat: lengths and constraints must have the same length")
         self.dim = dim
         super().__init__()
 
     @property
     def is_discrete(self) -> bool:
         return any(c.is_discrete for c in self.cseq)
+
+
+class _Cat(_SliceWise):
+    """Constraints applied to consecutive slices of ``dim`` (of sizes ``lengths``)."""
+
+    def __init__(self, cseq, dim: int = 0, lengths=None):
+        super().__init__(cseq, dim)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError("cat: lengths and constraints must have the same length")
 
     @property
     def event_dim(self) -> int:
@@ -419,17 +431,11 @@ class _Cat(Constraint):
         return ember.cat(checks, self.dim)
 
 
-class _Stack(Constraint):
+class _Stack(_SliceWise):
     """Constraints applied to the slices of ``dim``, one each."""
 
     def __init__(self, cseq, dim: int = 0):
-        self.cseq = list(cseq)
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self) -> bool:
-        return any(c.is_discrete for c in self.cseq)
+        super().__init__(cseq, dim)
 
     @property
     def event_dim(self) -> int:
