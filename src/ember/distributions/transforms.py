@@ -215,6 +215,14 @@ class _ParameterFreeTransform(Transform):
     __hash__ = object.__hash__
 
 
+class _IncreasingOnReals:
+    """Mixin: an increasing bijection from the real line (elementwise)."""
+
+    domain = constraints.real
+    bijective = True
+    sign = +1
+
+
 def _check_event_dims(shape, event_dims: int) -> None:
     """Shapes (or tensors) with fewer than ``event_dims`` dims cannot hold one event."""
     if len(shape) < event_dims:
@@ -439,13 +447,10 @@ def _replace_event_shape(shape, old, new) -> ember.Size:
     return ember.Size(tuple(shape[:cut]) + tuple(new))
 
 
-class ExpTransform(_ParameterFreeTransform):
+class ExpTransform(_IncreasingOnReals, _ParameterFreeTransform):
     """y = exp(x)."""
 
-    domain = constraints.real
     codomain = constraints.positive
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return x.exp()
@@ -504,13 +509,10 @@ def _clipped_sigmoid(x):
     return ember.sigmoid(x).clamp(min=float(info.tiny), max=1.0 - float(info.eps))
 
 
-class SigmoidTransform(_ParameterFreeTransform):
+class SigmoidTransform(_IncreasingOnReals, _ParameterFreeTransform):
     """y = 1 / (1 + exp(-x)), kept strictly inside (0, 1)."""
 
-    domain = constraints.real
     codomain = constraints.unit_interval
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -524,13 +526,10 @@ class SigmoidTransform(_ParameterFreeTransform):
         return -softplus(-x) - softplus(x)  # log σ'(x) = log σ(x) + log σ(-x)
 
 
-class SoftplusTransform(_ParameterFreeTransform):
+class SoftplusTransform(_IncreasingOnReals, _ParameterFreeTransform):
     """y = log(1 + exp(x))."""
 
-    domain = constraints.real
     codomain = constraints.positive
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return softplus(x)
@@ -542,13 +541,10 @@ class SoftplusTransform(_ParameterFreeTransform):
         return -softplus(-x)  # log σ(x)
 
 
-class TanhTransform(_ParameterFreeTransform):
+class TanhTransform(_IncreasingOnReals, _ParameterFreeTransform):
     """y = tanh(x); the inverse is not clamped, so prefer ``cache_size=1`` near ±1."""
 
-    domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return x.tanh()
