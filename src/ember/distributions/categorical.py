@@ -53,12 +53,7 @@ class Categorical(ProbsOrLogitsWithShape, Distribution):
 
     @property
     def mean(self):
-        return ember.full(
-            tuple(self._extended_shape()),
-            float("nan"),
-            dtype=self.probs.dtype,
-            device=self.probs.device,
-        )
+        return self._full(float("nan"), self.probs)
 
     @property
     def mode(self):

@@ -35,12 +35,7 @@ class Cauchy(Distribution):
 
     @property
     def mean(self):
-        return ember.full(
-            tuple(self._extended_shape()),
-            float("nan"),
-            dtype=self.loc.dtype,
-            device=self.loc.device,
-        )
+        return self._full(float("nan"), self.loc)
 
     @property
     def mode(self):
@@ -48,12 +43,7 @@ class Cauchy(Distribution):
 
     @property
     def variance(self):
-        return ember.full(
-            tuple(self._extended_shape()),
-            float("inf"),
-            dtype=self.loc.dtype,
-            device=self.loc.device,
-        )
+        return self._full(float("inf"), self.loc)
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

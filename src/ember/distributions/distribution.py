@@ -140,6 +140,12 @@ class Distribution:
             sample_shape = Size(sample_shape)
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
+    def _full(self, fill_value: float, like: Tensor) -> Tensor:
+        """``fill_value`` in the shape ``batch_shape + event_shape``, with ``like``'s dtype and
+        device: a moment that is nan or infinite everywhere."""
+        shape = tuple(self._extended_shape())
+        return ember.full(shape, fill_value, dtype=like.dtype, device=like.device)
+
     def _validate_sample(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise ValueError("The value argument to log_prob must be a Tensor")

@@ -30,12 +30,7 @@ class HalfCauchy(FoldedDistribution):
 
     @property
     def mean(self):
-        return ember.full(
-            tuple(self._extended_shape()),
-            math.inf,
-            dtype=self.scale.dtype,
-            device=self.scale.device,
-        )
+        return self._full(math.inf, self.scale)
 
     @property
     def variance(self):

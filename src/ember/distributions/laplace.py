@@ -7,7 +7,7 @@ import ember
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, finfo
+from .utils import broadcast_all, finfo, forwarded_property
 
 __all__ = ["Laplace"]
 
@@ -24,13 +24,7 @@ class Laplace(Distribution):
     support = constraints.real
     has_rsample = True
 
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = mode = forwarded_property("loc")  # symmetric and unimodal about loc
 
     @property
     def variance(self):

@@ -12,7 +12,7 @@ from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
 from .multivariate_normal import batch_mahalanobis, batch_mv
-from .utils import lazy_property, standard_normal
+from .utils import forwarded_property, lazy_property, standard_normal
 
 __all__ = ["LowRankMultivariateNormal"]
 
@@ -104,13 +104,7 @@ class LowRankMultivariateNormal(Distribution):
     def _matrix_shape(self) -> tuple:
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2
 
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = mode = forwarded_property("loc")  # symmetric and unimodal about loc
 
     @lazy_property
     def variance(self):

@@ -11,7 +11,7 @@ from .. import linalg
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import lazy_property, standard_normal
+from .utils import forwarded_property, lazy_property, standard_normal
 
 __all__ = ["MultivariateNormal"]
 
@@ -138,13 +138,7 @@ class MultivariateNormal(Distribution):
         L = self._unbroadcasted_scale_tril
         return linalg.inv(ember.matmul(L, L.mT)).expand(self._matrix_shape())
 
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = mode = forwarded_property("loc")  # symmetric and unimodal about loc
 
     @property
     def variance(self):

@@ -11,7 +11,7 @@ from .._tensor import Size
 from . import constraints
 from ._special import erfinv
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, standard_normal
+from .utils import broadcast_all, forwarded_property, standard_normal
 
 __all__ = ["Normal"]
 
@@ -30,13 +30,7 @@ class Normal(ExponentialFamily):
     has_rsample = True
     _mean_carrier_measure = 0
 
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = mode = forwarded_property("loc")  # symmetric and unimodal about loc
 
     @property
     def stddev(self):

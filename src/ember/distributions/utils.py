@@ -159,7 +159,7 @@ def one_hot(indices: Tensor, num_classes: int, dtype) -> Tensor:
 def forwarded_property(path: str) -> property:
     """A read-only property reading the attribute at the dotted ``path`` from the instance:
     how a wrapping distribution (LogNormal, OneHotCategorical, ...) shows the parameters of
-    the one it wraps.
+    the one it wraps, and how a statistic that is a parameter (Normal's mean) is given.
 
     Example::
         >>> class Wrapper:

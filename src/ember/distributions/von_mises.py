@@ -13,7 +13,7 @@ from .._tensor import Size
 from . import constraints
 from ._special import i0e, i1e
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_all, forwarded_property
 
 __all__ = ["VonMises"]
 
@@ -85,13 +85,7 @@ class VonMises(Distribution):
         concentration = self.concentration.expand(tuple(batch_shape))
         return type(self)(loc, concentration, validate_args=validate_args)
 
-    @property
-    def mean(self):
-        return self.loc  # the circular mean
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = mode = forwarded_property("loc")  # the circular mean, and the peak
 
     @property
     def variance(self):
