@@ -10,6 +10,7 @@ import ember
 from .. import linalg
 from .._tensor import Size
 from . import constraints
+from ._scale_tril import ScaleTrilParams, check_one_matrix_given
 from .distribution import Distribution
 from .utils import forwarded_property, lazy_property, standard_normal
 
@@ -31,22 +32,12 @@ def batch_mahalanobis(scale_tril, x):
     return solution.pow(2).sum(-1)
 
 
-def precision_to_scale_tril(precision):
-    """The lower Cholesky factor of P⁻¹ without forming P⁻¹: factor P with its rows and
-    columns reversed, which gives an upper factor U of P = U Uᵀ; then L = U⁻ᵀ."""
-    flipped = linalg.cholesky(ember.flip(precision, (-2, -1)))
-    l_inv = ember.transpose(ember.flip(flipped, (-2, -1)), -2, -1)
-    n = precision.shape[-1]
-    identity = ember.eye(n, dtype=precision.dtype, device=precision.device)
-    return linalg.solve_triangular(l_inv, identity, upper=False)
-
-
 def half_log_det(scale_tril):
     """log √det(L Lᵀ) = Σ log diag(L)."""
     return scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(ScaleTrilParams, Distribution):
     """MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None).
 
     Example::
@@ -74,12 +65,7 @@ class MultivariateNormal(Distribution):
     ) -> None:
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        given = [m is not None for m in (covariance_matrix, scale_tril, precision_matrix)]
-        if sum(given) != 1:
-            raise ValueError(
-                "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
-                "specified."
-            )
+        check_one_matrix_given(covariance_matrix, precision_matrix, scale_tril)
         matrix, name = next(
             (m, n)
             for m, n in (
@@ -98,12 +84,7 @@ class MultivariateNormal(Distribution):
         setattr(self, name, matrix.expand(tuple(batch_shape) + (-1, -1)))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = precision_to_scale_tril(precision_matrix)
+        self._set_scale_tril(covariance_matrix, precision_matrix, scale_tril)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -112,24 +93,13 @@ class MultivariateNormal(Distribution):
         cov_shape = loc_shape + tuple(self.event_shape)
         new.loc = self.loc.expand(loc_shape)
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
+        self._expand_matrices(new, cov_shape)
         super(MultivariateNormal, new).__init__(batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
 
     def _matrix_shape(self) -> tuple:
         return tuple(self._batch_shape) + tuple(self._event_shape) + tuple(self._event_shape)
-
-    @lazy_property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return ember.matmul(L, L.mT).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):

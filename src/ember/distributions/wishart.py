@@ -13,10 +13,10 @@ from .. import linalg
 from .._tensor import Size
 from ..ops.special import mvlgamma
 from . import constraints
+from ._scale_tril import ScaleTrilParams, check_one_matrix_given
 from ._special import digamma
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
-from .multivariate_normal import precision_to_scale_tril
 from .utils import finfo, lazy_property
 
 __all__ = ["Wishart"]
@@ -38,7 +38,7 @@ def _cholesky_solve(B, L):
     return linalg.solve(L @ L.mT, B)
 
 
-class Wishart(ExponentialFamily):
+class Wishart(ScaleTrilParams, ExponentialFamily):
     """Wishart(df, covariance_matrix=None, precision_matrix=None, scale_tril=None): the
     distribution of Σ_k x_k x_kᵀ for ``df`` draws x_k ~ MultivariateNormal(0, Σ).
 
@@ -70,12 +70,7 @@ class Wishart(ExponentialFamily):
         scale_tril=None,
         validate_args=None,
     ) -> None:
-        given = [m is not None for m in (covariance_matrix, scale_tril, precision_matrix)]
-        if sum(given) != 1:
-            raise ValueError(
-                "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
-                "specified."
-            )
+        check_one_matrix_given(covariance_matrix, precision_matrix, scale_tril)
         param = next(p for p in (covariance_matrix, precision_matrix, scale_tril) if p is not None)
         if param.dim() < 2:
             raise ValueError(
@@ -106,12 +101,7 @@ class Wishart(ExponentialFamily):
                 stacklevel=2,
             )
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = precision_to_scale_tril(precision_matrix)
+        self._set_scale_tril(covariance_matrix, precision_matrix, scale_tril)
         self._dist_chi2 = self._bartlett_chi2(batch_shape)
 
     def _bartlett_chi2(self, batch_shape):
@@ -127,9 +117,7 @@ class Wishart(ExponentialFamily):
         cov_shape = tuple(batch_shape) + tuple(self.event_shape)
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
         new.df = self.df.expand(tuple(batch_shape))
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
+        self._expand_matrices(new, cov_shape)
         super(Wishart, new).__init__(batch_shape, self.event_shape, validate_args=False)
         new._dist_chi2 = new._bartlett_chi2(batch_shape)
         new._validate_args = self._validate_args
@@ -137,15 +125,6 @@ class Wishart(ExponentialFamily):
 
     def _matrix_shape(self) -> tuple:
         return tuple(self._batch_shape) + tuple(self._event_shape)
-
-    @lazy_property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return (L @ L.mT).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):
