@@ -108,24 +108,21 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x: Tensor) -> Tensor:
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, self._call, side=0)
 
     def _inv_call(self, y: Tensor) -> Tensor:
+        return self._through_cache(y, self._inverse, side=1)
+
+    def _through_cache(self, value: Tensor, compute, side: int) -> Tensor:
+        """``compute(value)``, where ``value`` is side ``side`` (0: x, 1: y) of a pair (x, y);
+        with ``cache_size=1``, the very object of the latest pair gives back its other side."""
         if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return compute(value)
+        if value is self._cached_x_y[side]:
+            return self._cached_x_y[1 - side]
+        result = compute(value)
+        self._cached_x_y = (value, result) if side == 0 else (result, value)
+        return result
 
     def _call(self, x):
         raise NotImplementedError
