@@ -1,8 +1,4 @@
-"""ember.linalg: PyTorch's torch.linalg names.
-
-``eig``, ``eigvals`` and the other complex-valued results are missing: ember has no complex
-dtypes yet.
-"""
+"""ember.linalg: PyTorch's torch.linalg names."""
 
 from .ops._linalg_common import LinAlgError
 from .ops.linalg import det, matmul
@@ -21,6 +17,7 @@ from .ops.linalg_decompositions import (
     svd,
     svdvals,
 )
+from .ops.linalg_eig import eig, eigvals
 from .ops.linalg_functions import (
     cond,
     cross,
@@ -58,7 +55,9 @@ __all__ = [
     "cross",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "householder_product",
     "inv",

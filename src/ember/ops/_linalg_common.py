@@ -55,7 +55,12 @@ def shape_str(t: Tensor) -> str:
 
 
 def check_matrix(
-    op: str, A: Tensor, name: str = "A", square: bool = False, low_precision: bool = False
+    op: str,
+    A: Tensor,
+    name: str = "A",
+    square: bool = False,
+    low_precision: bool = False,
+    allow_complex: bool = False,
 ) -> None:
     """At least 2-D, floating (float32/float64 unless ``low_precision``), and square when
     asked (PyTorch's messages)."""
@@ -70,7 +75,7 @@ def check_matrix(
             f"{shape[-1]} matrices"
         )
     dtype = A.dtype
-    if not dtype.is_floating_point:
+    if not dtype.is_floating_point and not (allow_complex and dtype.is_complex):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {dtype.legacy_name}"
         )

@@ -1,0 +1,95 @@
+"""The general (non-symmetric) eigendecomposition: ``linalg.eig`` and ``linalg.eigvals``.
+
+Eigenvalues and eigenvectors are complex (complex64 for float32 input, complex128 for
+float64), unit-norm eigenvectors as LAPACK's geev returns them, as in PyTorch. The gradient
+follows PyTorch's formula for A = V diag(L) V⁻¹ (real inputs take its real part):
+
+    gA = V⁻ᴴ (diag(gL) + (Vᴴ gV − Vᴴ V diag(Re(Vᴴ gV))) / conj(E)) Vᴴ,  E_ij = L_j − L_i
+
+computed on the arrays: first-order only (double backward raises a clear error).
+"""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+from ._dispatch import array_module, grad_state, wrap
+from ._linalg_common import MultiOutputNode, _result_type, check_matrix, record_outputs
+
+EigResult = _result_type("linalg_eig", "eigenvalues eigenvectors")
+
+
+def _complex_of(np_dtype, xp):
+    return xp.complex64 if np_dtype in (xp.float32, xp.complex64) else xp.complex128
+
+
+def _eig_arrays(a, xp):
+    ctype = _complex_of(a.dtype, xp)
+    if a.size == 0:
+        return xp.zeros(a.shape[:-1], dtype=ctype), xp.zeros(a.shape, dtype=ctype)
+    if xp.__name__ == "numpy":
+        w, v = xp.linalg.eig(a)
+    else:  # CuPy has no general eigensolver: LAPACK on the host
+        import numpy
+
+        w, v = numpy.linalg.eig(xp.asnumpy(a))
+        w, v = xp.asarray(w), xp.asarray(v)
+    return w.astype(ctype, copy=False), v.astype(ctype, copy=False)
+
+
+class LinalgEigBackward0(MultiOutputNode):
+    def backward(self, gL, gV):
+        if grad_state.enabled:
+            raise RuntimeError(
+                "linalg.eig: double backward (create_graph=True) is not supported by ember yet"
+            )
+        records = self._saved_out
+        L, V = records[0][0], records[1][0]
+        xp = array_module(V)
+        Vh = xp.conj(xp.swapaxes(V, -1, -2))
+        n = V.shape[-1]
+        if gV is not None:
+            VhgV = Vh @ gV._data
+            diag_re = xp.real(xp.diagonal(VhgV, 0, -2, -1))
+            inner = VhgV - Vh @ (V * diag_re[..., None, :])
+            Lc = xp.conj(L)
+            E = Lc[..., None, :] - Lc[..., :, None]
+            idx = xp.arange(n)
+            E[..., idx, idx] = 1
+            inner = inner / E
+            if gL is not None:
+                inner[..., idx, idx] = gL._data
+            else:
+                inner[..., idx, idx] = 0
+        else:
+            inner = xp.zeros(V.shape, dtype=V.dtype)
+            idx = xp.arange(n)
+            inner[..., idx, idx] = gL._data
+        gA = xp.linalg.solve(Vh, inner @ Vh)
+        if self.real_input:
+            gA = xp.real(gA).astype(self.input_dtype, copy=False)
+        return wrap(gA)
+
+
+def eig(A: Tensor) -> tuple:
+    """``(eigenvalues, eigenvectors)`` of a square ``A``, both complex."""
+    op = "linalg.eig"
+    check_matrix(op, A, "A", square=True, allow_complex=True)
+    a = A._data
+    xp = array_module(a)
+    if a.dtype.kind == "f" and a.size and not bool(xp.isfinite(a).all()):
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    w, v = _eig_arrays(a, xp)
+    return EigResult(
+        *record_outputs(
+            LinalgEigBackward0,
+            (w, v),
+            (A,),
+            real_input=not A.dtype.is_complex,
+            input_dtype=a.dtype,
+        )
+    )
+
+
+def eigvals(A: Tensor) -> Tensor:
+    """The complex eigenvalues of a square ``A``."""
+    return eig(A)[0]
