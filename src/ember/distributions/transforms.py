@@ -20,7 +20,7 @@ import ember
 from .._tensor import Tensor
 from ..ops.activation import logsigmoid, softplus
 from . import constraints
-from .utils import broadcast_all, finfo, sum_rightmost
+from .utils import broadcast_all, finfo, forwarded_property, sum_rightmost
 
 __all__ = [
     "AbsTransform",
@@ -158,13 +158,8 @@ class _InverseTransform(Transform):
     def codomain(self):
         return self._inv.domain
 
-    @property
-    def bijective(self) -> bool:
-        return self._inv.bijective
-
-    @property
-    def sign(self):
-        return self._inv.sign
+    bijective = forwarded_property("_inv.bijective")
+    sign = forwarded_property("_inv.sign")
 
     @property
     def inv(self) -> Transform:
@@ -359,13 +354,8 @@ class IndependentTransform(Transform):
     def codomain(self):
         return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
-    @property
-    def bijective(self) -> bool:
-        return self.base_transform.bijective
-
-    @property
-    def sign(self):
-        return self.base_transform.sign
+    bijective = forwarded_property("base_transform.bijective")
+    sign = forwarded_property("base_transform.sign")
 
     def _call(self, x):
         _check_event_dims(x.shape, self.domain.event_dim)
