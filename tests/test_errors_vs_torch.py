@@ -136,3 +136,34 @@ def test_error_phrase_without_torch(name, call, phrase):
     with pytest.raises((RuntimeError, IndexError, TypeError, ValueError)) as info:
         call(ember)
     assert phrase in str(info.value)
+
+
+HOSTILE = [
+    ("gather_negative", lambda m: m.gather(m.arange(4.0), 0, m.tensor([-1]))),
+    ("scatter_negative", lambda m: m.zeros(4).scatter(0, m.tensor([-1]), m.ones(1))),
+    ("scatter_add_negative", lambda m: m.zeros(4).scatter_add(0, m.tensor([-1]), m.ones(1))),
+    ("index_select_negative", lambda m: m.index_select(m.arange(4.0), 0, m.tensor([-1]))),
+    ("index_add_negative", lambda m: m.arange(4.0).index_add(0, m.tensor([-1]), m.ones(1))),
+    ("embedding_negative", lambda m: m.nn.functional.embedding(m.tensor([-1]), m.ones(3, 2))),
+    ("one_hot_negative", lambda m: m.nn.functional.one_hot(m.tensor([-1]))),
+    ("cat_empty", lambda m: m.cat([])),
+    ("argmax_empty", lambda m: m.argmax(m.tensor([]))),
+    ("full_string", lambda m: m.full((2,), "a")),
+    ("int64_overflow", lambda m: m.tensor([2**63])),
+    ("int_floor_divide_by_zero", lambda m: m.tensor([1]) // m.tensor([0])),
+    ("int_remainder_by_zero", lambda m: m.tensor([1]) % m.tensor([0])),
+    ("int_div_floor_by_zero", lambda m: m.tensor([5]).div(m.tensor([0]), rounding_mode="floor")),
+]
+
+
+@pytest.mark.parametrize("name,make", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_inputs_raise_torchs_exception_type(torch_mod, name, make):
+    with pytest.raises(Exception) as expected:
+        make(torch_mod)
+    with pytest.raises(type(expected.value)):
+        make(ember)
+
+
+def test_float_division_by_zero_still_gives_inf():
+    assert ember.tensor([5.0]).div(ember.tensor([0.0])).item() == float("inf")
+    assert ember.tensor([2**62]).item() == 2**62

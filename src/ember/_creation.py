@@ -54,6 +54,9 @@ def _infer_dtype(np_array, from_python: bool) -> dt.dtype:
     if from_python:
         if kind == "f":
             return dt.get_default_dtype()
+        if kind == "u" and np_array.dtype.itemsize == 8 and np_array.size:
+            if int(np_array.max()) > 2**63 - 1:  # NumPy made uint64 for a Python int >= 2**63
+                raise ValueError("Overflow when unpacking long long")
         if kind in "iu":
             return dt.int64
         if kind == "b":
@@ -182,6 +185,13 @@ zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    if not isinstance(fill_value, (int, float, bool, complex, Tensor)) and not hasattr(
+        fill_value, "item"
+    ):
+        raise TypeError(
+            f"full(): argument 'fill_value' (position 2) must be Number, not "
+            f"{type(fill_value).__name__}"
+        )
     if dtype is None:
         dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     d = dt.to_dtype(dtype)

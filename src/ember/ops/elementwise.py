@@ -522,6 +522,8 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
     ad, bd = data_of(a), data_of(b)
     xp = array_module(a._data if isinstance(a, Tensor) else b._data)
     is_int = (a._data if isinstance(a, Tensor) else b._data).dtype.kind in "biu"
+    if is_int:
+        _check_integer_divisor(xp, bd)
     if rounding_mode == "floor":
         data = xp.floor_divide(ad, bd) if is_int else xp.floor(ad / bd)
     elif is_int:
@@ -534,6 +536,12 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
 
 
 divide = true_divide = div
+
+
+def _check_integer_divisor(xp, divisor) -> None:
+    """Integer division by zero raises in PyTorch (NumPy would return 0 with a warning)."""
+    if bool((xp.asarray(divisor) == 0).any()):
+        raise RuntimeError("ZeroDivisionError")
 
 
 def floor_divide(input, other) -> Tensor:
@@ -691,6 +699,8 @@ def fmod(input, other) -> Tensor:
     if not isinstance(a, Tensor):
         a = to_tensor(a, b)
     xp = array_module(a._data)
+    if a._data.dtype.kind in "biu":
+        _check_integer_divisor(xp, data_of(b))
     return result(FmodBackward0, xp.fmod(a._data, data_of(b)), (a, b), (a, b))
 
 
@@ -699,6 +709,8 @@ def remainder(input, other) -> Tensor:
     if not isinstance(a, Tensor):
         a = to_tensor(a, b)
     xp = array_module(a._data)
+    if a._data.dtype.kind in "biu":
+        _check_integer_divisor(xp, data_of(b))
     return result(RemainderBackward0, xp.remainder(a._data, data_of(b)), (a, b), (a, b))
 
 

@@ -256,9 +256,9 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
     if idx.size:
         size = input._data.shape[dim] if input._data.ndim else 1
         lo, hi = int(idx.min()), int(idx.max())
-        if lo < -size or hi >= size:
+        if lo < 0 or hi >= size:  # negative indices do not wrap here, as in PyTorch
             raise RuntimeError(
-                f"{op}(): index {hi if hi >= size else lo} is out of bounds for dimension "
+                f"index {hi if hi >= size else lo} is out of bounds for dimension "
                 f"{dim} with size {size}"
             )
 
@@ -375,9 +375,9 @@ def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> None
     if idx.dtype.kind not in "iu":
         raise IndexError(f"{op}(): Expected dtype int32/int64 for index")
     size = input._data.shape[dim] if input._data.ndim else 1
-    if idx.size and (int(idx.min()) < -size or int(idx.max()) >= size):
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):  # no wrapping, as torch
         bad = int(idx.max()) if int(idx.max()) >= size else int(idx.min())
-        raise IndexError(f"{op}(): index out of range in self (index {bad}, size {size})")
+        raise IndexError(f"index out of range in self ({op}: index {bad}, size {size})")
 
 
 class IndexSelectBackward0(Node):

@@ -281,7 +281,7 @@ def _arg(name, kernel):
         xp = array_module(data)
         if dim is None:
             if data.size == 0:
-                raise RuntimeError(
+                raise IndexError(
                     f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
                 )
             out = getattr(xp, kernel)(data.reshape(-1))

@@ -396,7 +396,7 @@ class CatBackward0(Node):
 def cat(tensors, dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # PyTorch skips 1-d empty tensors, a legacy rule kept for compatibility
     kept = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
     if not kept:
