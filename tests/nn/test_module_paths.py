@@ -1,0 +1,33 @@
+"""Every module path under torch.nn.modules and torch.nn.utils that programs import exists."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+
+def test_every_public_nn_module_path_imports(torch_mod):
+    import torch.nn.modules as torch_modules
+
+    for info in pkgutil.iter_modules(torch_modules.__path__):
+        if info.name.startswith("_"):
+            continue
+        importlib.import_module(f"ember.nn.modules.{info.name}")
+
+
+def test_modules_utils_helpers_match_torch(torch_mod):
+    from torch.nn.modules import utils as tu
+
+    from ember.nn.modules import utils as eu
+
+    for name in ("_single", "_pair", "_triple", "_quadruple"):
+        for value in (3, (1, 2, 3, 4)[: int(name.count("p") or 1)], [5]):
+            assert getattr(eu, name)(value) == getattr(tu, name)(value)
+    assert eu._reverse_repeat_tuple((1, 2), 2) == tu._reverse_repeat_tuple((1, 2), 2)
+    assert eu._list_with_default([None, 3], [8, 4, 5]) == tu._list_with_default(
+        [None, 3], [8, 4, 5]
+    )
+    with pytest.raises(ValueError, match="Input dimension should be at least"):
+        eu._list_with_default([1, 2], [3, 4])
