@@ -65,3 +65,46 @@ def test_numpy_warnings_are_silenced_outside_pytest(tmp_path):
         [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True
     )
     assert "RuntimeWarning" not in out.stderr
+
+
+def test_errstate_silences_numpy_floating_point_warnings():
+    import warnings
+
+    from ember import _backend
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with _backend.errstate(np, divide="ignore", invalid="ignore"):
+            out = np.log(np.zeros(2)) * 0
+    assert np.isnan(out).all()
+    with pytest.raises(FloatingPointError), _backend.errstate(np, divide="raise"):
+        np.ones(1) / 0
+
+
+def test_to_host_keeps_numpy_arrays_and_from_host_keeps_cpu_results():
+    from ember import _backend
+
+    a = np.arange(6.0).reshape(2, 3)
+    assert _backend.to_host(a) is a
+    assert _backend.from_host(a, np.zeros(1)) is a
+
+
+def test_linalg_kernel_error_is_what_numpy_raises():
+    from ember import _backend
+
+    with pytest.raises(_backend.KernelLinAlgError):
+        np.linalg.cholesky(-np.eye(2))
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs CuPy and a GPU")
+def test_host_round_trip_returns_to_the_gpu():
+    from ember import _backend
+
+    x = ember.arange(6.0, device="cuda")._data
+    host = _backend.to_host(x)
+    assert isinstance(host, np.ndarray) and host.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    back = _backend.from_host(host * 2, x)
+    assert type(back) is type(x) and back.device.id == x.device.id
+    assert back.get().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    with _backend.errstate(_backend.array_module(x), divide="raise"):
+        assert bool((x / 0)[1:].get().all())  # CuPy kernels never warn: a no-op there

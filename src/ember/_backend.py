@@ -5,6 +5,7 @@ Op code never imports numpy; it asks ``array_module`` for the module that holds 
 
 from __future__ import annotations
 
+import contextlib as _contextlib
 import os as _os
 import sys as _sys
 import threading as _threading
@@ -179,6 +180,42 @@ def move(data, d: device):
         return data.get()
     with xp.cuda.Device(d.index or 0):
         return xp.asarray(data)
+
+
+# --- what CuPy lacks, and host round trips -------------------------------------------------
+# CuPy's linalg raises NumPy's LinAlgError (singular or non-positive-definite input)
+KernelLinAlgError = _np.linalg.LinAlgError
+
+
+def errstate(xp, **kwargs):
+    """``numpy.errstate(**kwargs)`` for NumPy arrays; nothing for CuPy, whose kernels never warn.
+
+    >>> import numpy
+    >>> with errstate(numpy, divide="ignore"):
+    ...     numpy.log(numpy.zeros(1))
+    array([-inf])
+    """
+    if _cupy is not None and xp is _cupy:
+        return _contextlib.nullcontext()
+    return _np.errstate(**kwargs)  # also while ember.compile records (its module stands in)
+
+
+def to_host(array):
+    """``array`` as a NumPy array: itself on the CPU, a copy from a GPU.
+
+    For algorithms that only exist on the host (LAPACK routines CuPy lacks, Python loops over
+    a few pivots); ``from_host`` takes the result back.
+    """
+    if isinstance(array, _np.ndarray):  # subclasses too (ember.compile's traced arrays)
+        return array
+    return move(array, CPU)
+
+
+def from_host(array, like):
+    """A NumPy ``array`` on the device of ``like``: itself when ``like`` is on the CPU."""
+    if isinstance(like, _np.ndarray):
+        return array
+    return move(array, device_of(like))
 
 
 _scipy_special = []  # scipy.special, imported on the first erf/erfc so `import ember` stays fast

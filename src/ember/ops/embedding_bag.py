@@ -8,11 +8,10 @@ gathered at each bag's per-dimension maximum (max), so gradients reach ``weight`
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _creation
+from .. import _dtype as dt
 from .._tensor import Tensor
-from ._dispatch import array_module
+from ._dispatch import array_module, wrap
 
 
 def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool):
@@ -35,7 +34,7 @@ def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool):
         raise ValueError("offsets has to be a 1D Tensor but got None")
     if offsets.dim() != 1:
         raise ValueError("offsets has to be a 1D Tensor")
-    starts = offsets._data.astype(np.int64)
+    starts = offsets._data.astype(dt.int64.np)
     total = input.shape[0]
     if starts.size and int(starts[0]) != 0:
         raise RuntimeError(
@@ -53,7 +52,7 @@ def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool):
         starts = starts[:-1]
     else:
         bags = starts.size
-        ends = xp.concatenate([starts[1:], xp.asarray([total], dtype=np.int64)])
+        ends = xp.concatenate([starts[1:], xp.asarray([total], dtype=dt.int64.np)])
     # bag of position t: the number of bag starts at or before t, minus one
     ids = xp.searchsorted(starts, xp.arange(total), side="right") - 1
     inside = (ids >= 0) & (xp.arange(total) < (ends[-1] if bags else 0))
@@ -114,17 +113,17 @@ def embedding_bag(
     sample_weights = None
     if per_sample_weights is not None:
         positions = _kept_positions(input, offsets, include_last_offset, xp)
-        sample_weights = per_sample_weights.reshape(-1)[_creation.tensor(positions[keep])]
+        sample_weights = per_sample_weights.reshape(-1)[wrap(positions[keep])]
     indices, ids = indices[keep], ids[keep]
     if max_norm is not None:
         _renormalise(weight, indices, max_norm, norm_type)
-    rows = weight.index_select(0, _creation.tensor(indices.astype(np.int64), device=weight.device))
+    rows = weight.index_select(0, wrap(indices.astype(dt.int64.np)))
     if scale_grad_by_freq and indices.size:
         # same values, gradient divided by how often each row occurs in the batch
         counts = xp.bincount(indices, minlength=num_rows)[indices].astype(weight._data.dtype)
-        keep_share = _creation.tensor((1.0 / counts)[:, None], device=weight.device)
+        keep_share = wrap((1.0 / counts)[:, None])
         rows = rows * keep_share + rows._detach() * (1 - keep_share)
-    bag_of = _creation.tensor(ids.astype(np.int64), device=weight.device)
+    bag_of = wrap(ids.astype(dt.int64.np))
     empty = _creation.zeros(bags, dim, dtype=weight.dtype, device=weight.device)
     if mode == "max":
         return _bag_max(rows, ids, bags, empty, xp)
@@ -133,7 +132,7 @@ def embedding_bag(
     if mode == "mean":
         counts = xp.bincount(ids, minlength=bags).astype(weight._data.dtype)
         scale = 1.0 / xp.maximum(counts, 1)[ids]
-        rows = rows * _creation.tensor(scale[:, None], device=weight.device)
+        rows = rows * wrap(scale[:, None])
     return empty.index_add(0, bag_of, rows)
 
 
@@ -141,7 +140,7 @@ def _kept_positions(input: Tensor, offsets, include_last_offset: bool, xp):
     """Flat positions in ``input`` of the indices _bags returned (to pick sample weights)."""
     if input.dim() == 2:
         return xp.arange(input.numel())
-    positions = _creation.tensor(xp.arange(input.shape[0]))
+    positions = wrap(xp.arange(input.shape[0]))
     return _bags(positions, offsets, include_last_offset)[0]
 
 
@@ -160,10 +159,10 @@ def _bag_max(rows: Tensor, ids, bags: int, empty: Tensor, xp) -> Tensor:
     dense[ids, within] = data
     first = starts[:, None] + xp.argmax(dense, axis=1)  # (B, D) row numbers in ``rows``
     first = xp.where(counts[:, None] > 0, first, 0)
-    picked = rows.gather(0, _creation.tensor(first.astype(np.int64), device=rows.device))
+    picked = rows.gather(0, wrap(first.astype(dt.int64.np)))
     if bool((counts > 0).all()):
         return picked
-    keep = _creation.tensor((counts > 0)[:, None].astype(data.dtype), device=rows.device)
+    keep = wrap((counts > 0)[:, None].astype(data.dtype))
     return picked * keep
 
 
@@ -173,7 +172,7 @@ def _renormalise(weight: Tensor, indices, max_norm: float, norm_type: float) -> 
 
     xp = array_module(weight._data)
     with no_grad():
-        unique = _creation.tensor(xp.unique(indices).astype(np.int64), device=weight.device)
+        unique = wrap(xp.unique(indices).astype(dt.int64.np))
         rows = weight[unique]
         norms = rows.norm(norm_type, dim=1, keepdim=True)
         scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)

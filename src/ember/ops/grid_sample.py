@@ -11,11 +11,8 @@ import itertools
 import math
 import warnings
 
-import numpy as np
-
-from .. import _creation
 from .._tensor import Tensor
-from ._dispatch import array_module
+from ._dispatch import array_module, wrap
 from ._spatial_checks import require_floating
 from .resample import _CUBIC_A
 
@@ -215,17 +212,18 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
             f"Expected theta batch size {theta.shape[0]} to match output size batch {size[0]}"
         )
 
+    xp = array_module(theta._data)
+
     def axis(steps: int):
         if steps == 1:
-            return np.zeros(1)
-        line = np.linspace(-1.0, 1.0, steps)
+            return xp.zeros(1)
+        line = xp.linspace(-1.0, 1.0, steps)
         return line if align_corners else line * ((steps - 1) / steps)
 
-    # base[..., :] = (x, y[, z], 1) at every output position (a constant, so built in NumPy)
-    mesh = np.meshgrid(*[axis(s) for s in spatial], indexing="ij")  # (D,) H, W order
-    base = np.stack(list(reversed(mesh)) + [np.ones(tuple(spatial))], axis=-1)
-    xp = array_module(theta._data)
-    base = _creation.tensor(xp.asarray(base, dtype=theta._data.dtype), device=theta.device)
+    # base[..., :] = (x, y[, z], 1) at every output position (a constant, on theta's device)
+    mesh = xp.meshgrid(*[axis(s) for s in spatial], indexing="ij")  # (D,) H, W order
+    base = xp.stack(list(reversed(mesh)) + [xp.ones(tuple(spatial))], axis=-1)
+    base = wrap(base.astype(theta._data.dtype))
     flat = base.reshape(1, -1, len(spatial) + 1)
     grid = flat @ theta.mT  # (N, ∏spatial, nd)
     return grid.reshape((size[0],) + tuple(spatial) + (len(spatial),))

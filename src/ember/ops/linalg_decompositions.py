@@ -12,8 +12,11 @@ Formulas (real matrices; Xᵀ the transpose, ∘ the elementwise product, k = mi
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import warnings
 
+from .. import _dtype as dt
+from .._backend import KernelLinAlgError, errstate, from_host, to_host
 from .._creation import eye
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -63,26 +66,29 @@ def _off_diagonal_inverse(E: Tensor) -> Tensor:
 # --------------------------------------------------------------------------------------------
 def _cholesky_kernel(a, xp):
     """(lower factor, LAPACK potrf info per matrix)."""
-    info = np.zeros(a.shape[:-2], dtype=np.int32)
+    batch = a.shape[:-2]
     if a.size == 0:
-        return xp.zeros(a.shape, dtype=a.dtype), info
+        return xp.zeros(a.shape, dtype=a.dtype), xp.zeros(batch, dtype=dt.int32.np)
     try:
         L = xp.linalg.cholesky(a)
         if is_numpy(xp) or not bool(xp.isnan(L).any()):
-            return L, info
-    except np.linalg.LinAlgError:
+            return L, xp.zeros(batch, dtype=dt.int32.np)
+    except KernelLinAlgError:
         pass
+    # a matrix is not positive-definite: LAPACK potrf, one matrix at a time on the host, says
+    # which leading minor fails (the batched kernels only raise, or give NaN on CuPy)
     from scipy.linalg import lapack
 
-    host = a if is_numpy(xp) else xp.asnumpy(a)
+    host = to_host(a)
+    hxp = array_module(host)
     flat = host.reshape((-1,) + host.shape[-2:])
     potrf = lapack.get_lapack_funcs("potrf", (flat,))
-    out = np.empty_like(flat)
+    out = hxp.empty_like(flat)
+    info = hxp.zeros(len(flat), dtype=dt.int32.np)
     for i, m in enumerate(flat):
-        c, inf = potrf(m, lower=True, clean=True)
-        out[i] = c
-        info.reshape(-1)[i] = inf
-    return xp.asarray(np.tril(out).reshape(a.shape)), info
+        out[i], info[i] = potrf(m, lower=True, clean=True)
+    L = hxp.tril(out).reshape(a.shape)
+    return from_host(L, a), from_host(info.reshape(batch), a)
 
 
 class LinalgCholeskyExBackward0(Node):
@@ -409,47 +415,48 @@ def _lu_arrays(a, xp):
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = a.shape[:-2]
+    int32 = dt.int32.np
     if a.size == 0:
-        piv = np.broadcast_to(np.arange(1, k + 1, dtype=np.int32), batch + (k,)).copy()
-        return xp.zeros(a.shape, dtype=a.dtype), piv, np.zeros(batch, dtype=np.int32)
+        piv = xp.broadcast_to(xp.arange(1, k + 1, dtype=int32), batch + (k,)).copy()
+        return xp.zeros(a.shape, dtype=a.dtype), piv, xp.zeros(batch, dtype=int32)
     sl = scipy_linalg(xp)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if is_numpy(xp):
-                lu, piv = sl.lu_factor(a, check_finite=False)
-            else:
-                flat = a.reshape((-1, m, n))
-                pairs = [sl.lu_factor(x, check_finite=False) for x in flat]
-                lu = xp.stack([p[0] for p in pairs]).reshape(a.shape)
-                piv = xp.stack([p[1] for p in pairs]).reshape(batch + (k,))
-    piv = np.asarray(piv if is_numpy(xp) else xp.asnumpy(piv)).astype(np.int32) + 1
+    with errstate(xp, all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if is_numpy(xp):
+            lu, piv = sl.lu_factor(a, check_finite=False)
+        else:
+            flat = a.reshape((-1, m, n))
+            pairs = [sl.lu_factor(x, check_finite=False) for x in flat]
+            lu = xp.stack([p[0] for p in pairs]).reshape(a.shape)
+            piv = xp.stack([p[1] for p in pairs]).reshape(batch + (k,))
+    piv = piv.astype(int32) + 1
     diag = xp.diagonal(lu, axis1=-2, axis2=-1)
     zero = diag == 0
     first = xp.argmax(zero, axis=-1)
-    info = xp.where(zero.any(-1), first + 1, 0)
-    info = np.asarray(info if is_numpy(xp) else xp.asnumpy(info)).astype(np.int32)
+    info = xp.where(zero.any(-1), first + 1, 0).astype(int32)
     return lu.astype(a.dtype, copy=False), piv, info
 
 
-def _permutation_from_pivots(piv, m: int, dtype, xp):
-    """The permutation matrix P with A = P L U, from LAPACK's 1-based row swaps."""
+def _permutation_from_pivots(piv, m: int, dtype, like):
+    """The permutation matrix P with A = P L U, from LAPACK's 1-based row swaps, on the
+    device of ``like``. The swaps are applied in order, a Python loop over pivot columns, on
+    the host."""
+    piv = to_host(piv)
+    hxp = array_module(piv)
     batch = piv.shape[:-1]
-    perm = np.broadcast_to(np.arange(m), batch + (m,)).copy()
-    count = int(np.prod(batch, dtype=np.int64))
+    perm = hxp.broadcast_to(hxp.arange(m), batch + (m,)).copy()
+    count = math.prod(batch)
     flat_perm = perm.reshape(count, m)
     flat_piv = piv.reshape(count, piv.shape[-1]) - 1
-    rows = np.arange(flat_perm.shape[0])
+    rows = hxp.arange(flat_perm.shape[0])
     for i in range(flat_piv.shape[-1]):
         j = flat_piv[:, i]
         a, b = flat_perm[rows, i].copy(), flat_perm[rows, j].copy()
         flat_perm[rows, i], flat_perm[rows, j] = b, a
     # row i of P Lᵀ... : (Pᵀ A)[i] = A[perm[i]]  =>  P[perm[i], i] = 1
-    P = np.zeros(batch + (m, m), dtype=dtype)
-    np.put_along_axis(P, perm[..., None, :], 1, axis=-2)
-    return xp.asarray(P)
+    P = hxp.zeros(batch + (m, m), dtype=dtype)
+    hxp.put_along_axis(P, perm[..., None, :], 1, axis=-2)
+    return from_host(P, like)
 
 
 def _lu_backward(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
@@ -543,7 +550,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple:
     """``(LU, pivots)``; a zero pivot (singular matrix) raises as in PyTorch."""
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
     if info._data.any():
-        idx, value = first_failure(np.asarray(info.cpu()._data))
+        idx, value = first_failure(info._data)
         raise RuntimeError(
             f"torch.linalg.lu_factor: {batch_prefix(idx, info.ndim > 0)}U[{value},{value}] is "
             "zero and using it on lu_solve would result in a division by zero. If you still "
@@ -563,7 +570,7 @@ def lu(A: Tensor, *, pivot: bool = True) -> tuple:
     lu_, piv, _ = _lu_arrays(a, xp)
     m, n = a.shape[-2:]
     k = min(m, n)
-    p = _permutation_from_pivots(piv, m, a.dtype, xp)
+    p = _permutation_from_pivots(piv, m, a.dtype, a)
     low = xp.tril(lu_, -1)[..., :, :k] + xp.eye(m, k, dtype=a.dtype)
     up = xp.triu(lu_)[..., :k, :]
     P = wrap(p)
@@ -586,9 +593,7 @@ def lu_unpack(
     else:
         L = U = empty
     if unpack_pivots:
-        piv = LU_pivots._data
-        piv = np.asarray(piv if is_numpy(xp) else xp.asnumpy(piv))
-        P = wrap(_permutation_from_pivots(piv, m, LU_data._data.dtype, xp))
+        P = wrap(_permutation_from_pivots(LU_pivots._data, m, LU_data._data.dtype, LU_data._data))
     else:
         P = empty
     return LuUnpackResult(P, L, U)
@@ -635,11 +640,6 @@ class LinalgLdlFactorExBackward0(Node):
         raise RuntimeError("derivative for aten::linalg_ldl_factor_ex is not implemented")
 
 
-def _host_matrices(a, xp):
-    host = a if is_numpy(xp) else xp.asnumpy(a)
-    return host.reshape((-1,) + host.shape[-2:])
-
-
 def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> tuple:
     """``(LD, pivots, info)``: LAPACK sytrf's compact LDLᵀ of a symmetric ``A`` (lower)."""
     op = "torch.linalg.ldl_factor_ex"
@@ -649,15 +649,19 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     a = A._data
     xp = array_module(a)
     n = a.shape[-1]
-    flat = _host_matrices(a, xp)
-    ld = np.zeros_like(flat)
-    piv = np.broadcast_to(np.arange(1, n + 1, dtype=np.int32), (len(flat), n)).copy()
-    info = np.zeros(len(flat), dtype=np.int32)
+    # sytrf (Bunch-Kaufman) has no CuPy counterpart: one matrix at a time on the host
+    host = to_host(a)
+    hxp = array_module(host)
+    flat = host.reshape((-1,) + host.shape[-2:])
+    int32 = dt.int32.np
+    ld = hxp.zeros_like(flat)
+    piv = hxp.broadcast_to(hxp.arange(1, n + 1, dtype=int32), (len(flat), n)).copy()
+    info = hxp.zeros(len(flat), dtype=int32)
     if flat.size:
         sytrf = lapack.get_lapack_funcs("sytrf", (flat,))
         for i, m in enumerate(flat):
             ldu, ipiv, inf = sytrf(m, lower=1)
-            ld[i], piv[i], info[i] = np.tril(ldu), ipiv, inf
+            ld[i], piv[i], info[i] = hxp.tril(ldu), ipiv, inf
     info = info.reshape(a.shape[:-2])
     if check_errors and info.any():
         idx, value = first_failure(info)
@@ -665,7 +669,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
             f"torch.linalg.ldl_factor: {batch_prefix(idx, info.ndim > 0)}The factorization "
             f"could not be completed because D[{value},{value}] is exactly zero."
         )
-    LD = result(LinalgLdlFactorExBackward0, xp.asarray(ld.reshape(a.shape)), (A,))
+    LD = result(LinalgLdlFactorExBackward0, from_host(ld.reshape(a.shape), a), (A,))
     pivots = int_tensor(piv.reshape(a.shape[:-1]), xp)
     return LdlFactorExResult(LD, pivots, int_tensor(info, xp))
 

@@ -8,8 +8,10 @@ compositions of differentiable ops, so their gradients (and higher ones) come fo
 
 from __future__ import annotations
 
-import numpy as np
+import numbers
 
+from .. import _dtype as dt
+from .._backend import errstate
 from .._creation import eye, ones
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -28,7 +30,7 @@ from .shape import broadcast_tensors, cat, stack
 # --------------------------------------------------------------------------------------------
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times; negative ``n`` powers the inverse."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TypeError(
             f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}"
         )
@@ -68,9 +70,9 @@ def _expm_kernel(a, xp):
     if a.size == 0:
         return xp.zeros(a.shape, dtype=a.dtype)
     norms = xp.abs(a).sum(-2).max(-1)
-    with np.errstate(divide="ignore"):
+    with errstate(xp, divide="ignore"):
         s = xp.maximum(xp.ceil(xp.log2(norms / 0.5)), 0)
-    s = xp.where(xp.isfinite(s), s, 0).astype(np.int64)
+    s = xp.where(xp.isfinite(s), s, 0).astype(dt.int64.np)
     scaled = a * (2.0 ** -s.astype(a.dtype))[..., None, None]
     n = a.shape[-1]
     identity = xp.eye(n, dtype=a.dtype)
@@ -100,7 +102,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     a = A._data
     xp = array_module(a)
     if a.dtype.itemsize < 4:  # half precision: computed in float32, returned in A's dtype
-        out = _expm_kernel(a.astype(np.float32), xp).astype(a.dtype)
+        out = _expm_kernel(a.astype(dt.float32.np), xp).astype(a.dtype)
     else:
         out = _expm_kernel(a, xp)
     return result(LinalgMatrixExpBackward0, out, (A,), (A,))
@@ -118,17 +120,17 @@ def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, tol
     xp = array_module(a)
     m, n = a.shape[-2:]
     if a.size == 0:
-        return wrap(xp.zeros(a.shape[:-2], dtype=np.int64))
+        return wrap(xp.zeros(a.shape[:-2], dtype=dt.int64.np))
     s = xp.abs(xp.linalg.eigvalsh(a)) if hermitian else xp.linalg.svd(a, compute_uv=False)
     s_max = s.max(-1, keepdims=True)
-    eps = float(np.finfo(a.dtype).eps)
+    eps = float(xp.finfo(a.dtype).eps)
     if rtol is None:
         given = atol is not None and (isinstance(atol, Tensor) or atol > 0)
         rtol = 0.0 if given else eps * max(m, n)
     atol_v = atol._data[..., None] if isinstance(atol, Tensor) else (atol or 0.0)
     rtol_v = rtol._data[..., None] if isinstance(rtol, Tensor) else rtol
     cutoff = xp.maximum(atol_v, rtol_v * s_max)
-    return wrap((s > cutoff).sum(-1).astype(np.int64))
+    return wrap((s > cutoff).sum(-1).astype(dt.int64.np))
 
 
 _SVD_ORDS = ("nuc", 2, -2)

@@ -10,10 +10,11 @@ the ops they are written with.
 
 from __future__ import annotations
 
+import math
 import warnings
 
-import numpy as np
-
+from .. import _dtype as dt
+from .._backend import KernelLinAlgError, errstate, from_host, to_host
 from .._creation import eye
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -34,6 +35,7 @@ from ._linalg_common import (
 )
 from .linalg import LinalgInvExBackward0, LinalgSolveExBackward0
 from .linalg import solve as _solve
+from .shape import broadcast_shapes
 
 # --------------------------------------------------------------------------------------------
 # triangular solve
@@ -53,7 +55,7 @@ def _substitute(T, B, upper: bool, xp):
     n = T.shape[-1]
     X = xp.zeros(xp.broadcast_shapes(T.shape[:-2], B.shape[:-2]) + B.shape[-2:], dtype=B.dtype)
     order = range(n - 1, -1, -1) if upper else range(n)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with errstate(xp, divide="ignore", invalid="ignore"):
         for i in order:
             acc = B[..., i, :] - (T[..., i, None, :] @ X)[..., 0, :]
             X[..., i, :] = acc / T[..., i, i, None]
@@ -210,32 +212,40 @@ def lu_solve(
 # inverse and solve with an info code
 # --------------------------------------------------------------------------------------------
 def _lu_info(a, xp):
-    """LAPACK getrf's info per matrix: 1 + the index of U's first zero pivot, or 0."""
-    batch = a.shape[:-2]
-    info = np.zeros(batch, dtype=np.int32)
-    host = a if is_numpy(xp) else xp.asnumpy(a)
-    flat = host.reshape((-1,) + host.shape[-2:])
+    """LAPACK getrf's info per matrix: 1 + the index of U's first zero pivot, or 0.
+
+    Only computed once a batched kernel has failed: one LU per matrix, on the host (CuPy's
+    batched kernels report no per-matrix info)."""
     import scipy.linalg
 
-    with np.errstate(all="ignore"), warnings.catch_warnings():
+    host = to_host(a)
+    hxp = array_module(host)
+    flat = host.reshape((-1,) + host.shape[-2:])
+    info = hxp.zeros(len(flat), dtype=dt.int32.np)
+    with errstate(hxp, all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a singular matrix is an answer here, not a warning
         for i, m in enumerate(flat):
             lu_, _ = scipy.linalg.lu_factor(m, check_finite=False)
-            zeros = np.flatnonzero(np.diagonal(lu_) == 0)
-            info.reshape(-1)[i] = zeros[0] + 1 if zeros.size else 0
-    return info
+            zeros = hxp.flatnonzero(hxp.diagonal(lu_) == 0)
+            info[i] = zeros[0] + 1 if zeros.size else 0
+    return from_host(info.reshape(a.shape[:-2]), a)
+
+
+def _no_failures(a, xp):
+    """An all-zero info array: one per matrix of ``a``."""
+    return xp.zeros(a.shape[:-2], dtype=dt.int32.np)
 
 
 def _inverse_or_info(op: str, A: Tensor, check_errors: bool):
     a = A._data
     xp = array_module(a)
     if a.size == 0:
-        return xp.zeros(a.shape, dtype=a.dtype), np.zeros(a.shape[:-2], dtype=np.int32)
+        return xp.zeros(a.shape, dtype=a.dtype), _no_failures(a, xp)
     try:  # the common case in one batched call; the per-matrix info only when it fails
         out = xp.linalg.inv(a)
         if is_numpy(xp) or not bool(xp.isnan(out).any()):
-            return out, np.zeros(a.shape[:-2], dtype=np.int32)
-    except np.linalg.LinAlgError:
+            return out, _no_failures(a, xp)
+    except KernelLinAlgError:
         pass
     info = _lu_info(a, xp)
     if info.any():
@@ -245,18 +255,19 @@ def _inverse_or_info(op: str, A: Tensor, check_errors: bool):
                 f"{op}: {batch_prefix(idx, info.ndim > 0)}The diagonal element {value} is zero, "
                 "the inversion could not be completed because the input matrix is singular."
             )
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import scipy.linalg
+        # LAPACK's inf/nan inverse of a singular matrix, one matrix at a time on the host
+        import scipy.linalg
 
-            host = a if is_numpy(xp) else xp.asnumpy(a)
+        host = to_host(a)
+        hxp = array_module(host)
+        with errstate(hxp, all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             flat = host.reshape((-1,) + host.shape[-2:])
-            eye_n = np.eye(a.shape[-1], dtype=a.dtype)
-            out = np.stack(
+            eye_n = hxp.eye(a.shape[-1], dtype=a.dtype)
+            out = hxp.stack(
                 [scipy.linalg.lu_solve(scipy.linalg.lu_factor(m), eye_n) for m in flat]
             ).reshape(a.shape)
-            out = xp.asarray(out)
-        return out, info
+        return from_host(out, a), info
     return xp.linalg.inv(a), info
 
 
@@ -286,9 +297,8 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         res, info = solve_ex(A.mT, B.mT, check_errors=check_errors)
         return SolveExResult(res.mT, info)
     xp = array_module(A._data)
-    no_failures = np.zeros(A._data.shape[:-2], np.int32)
     try:  # the common case: one batched solve, info all zero
-        return SolveExResult(_solve(A, B), int_tensor(no_failures, xp))
+        return SolveExResult(_solve(A, B), int_tensor(_no_failures(A._data, xp), xp))
     except RuntimeError as exc:
         if "singular" not in str(exc):
             raise
@@ -303,7 +313,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         check_same_dtype(op, A, B)
         inverse, _ = _inverse_or_info(op, A, False)
         vector = B._data.ndim == 1 or B._data.shape == A._data.shape[:-1]
-        with np.errstate(all="ignore"):
+        with errstate(xp, all="ignore"):
             out = inverse @ (B._data[..., None] if vector else B._data)
         out = out[..., 0] if vector else out
         res = result(LinalgSolveExBackward0, out, (A, B), (A, B), save_output=True, vector=vector)
@@ -332,12 +342,12 @@ def _singular_info(A: Tensor, xp):
     """getrf's info per matrix, computed only when a batched factorization reports failure."""
     a = A._data
     if a.size == 0:
-        return np.zeros(a.shape[:-2], np.int32)
+        return _no_failures(a, xp)
     try:
         factors = xp.linalg.inv(a)
         if is_numpy(xp) or not bool(xp.isnan(factors).any()):
-            return np.zeros(a.shape[:-2], np.int32)
-    except np.linalg.LinAlgError:
+            return _no_failures(a, xp)
+    except KernelLinAlgError:
         pass
     return _lu_info(a, xp)
 
@@ -391,7 +401,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, rcond=None
     a = A._data
     xp = array_module(a)
     m, n = a.shape[-2:]
-    eps = float(np.finfo(a.dtype).eps)
+    eps = float(xp.finfo(a.dtype).eps)
     if a.size == 0:
         out = xp.zeros(a.shape[:-2] + (n, m), dtype=a.dtype)
     elif hermitian:
@@ -443,14 +453,14 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         )
     a = A._data
     xp = array_module(a)
-    eps = float(np.finfo(a.dtype).eps)
+    eps = float(xp.finfo(a.dtype).eps)
     rtol = eps * max(m, n) if rcond is None or rcond < 0 else rcond
     if a.size:
         s = xp.linalg.svd(a, compute_uv=False)
         rank = (s > rtol * s[..., :1]).sum(-1)
     else:
         s = xp.zeros(a.shape[:-2] + (0,), dtype=a.dtype)
-        rank = xp.zeros(a.shape[:-2], dtype=np.int64)
+        rank = xp.zeros(a.shape[:-2], dtype=dt.int64.np)
     if driver == "gels":
         solution = _solve_full_rank(A, Bm, m, n)
     else:
@@ -461,7 +471,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if driver != "gelsy" and m > n and (driver == "gels" or bool((rank == n).all())):
         residuals = ((A @ solution - Bm) ** 2).sum(-2)
     sv = wrap(s.astype(a.dtype) if driver in ("gelsd", "gelss") else empty)
-    rank_t = wrap(xp.asarray(rank if driver != "gels" else np.zeros(0), dtype=np.int64))
+    int64 = dt.int64.np
+    rank_t = wrap(xp.asarray(rank, dtype=int64) if driver != "gels" else xp.zeros(0, int64))
     return LstsqResult(solution.squeeze(-1) if vector else solution, residuals, rank_t, sv)
 
 
@@ -483,8 +494,8 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     out_shape = tuple(A.shape[ind:]) + tuple(A.shape[:ind])
-    rows = int(np.prod(A.shape[:ind]))
-    cols = int(np.prod(A.shape[ind:]))
+    rows = math.prod(A.shape[:ind])
+    cols = math.prod(A.shape[ind:])
     if rows != cols:
         raise RuntimeError(
             f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
@@ -500,8 +511,8 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
         dims = [d % nd for d in dims]
         A = A.permute([d for d in range(nd) if d not in dims] + dims)
     result_shape = tuple(A.shape[B.ndim :])
-    rows = int(np.prod(B.shape))
-    cols = int(np.prod(result_shape))
+    rows = math.prod(B.shape)
+    cols = math.prod(result_shape)
     if rows != cols:
         raise RuntimeError(
             f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
@@ -534,16 +545,17 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
         )
     from scipy.linalg import lapack
 
-    xp = array_module(LD._data)
-    batch = np.broadcast_shapes(LD._data.shape[:-2], B._data.shape[:-2])
-    host = [x if is_numpy(xp) else xp.asnumpy(x) for x in (LD._data, pivots._data, B._data)]
-    ld = np.broadcast_to(host[0], batch + (n, n)).reshape(-1, n, n)
-    piv = np.broadcast_to(host[1], batch + (n,)).reshape(-1, n)
-    b = np.broadcast_to(host[2], batch + host[2].shape[-2:]).reshape((-1,) + host[2].shape[-2:])
-    out = np.empty_like(b)
+    # sytrs has no CuPy counterpart: one matrix at a time on the host
+    ld_h, piv_h, b_h = (to_host(x) for x in (LD._data, pivots._data, B._data))
+    hxp = array_module(b_h)
+    batch = tuple(broadcast_shapes(ld_h.shape[:-2], b_h.shape[:-2]))
+    ld = hxp.broadcast_to(ld_h, batch + (n, n)).reshape(-1, n, n)
+    piv = hxp.broadcast_to(piv_h, batch + (n,)).reshape(-1, n)
+    b = hxp.broadcast_to(b_h, batch + b_h.shape[-2:]).reshape((-1,) + b_h.shape[-2:])
+    out = hxp.empty_like(b)
     if b.size:
         sytrs = lapack.get_lapack_funcs("sytrs", (ld,))
         for i in range(len(b)):
             out[i], _ = sytrs(ld[i], piv[i], b[i], lower=1)
-    out = xp.asarray(out.reshape(batch + host[2].shape[-2:]))
+    out = from_host(out.reshape(batch + b_h.shape[-2:]), LD._data)
     return result(LinalgLdlSolveBackward0, out, (LD, B))

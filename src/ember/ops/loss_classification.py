@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from .._backend import errstate
 from .._tensor import Tensor
 from ._dispatch import array_module, promote
 from .activation import log_softmax, logsigmoid
@@ -76,7 +75,7 @@ def binary_cross_entropy(
     xp = array_module(x)
     if x.size and bool(((x < 0) | (x > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    with np.errstate(divide="ignore"):  # CuPy does not warn
+    with errstate(xp, divide="ignore"):
         log_p = xp.maximum(xp.log(x), -100)
         log_q = xp.maximum(xp.log1p(-x), -100)
     terms = -(t * log_p + (1 - t) * log_q)

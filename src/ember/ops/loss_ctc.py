@@ -9,8 +9,7 @@ checked). It cannot be differentiated again (nor can PyTorch's).
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import errstate
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
@@ -45,7 +44,7 @@ def _logaddexp(xp, a, b):
     with_inf = xp.maximum(a, b)
     finite = xp.isfinite(with_inf)
     m = xp.where(finite, with_inf, 0)
-    with np.errstate(divide="ignore"):  # log 0 where both are -inf: not the value used
+    with errstate(xp, divide="ignore"):  # log 0 where both are -inf: not the value used
         summed = m + xp.log(xp.exp(a - m) + xp.exp(b - m))
     return xp.where(finite, summed, with_inf)
 
@@ -153,7 +152,7 @@ def _forward_backward(xp, lp, ext, input_lengths, target_lengths, blank: int, ne
     index_t = xp.arange(steps)[:, None, None]
     xp.add.at(summed, (index_t, rows[None, :, None], ext[None, :, :]), xp.exp(ab - shift))
     # log 0 for classes off every path; -inf + inf (nan, as PyTorch) for impossible samples
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with errstate(xp, divide="ignore", invalid="ignore"):
         log_ab = xp.log(summed) + shift
         occupancy = xp.exp(log_ab + nll[None, :, None] - lp)
     return nll, occupancy

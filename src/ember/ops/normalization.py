@@ -6,11 +6,8 @@ channels), so gradients of every order follow from those ops' formulas.
 
 from __future__ import annotations
 
-import numpy as np
-
-from .. import _creation
 from .._tensor import Tensor
-from ._dispatch import array_module
+from ._dispatch import array_module, wrap
 from ._spatial_checks import require_floating
 
 
@@ -83,7 +80,7 @@ def rms_norm(
         )
     require_floating(input, "rms_norm")
     if eps is None:
-        eps = float(np.finfo(input._data.dtype).eps)
+        eps = float(array_module(input._data).finfo(input._data.dtype).eps)
     dims = tuple(range(input.dim() - len(shape), input.dim()))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
@@ -92,7 +89,7 @@ def rms_norm(
 def _channel_window_matrix(channels: int, size: int, xp, dtype):
     """(C, C) band: channel c averages squares of channels c - size//2 .. c + (size-1)//2,
     dividing by ``size`` whether or not the window runs off the ends (zero padding)."""
-    c = np.arange(channels)
+    c = xp.arange(channels)
     offset = c[None, :] - c[:, None]
     band = (offset >= -(size // 2)) & (offset <= (size - 1) // 2)
     return xp.asarray(band / size, dtype=dtype)
@@ -110,28 +107,21 @@ def local_response_norm(
     if input.numel() == 0:
         return input
     xp = array_module(input._data)
-    band = _creation.tensor(
-        _channel_window_matrix(input.shape[1], size, xp, input._data.dtype), device=input.device
-    )
+    band = wrap(_channel_window_matrix(input.shape[1], size, xp, input._data.dtype))
     squares = (input * input).movedim(1, -1)
     div = (squares @ band.mT).movedim(-1, 1)
     return input / (div * alpha + k).pow(beta)
 
 
-def _cross_map_band(channels: int, size: int):
-    """(C, C) 0/1 matrix of the channels each output channel sums in the legacy Lua-Torch
-    CrossMapLRN2d: a running window that adds channel c + pre - 1 and drops channel c - pre
-    only once c > pre, so its windows are not centred (kept for compatibility)."""
+def _cross_map_band(channels: int, size: int, xp):
+    """(C, C) 0/1 mask of the channels each output channel sums in the legacy Lua-Torch
+    CrossMapLRN2d. Its running window adds channel c + pre - 1 and drops channel c - pre only
+    once c > pre, so row c holds channels c - pre + 1 .. c + pre - 1 and channel 0 is never
+    dropped (windows are not centred; kept for compatibility)."""
     pre = int((size - 1) / 2 + 1)
-    band = np.zeros((channels, channels))
-    band[0, : min(pre, channels)] = 1
-    for c in range(1, channels):
-        band[c] = band[c - 1]
-        if c < channels - pre + 1:
-            band[c, c + pre - 1] += 1
-        if c > pre:
-            band[c, c - pre] -= 1
-    return band
+    c = xp.arange(channels)[:, None]
+    j = xp.arange(channels)[None, :]
+    return (j <= c + pre - 1) & ((j >= c - pre + 1) | (j == 0))
 
 
 def cross_map_lrn2d(
@@ -145,7 +135,7 @@ def cross_map_lrn2d(
         raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
     require_floating(input, "cross_map_lrn2d")
     xp = array_module(input._data)
-    band = _cross_map_band(input.shape[1], size) * (alpha / size)
-    weights = _creation.tensor(xp.asarray(band, dtype=input._data.dtype), device=input.device)
+    band = xp.where(_cross_map_band(input.shape[1], size, xp), alpha / size, 0.0)
+    weights = wrap(band.astype(input._data.dtype))
     sums = ((input * input).movedim(1, -1) @ weights.mT).movedim(-1, 1)
     return input * (sums + k).pow(-beta)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import _creation
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, result
+from ._dispatch import array_module, result, wrap
 from ._spatial_checks import require_floating
 from .resample import _area_matrix, apply_along_axes
+from .shape import broadcast_shapes
 
 
 def _tuple(value, n: int, name: str) -> tuple:
@@ -118,7 +117,7 @@ def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tens
         pos = positions[a].reshape(positions[a].shape[:lead] + tuple(shape))
         flat = flat * sizes[a] + xp.clip(pos, 0, sizes[a] - 1)
         ok = ok & valid[a].reshape(tuple(shape))
-    full = (n, c) + tuple(np.broadcast_shapes(np.shape(flat)[lead:], np.shape(ok)[lead:]))
+    full = (n, c) + tuple(broadcast_shapes(flat.shape[lead:], ok.shape[lead:]))
     out_shape = full[2 : 2 + nd]
     taps = math.prod(full[2 + nd :])
     flat = xp.broadcast_to(flat, full).reshape((n, c, math.prod(full[2:])))
@@ -134,7 +133,7 @@ def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tens
         which = xp.argmax(windows, axis=-1)[..., None]  # the first maximum, or the first NaN
         index = xp.take_along_axis(flat, which, axis=-1)[..., 0].astype(xp.int64)
     values = gather_from_plane(x, index, op_name)
-    return values, _creation.tensor(index, device=x.device)
+    return values, wrap(index)
 
 
 def _check_pool_args(kernel, stride, padding, dilation, op: str) -> None:
@@ -174,27 +173,25 @@ def max_pool_nd(
     stride = kernel if stride is None or stride == [] else _tuple(stride, nd, "stride")
     padding, dilation = _tuple(padding, nd, "padding"), _tuple(dilation, nd, "dilation")
     _check_pool_args(kernel, stride, padding, dilation, op)
+    xp = array_module(x._data)
     positions, valid = [], []
     for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation):
         o = _pooled_size(size, k, s, p, d, ceil_mode, op)
-        pos = (np.arange(o) * s - p)[:, None] + (np.arange(k) * d)[None, :]
+        pos = (xp.arange(o) * s - p)[:, None] + (xp.arange(k) * d)[None, :]
         positions.append(pos)
         valid.append((pos >= 0) & (pos < size))
-    xp = array_module(x._data)
-    positions = [xp.asarray(p) for p in positions]
-    valid = [xp.asarray(v) for v in valid]
     out, index = _window_max(x, positions, valid, f"MaxPool{nd}DWithIndicesBackward0")
     return _unbatch((out, index) if return_indices else out, unbatched)
 
 
-def _adaptive_windows(in_size: int, out_size: int):
+def _adaptive_windows(in_size: int, out_size: int, xp):
     """PyTorch's adaptive windows floor(i·in/out) .. ceil((i+1)·in/out), padded to equal length
     by repeating each window's last position (harmless for a maximum)."""
-    starts = (np.arange(out_size) * in_size) // out_size
-    ends = -((-(np.arange(out_size) + 1) * in_size) // out_size)
+    starts = (xp.arange(out_size) * in_size) // out_size
+    ends = -((-(xp.arange(out_size) + 1) * in_size) // out_size)
     k = int((ends - starts).max()) if out_size else 0
-    pos = np.minimum(starts[:, None] + np.arange(k)[None, :], ends[:, None] - 1)
-    return pos, np.ones(pos.shape, dtype=bool)
+    pos = xp.minimum(starts[:, None] + xp.arange(k)[None, :], ends[:, None] - 1)
+    return pos, xp.ones(pos.shape, dtype=bool)
 
 
 def _adaptive_sizes(x: Tensor, output_size, nd: int) -> tuple:
@@ -221,9 +218,9 @@ def adaptive_max_pool(input: Tensor, output_size, return_indices: bool, nd: int,
     x, unbatched = _batched(input, nd, op)
     sizes = _adaptive_sizes(x, output_size, nd)
     xp = array_module(x._data)
-    windows = [_adaptive_windows(n, o) for n, o in zip(x.shape[2:], sizes)]
-    positions = [xp.asarray(p) for p, _ in windows]
-    valid = [xp.asarray(v) for _, v in windows]
+    windows = [_adaptive_windows(n, o, xp) for n, o in zip(x.shape[2:], sizes)]
+    positions = [p for p, _ in windows]
+    valid = [v for _, v in windows]
     out, index = _window_max(x, positions, valid, f"AdaptiveMaxPool{nd}DBackward0")
     return _unbatch((out, index) if return_indices else out, unbatched)
 
@@ -234,22 +231,21 @@ def adaptive_avg_pool(input: Tensor, output_size, nd: int, op: str) -> Tensor:
     require_floating(input, op)
     x, unbatched = _batched(input, nd, op)
     sizes = _adaptive_sizes(x, output_size, nd)
-    matrices = [None if n == o else _area_matrix(n, o) for n, o in zip(x.shape[2:], sizes)]
+    xp = array_module(x._data)
+    matrices = [None if n == o else _area_matrix(n, o, xp) for n, o in zip(x.shape[2:], sizes)]
     return _unbatch(apply_along_axes(x, matrices), unbatched)
 
 
-def _avg_matrix(size, k, s, p, out, count_include_pad, scale):
+def _avg_matrix(size, k, s, p, out, count_include_pad, scale, xp):
     """(out, in) weights of average pooling along one axis, with the divisor folded in."""
-    m = np.zeros((out, size))
-    for o in range(out):
-        start = o * s - p
-        end = min(start + k, size + p)
-        first, last = max(start, 0), min(end, size)
-        if scale is not None:
-            m[o, first:last] = scale
-        else:
-            m[o, first:last] = 1.0 / ((end - start) if count_include_pad else (last - first))
-    return m
+    start = xp.arange(out) * s - p
+    end = xp.minimum(start + k, size + p)
+    first, last = xp.maximum(start, 0), xp.minimum(end, size)
+    if scale is None:  # every window holds an input element, so no divisor is zero
+        scale = (1.0 / ((end - start) if count_include_pad else (last - first)))[:, None]
+    column = xp.arange(size)
+    inside = (column >= first[:, None]) & (column < last[:, None])
+    return xp.where(inside, scale, 0.0)
 
 
 def avg_pool_nd(
@@ -272,13 +268,14 @@ def avg_pool_nd(
     _check_pool_args(kernel, stride, padding, (1,) * nd, op)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    xp = array_module(x._data)
     matrices = []
     for a, (size, k, s, p) in enumerate(zip(x.shape[2:], kernel, stride, padding)):
         out = _pooled_size(size, k, s, p, 1, ceil_mode, op)
         scale = None
         if divisor_override:
             scale = 1.0 / divisor_override if a == 0 else 1.0
-        matrices.append(_avg_matrix(size, k, s, p, out, count_include_pad, scale))
+        matrices.append(_avg_matrix(size, k, s, p, out, count_include_pad, scale, xp))
     return _unbatch(apply_along_axes(x, matrices), unbatched)
 
 

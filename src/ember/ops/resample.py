@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from .. import _creation
+from .. import _dtype as dt
 from .._tensor import Tensor
-from ._dispatch import array_module
+from ._dispatch import array_module, wrap
 from ._spatial_checks import require_floating
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
@@ -60,46 +58,48 @@ def _source_scale(in_size: int, out_size: int, scale, align_corners: bool) -> fl
     return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
 
 
-def _nearest_index(in_size: int, out_size: int, scale, exact: bool):
+def _nearest_index(in_size: int, out_size: int, scale, exact: bool, xp):
     """Input position of each output position; float32 arithmetic, as PyTorch's kernels."""
-    step = np.float32(1.0 / scale if scale is not None and scale > 0 else in_size / out_size)
-    positions = np.arange(out_size, dtype=np.float32)
+    float32 = dt.float32.np
+    step = float32.type(1.0 / scale if scale is not None and scale > 0 else in_size / out_size)
+    positions = xp.arange(out_size, dtype=float32)
     if exact:
-        positions = positions + np.float32(0.5)
-    return np.minimum(np.floor(positions * step).astype(np.int64), in_size - 1)
+        positions = positions + float32.type(0.5)
+    return xp.minimum(xp.floor(positions * step).astype(dt.int64.np), in_size - 1)
 
 
 def _taps_matrix(taps, in_size: int):
     """The dense (out, in) matrix of taps [(positions, weights), ...] (repeats add up)."""
+    xp = array_module(taps[0][0])
     out_size = taps[0][0].size
-    m = np.zeros((out_size, in_size))
-    rows = np.arange(out_size)
+    m = xp.zeros((out_size, in_size))
+    rows = xp.arange(out_size)
     for positions, weights in taps:
-        np.add.at(m, (rows, positions), weights)
+        xp.add.at(m, (rows, positions), weights)
     return m
 
 
 def _nearest_taps(index) -> list:
-    return [(index, np.ones(index.size))]
+    return [(index, array_module(index).ones(index.size))]
 
 
-def _linear_taps(in_size: int, out_size: int, scale, align_corners: bool) -> list:
+def _linear_taps(in_size: int, out_size: int, scale, align_corners: bool, xp) -> list:
     """Linear interpolation: two taps per output, [(input positions, weights), ...]."""
     step = _source_scale(in_size, out_size, scale, align_corners)
-    dst = np.arange(out_size, dtype=np.float64)
-    src = dst * step if align_corners else np.maximum((dst + 0.5) * step - 0.5, 0.0)
-    left = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
-    right = np.minimum(left + 1, in_size - 1)
+    dst = xp.arange(out_size, dtype=dt.float64.np)
+    src = dst * step if align_corners else xp.maximum((dst + 0.5) * step - 0.5, 0.0)
+    left = xp.minimum(xp.floor(src).astype(dt.int64.np), in_size - 1)
+    right = xp.minimum(left + 1, in_size - 1)
     frac = src - left
     return [(left, 1.0 - frac), (right, frac)]
 
 
-def _cubic_taps(in_size: int, out_size: int, scale, align_corners: bool) -> list:
+def _cubic_taps(in_size: int, out_size: int, scale, align_corners: bool, xp) -> list:
     """Cubic convolution: four taps per output, positions clamped at the borders."""
     step = _source_scale(in_size, out_size, scale, align_corners)
-    dst = np.arange(out_size, dtype=np.float64)
+    dst = xp.arange(out_size, dtype=dt.float64.np)
     src = dst * step if align_corners else (dst + 0.5) * step - 0.5
-    base = np.floor(src)
+    base = xp.floor(src)
     t = src - base
     a = _CUBIC_A
 
@@ -110,11 +110,11 @@ def _cubic_taps(in_size: int, out_size: int, scale, align_corners: bool) -> list
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
     weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
-    first = base.astype(np.int64) - 1
-    return [(np.clip(first + k, 0, in_size - 1), w) for k, w in enumerate(weights)]
+    first = base.astype(dt.int64.np) - 1
+    return [(xp.clip(first + k, 0, in_size - 1), w) for k, w in enumerate(weights)]
 
 
-def _antialias_matrix(in_size: int, out_size: int, scale, align_corners: bool, cubic: bool):
+def _antialias_matrix(in_size: int, out_size: int, scale, align_corners: bool, cubic: bool, xp):
     """(out, in) weights of antialiased resampling (PIL's rule, as PyTorch): when shrinking,
     the filter (triangle, or cubic with a = -0.5) is stretched by the shrink factor so every
     input pixel contributes; each row's weights are normalised to sum to one."""
@@ -124,44 +124,46 @@ def _antialias_matrix(in_size: int, out_size: int, scale, align_corners: bool, c
     a = -0.5
 
     def kernel(x):
-        x = np.abs(x)
+        x = xp.abs(x)
         if not cubic:
-            return np.maximum(0.0, 1.0 - x)
+            return xp.maximum(0.0, 1.0 - x)
         near = ((a + 2) * x - (a + 3)) * x * x + 1
         far = (((x - 5) * x + 8) * x - 4) * a
-        return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+        return xp.where(x < 1, near, xp.where(x < 2, far, 0.0))
 
-    m = np.zeros((out_size, in_size))
+    # one row at a time: each row sums its own window, as PyTorch's kernel does
+    m = xp.zeros((out_size, in_size))
     for i in range(out_size):
         centre = step * (i + 0.5)
         first = max(int(centre - support + 0.5), 0)
         last = min(int(centre + support + 0.5), in_size)
-        w = kernel((np.arange(first, last) - centre + 0.5) / stretch)
+        w = kernel((xp.arange(first, last) - centre + 0.5) / stretch)
         total = w.sum()
         m[i, first:last] = w / total if total else w
     return m
 
 
-def _area_matrix(in_size: int, out_size: int):
+def _area_matrix(in_size: int, out_size: int, xp):
     """(out, in) weights of adaptive average pooling: PyTorch's floor/ceil windows."""
-    m = np.zeros((out_size, in_size))
-    for i in range(out_size):
-        start = (i * in_size) // out_size
-        end = -((-(i + 1) * in_size) // out_size)
-        m[i, start:end] = 1.0 / (end - start)
-    return m
+    i = xp.arange(out_size)
+    start = (i * in_size) // out_size
+    end = -((-(i + 1) * in_size) // out_size)
+    j = xp.arange(in_size)
+    inside = (j >= start[:, None]) & (j < end[:, None])
+    return xp.where(inside, 1.0 / (end - start)[:, None], 0.0)
 
 
 def _matrix_taps(m) -> list:
     """The nonzero entries of each row of ``m`` as taps, padded with masked-out ones."""
-    rows, cols = np.nonzero(m)
-    counts = np.bincount(rows, minlength=m.shape[0])
+    xp = array_module(m)
+    rows, cols = xp.nonzero(m)
+    counts = xp.bincount(rows, minlength=m.shape[0])
     width = int(counts.max()) if counts.size else 0
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot = np.arange(rows.size) - starts[rows]
-    positions = np.zeros((width, m.shape[0]), dtype=np.int64)
-    weights = np.zeros((width, m.shape[0]))
-    valid = np.zeros((width, m.shape[0]), dtype=bool)
+    starts = xp.concatenate([xp.zeros(1, dtype=counts.dtype), xp.cumsum(counts)[:-1]])
+    slot = xp.arange(rows.size) - starts[rows]
+    positions = xp.zeros((width, m.shape[0]), dtype=dt.int64.np)
+    weights = xp.zeros((width, m.shape[0]))
+    valid = xp.zeros((width, m.shape[0]), dtype=bool)
     positions[slot, rows], weights[slot, rows], valid[slot, rows] = cols, m[rows, cols], True
     return [(positions[k], weights[k], valid[k]) for k in range(width)]
 
@@ -171,17 +173,14 @@ def _apply_taps(input: Tensor, axis: int, taps) -> Tensor:
     the taps an output really has, so an inf or NaN reaches only the outputs that read it."""
     from .elementwise import where
 
-    xp = array_module(input._data)
     trailing = (1,) * (input.dim() - axis - 1)
     total = None
     for tap in taps:
         positions, weights = tap[0], tap[1]
-        index = _creation.tensor(xp.asarray(positions), device=input.device)
-        w = xp.asarray(weights, dtype=input._data.dtype).reshape((-1,) + trailing)
-        term = input.index_select(axis, index) * _creation.tensor(w, device=input.device)
-        if len(tap) == 3 and not tap[2].all():
-            mask = xp.asarray(tap[2]).reshape((-1,) + trailing)
-            term = where(_creation.tensor(mask, device=input.device), term, 0.0)
+        w = weights.astype(input._data.dtype).reshape((-1,) + trailing)
+        term = input.index_select(axis, wrap(positions)) * wrap(w)
+        if len(tap) == 3 and not bool(tap[2].all()):
+            term = where(wrap(tap[2].reshape((-1,) + trailing)), term, 0.0)
         total = term if total is None else total + term
     return total
 
@@ -205,7 +204,7 @@ def apply_along_axes(input: Tensor, matrices, taps=None) -> Tensor:
             pairs = taps[i] if taps is not None and taps[i] is not None else _matrix_taps(m)
             out = _apply_taps(out, axis, pairs)
             continue
-        weights = _creation.tensor(xp.asarray(m, dtype=data.dtype), device=input.device)
+        weights = wrap(m.astype(data.dtype))
         if axis == out.dim() - 1:
             out = out @ weights.mT
         elif axis == out.dim() - 2:
@@ -217,12 +216,11 @@ def apply_along_axes(input: Tensor, matrices, taps=None) -> Tensor:
 
 def select_along_axes(input: Tensor, indices) -> Tensor:
     """Pick positions ``indices[i]`` (int64 arrays) along spatial axis i."""
-    xp = array_module(input._data)
     out = input
     for i, index in enumerate(indices):
         if index is None:
             continue
-        out = out.index_select(2 + i, _creation.tensor(xp.asarray(index), device=input.device))
+        out = out.index_select(2 + i, wrap(index))
     return out
 
 
@@ -275,10 +273,11 @@ def interpolate(
             f"({', '.join(str(s) for s in sizes)})"
         )
     in_sizes = tuple(input.shape[2:])
+    xp = array_module(input._data)
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"
         indices = [
-            None if n == o and s in (None, 1.0) else _nearest_index(n, o, s, exact)
+            None if n == o and s in (None, 1.0) else _nearest_index(n, o, s, exact, xp)
             for n, o, s in zip(in_sizes, sizes, scales)
         ]
         if not input.is_floating_point():
@@ -295,12 +294,12 @@ def interpolate(
     if antialias:
         cubic = mode == "bicubic"
         matrices = [
-            _antialias_matrix(n, o, s, align_corners, cubic)
+            _antialias_matrix(n, o, s, align_corners, cubic, xp)
             for n, o, s in zip(in_sizes, sizes, scales)
         ]
         return apply_along_axes(input, matrices)
     build = _cubic_taps if mode == "bicubic" else _linear_taps
-    taps = [build(n, o, s, align_corners) for n, o, s in zip(in_sizes, sizes, scales)]
+    taps = [build(n, o, s, align_corners, xp) for n, o, s in zip(in_sizes, sizes, scales)]
     matrices = [_taps_matrix(t, n) for t, n in zip(taps, in_sizes)]
     return apply_along_axes(input, matrices, taps)
 
