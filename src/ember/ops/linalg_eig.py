@@ -11,6 +11,7 @@ computed on the arrays: first-order only (double backward raises a clear error).
 
 from __future__ import annotations
 
+from .. import _backend
 from .._tensor import Tensor
 from ._dispatch import array_module, grad_state, wrap
 from ._linalg_common import MultiOutputNode, _result_type, check_matrix, record_outputs
@@ -26,13 +27,10 @@ def _eig_arrays(a, xp):
     ctype = _complex_of(a.dtype, xp)
     if a.size == 0:
         return xp.zeros(a.shape[:-1], dtype=ctype), xp.zeros(a.shape, dtype=ctype)
-    if xp.__name__ == "numpy":
-        w, v = xp.linalg.eig(a)
-    else:  # CuPy has no general eigensolver: LAPACK on the host
-        import numpy
-
-        w, v = numpy.linalg.eig(xp.asnumpy(a))
-        w, v = xp.asarray(w), xp.asarray(v)
+    # CuPy has no general eigensolver: LAPACK geev on the host (a no-op round trip on the CPU)
+    host = _backend.to_host(a)
+    w, v = array_module(host).linalg.eig(host)
+    w, v = _backend.from_host(w, a), _backend.from_host(v, a)
     return w.astype(ctype, copy=False), v.astype(ctype, copy=False)
 
 
