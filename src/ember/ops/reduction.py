@@ -6,6 +6,7 @@ import builtins
 import math
 from collections import namedtuple
 
+from .. import _backend
 from .. import _dtype as dt
 from .._creation import arange, zeros
 from .._tensor import Tensor
@@ -353,7 +354,7 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
     centred = data - xp.mean(data, axis=dims, keepdims=True)
     denom = n - c
     ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
-    with xp.errstate(divide="ignore", invalid="ignore"):
+    with _backend.errstate(xp, divide="ignore", invalid="ignore"):
         var_data = ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan
     return data, dims, var_data.astype(data.dtype, copy=False), denom, xp
 
