@@ -3,8 +3,9 @@
     uv run python docs/run_guide.py            # run, and compare with the guide's Output blocks
     uv run python docs/run_guide.py --update   # rewrite the Output blocks with what was printed
 
-Run it from ``docs/``: the blocks write their pictures under ``images/`` of the current
-directory (the tests run it in a scratch folder). Object addresses print as ``0x...``.
+Run from anywhere: as a script it works in ``docs/``, where the blocks write their pictures
+under ``images/`` (the tests call ``run`` in a scratch folder). Object addresses print as
+``0x...``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import linecache
+import os
 import re
 import sys
 from pathlib import Path
@@ -50,6 +52,7 @@ def update(path: Path = GUIDE) -> None:
 
 
 if __name__ == "__main__":
+    os.chdir(GUIDE.parent)  # the pictures belong in docs/images, wherever this is started
     if "--update" in sys.argv:
         update()
     else:
