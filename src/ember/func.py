@@ -1,4 +1,5 @@
-"""ember.func: function transforms in the style of torch.func (built on reverse mode).
+"""ember.func: function transforms in the style of torch.func (reverse mode; jvp and jacfwd
+in forward mode).
 
 ``vmap`` has no batching rules: it runs the function once per slice and stacks the results,
 which is correct for any function and as fast as a Python loop.
@@ -7,6 +8,7 @@ which is correct for any function and as fast as a Python loop.
 from __future__ import annotations
 
 from ._tensor import Tensor
+from .autograd import forward_ad as _fwAD
 from .autograd import functional as _F
 from .autograd import grad as _autograd_grad
 from .autograd.grad_mode import enable_grad
@@ -110,10 +112,37 @@ def vjp(func, *primals, has_aux: bool = False):
     return (detached, vjp_fn, aux) if has_aux else (detached, vjp_fn)
 
 
-def jvp(func, primals, tangents):
-    """(func(*primals), J·tangents)."""
-    out, jv = _F.jvp(func, tuple(primals), tuple(tangents))
-    return out, jv
+def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """(func(*primals), J·tangents), in forward mode (``ember.autograd.forward_ad``).
+
+    Example::
+        >>> ember.func.jvp(lambda x: x ** 2, (ember.tensor([3.0]),), (ember.tensor([1.0]),))
+        (tensor([9.]), tensor([6.]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to be tuples. E.g. it "
+            "should be valid to call f(*primals)."
+        )
+    if len(primals) != len(tangents):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+            f"structure, got {len(primals)} primals and {len(tangents)} tangents."
+        )
+    with _fwAD.dual_level():
+        duals = [_fwAD.make_dual(p, t) for p, t in zip(primals, tangents)]
+        out = func(*duals)
+        value, aux = out if has_aux else (out, None)
+        leaves, rebuild = _flatten(value)
+        values, jvps = [], []
+        for leaf in leaves:
+            primal, tangent = _fwAD.unpack_dual(leaf)
+            values.append(primal)
+            jvps.append(tangent if tangent is not None else _zeros_like(leaf))
+        aux = _primals_of(aux)
+    if has_aux:
+        return rebuild(values), rebuild(jvps), aux
+    return rebuild(values), rebuild(jvps)
 
 
 def jacrev(func, argnums=0, has_aux: bool = False):
@@ -136,7 +165,76 @@ def jacrev(func, argnums=0, has_aux: bool = False):
     return wrapper
 
 
-jacfwd = jacrev  # same values; ember computes both in reverse mode
+def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error"):
+    """The Jacobian of ``func`` w.r.t. ``argnums``, in forward mode: the function runs once,
+    then each column is the tangent of a basis vector carried through the recorded graph.
+
+    Example::
+        >>> ember.func.jacfwd(lambda x: x ** 2)(ember.tensor([1.0, 2.0]))
+        tensor([[2., 0.],
+                [0., 4.]])
+    """
+
+    def wrapper(*args):
+        nums = _argnums(argnums)
+        full = list(args)
+        with _fwAD.dual_level():
+            seeds = []
+            for i in nums:
+                x = args[i]
+                full[i] = _fwAD.make_dual(x, _zeros_like(x))
+                seeds.append(full[i]._edge()[0])
+            out = func(*full)
+            value, aux = out if has_aux else (out, None)
+            outs, rebuild = _flatten(value)
+            # columns[o][a]: the Jacobian of output o w.r.t. argument a
+            columns = [[None] * len(nums) for _ in outs]
+            plan = _fwAD.ForwardPlan(outs)
+            for a, (i, node) in enumerate(zip(nums, seeds)):
+                x = args[i]
+                per_output = [[] for _ in outs]
+                for e in _basis(x):
+                    tangents = plan.tangents({node: (e,)})
+                    for o, (y, t) in enumerate(zip(outs, tangents)):
+                        per_output[o].append(t if t is not None else _zeros_like(y))
+                for o, y in enumerate(outs):
+                    shape = tuple(y.shape) + tuple(x.shape)
+                    if per_output[o]:  # stacked as (input element, *output) -> (*output, *input)
+                        jac = stack(per_output[o], -1).reshape(shape)
+                    else:
+                        jac = _zeros_like(y).new_zeros(shape)
+                    columns[o][a] = jac
+            jacs = [col[0] if isinstance(argnums, int) else tuple(col) for col in columns]
+            result = rebuild(jacs) if outs else jacs
+            aux = _primals_of(aux)
+        return (result, aux) if has_aux else result
+
+    return wrapper
+
+
+def _basis(x: Tensor) -> tuple:
+    """The unit tangents of ``x``'s elements, in order, each shaped like ``x``."""
+    from ._creation import eye
+
+    n = x.numel()
+    return eye(n, dtype=x.dtype, device=x.device).reshape((n, *x.shape)).unbind(0)
+
+
+def _primals_of(tree):
+    """``tree`` with each tensor replaced by its primal (an aux output carries no tangent)."""
+    if isinstance(tree, Tensor):
+        return _fwAD.unpack_dual(tree).primal
+    if isinstance(tree, dict):
+        return {k: _primals_of(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_primals_of(v) for v in tree)
+    return tree
+
+
+def _zeros_like(t: Tensor) -> Tensor:
+    from ._creation import zeros_like
+
+    return zeros_like(t._detach())
 
 
 def hessian(func, argnums=0):
