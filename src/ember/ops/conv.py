@@ -13,7 +13,7 @@ import math
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._composite import CompositeBackward, composite
-from ._dispatch import array_module, grad_state, result
+from ._dispatch import array_module, grad_state, record, result, wrap
 
 
 def _pair(value, n: int = 2, name: str = "") -> tuple:
@@ -86,6 +86,90 @@ def _col2im(xp, cols, size, kernel, stride, pads, dilation, channels_first=False
 
 class ConvolutionBackward0(CompositeBackward):
     """Every convolution (plain or transposed, 1-3 d) as one node, as PyTorch records it."""
+
+
+class ConvolutionOneGemmBackward0(Node):
+    """A plain (groups=1) convolution as one node whose backward is two GEMMs and a col2im on
+    the arrays it saved (the im2col columns); under ``create_graph`` the composite of ember
+    ops is differentiated instead, so that double backward reaches the inputs."""
+
+    def name(self) -> str:
+        return "ConvolutionBackward0"
+
+    def backward(self, g):
+        from ..autograd import grad as autograd_grad
+
+        inputs = self.saved_tensors()  # raises PyTorch's error once the graph was freed
+        edges = self._edges
+        wanted = [i for i, edge in enumerate(edges) if edge is not None]
+        if grad_state.enabled:
+            out = self.compute(*inputs)
+            grads = autograd_grad(
+                out, [inputs[i] for i in wanted], g, create_graph=True, allow_unused=True
+            )
+            result = [None] * len(edges)
+            for i, grad in zip(wanted, grads):
+                result[i] = grad
+            return tuple(result)
+        cols = self._saved_out[0]  # (C·∏K, N·∏O)
+        x, weight = inputs[0], inputs[1]
+        gd = g._data
+        xp = array_module(gd)
+        if self.unbatched:
+            gd = gd[None]
+        n, out_ch = gd.shape[:2]
+        g_rows = xp.ascontiguousarray(gd.swapaxes(0, 1)).reshape(out_ch, -1)  # (O, N·∏O)
+        gx = gw = gb = None
+        if edges[0] is not None:
+            wmat = weight._data.reshape(out_ch, -1)
+            channels = cols.shape[0] // math.prod(self.kernel)
+            g_cols = (wmat.T @ g_rows).reshape((channels,) + self.kernel + (n,) + self.out)
+            size = tuple(x._data.shape[-len(self.kernel) :])
+            gx = _col2im(
+                xp,
+                g_cols,
+                size,
+                self.kernel,
+                self.stride,
+                self.pads,
+                self.dilation,
+                channels_first=True,
+            )
+            if self.unbatched:
+                gx = gx[0]
+            gx = wrap(gx)
+        if edges[1] is not None:
+            gw = wrap((g_rows @ cols.T).reshape(weight._data.shape))
+        if len(edges) > 2 and edges[2] is not None:
+            gb = wrap(gd.sum(axis=(0,) + tuple(range(2, gd.ndim))))
+        return gx, gw, gb
+
+
+def _conv_one_gemm(
+    input, weight, bias, compute, unbatched, kernel, stride, pads, dilation, out, n, out_ch, taps
+):
+    """groups=1: (O, C·∏K) @ (C·∏K, N·∏O), recorded as one node that keeps the columns."""
+    inputs = (input, weight, bias)
+    needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
+    if not needs:
+        return compute(input, weight, bias)
+    x = input._data[None] if unbatched else input._data
+    xp = array_module(x)
+    cols = _im2col(xp, x, kernel, stride, pads, dilation, channels_first=True)
+    cols = cols.reshape(taps, -1)
+    y = (weight._data.reshape(out_ch, taps) @ cols).reshape((out_ch, n) + out).swapaxes(0, 1)
+    if bias is not None:
+        y = y + bias._data.reshape((1, out_ch) + (1,) * len(kernel))
+    else:
+        y = xp.ascontiguousarray(y)
+    if unbatched:
+        y = y[0]
+    node = ConvolutionOneGemmBackward0()
+    node.compute, node.unbatched, node.kernel, node.stride = compute, unbatched, kernel, stride
+    node.pads, node.dilation, node.out = pads, dilation, out
+    result_tensor = record(node, y, inputs, saved=inputs)
+    node._saved_out = (cols, [0], 0)  # the columns: freed with the graph, counted as saved
+    return result_tensor
 
 
 class Im2ColBackward0(Node):
@@ -236,6 +320,22 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: in
             y = y + bias.reshape((1, out_ch) + (1,) * nd)
         return y.squeeze(0) if unbatched else y
 
+    if groups == 1:
+        return _conv_one_gemm(
+            input,
+            weight,
+            bias,
+            compute,
+            unbatched,
+            kernel,
+            stride,
+            pads,
+            dilation,
+            out,
+            n,
+            out_ch,
+            taps,
+        )
     return composite(ConvolutionBackward0, compute, (input, weight, bias))
 
 
