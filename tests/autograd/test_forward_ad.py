@@ -182,7 +182,14 @@ CASES = {
         False,
     ),
     "max_min_cumsum": (
-        lambda m, x: x.max(1).values + x.amin(1) + x.cumsum(1).sum(1) + x.max(),
+        lambda m, x: (
+            x.max(1).values
+            + x.min(1, keepdim=True).values.squeeze(1)
+            + x.amin(1)
+            + x.cumsum(1).sum(1)
+            + x.max()
+            + m.logsumexp(x, 1, keepdim=True).squeeze(1)
+        ),
         [(3, 4)],
         False,
     ),
@@ -233,6 +240,7 @@ CASES = {
             x.flip(0).roll(1, 1)
             + m.nn.functional.pad(x, (1, 1))[:, 1:-1]
             + x.masked_fill(x > 0.5, 0.0)
+            + x.masked_fill(x < 0, x[0, 0])
         ),
         [(3, 4)],
         False,

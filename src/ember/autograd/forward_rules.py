@@ -274,6 +274,74 @@ def _nll_loss(node, tangents):  # linear in the input: loss = Σ coeff · x
     return terms.sum().reshape(_out_shape(node))
 
 
+def _cumsum(node, tangents):
+    return tangents[0].cumsum(node.dim)
+
+
+def _flip(node, tangents):
+    return tangents[0].flip(node.dims)
+
+
+def _roll(node, tangents):
+    return tangents[0].roll(node.shifts, node.dims)
+
+
+def _constant_pad(node, tangents):  # the padding value is a constant: its tangent is 0
+    from ..nn.functional import pad
+
+    return pad(tangents[0], list(node.pad))
+
+
+def _masked_fill(node, tangents):
+    t_self = tangents[0]
+    t_value = tangents[1] if len(tangents) > 1 else None
+    mask = node.mask
+    return _to_output(
+        node,
+        _sum(
+            (
+                t_self.masked_fill(mask, 0.0) if t_self is not None else None,
+                t_value * mask if t_value is not None else None,
+            )
+        ),
+    )
+
+
+def _gather(node, tangents):
+    return tangents[0].gather(node.dim, node.index)
+
+
+def _repeat(node, tangents):
+    return tangents[0].repeat(node.repeats)
+
+
+def _max_along_dim(node, tangents):  # the tangent at the selected index
+    d, index = node.dim, node.indices
+    if not node.keepdim:
+        index = index.unsqueeze(d)
+    picked = tangents[0].gather(d, index)
+    return picked if node.keepdim else picked.squeeze(d)
+
+
+def _logsumexp(node, tangents):  # d logsumexp = Σ softmax(x) dx
+    (x,) = node.saved_tensors()
+    y = node.saved_output()
+    if not node.keepdim and node.dims:
+        kept = list(x.shape)
+        for d in node.dims:
+            kept[d] = 1
+        y = y.reshape(tuple(kept))
+    return _reduced(node, (x - y).exp() * tangents[0])
+
+
+def _im2col(node, tangents):  # unfolding into windows is linear: unfold the tangent
+    from ..ops.conv import unfold_windows
+
+    return unfold_windows(
+        tangents[0], node.kernel, node.stride, node.pads, node.dilation, node.channels_first
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # The table. A class takes the rule of its nearest base class that has one.
 # ---------------------------------------------------------------------------------------------
@@ -300,6 +368,16 @@ RULES = {
     "PointwiseLossNode": _pointwise_loss,  # MseLoss, L1Loss, SmoothL1Loss, ...
     "NllLossBackward0": _nll_loss,
     "CompositeBackward": composite,  # ConvolutionBackward0
+    "Im2ColBackward0": _im2col,
+    "CumsumBackward0": _cumsum,
+    "FlipBackward0": _flip,
+    "RollBackward0": _roll,
+    "ConstantPadNdBackward0": _constant_pad,
+    "MaskedFillBackward0": _masked_fill,
+    "GatherBackward0": _gather,
+    "RepeatBackward0": _repeat,
+    "MaxBackward0": _max_along_dim,  # and min along a dim
+    "LogsumexpBackward0": _logsumexp,
 }
 
 # Ops whose output element depends on the same element of each (broadcast) input.
