@@ -229,7 +229,7 @@ def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unu
     return tuple(stack(p) for p in per_input)
 
 
-from . import graph  # noqa: E402  (functional is imported by ember/__init__, after Tensor)
+from . import forward_ad, graph  # noqa: E402  (functional is imported by ember/__init__, after Tensor)
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
