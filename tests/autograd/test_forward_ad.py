@@ -562,3 +562,20 @@ def test_in_place_and_complex_tangents_match_torch(fn, torch_mod):
         primal, tangent = primal + 1j * tangent, tangent - 0.5j
     ours = _tangent_of(ember, fn, primal, tangent)
     np.testing.assert_allclose(ours, _tangent_of(torch_mod, fn, primal, tangent), rtol=1e-12)
+
+
+def test_plain_convolution_tangent_uses_its_bilinear_rule(torch_mod):
+    import torch.autograd.forward_ad as torch_fwd
+
+    import ember.autograd.forward_ad as fwd
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.normal(size=s) for s in ((2, 3, 5, 5), (4, 3, 3, 3), (4,))]
+    tangents = [rng.normal(size=a.shape) for a in arrays]
+    results = []
+    for m, fw in ((ember, fwd), (torch_mod, torch_fwd)):
+        with fw.dual_level():
+            x, w, b = (fw.make_dual(m.tensor(a), m.tensor(t)) for a, t in zip(arrays, tangents))
+            out = m.nn.functional.conv2d(x, w, b, padding=1, stride=2)
+            results.append(fw.unpack_dual(out).tangent.numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-10)

@@ -130,6 +130,29 @@ def composite(node, tangents):
     return propagate_graph(seeds, inner_out)
 
 
+def _convolution(node, tangents):
+    """A convolution is bilinear in (input, weight) and affine in bias:
+    d conv = conv(dx, w) + conv(x, dw) + db."""
+    x, w, b = node.saved_tensors()
+    tx, tw = tangents[0], tangents[1]
+    tb = tangents[2] if len(tangents) > 2 else None
+    out = None
+    if tx is not None:
+        out = node.compute(tx, w, None)
+    if tw is not None:
+        part = node.compute(x, tw, None)
+        out = part if out is None else out + part
+    if tb is not None:
+        shape = (1, -1) + (1,) * len(node.kernel)
+        part = tb.reshape(shape[1:] if node.unbatched else shape)
+        out = part.expand(node_output_shape(node)) if out is None else out + part
+    return (out,)
+
+
+def node_output_shape(node):
+    return node._meta[0][0]
+
+
 # ---------------------------------------------------------------------------------------------
 # Explicit rules: the common nodes, without the extra backward calls of the generic rules
 # ---------------------------------------------------------------------------------------------
@@ -367,7 +390,8 @@ RULES = {
     "LogSoftmaxBackward0": _log_softmax,
     "PointwiseLossNode": _pointwise_loss,  # MseLoss, L1Loss, SmoothL1Loss, ...
     "NllLossBackward0": _nll_loss,
-    "CompositeBackward": composite,  # ConvolutionBackward0
+    "CompositeBackward": composite,  # grouped and transposed convolutions
+    "ConvolutionOneGemmBackward0": _convolution,
     "Im2ColBackward0": _im2col,
     "CumsumBackward0": _cumsum,
     "FlipBackward0": _flip,
