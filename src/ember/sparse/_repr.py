@@ -1,0 +1,84 @@
+"""Print sparse tensors as PyTorch does:
+
+tensor(indices=tensor([[0, 1],
+                       [2, 0]]),
+       values=tensor([3., 4.]),
+       size=(2, 3), nnz=2, layout=ember.sparse_coo)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from .. import _tensor_repr as dense_repr
+
+_LINE_WIDTH = 80  # PyTorch's default print linewidth
+
+
+def _body(data, indent: int) -> str:
+    """An array's bracketed numbers, continuation lines indented by ``indent`` (torch's
+    ``_tensor_str``); empty arrays add their size, as PyTorch does inside a sparse repr."""
+    if type(data) is not np.ndarray:
+        data = data.get()
+    if data.size == 0:
+        return f"[], size={tuple(data.shape)}"
+    show = data.astype("float32") if dt.FROM_NUMPY[data.dtype] is dt.bfloat16 else data
+    summarize = data.size > dense_repr._THRESHOLD
+    if show.dtype.kind == "c":
+        fmt, line_width = dense_repr._complex_formatter(show)
+        return dense_repr._render(show, fmt, 0, indent, summarize, line_width)
+    fmt = dense_repr._formatter(show)
+    sample = dense_repr._summary_values(show) if summarize and show.ndim else show.reshape(-1)
+    width = dense_repr._width(sample, fmt)
+    return dense_repr._render(show, fmt, width, indent, summarize)
+
+
+def sparse_repr(t) -> str:
+    storage = t._data
+    prefix = "tensor("
+    indent = len(prefix)
+    indices_prefix, values_prefix = "indices=tensor(", "values=tensor("
+    text = (
+        prefix
+        + indices_prefix
+        + _body(storage.indices, indent + len(indices_prefix))
+        + "),\n"
+        + " " * indent
+        + values_prefix
+        + _body(storage.values, indent + len(values_prefix))
+        + ")"
+    )
+    suffixes = []
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    suffixes.append(f"size={tuple(storage.shape)}")
+    suffixes.append(f"nnz={storage.nnz}")
+    d = t.dtype
+    if not (
+        d is dt.get_default_dtype()
+        or d is dt.get_default_complex_dtype()
+        or d is dt.int64
+        or d is dt.bool_
+    ):
+        suffixes.append(f"dtype={d!r}")
+    suffixes.append(f"layout={t.layout!r}")
+    if t._grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._rg:
+        suffixes.append("requires_grad=True")
+    # torch's _add_suffixes: the first suffix of a sparse tensor starts a line, the others
+    # follow on it while it stays within the line width
+    parts = [text]
+    last_line = 0
+    force_newline = True
+    for suffix in suffixes:
+        if force_newline or last_line + len(suffix) + 2 > _LINE_WIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line = indent + len(suffix)
+            force_newline = False
+        else:
+            parts.append(", " + suffix)
+            last_line += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)

@@ -1,0 +1,45 @@
+"""Sparse tensors in the autograd engine: higher-order gradients, autograd.grad with a
+sparse input, hooks; and the install hook."""
+
+import numpy as np
+
+import ember
+
+INDICES = [[0, 1, 1, 0], [2, 0, 2, 2]]
+
+
+def test_second_derivative_through_sparse_construction_and_to_dense():
+    # y = sum(dense^3) with dense[0, 2] = v0 + v3, dense[1, 0] = v1, dense[1, 2] = v2
+    v = ember.tensor([3.0, 4.0, 5.0, 1.0], requires_grad=True)
+    s = ember.sparse_coo_tensor(INDICES, v, (2, 3))
+    (g,) = ember.autograd.grad((s.to_dense() ** 3).sum(), v, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [48.0, 48.0, 75.0, 48.0])
+    (gg,) = ember.autograd.grad(g.sum(), v)
+    np.testing.assert_allclose(gg.numpy(), [48.0, 24.0, 30.0, 48.0])
+
+
+def test_autograd_grad_of_a_sparse_input_with_create_graph():
+    s = ember.sparse_coo_tensor(INDICES, [3.0, 4.0, 5.0, 1.0], (2, 3), requires_grad=True)
+    d = ember.ones(3, 2, requires_grad=True)
+    (gs,) = ember.autograd.grad((ember.sparse.mm(s, d) ** 2).sum(), s, create_graph=True)
+    assert gs.is_sparse and gs.requires_grad
+    np.testing.assert_allclose(gs.coalesce().values().detach().numpy(), [16.0, 36.0, 36.0])
+    (gd,) = ember.autograd.grad(gs.to_dense().sum(), d)
+    np.testing.assert_allclose(gd.numpy(), [[34.0, 34.0], [0.0, 0.0], [54.0, 54.0]])
+
+
+def test_hook_on_a_sparse_leaf_sees_the_sparse_gradient():
+    s = ember.sparse_coo_tensor(INDICES, [3.0, 4.0, 5.0, 1.0], (2, 3), requires_grad=True)
+    seen = []
+    s.register_hook(lambda g: seen.append(g) or g * 2)
+    s.to_dense().sum().backward()
+    assert seen[0].is_sparse
+    np.testing.assert_allclose(s.grad.to_dense().numpy(), [[0, 0, 2], [2, 0, 2]])
+
+
+def test_install_is_idempotent_and_names_the_api():
+    ember.sparse.install()
+    ember.sparse.install()
+    for name in ("sparse_coo_tensor", "sparse_coo", "strided", "spmm", "smm", "hspmm"):
+        assert getattr(ember, name) is getattr(ember.sparse, name)
+    assert ember.ones(1).to_sparse().layout is ember.sparse_coo
