@@ -72,10 +72,32 @@ def test_dense_plus_sparse_is_dense_with_torch_gradients(torch_sparse, op):
     np.testing.assert_allclose(d.grad.numpy(), td.grad.numpy())
 
 
+def test_sparse_plus_dense_is_dense_where_torch_refuses(torch_sparse):
+    # PyTorch asks for dense + sparse; ember's engine needs both orders (see _arith.add)
+    e, t = pair(torch_sparse, requires_grad=True)
+    d = ember.full((2, 3), 2.0, requires_grad=True)
+    td = torch_sparse.full((2, 3), 2.0, requires_grad=True)
+    ey, ty = e - d, -(td - t)
+    assert_same(ey, ty)
+    assert ey.grad_fn.name() == "SubBackward0"
+    (ey * ey).sum().backward()
+    (ty * ty).sum().backward()
+    assert_same(e.grad, t.grad)
+    np.testing.assert_allclose(d.grad.numpy(), td.grad.numpy())
+
+
+def test_sparse_and_dense_gradients_of_one_leaf_add_up_as_torch(torch_sparse):
+    e, t = pair(torch_sparse, requires_grad=True)
+    for m, s in ((ember, e), (torch_sparse, t)):
+        dense = m.ones(3, 2)
+        for _ in range(2):  # within one backward, then across two
+            (s.to_dense().sum() + m.mm(s, dense).sum() + s.to_dense().sum()).backward()
+    assert_same(e.grad, t.grad)
+
+
 @pytest.mark.parametrize(
     "op",
     [
-        lambda s, m: s + m.ones(2, 3),
         lambda s, m: s + 1,
         lambda s, m: 1 + s,
         lambda s, m: s + m.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3, 3)),

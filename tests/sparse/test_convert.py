@@ -128,3 +128,31 @@ def test_to_dtype_clone_and_detach(torch_sparse):
 def test_item_of_a_one_element_sparse_tensor(torch_sparse):
     e, t = pair(torch_sparse, [[0]], [2.5], (1,))
     assert e.item() == t.item()
+
+
+def test_zero_drops_every_entry_as_torch(torch_sparse):
+    e, t = pair(torch_sparse, requires_grad=True)
+    e.to_dense().sum().backward()
+    t.to_dense().sum().backward()
+    same_repr(e.grad.zero_(), t.grad.zero_())
+    assert e.grad.is_coalesced()
+    with pytest.raises(RuntimeError, match="in-place"):
+        e.zero_()
+
+
+def test_large_and_special_value_reprs_match_torch(torch_sparse):
+    rng = np.random.default_rng(0)
+    small = rng.integers(0, 5, size=(2, 6))
+    cases = [
+        (rng.integers(0, 50, size=(2, 1200)), rng.standard_normal(1200), (50, 50)),
+        (small, rng.standard_normal(6) * 1e5, (5, 5)),
+        (small, rng.standard_normal((6, 400)), (5, 5, 400)),
+        (small, np.array([1e-7, 1, 2, np.nan, np.inf, -3]), (5, 5)),
+    ]
+    for indices, values, size in cases:
+        values = values.astype(np.float32)
+        e = ember.sparse_coo_tensor(ember.tensor(indices), ember.tensor(values), size)
+        t = torch_sparse.sparse_coo_tensor(
+            torch_sparse.tensor(indices), torch_sparse.tensor(values), size
+        )
+        same_repr(e, t)

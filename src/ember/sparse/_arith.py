@@ -34,16 +34,26 @@ class SubBackward0(AddBackward0):
 
 
 def add(self: SparseTensor, other, *, alpha=1) -> Tensor:
-    """sparse + sparse is sparse; sparse + dense raises (as PyTorch: write dense + sparse)."""
-    if not isinstance(other, SparseTensor):
-        raise RuntimeError(_DENSE_FIRST)
-    return _add_sparse(self, other, alpha, AddBackward0)
+    """sparse + sparse is sparse; sparse + dense is dense.
+
+    PyTorch refuses sparse + dense ("Use add(dense, sparse) instead"); ember computes it
+    because its autograd engine sums the gradients reaching a tensor with ``+`` in the order
+    they arrive, and a sparse leaf used by both ``to_dense()`` and ``mm`` receives a sparse and
+    a dense one. A Python number still raises PyTorch's error.
+    """
+    if isinstance(other, SparseTensor):
+        return _add_sparse(self, other, alpha, AddBackward0)
+    if isinstance(other, Tensor):
+        return _dense_plus_sparse(other, self, alpha, AddBackward0, sparse_first=True)
+    raise RuntimeError(_DENSE_FIRST)
 
 
 def sub(self: SparseTensor, other, *, alpha=1) -> Tensor:
-    if not isinstance(other, SparseTensor):
-        raise RuntimeError(_DENSE_FIRST.replace("add", "sub"))
-    return _add_sparse(self, other, -alpha, SubBackward0)
+    if isinstance(other, SparseTensor):
+        return _add_sparse(self, other, -alpha, SubBackward0)
+    if isinstance(other, Tensor):
+        return _dense_plus_sparse(other, self, -alpha, SubBackward0, sparse_first=True)
+    raise RuntimeError(_DENSE_FIRST.replace("add", "sub"))
 
 
 def _add_sparse(a: SparseTensor, b: SparseTensor, alpha, node_cls) -> SparseTensor:
@@ -79,8 +89,9 @@ def _add_sparse(a: SparseTensor, b: SparseTensor, alpha, node_cls) -> SparseTens
     return record(node_cls, out, (a, b), alpha=alpha)
 
 
-def dense_add_sparse(dense: Tensor, sparse: SparseTensor, alpha, node_cls) -> Tensor:
-    """dense + alpha * sparse: a dense result; as in PyTorch both gradients are dense."""
+def _dense_plus_sparse(dense, sparse, alpha, node_cls, sparse_first=False) -> Tensor:
+    """dense + alpha * sparse (or sparse + alpha * dense): a dense result whose gradients are
+    both dense, as in PyTorch."""
     if tuple(dense.shape) != tuple(sparse.shape):
         raise RuntimeError(
             f"add: expected 'self' and 'other' to have same size, but self has size "
@@ -88,19 +99,23 @@ def dense_add_sparse(dense: Tensor, sparse: SparseTensor, alpha, node_cls) -> Te
             "sparse tensor only to a dense tensor of its size)"
         )
     part = dense_array(sparse._data)
+    if sparse_first:  # sparse + alpha * dense
+        scaled = dense._data if alpha == 1 else dense._data * alpha
+        out = wrap(part + scaled)
+        return record(node_cls, out, (sparse, dense), alpha=alpha)
     out = wrap(dense._data + (part if alpha == 1 else part * alpha))
     return record(node_cls, out, (dense, sparse), alpha=alpha)
 
 
 def radd(self: SparseTensor, other) -> Tensor:
     if isinstance(other, Tensor) and not isinstance(other, SparseTensor):
-        return dense_add_sparse(other, self, 1, AddBackward0)
+        return _dense_plus_sparse(other, self, 1, AddBackward0)
     raise RuntimeError(_DENSE_FIRST)
 
 
 def rsub(self: SparseTensor, other) -> Tensor:
     if isinstance(other, Tensor) and not isinstance(other, SparseTensor):
-        return dense_add_sparse(other, self, -1, SubBackward0)
+        return _dense_plus_sparse(other, self, -1, SubBackward0)
     raise RuntimeError(_DENSE_FIRST.replace("add", "sub"))
 
 

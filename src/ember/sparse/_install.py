@@ -12,14 +12,8 @@ from ._layout import sparse_coo, strided
 from ._storage import KERNELS, SparseStorage
 
 
-def _dense_only(name: str, message: str):
-    def method(self, *args, **kwargs):
-        if isinstance(self, Tensor) and not self.is_sparse:
-            raise RuntimeError(message)
-        raise AssertionError(name)  # pragma: no cover - SparseTensor overrides it
-
-    method.__name__ = name
-    return method
+def _is_coalesced_of_dense(self):
+    raise RuntimeError("is_coalesced expected sparse coordinate tensor layout but got Strided")
 
 
 def _nnz_of_dense(self):
@@ -42,9 +36,7 @@ def install() -> None:
     T._indices = _convert._indices
     T.values = _convert.values
     T._values = _convert._values
-    T.is_coalesced = _dense_only(
-        "is_coalesced", "is_coalesced expected sparse coordinate tensor layout but got Strided"
-    )
+    T.is_coalesced = _is_coalesced_of_dense
     T._nnz = _nnz_of_dense
     T.sparse_dim = lambda self: 0
     T.dense_dim = lambda self: self._data.ndim

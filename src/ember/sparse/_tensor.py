@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import _backend
 from .._tensor import Tensor
 from ..autograd import _watch
+from ..autograd import grad_mode as _gm
 from ._layout import sparse_coo
 from ._storage import SparseStorage
 
@@ -53,6 +54,20 @@ class SparseTensor(Tensor):
 
     def _coalesced_(self, coalesced: bool) -> SparseTensor:
         self._data.coalesced = bool(coalesced)
+        return self
+
+    def zero_(self) -> SparseTensor:
+        """Drop every stored entry in place (``optimizer.zero_grad(set_to_none=False)``)."""
+        if self._grad_fn is not None or (self._rg and _gm.state.enabled):
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation."
+            )
+        storage = self._data
+        xp = _backend.array_module(storage.values)
+        indices = xp.zeros((storage.sparse_dim, 0), dtype=xp.int64)
+        values = xp.zeros((0,) + storage.values.shape[1:], dtype=storage.values.dtype)
+        self._data = SparseStorage(indices, values, storage.shape, True)
+        self._vc[0] += 1
         return self
 
     def is_contiguous(self, memory_format=None) -> bool:
