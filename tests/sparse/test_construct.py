@@ -121,3 +121,10 @@ def test_invariant_checks_can_be_enabled_globally():
             ember.sparse_coo_tensor(INDICES, VALUES, (1, 3))
     assert not ember.sparse.check_sparse_tensor_invariants.is_enabled()
     ember.sparse_coo_tensor(INDICES, VALUES, (1, 3))  # unchecked, as PyTorch by default
+    ember.sparse.check_sparse_tensor_invariants.enable()
+    try:
+        with pytest.raises(RuntimeError, match="for dim 0, size is 1 but found index 1"):
+            ember.sparse_coo_tensor(INDICES, VALUES, (1, 3))
+        ember.sparse_coo_tensor(INDICES, VALUES, (1, 3), check_invariants=False)
+    finally:
+        ember.sparse.check_sparse_tensor_invariants.disable()

@@ -110,3 +110,14 @@ def test_dense_mm_with_mismatched_sparse_operand_raises():
     s = ember.sparse_coo_tensor(INDICES, VALUES, (2, 3))
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         ember.mm(s, ember.ones(2, 2))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_dense_mm_with_a_sparse_operand_in_other_dtypes(dtype):
+    dt = getattr(ember, dtype)
+    s = ember.sparse_coo_tensor(INDICES, VALUES, (2, 3), dtype=dt)
+    d = ember.tensor(DENSE).to(dt)
+    want = ember.mm(s.to_dense(), d)
+    for got in (ember.mm(s, d), ember.mm(d.t(), s.t()).t(), ember.sparse.mm(s, d)):
+        assert got.dtype is dt
+        np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=1e-3)

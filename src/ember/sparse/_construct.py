@@ -25,14 +25,15 @@ class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
     _state = threading.local()
 
     def __init__(self, enable: bool = True):
-        self.enable = enable
+        self.state = enable
+        self.saved_state = None
 
     @staticmethod
     def is_enabled() -> bool:
         return getattr(check_sparse_tensor_invariants._state, "on", False)
 
     @staticmethod
-    def enable() -> None:  # noqa: F811 - PyTorch has both the method and the field
+    def enable() -> None:
         check_sparse_tensor_invariants._state.on = True
 
     @staticmethod
@@ -40,12 +41,12 @@ class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
         check_sparse_tensor_invariants._state.on = False
 
     def __enter__(self):
-        self._saved = check_sparse_tensor_invariants.is_enabled()
-        check_sparse_tensor_invariants._state.on = self.__dict__["enable"]
+        self.saved_state = check_sparse_tensor_invariants.is_enabled()
+        check_sparse_tensor_invariants._state.on = self.state
         return self
 
     def __exit__(self, *exc):
-        check_sparse_tensor_invariants._state.on = self._saved
+        check_sparse_tensor_invariants._state.on = self.saved_state
 
 
 def _as_tensor(data, dtype=None) -> Tensor:

@@ -94,6 +94,10 @@ class SparseStorage:
     def copy(self) -> SparseStorage:
         return SparseStorage(self.indices.copy(), self.values.copy(), self.shape, self.coalesced)
 
+    def astype(self, dtype, copy: bool = True) -> SparseStorage:
+        """Cast the values (the dense matmul widens 2-byte floats this way)."""
+        return SparseStorage(self.indices, self.values.astype(dtype), self.shape, self.coalesced)
+
     # --- every other array entry point: a clear error naming the kernel -------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if ufunc is np.matmul and method == "__call__" and not kwargs and len(inputs) == 2:
@@ -146,6 +150,8 @@ def module_of(data):
 
 class SparseKernels:
     """What ``array_module`` answers for a sparse storage: ``matmul``, and clear errors."""
+
+    __name__ = "ember.sparse kernels"  # read by code that asks which array module it has
 
     def matmul(self, a, b, *args, **kwargs):
         return matmul_kernel(a, b)
