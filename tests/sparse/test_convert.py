@@ -23,6 +23,13 @@ def test_to_dense_gradient_is_sparse_on_the_coalesced_pattern(torch_sparse):
     same_repr(e.grad, t.grad)
 
 
+def test_unmasked_to_dense_gradient_holds_every_nonzero(torch_sparse):
+    e, t = pair(torch_sparse, requires_grad=True)
+    (e.to_dense(masked_grad=False) * ember.arange(6.0).reshape(2, 3)).sum().backward()
+    (t.to_dense(masked_grad=False) * torch_sparse.arange(6.0).reshape(2, 3)).sum().backward()
+    same_repr(e.grad, t.grad)
+
+
 def test_gradient_reaches_the_values_tensor(torch_sparse):
     v = ember.tensor(VALUES, requires_grad=True)
     tv = torch_sparse.tensor(VALUES, requires_grad=True)

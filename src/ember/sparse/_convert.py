@@ -20,16 +20,19 @@ def _not_sparse(op: str, what: str = "sparse coordinate tensor") -> RuntimeError
 
 # --- sparse -> dense ------------------------------------------------------------------------
 class ToDenseBackward0(Node):
-    """to_dense: the gradient of the sparse input is the dense gradient at its pattern."""
+    """to_dense: the gradient of the sparse input is the dense gradient at its pattern
+    (``masked_grad=False``: every nonzero of the dense gradient)."""
 
     def backward(self, g):
         storage = self.storage
+        if not self.masked:
+            return to_sparse(g)
         return sparse_mask(g, coalesced_indices(storage), storage.shape)
 
 
 def to_dense(self: Tensor, dtype=None, *, masked_grad=None) -> Tensor:
     """The dense tensor a sparse one stands for (duplicates summed); dense tensors return
-    themselves.
+    themselves. ``masked_grad`` (default True) keeps the gradient on the input's pattern.
 
     Example::
         >>> ember.sparse_coo_tensor([[0, 1]], [2.0, 3.0], (3,)).to_dense()
@@ -40,7 +43,8 @@ def to_dense(self: Tensor, dtype=None, *, masked_grad=None) -> Tensor:
     if dtype is not None:
         raise RuntimeError("dtype argument is not supported by sparse_to_dense")
     out = wrap(dense_array(self._data))
-    return record(ToDenseBackward0, out, (self,), storage=self._data)
+    masked = masked_grad is None or bool(masked_grad)
+    return record(ToDenseBackward0, out, (self,), storage=self._data, masked=masked)
 
 
 # --- dense -> sparse ------------------------------------------------------------------------
