@@ -23,6 +23,7 @@ from . import (
     backends,
     cuda,
     linalg,
+    sparse,
 )
 from ._backend import (
     device,
@@ -355,6 +356,10 @@ __version__ = "0.1.0"
 from . import _out  # noqa: E402
 
 _out.install(globals())  # out= on the functions that take it in PyTorch
+
+from .sparse import hspmm, smm, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+
+sparse.install()  # sparse COO methods on Tensor, layouts; runs once, never per op
 
 from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
