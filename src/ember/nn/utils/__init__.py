@@ -1,7 +1,7 @@
 """ember.nn.utils: gradient clipping, parameter vectors, sequences (rnn), reparametrizations
 (parametrize, parametrizations, weight_norm, spectral_norm), BatchNorm fusion, skip_init."""
 
-from . import parametrizations, parametrize, rnn, stateless
+from . import parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
