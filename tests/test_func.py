@@ -1,6 +1,7 @@
 """ember.func with nested arguments (dicts of parameters, as with functional_call)."""
 
 import numpy as np
+import pytest
 
 import ember
 from ember import nn
@@ -45,3 +46,13 @@ def test_hessian_result_carries_no_graph_like_torch_func():
     h = hessian(lambda v: (v**3).sum())(ember.tensor([1.0, 2.0]))
     assert h.grad_fn is None and not h.requires_grad
     assert h.tolist() == [[6.0, 0.0], [0.0, 12.0]]
+
+
+def test_jacrev_with_aux_returns_the_aux_as_torch(torch_mod):
+    def f(m):
+        return lambda x: (x.sin() * 2, x.cos().sum())
+
+    e_jac, e_aux = ember.func.jacrev(f(ember), has_aux=True)(ember.tensor([1.0, 2.0]))
+    t_jac, t_aux = torch_mod.func.jacrev(f(torch_mod), has_aux=True)(torch_mod.tensor([1.0, 2.0]))
+    np.testing.assert_allclose(e_jac.numpy(), t_jac.numpy(), rtol=1e-6)
+    assert e_aux.item() == pytest.approx(t_aux.item())

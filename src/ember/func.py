@@ -146,20 +146,31 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
 
 
 def jacrev(func, argnums=0, has_aux: bool = False):
+    """The Jacobian of ``func`` w.r.t. ``argnums`` in reverse mode; with ``has_aux``,
+    ``(jacobian, aux)`` where ``func`` returned ``(output, aux)``."""
+
     def wrapper(*args):
         nums = _argnums(argnums)
+        auxes = []
 
         def partial(*chosen):
             full = list(args)
             for i, c in zip(nums, chosen):
                 full[i] = c
             out = func(*full)
-            return out[0] if has_aux else out
+            if has_aux:
+                auxes.append(out[1])
+                return out[0]
+            return out
 
         nested = any(isinstance(args[i], Tensor) and args[i].requires_grad for i in nums)
         jac = _F.jacobian(partial, tuple(args[i] for i in nums), create_graph=nested)
         if isinstance(argnums, int):
             jac = jac[0] if isinstance(jac, tuple) and not isinstance(jac, Tensor) else jac
+        if has_aux:
+            aux = auxes[0]
+            aux = aux.detach() if isinstance(aux, Tensor) and not nested else aux
+            return jac, aux
         return jac
 
     return wrapper
