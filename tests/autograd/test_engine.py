@@ -315,3 +315,15 @@ def test_grad_mode_decorators_without_parentheses():
     assert not doubled(x).requires_grad
     with ember.no_grad():
         assert tripled(x).requires_grad
+
+
+def test_engine_switches_report_what_programs_set(torch_mod):
+    assert (
+        ember.autograd.is_multithreading_enabled() is torch_mod.autograd.is_multithreading_enabled()
+    )
+    assert ember.autograd.is_view_replay_enabled() is torch_mod.autograd.is_view_replay_enabled()
+    with ember.autograd.set_multithreading_enabled(False):
+        assert ember.autograd.is_multithreading_enabled() is False
+    assert ember.autograd.is_multithreading_enabled() is True
+    assert ember.autograd.profiler.record_function is ember.profiler.record_function
+    assert ember.autograd.anomaly_mode.detect_anomaly is ember.autograd.detect_anomaly

@@ -18,6 +18,12 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .threading_modes import (
+    _force_original_view_tracking,
+    is_multithreading_enabled,
+    is_view_replay_enabled,
+    set_multithreading_enabled,
+)
 from .variable import Variable
 
 
@@ -229,6 +235,7 @@ def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unu
     return tuple(stack(p) for p in per_input)
 
 
+from . import anomaly as anomaly_mode  # noqa: E402
 from . import forward_ad, graph  # noqa: E402  (functional is imported by ember/__init__, after Tensor)
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
@@ -253,3 +260,12 @@ __all__ = [
     "is_anomaly_check_nan_enabled",
     "graph",
 ]
+
+
+def __getattr__(name: str):
+    # torch.autograd.profiler is ember's profiler (loaded on first use, as ember.profiler)
+    if name == "profiler":
+        import importlib
+
+        return importlib.import_module("ember.profiler")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
