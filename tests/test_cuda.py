@@ -354,3 +354,31 @@ def test_gpu_autocast_and_grad_scaler():
     scaler.step(opt)
     scaler.update()
     assert scaler.get_scale() == 2.0**16
+
+
+@pytest.mark.skipif(ember.cuda.is_available(), reason="answers of a machine without a GPU")
+def test_remaining_cuda_names_answer_as_torchs_cpu_build(torch_mod):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        assert ember.cuda.memory_cached() == torch_mod.cuda.memory_cached() == 0
+        assert ember.cuda.max_memory_cached() == torch_mod.cuda.max_memory_cached() == 0
+    with pytest.warns(FutureWarning, match="renamed to torch.cuda.memory_reserved"):
+        ember.cuda.memory_cached()
+    assert ember.cuda.memory_stats_as_nested_dict() == torch_mod.cuda.memory_stats_as_nested_dict()
+    assert ember.cuda.is_tf32_supported() is torch_mod.cuda.is_tf32_supported() is False
+    assert ember.cuda.get_rng_state_all() == torch_mod.cuda.get_rng_state_all() == []
+    ember.cuda.seed_all()
+    ember.cuda.set_stream(None)
+    for name, args in [
+        ("initial_seed", ()),
+        ("get_rng_state", ()),
+        ("get_per_process_memory_fraction", ()),
+        ("set_per_process_memory_fraction", (0.5,)),
+        ("can_device_access_peer", (0, 1)),
+    ]:
+        with pytest.raises(AssertionError, match="not compiled with CUDA enabled"):
+            getattr(ember.cuda, name)(*args)
+    assert not isinstance(ember.zeros(1), ember.cuda.FloatTensor)
+    assert repr(ember.cuda.LongTensor) == "<class 'ember.cuda.LongTensor'>"

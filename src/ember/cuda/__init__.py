@@ -13,6 +13,23 @@ Example::
 from __future__ import annotations
 
 from .. import _backend
+from ._compat import (
+    can_device_access_peer,
+    get_per_process_memory_fraction,
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    is_tf32_supported,
+    max_memory_cached,
+    memory_cached,
+    memory_stats_as_nested_dict,
+    reset_max_memory_cached,
+    seed_all,
+    set_per_process_memory_fraction,
+    set_rng_state,
+    set_rng_state_all,
+    set_stream,
+)
 from ._memory import (
     empty_cache,
     max_memory_allocated,
@@ -242,6 +259,10 @@ def seed() -> None:
 
 
 def __getattr__(name: str):
+    from .._legacy import CUDA_TYPES
+
+    if name in CUDA_TYPES:  # ember.cuda.FloatTensor ...
+        return CUDA_TYPES[name]
     if name == "amp":
         import importlib
 
