@@ -234,6 +234,7 @@ from .ops.shape import (
 )
 from .ops.shape_composites import (
     as_strided,
+    as_strided_scatter,
     atleast_3d,
     cartesian_prod,
     column_stack,
@@ -246,6 +247,7 @@ from .ops.shape_composites import (
     hsplit,
     index_copy,
     meshgrid,
+    nonzero_static,
     put,
     ravel,
     rot90,

@@ -141,6 +141,67 @@ def grid_sampler(input, grid, interpolation_mode: int, padding_mode: int, align_
     )
 
 
+def grid_sampler_2d(input, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+grid_sampler_3d = grid_sampler_2d
+
+
+def embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float):
+    """Rescale in place the rows of ``weight`` named by ``indices`` whose ``norm_type``-norm
+    exceeds ``max_norm`` (what ``nn.Embedding(max_norm=...)`` does before a lookup)."""
+    from .autograd.grad_mode import no_grad
+
+    with no_grad():
+        rows = indices.reshape(-1).unique()
+        picked = weight.index_select(0, rows)
+        norms = picked.norm(norm_type, dim=1, keepdim=True)
+        scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+        weight.index_copy_(0, rows, picked * scale)
+    return weight
+
+
+def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
+    """The ``pow``-norm of ``v`` over every dim but ``dim`` (kept, the others of size 1); over
+    all of ``v`` for ``dim=-1`` (weight normalisation's norm)."""
+    if dim == -1:
+        return v.norm(pow)
+    others = tuple(d for d in builtins.range(v.dim()) if d != dim % v.dim())
+    return v.norm(pow, dim=others, keepdim=True)
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)`` (eager, as PyTorch
+    runs ``torch.cond`` outside compilation)."""
+    value = bool(pred.item() if isinstance(pred, Tensor) else pred)
+    return (true_fn if value else false_fn)(*operands)
+
+
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """The Q of a QR from Householder reflectors (``linalg.householder_product``)."""
+    from . import linalg
+
+    return linalg.householder_product(input, tau)
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (a view for real tensors)."""
+    return input.mH
+
+
+def _view_as_real(x):
+    from .ops.complex import view_as_real
+
+    return view_as_real(x)
+
+
+def _view_as_complex(x):
+    from .ops.complex import view_as_complex
+
+    return view_as_complex(x)
+
+
 def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
     return _F().affine_grid(theta, list(size), align_corners)
 
@@ -207,6 +268,10 @@ _COPY_VIEWS = {
     "unfold_copy": lambda x, *a: x.unfold(*a),
     "unsqueeze_copy": lambda x, *a: x.unsqueeze(*a),
     "view_copy": lambda x, *a: x.view(*a),
+    "indices_copy": lambda x: x.indices(),
+    "values_copy": lambda x: x.values(),
+    "view_as_real_copy": lambda x: _view_as_real(x),
+    "view_as_complex_copy": lambda x: _view_as_complex(x),
 }
 globals().update({name: _copy_of(name, view) for name, view in _COPY_VIEWS.items()})
 

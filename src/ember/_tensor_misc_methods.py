@@ -350,3 +350,41 @@ def as_subclass(self: Tensor, cls) -> Tensor:
 
 
 T.as_subclass = as_subclass
+
+
+def _removed_method(name: str):
+    from ._functional_aliases import eig, lstsq, solve, symeig
+
+    return {"eig": eig, "lstsq": lstsq, "solve": solve, "symeig": symeig}[name]
+
+
+for _name in ("eig", "lstsq", "solve", "symeig"):  # removed in 1.9: raise PyTorch's message
+    setattr(T, _name, _removed_method(_name))
+T.adjoint = lambda self: self.mH
+T.is_distributed = lambda self: False
+T.const_data_ptr = lambda self: self.data_ptr()
+T.nonzero_static = lambda self, *, size, fill_value=-1: _shape_composites().nonzero_static(
+    self, size=size, fill_value=fill_value
+)
+T.as_strided_scatter = lambda self, src, size, stride, storage_offset=None: (
+    _shape_composites().as_strided_scatter(self, src, size, stride, storage_offset)
+)
+
+
+def _shape_composites():
+    from .ops import shape_composites
+
+    return shape_composites
+
+
+def is_set_to(self: Tensor, tensor: Tensor) -> bool:
+    """Same memory, shape and strides (what ``set_`` would have made them share)."""
+    a, b = self._data, tensor._data
+    return (
+        a.shape == b.shape
+        and a.strides == b.strides
+        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+    )
+
+
+T.is_set_to = is_set_to

@@ -398,3 +398,33 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     flat = input.reshape(-1)
     out = index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
     return out.reshape(input.shape)
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=None) -> Tensor:
+    """A copy of ``input`` with ``src`` written where ``as_strided(input, size, stride,
+    storage_offset)`` would look (differentiable in both)."""
+    xp = array_module(input._data)
+    positions = as_strided(
+        wrap(xp.arange(input.numel(), dtype=dt.int64.np)), size, stride, storage_offset
+    )
+    if tuple(src.shape) != tuple(positions.shape):
+        raise RuntimeError(
+            f"expected src to have a size equal to the slice of self. src size = "
+            f"{list(src.shape)}, slice size = {list(positions.shape)}"
+        )
+    flat = index_put(input.reshape(-1), (positions.reshape(-1),), src.reshape(-1))
+    return flat.reshape(input.shape)
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """``nonzero`` with exactly ``size`` rows: cut, or padded with ``fill_value``."""
+    from .indexing import nonzero
+
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    found = nonzero(input)._data
+    xp = array_module(found)
+    out = xp.full((size, found.shape[1]), fill_value, dtype=found.dtype)
+    count = builtins.min(size, found.shape[0])
+    out[:count] = found[:count]
+    return wrap(out)
