@@ -263,4 +263,5 @@ class Softmax2d(Module):
             )
         return F.softmax(input, -3)
 
+
 from .transformer import MultiheadAttention  # noqa: E402,F401  (torch.nn.modules.activation has it)
