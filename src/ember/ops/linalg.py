@@ -516,7 +516,13 @@ class LinearBackward0(Node):
         if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
             x, w = conj_of(x), conj_of(w)
         edges = self._edges
-        gx = g @ w if edges[0] is not None else None
+        gx = None
+        if edges[0] is not None:
+            if g.dim() > 2:  # one 2-D GEMM over the flattened leading dims (see linear)
+                rows = math.prod(g.shape[:-1])
+                gx = (g.reshape(rows, g.shape[-1]) @ w).reshape(tuple(g.shape[:-1]) + (w.shape[1],))
+            else:
+                gx = g @ w
         gw = gb = None
         if edges[1] is not None or (len(edges) > 2 and edges[2] is not None):
             rows = math.prod(g.shape[:-1])  # explicit: -1 cannot be inferred next to a 0
@@ -539,7 +545,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         )
     _same_dtype("linear", input, weight)
     xp = array_module(x)
-    out = gemm(xp, x, w.T)
+    if x.ndim > 2 and x.flags.c_contiguous:
+        # (..., in) as one (rows, in) GEMM: NumPy's batched matmul runs one small GEMM per
+        # leading index, several times slower for the 3-D inputs of sequence models
+        out = gemm(xp, x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+    else:
+        out = gemm(xp, x, w.T)
     if bias is not None:
         if bias._data.dtype != out.dtype:
             raise RuntimeError(
