@@ -1,21 +1,120 @@
-"""``ember.onnx``: importable so that programs which import it run; export is not there yet.
+"""``ember.onnx``: export ember models to ONNX files that ONNX Runtime runs anywhere.
 
-``export`` raises a clear error until ember's ONNX exporter lands (it will write files with
-the ``onnx`` package and check them in ONNX Runtime).
+``export`` runs the model once on example inputs while ember's op calls are recorded, maps
+each recorded op to ONNX operators through one table (``ember.onnx._symbolics.SYMBOLICS``),
+checks the graph with ``onnx.checker`` and shape inference and writes it. It needs the
+``onnx`` package (``pip install ember[onnx]``); ``import ember.onnx`` alone does not.
 """
 
 from __future__ import annotations
 
+import enum
+import os
+from typing import IO, Any
 
-class OnnxExporterError(RuntimeError):
-    """Raised when a model cannot be exported to ONNX."""
-
-
-def is_in_onnx_export() -> bool:
-    return False
+from ._state import OnnxExporterError, TracerWarning, is_in_onnx_export
 
 
-def export(model, args=(), f=None, *unused, **kwargs):
-    raise OnnxExporterError(
-        "ember.onnx.export is not implemented yet: ember cannot write ONNX files in this version"
-    )
+class TrainingMode(enum.IntEnum):
+    """Which mode the model runs in while it is exported (torch.onnx's enum)."""
+
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+def export(
+    model,
+    args: Any = (),
+    f: str | os.PathLike | IO[bytes] | None = None,
+    *,
+    kwargs: dict | None = None,
+    export_params: bool = True,
+    verbose: bool = False,
+    input_names: list[str] | None = None,
+    output_names: list[str] | None = None,
+    opset_version: int | None = None,
+    dynamic_axes: dict | None = None,
+    do_constant_folding: bool = True,
+    training: TrainingMode = TrainingMode.EVAL,
+    dynamo: bool = False,
+    keep_initializers_as_inputs: bool | None = None,
+    **unused: Any,
+) -> None:
+    """Export ``model`` run on ``args`` to the ONNX file ``f`` (a path or a binary file).
+
+    The model runs once (in eval mode unless ``training`` says otherwise); every ember op it
+    calls on values computed from the inputs becomes ONNX nodes, everything else (parameters,
+    buffers, values computed from constants) becomes initializers, so constants are always
+    folded. ``dynamic_axes`` maps an input or output name to the axes (a list, or a dict
+    axis -> name) that may change size; batch and sequence axes stay dynamic through the
+    graph. Python control flow that reads a value computed from an input is traced as taken,
+    with a ``TracerWarning``. Ops without an ONNX mapping raise ``OnnxExporterError`` naming
+    the op and the source line. ``opset_version`` defaults to 17 and may be 17 to the newest
+    the installed ``onnx`` knows. ``dynamo`` is accepted and ignored (one exporter).
+
+    Example::
+        >>> model = ember.nn.Sequential(ember.nn.Linear(4, 2), ember.nn.ReLU())
+        >>> ember.onnx.export(model, (ember.randn(1, 4),), "model.onnx",
+        ...                   input_names=["x"], output_names=["y"],
+        ...                   dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    """
+    from ._export import build_model, write_model
+
+    if f is None:
+        raise TypeError("ember.onnx.export: f (a path or a binary file object) is required")
+    modes = _set_training(model, training)
+    try:
+        onnx_model = build_model(
+            model,
+            args,
+            kwargs=kwargs,
+            input_names=input_names,
+            output_names=output_names,
+            dynamic_axes=dynamic_axes,
+            opset_version=opset_version,
+            export_params=export_params,
+        )
+    finally:
+        for module, mode in modes:
+            module.training = mode
+    if verbose:
+        import onnx
+
+        print(onnx.helper.printable_graph(onnx_model.graph))
+    write_model(onnx_model, f)
+
+
+def _set_training(model, training) -> list:
+    """Put ``model`` in the mode ``training`` asks for; the modes to restore afterwards."""
+    if not hasattr(model, "modules") or training == TrainingMode.PRESERVE:
+        return []
+    modes = [(m, m.training) for m in model.modules()]
+    model.train(training == TrainingMode.TRAINING)
+    return modes
+
+
+def is_onnxrt_backend_supported() -> bool:
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+__all__ = [
+    "OnnxExporterError",
+    "OperatorExportTypes",
+    "TracerWarning",
+    "TrainingMode",
+    "export",
+    "is_in_onnx_export",
+    "is_onnxrt_backend_supported",
+]

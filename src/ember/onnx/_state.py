@@ -1,0 +1,19 @@
+"""What the rest of ember may ask about an export without importing the ``onnx`` package."""
+
+from __future__ import annotations
+
+exporting: list = []  # non-empty while ``ember.onnx.export`` runs a model
+
+
+class OnnxExporterError(RuntimeError):
+    """Raised when a model cannot be exported to ONNX."""
+
+
+class TracerWarning(UserWarning):
+    """The export read a value computed from an input into Python (``if x.sum() > 0``,
+    ``x.item()``): the graph holds the path taken for the example input only."""
+
+
+def is_in_onnx_export() -> bool:
+    """True while ``ember.onnx.export`` runs the model."""
+    return bool(exporting)
