@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import os
+import warnings
 from typing import IO, Any
 
 from ._state import OnnxExporterError, TracerWarning, is_in_onnx_export
@@ -88,7 +89,10 @@ def export(
     if verbose:
         import onnx
 
-        print(onnx.helper.printable_graph(onnx_model.graph))
+        with warnings.catch_warnings():  # printable_graph shows initializer shapes, not data
+            warnings.simplefilter("ignore", DeprecationWarning)
+            text = onnx.helper.printable_graph(onnx_model.graph)
+        print(text)
     write_model(onnx_model, f)
 
 

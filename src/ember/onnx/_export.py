@@ -16,6 +16,7 @@ import io
 import os
 import sys
 import tempfile
+import threading
 import warnings
 
 from .._tensor import Tensor
@@ -111,10 +112,11 @@ class _Recorder:
     def __init__(self, graph: GraphBuilder):
         self.graph = graph
         self.depth = 0
+        self.thread = threading.get_ident()
 
     def run_op(self, entry, args, kwargs):
         fn, name = entry
-        if self.depth:
+        if self.depth or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
         self.depth += 1
         try:
