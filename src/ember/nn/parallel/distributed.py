@@ -1,16 +1,303 @@
-"""``nn.parallel.DistributedDataParallel``: needs an initialised process group."""
+"""``nn.parallel.DistributedDataParallel``: average gradients over the ranks of a process group.
+
+At wrap, rank 0's parameters and buffers are broadcast to every rank. Parameters are grouped into
+buckets of about ``bucket_cap_mb`` in reverse registration order (the order backward produces
+their gradients). A post-accumulate-grad hook on each parameter counts the bucket down; a full
+bucket is copied into one flat array and a non-blocking allreduce starts on it while backward
+goes on. When the last bucket has started, every bucket is waited for, divided by the world size
+and written back into the ``.grad`` of its parameters. Buckets start in index order on every rank
+so the collectives match across ranks.
+"""
 
 from __future__ import annotations
 
+import contextlib
+
+import numpy as np
+
 from ..modules.module import Module
+
+_UNFINISHED_REDUCTION = (
+    "Expected to have finished reduction in the prior iteration before starting a new one. This "
+    "error indicates that your module has parameters that were not used in producing loss. You "
+    "can enable unused parameter detection by passing the keyword argument "
+    "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by \n"
+    "making sure all `forward` function outputs participate in calculating loss. \n"
+    "If you already have done the above, then the distributed data parallel module wasn't able "
+    "to locate the output tensors in the return value of your module's `forward` function. "
+    "Please include the loss function and the structure of the return value of `forward` of "
+    "your module when reporting this issue (e.g. list, dict, iterable).\n"
+    "Parameter indices which did not receive grad for rank {rank}: {indices}"
+)
+
+
+class _Bucket:
+    """Parameters whose gradients travel in one allreduce."""
+
+    __slots__ = ("params", "offsets", "size", "dtype", "left", "flat", "work")
+
+    def __init__(self, params: list, dtype):
+        self.params = params
+        self.dtype = dtype
+        self.offsets, total = [], 0
+        for p in params:
+            self.offsets.append(total)
+            total += p._data.size
+        self.size = total
+        self.left = len(params)
+        self.flat = None
+        self.work = None
+
+
+def _coalesced_broadcast(comm, tensors: list, root: int = 0) -> None:
+    """Broadcast many arrays as one message per dtype, in place."""
+    by_dtype: dict = {}
+    for t in tensors:
+        by_dtype.setdefault(t._data.dtype.str, []).append(t)
+    for group in by_dtype.values():
+        flat = np.concatenate([np.ravel(t._data) for t in group])
+        comm.Bcast(flat.reshape(-1).view(np.uint8), root)
+        at = 0
+        for t in group:
+            n = t._data.size
+            np.copyto(t._data, flat[at : at + n].reshape(t._data.shape))
+            t._vc[0] += 1
+            at += n
 
 
 class DistributedDataParallel(Module):
-    def __init__(self, module: Module, *args, **kwargs):
+    """Data parallelism over a process group: each rank runs ``module`` on its share of a batch.
+
+    Example::
+        >>> dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500",
+        ...                         world_size=2, rank=rank)
+        >>> model = DistributedDataParallel(Net())
+        >>> loss_fn(model(x_of_this_rank), y_of_this_rank).backward()   # grads averaged
+    """
+
+    def __init__(
+        self,
+        module: Module,
+        device_ids=None,
+        output_device=None,
+        dim: int = 0,
+        broadcast_buffers: bool = True,
+        process_group=None,
+        bucket_cap_mb: float | None = None,
+        find_unused_parameters: bool = False,
+        check_reduction: bool = False,
+        gradient_as_bucket_view: bool = False,
+        static_graph: bool = False,
+        delay_all_reduce_named_params=None,
+        param_to_hook_all_reduce=None,
+        mixed_precision=None,
+        device_mesh=None,
+    ):
         super().__init__()
-        # ember.distributed (process groups over MPI/NCCL) has not landed yet: no process group
-        # can exist, which is the error PyTorch gives for a DDP built without one.
-        raise ValueError(
-            "Default process group has not been initialized, please make sure to call "
-            "init_process_group. (ember.distributed is not available yet.)"
-        )
+        from ...distributed.process_group import _default_group
+
+        pg = process_group if process_group is not None else _default_group()
+        params = []
+        for p in module.parameters():
+            if p.requires_grad and all(p is not q for q in params):
+                params.append(p)
+        if not params:
+            raise RuntimeError(
+                "DistributedDataParallel is not needed when a module doesn't have any parameter "
+                "that requires a gradient."
+            )
+        self.module = module
+        self.process_group = pg
+        self.device_ids = list(device_ids) if device_ids else None
+        self.output_device = output_device
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.static_graph = static_graph
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
+        self._params = params
+        self._check_same_shapes(pg, params)
+        _coalesced_broadcast(pg.comm, params + list(module.buffers()))
+        self._buckets, self._where = self._make_buckets(params)
+        self._syncing = False  # a backward whose gradients must be reduced is expected
+        self._next_bucket = 0
+        self._ready = [False] * len(params)
+        self._hooks = [
+            p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(params)
+        ]
+
+    # --- setup ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_same_shapes(pg, params) -> None:
+        shapes = [tuple(p.shape) for p in params]
+        everyone = pg.comm.allgather(shapes)
+        for rank, theirs in enumerate(everyone):
+            if theirs != shapes:
+                raise RuntimeError(
+                    f"DDP expects same model across all ranks, but rank {pg.rank()} has "
+                    f"parameter shapes {shapes} and rank {rank} has {theirs}"
+                )
+
+    def _make_buckets(self, params):
+        buckets, where, current, size = [], {}, [], 0
+        order = list(reversed(range(len(params))))
+        for i in order:
+            p = params[i]
+            nbytes = p._data.nbytes
+            if current and (
+                size + nbytes > self.bucket_bytes_cap
+                or params[current[0]]._data.dtype != p._data.dtype
+            ):
+                buckets.append(current)
+                current, size = [], 0
+            current.append(i)
+            size += nbytes
+        if current:
+            buckets.append(current)
+        made = []
+        for b, indices in enumerate(buckets):
+            bucket = _Bucket([params[i] for i in indices], params[indices[0]]._data.dtype)
+            made.append(bucket)
+            for slot, i in enumerate(indices):
+                where[i] = (b, slot)
+        return made, where
+
+    # --- forward ----------------------------------------------------------------------------
+
+    def forward(self, *inputs, **kwargs):
+        from ...autograd.grad_mode import is_grad_enabled
+
+        if self._syncing and any(self._ready):
+            missing = [i for i, r in enumerate(self._ready) if not r]
+            raise RuntimeError(
+                _UNFINISHED_REDUCTION.format(rank=self.process_group.rank(), indices=missing)
+            )
+        if self.broadcast_buffers and self.require_forward_param_sync:
+            buffers = list(self.module.buffers())
+            if buffers and self.process_group.size() > 1:
+                _coalesced_broadcast(self.process_group.comm, buffers)
+        output = self.module(*inputs, **kwargs)
+        self._reset()
+        self._syncing = is_grad_enabled() and self.require_backward_grad_sync
+        if self._syncing and self.find_unused_parameters:
+            used = _leaves_reached(output)
+            for i, p in enumerate(self._params):
+                if id(p) not in used:
+                    self._mark_ready(i)
+        return output
+
+    def _reset(self) -> None:
+        self._next_bucket = 0
+        self._ready = [False] * len(self._params)
+        for bucket in self._buckets:
+            bucket.left = len(bucket.params)
+            bucket.flat = bucket.work = None
+
+    # --- backward: hooks, buckets, write-back ------------------------------------------------
+
+    def _make_hook(self, index: int):
+        def hook(param) -> None:
+            if self._syncing and not self._ready[index]:
+                self._mark_ready(index)
+
+        return hook
+
+    def _mark_ready(self, index: int) -> None:
+        self._ready[index] = True
+        b, _ = self._where[index]
+        self._buckets[b].left -= 1
+        # start buckets strictly in order so every rank issues the same collectives in turn
+        while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].left == 0:
+            self._start(self._buckets[self._next_bucket])
+            self._next_bucket += 1
+        if self._next_bucket == len(self._buckets):
+            self._finish()
+
+    def _start(self, bucket: _Bucket) -> None:
+        from mpi4py import MPI
+
+        flat = np.zeros(bucket.size, bucket.dtype)
+        for p, at in zip(bucket.params, bucket.offsets):
+            g = p._grad
+            if g is not None:
+                flat[at : at + p._data.size] = np.ravel(g._data)
+        bucket.flat = flat
+        bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, flat, MPI.SUM)
+
+    def _finish(self) -> None:
+        from ..._tensor import Tensor
+
+        n = self.process_group.size()
+        for bucket in self._buckets:
+            bucket.work.Wait()
+            flat = bucket.flat
+            flat /= n
+            for p, at in zip(bucket.params, bucket.offsets):
+                part = flat[at : at + p._data.size].reshape(p._data.shape)
+                g = p._grad
+                if g is None:
+                    if self.find_unused_parameters and not part.any():
+                        continue  # unused on every rank: the gradient stays None, as in torch
+                    p.grad = Tensor._wrap(part.copy())
+                elif g._data.flags.writeable and g._data.dtype == part.dtype:
+                    np.copyto(g._data, part)
+                    g._vc[0] += 1
+                else:
+                    p.grad = Tensor._wrap(part.astype(g._data.dtype))
+            bucket.flat = bucket.work = None
+        self._syncing = False
+        self._ready = [False] * len(self._params)
+
+    # --- user controls ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Accumulate gradients locally; the first backward after the block averages them all.
+
+        Example::
+            >>> with ddp.no_sync():
+            ...     ddp(x1).sum().backward()     # no communication
+            >>> ddp(x2).sum().backward()         # averages the sum of both gradients
+        """
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
+
+
+def _leaves_reached(output) -> set:
+    """``id``s of the leaf tensors the autograd graph of ``output`` leads to."""
+    from ..._tensor import Tensor
+
+    tensors, stack = [], [output]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            tensors.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    reached, seen = set(), set()
+    nodes = [t.grad_fn for t in tensors if t.grad_fn is not None]
+    for t in tensors:
+        if t.grad_fn is None and t.requires_grad:
+            reached.add(id(t))
+    while nodes:
+        node = nodes.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            reached.add(id(variable))
+        for edge in getattr(node, "_edges", ()) or ():
+            if edge is not None:
+                nodes.append(edge[0])
+    return reached

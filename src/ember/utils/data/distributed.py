@@ -23,11 +23,14 @@ class DistributedSampler(Sampler):
         drop_last: bool = False,
     ) -> None:
         if num_replicas is None or rank is None:
-            # ember.distributed (process groups) is not there yet: the world must be given
-            raise RuntimeError(
-                "Requires distributed package to be available: pass num_replicas and rank "
-                "explicitly (ember.distributed is not available yet)"
-            )
+            from ... import distributed as dist
+
+            if not dist.is_available():
+                raise RuntimeError("Requires distributed package to be available")
+            if num_replicas is None:
+                num_replicas = dist.get_world_size()
+            if rank is None:
+                rank = dist.get_rank()
         if rank >= num_replicas or rank < 0:
             raise ValueError(
                 f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"

@@ -1,0 +1,66 @@
+"""``ember.distributed``: process groups and collectives over MPI (mpi4py).
+
+The CPU backends ``"gloo"`` and ``"mpi"`` both run on MPI, so PyTorch scripts that ask for gloo
+run unchanged. Start one process per rank with ``ember.multiprocessing.spawn`` (each rank under
+``mpiexec -n 1``) or all at once with ``mpiexec -n N python script.py``.
+
+Example::
+    >>> import ember, ember.distributed as dist
+    >>> dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500",
+    ...                         world_size=2, rank=rank)
+    >>> t = ember.ones(2)
+    >>> dist.all_reduce(t)                    # tensor([2., 2.]) on both ranks
+    >>> dist.destroy_process_group()
+"""
+
+from .collectives import (
+    P2POp,
+    RedOpType,
+    ReduceOp,
+    Work,
+    all_gather,
+    all_gather_into_tensor,
+    all_gather_object,
+    all_reduce,
+    all_to_all,
+    all_to_all_single,
+    barrier,
+    batch_isend_irecv,
+    broadcast,
+    broadcast_object_list,
+    gather,
+    gather_object,
+    irecv,
+    isend,
+    monitored_barrier,
+    recv,
+    reduce,
+    reduce_op,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    scatter,
+    scatter_object_list,
+    send,
+)
+from .process_group import (
+    Backend,
+    GroupMember,
+    ProcessGroup,
+    default_pg_timeout,
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    is_available,
+    is_gloo_available,
+    is_initialized,
+    is_mpi_available,
+    is_nccl_available,
+    is_torchelastic_launched,
+    new_group,
+)

@@ -1,0 +1,257 @@
+"""Process groups: the default world, ``new_group``, and the queries about them.
+
+The CPU backends ``"gloo"`` and ``"mpi"`` are both MPI underneath (mpi4py): ``"gloo"`` is accepted
+so PyTorch scripts run unchanged. Under ``mpiexec -n N`` the world is MPI's own; otherwise the
+ranks meet through ``ember.distributed.rendezvous``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+_NOT_INITIALIZED = (
+    "Default process group has not been initialized, please make sure to call init_process_group."
+)
+default_pg_timeout = datetime.timedelta(minutes=30)
+
+
+class Backend(str):
+    """A backend name: ``Backend("gloo") == "gloo"``."""
+
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    MPI = "mpi"
+    NCCL = "nccl"
+
+    def __new__(cls, name: str):
+        value = name.lower()
+        if value not in ("gloo", "mpi", "nccl", "undefined"):
+            raise ValueError(f"Invalid backend: '{name}'")
+        return str.__new__(cls, value)
+
+
+class ProcessGroup:
+    """A set of ranks sharing one MPI communicator; ``ranks`` are their global ranks in order."""
+
+    def __init__(self, comm, backend: str, ranks: list[int]):
+        self.comm = comm
+        self._backend = backend
+        self._ranks = ranks
+
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+    def size(self) -> int:
+        return self.comm.Get_size()
+
+    def name(self) -> str:
+        return self._backend
+
+    def group_rank(self, global_rank: int) -> int:
+        """This group's rank of a global rank (PyTorch's ``src``/``dst`` are global ranks)."""
+        try:
+            return self._ranks.index(global_rank)
+        except ValueError:
+            raise ValueError(
+                f"Global rank {global_rank} is not part of group {self._ranks}"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup(backend={self._backend!r}, ranks={self._ranks})"
+
+
+class GroupMember:
+    WORLD = None
+    NON_GROUP_MEMBER = object()
+
+
+group = GroupMember  # torch.distributed.group.WORLD
+_world: ProcessGroup | None = None
+_subgroups: list[ProcessGroup] = []
+
+
+def is_available() -> bool:
+    """True when mpi4py (the MPI engine under ember.distributed) can be imported."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def is_initialized() -> bool:
+    return _world is not None
+
+
+def is_mpi_available() -> bool:
+    return is_available()
+
+
+def is_gloo_available() -> bool:
+    return is_available()
+
+
+def is_nccl_available() -> bool:
+    return False
+
+
+def is_torchelastic_launched() -> bool:
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
+
+
+def _timeout_seconds(timeout) -> float:
+    if timeout is None:
+        return default_pg_timeout.total_seconds()
+    if isinstance(timeout, datetime.timedelta):
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+def init_process_group(
+    backend: str | None = None,
+    init_method: str | None = None,
+    timeout: datetime.timedelta | None = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store=None,
+    group_name: str = "",
+    pg_options=None,
+    device_id=None,
+) -> None:
+    """Join this process to the default process group.
+
+    ``backend`` is ``"gloo"`` or ``"mpi"`` (both MPI underneath) or None (the CPU backend).
+    ``init_method`` is ``"env://"`` (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``)
+    or ``"tcp://host:port"``. Each rank must have been started by an MPI process manager:
+    ``ember.multiprocessing.spawn`` or ``mpiexec``.
+
+    Example::
+        >>> import ember.distributed as dist
+        >>> dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500",
+        ...                         world_size=2, rank=rank)
+    """
+    global _world
+    if _world is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if store is not None:
+        raise NotImplementedError("ember.distributed: store= is not supported; use init_method")
+    name = Backend(backend or "gloo")
+    if name == "nccl":
+        raise RuntimeError(
+            "ember.distributed: the nccl backend (CUDA tensors through CuPy) is not available "
+            "yet; use backend='gloo' for CPU tensors"
+        )
+    if not is_available():
+        raise RuntimeError(
+            "ember.distributed needs mpi4py: pip install 'ember[distributed]' (mpi4py and mpich)"
+        )
+    from mpi4py import MPI
+
+    mpi_world = MPI.COMM_WORLD
+    if mpi_world.Get_size() > 1 and init_method is None:
+        # all ranks started by one `mpiexec -n N`: MPI's own world is the process group
+        init_method = "mpi://"
+    if init_method == "mpi://":
+        if world_size not in (-1, mpi_world.Get_size()) or rank not in (-1, mpi_world.Get_rank()):
+            raise ValueError(
+                f"init_process_group: world_size={world_size}, rank={rank} disagree with "
+                f"mpiexec's world of {mpi_world.Get_size()} where this is rank "
+                f"{mpi_world.Get_rank()}"
+            )
+        comm = mpi_world.Dup()
+    else:
+        from .rendezvous import check_launched_by_process_manager, join_world, parse_init_method
+
+        addr, port, world_size, rank = parse_init_method(init_method or "env://", world_size, rank)
+        if not 0 <= rank < world_size:
+            raise ValueError(f"Invalid rank {rank} for a world of size {world_size}")
+        if world_size == 1:
+            comm = MPI.COMM_SELF.Dup()
+        else:
+            check_launched_by_process_manager(world_size)
+            comm = join_world(addr, port, world_size, rank, _timeout_seconds(timeout))
+            # admitted in rank order already; the split makes the order a guarantee
+            ordered = comm.Split(0, rank)
+            comm.Free()
+            comm = ordered
+    _world = ProcessGroup(comm, str(name), list(range(comm.Get_size())))
+    GroupMember.WORLD = _world
+
+
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
+    """Leave the default group (and all subgroups), or free one subgroup."""
+    global _world
+    if group is None or group is _world:
+        if _world is None:
+            raise AssertionError("Process group cannot be None")
+        for sub in _subgroups:
+            sub.comm.Free()
+        _subgroups.clear()
+        # Disconnect (not Free) so MPI_Finalize at exit does not wait on the other ranks
+        _world.comm.Disconnect()
+        _world = None
+        GroupMember.WORLD = None
+    else:
+        group.comm.Free()
+        _subgroups.remove(group)
+
+
+def _default_group() -> ProcessGroup:
+    if _world is None:
+        raise ValueError(_NOT_INITIALIZED)
+    return _world
+
+
+def _resolve(group) -> ProcessGroup | None:
+    """The group to use, or None where this process is not a member."""
+    if group is None:
+        return _default_group()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return None
+    return group
+
+
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank in ``group`` (the world by default); -1 if not a member."""
+    pg = _resolve(group)
+    return -1 if pg is None else pg.rank()
+
+
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    pg = _resolve(group)
+    return -1 if pg is None else pg.size()
+
+
+def get_backend(group: ProcessGroup | None = None) -> str:
+    pg = _resolve(group)
+    if pg is None:
+        raise ValueError("Invalid process group specified")
+    return Backend(pg._backend)
+
+
+def get_process_group_ranks(group: ProcessGroup) -> list[int]:
+    return list(_resolve(group)._ranks)
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    return _resolve(group)._ranks[group_rank]
+
+
+def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
+    return _resolve(group).group_rank(global_rank)
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, **kwargs):
+    """A subgroup of the world; every rank must call it, members get a group, others not."""
+    world = _default_group()
+    ranks = sorted(range(world.size()) if ranks is None else ranks)
+    me = world.rank()
+    from mpi4py import MPI
+
+    comm = world.comm.Split(0 if me in ranks else MPI.UNDEFINED, me)
+    if comm == MPI.COMM_NULL:
+        return GroupMember.NON_GROUP_MEMBER
+    pg = ProcessGroup(comm, backend or world._backend, ranks)
+    _subgroups.append(pg)
+    return pg

@@ -1,0 +1,172 @@
+"""DistributedDataParallel on 2 ranks: the same training as one process with the whole batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.distributed as dist
+import ember.multiprocessing as mp
+import ember.nn as nn
+import ember.nn.functional as F
+from ember.nn.parallel import DistributedDataParallel as DDP
+
+from ._harness import (
+    SPAWN_TIMEOUT,
+    WORLD_SIZE,
+    assert_case,
+    free_port,
+    needs_mpi,
+    read_outcomes,
+    run_cases,
+)
+
+BATCH = 8  # the whole batch; each rank trains on BATCH / WORLD_SIZE of it
+
+
+def _model(seed: int) -> nn.Module:
+    ember.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).double()
+
+
+def _batch():
+    rng = np.random.default_rng(7)
+    x = ember.from_numpy(rng.standard_normal((BATCH, 6)))
+    y = ember.from_numpy(rng.standard_normal((BATCH, 3)))
+    return x, y
+
+
+def _share(t, rank: int):
+    n = BATCH // WORLD_SIZE
+    return t[rank * n : (rank + 1) * n]
+
+
+def _max_difference(a: nn.Module, b: nn.Module) -> float:
+    return max(
+        float(np.abs(p.detach().numpy() - q.detach().numpy()).max())
+        for p, q in zip(a.parameters(), b.parameters())
+    )
+
+
+def _training_matches_one_process(rank: int, make_optimizer) -> None:
+    x, y = _batch()
+    reference = _model(0)  # rank 0's initial weights, which DDP broadcasts at wrap
+    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001)  # several buckets
+    assert _max_difference(ddp.module, reference) == 0.0
+    opt, ref_opt = make_optimizer(ddp.parameters()), make_optimizer(reference.parameters())
+    for _ in range(5):
+        opt.zero_grad()
+        F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        F.mse_loss(reference(x), y).backward()
+        ref_opt.step()
+    assert _max_difference(ddp.module, reference) < 1e-6
+    assert _max_difference(ddp.module, _model(0)) > 1e-3  # it did train
+
+
+def case_sgd_momentum_equals_big_batch(rank):
+    _training_matches_one_process(rank, lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9))
+
+
+def case_adam_equals_big_batch(rank):
+    _training_matches_one_process(rank, lambda ps: ember.optim.Adam(ps, lr=0.01))
+
+
+def case_no_sync_accumulates_like_one_big_batch(rank):
+    x, y = _batch()
+    reference = _model(0)
+    ddp = DDP(_model(0))
+    mine_x, mine_y = _share(x, rank), _share(y, rank)
+    with ddp.no_sync():
+        F.mse_loss(ddp(mine_x[:2]), mine_y[:2]).backward()
+    local = [p.grad.numpy().copy() for p in ddp.parameters()]
+    everyone = [None] * WORLD_SIZE
+    dist.all_gather_object(everyone, local)
+    assert any(not np.array_equal(a, b) for a, b in zip(*everyone)), "no_sync communicated"
+    F.mse_loss(ddp(mine_x[2:]), mine_y[2:]).backward()
+    # each rank summed the grads of 2 micro-batch means: their average is 2 x the full-batch mean
+    (2 * F.mse_loss(reference(x), y)).backward()
+    for p, q in zip(ddp.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def case_module_and_state_dict_prefix(rank):
+    inner = _model(0)
+    ddp = DDP(inner)
+    assert ddp.module is inner
+    assert sorted(ddp.state_dict()) == sorted(f"module.{k}" for k in inner.state_dict())
+
+
+def case_buffers_come_from_rank_0(rank):
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).double()
+    model[1].running_mean.fill_(float(rank + 1))
+    ddp = DDP(model)
+    assert ddp.module[1].running_mean.tolist() == [1.0] * 4
+
+
+def case_first_bucket_starts_before_backward_ends(rank):
+    ddp = DDP(_model(0), bucket_cap_mb=0.0001)  # one parameter per bucket
+    events = []
+    start = ddp._start
+    ddp._start = lambda bucket: (events.append("allreduce started"), start(bucket))[1]
+    first = next(iter(ddp.module.parameters()))  # its gradient is the last one backward makes
+    first.register_post_accumulate_grad_hook(lambda p: events.append("last gradient"))
+    x, y = _batch()
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    assert events[0] == "allreduce started" and "last gradient" in events
+
+
+def case_unused_parameter_raises_torchs_error(rank):
+    class WithUnused(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.unused = nn.Linear(3, 2), nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.used(x)
+
+    ddp = DDP(WithUnused().double())
+    x = ember.ones(2, 3, dtype=ember.float64)
+    ddp(x).sum().backward()
+    with pytest.raises(RuntimeError, match="Expected to have finished reduction in the prior"):
+        ddp(x)
+    finder = DDP(WithUnused().double(), find_unused_parameters=True)
+    for _ in range(2):
+        finder.zero_grad()
+        finder(x * (rank + 1)).sum().backward()
+    assert finder.module.unused.weight.grad is None
+    # d/dW sum(W x + b) over 2 rows of x = rank + 1 is 2 (rank + 1): averaged, 3
+    assert finder.module.used.weight.grad.tolist() == [[3.0] * 3] * 2
+
+
+CASES = {
+    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
+}
+
+
+def _worker(rank: int, out_dir: str) -> None:
+    dist.init_process_group("gloo")  # env:// from spawn's variables
+    run_cases(rank, out_dir, CASES)
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory, monkeypatch_module):
+    needs_mpi()
+    monkeypatch_module.setenv("MASTER_PORT", str(free_port()))
+    out_dir = tmp_path_factory.mktemp("ddp")
+    mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
+    return read_outcomes(str(out_dir))
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp_:
+        yield mp_
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_ddp(outcomes, name):
+    assert_case(outcomes, name)
