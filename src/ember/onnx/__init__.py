@@ -105,6 +105,19 @@ def _set_training(model, training) -> list:
     return modes
 
 
+def load(f):
+    """An ONNX model (a path, a binary file or bytes) as an ember Module running its graph
+    with ember ops; floating-point initializers are trainable ``nn.Parameter``s.
+
+    Example::
+        >>> model = ember.onnx.load("model.onnx")
+        >>> model(ember.randn(1, 4)).sum().backward()   # gradients reach model.parameters()
+    """
+    from ._import import load as load_onnx
+
+    return load_onnx(f)
+
+
 def is_onnxrt_backend_supported() -> bool:
     try:
         import onnxruntime  # noqa: F401
@@ -121,4 +134,5 @@ __all__ = [
     "export",
     "is_in_onnx_export",
     "is_onnxrt_backend_supported",
+    "load",
 ]

@@ -1,0 +1,752 @@
+"""``ember.onnx.load``: an ONNX model as an ember Module that runs its graph with ember ops.
+
+Floating-point initializers become ``nn.Parameter``s (so the model can be fine-tuned), other
+initializers buffers. ``forward`` walks the nodes in order through ``IMPORTERS`` (ONNX op
+type -> function on ember tensors), so gradients flow through every op. Covers what
+``ember.onnx.export`` writes and the common ops of exported classifiers (torch.onnx's too).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onnx import helper, numpy_helper
+
+from .. import nn
+from ._state import OnnxExporterError
+
+IMPORTERS: dict = {}
+
+
+def _importer(*op_types):
+    def decorate(fn):
+        for op_type in op_types:
+            IMPORTERS[op_type] = fn
+        return fn
+
+    return decorate
+
+
+def _e():
+    import ember
+
+    return ember
+
+
+def _F():
+    from ..nn import functional
+
+    return functional
+
+
+def _ints(t) -> list:
+    """An int64 tensor (a shape, axes, indices) as Python ints."""
+    return [int(v) for v in np.asarray(t._data).reshape(-1)]
+
+
+def _ember_dtype(onnx_type: int):
+    np_dtype = helper.tensor_dtype_to_np_dtype(onnx_type)
+    return _e().from_numpy(np.zeros(0, dtype=np_dtype)).dtype
+
+
+# --- elementwise ---------------------------------------------------------------------------
+def _binary(fn):
+    return lambda ctx, x, attrs: [fn(x[0], x[1])]
+
+
+def _unary(fn):
+    return lambda ctx, x, attrs: [fn(x[0])]
+
+
+def _register_elementwise() -> None:
+    ember = _e()
+    F = _F()
+    binary = {
+        "Add": ember.add,
+        "Sub": ember.sub,
+        "Mul": ember.mul,
+        "Pow": ember.pow,
+        "MatMul": ember.matmul,
+        "Equal": ember.eq,
+        "Less": ember.lt,
+        "LessOrEqual": ember.le,
+        "Greater": ember.gt,
+        "GreaterOrEqual": ember.ge,
+        "And": ember.logical_and,
+        "Or": ember.logical_or,
+    }
+    for op_type, fn in binary.items():
+        IMPORTERS[op_type] = _binary(fn)
+    unary = {
+        "Neg": ember.neg,
+        "Exp": ember.exp,
+        "Log": ember.log,
+        "Sqrt": ember.sqrt,
+        "Tanh": ember.tanh,
+        "Sigmoid": ember.sigmoid,
+        "Relu": F.relu,
+        "Abs": ember.abs,
+        "Erf": ember.erf,
+        "Sin": ember.sin,
+        "Cos": ember.cos,
+        "Floor": ember.floor,
+        "Ceil": ember.ceil,
+        "Sign": ember.sign,
+        "Reciprocal": ember.reciprocal,
+        "Not": ember.logical_not,
+        "Softsign": F.softsign,
+        "Softplus": F.softplus,
+        "Mish": F.mish,
+        "Identity": lambda x: x,
+    }
+    for op_type, fn in unary.items():
+        IMPORTERS[op_type] = _unary(fn)
+
+
+@_importer("Div")
+def _div(ctx, x, attrs):
+    a, b = x
+    if a.dtype.is_floating_point:
+        return [a / b]
+    return [_e().div(a, b, rounding_mode="trunc")]
+
+
+@_importer("Max", "Min")
+def _max_min(ctx, x, attrs):
+    fn = _e().maximum if ctx.op_type == "Max" else _e().minimum
+    out = x[0]
+    for other in x[1:]:
+        out = fn(out, other)
+    return [out]
+
+
+@_importer("Sum", "Mean")
+def _sum_mean(ctx, x, attrs):
+    out = x[0]
+    for other in x[1:]:
+        out = out + other
+    return [out / len(x) if ctx.op_type == "Mean" else out]
+
+
+@_importer("Where")
+def _where(ctx, x, attrs):
+    return [_e().where(x[0], x[1], x[2])]
+
+
+@_importer("LeakyRelu")
+def _leaky_relu(ctx, x, attrs):
+    return [_F().leaky_relu(x[0], attrs.get("alpha", 0.01))]
+
+
+@_importer("Elu")
+def _elu(ctx, x, attrs):
+    return [_F().elu(x[0], attrs.get("alpha", 1.0))]
+
+
+@_importer("Celu")
+def _celu(ctx, x, attrs):
+    return [_F().celu(x[0], attrs.get("alpha", 1.0))]
+
+
+@_importer("Selu")
+def _selu(ctx, x, attrs):
+    alpha = attrs.get("alpha", 1.67326319217681884765625)
+    gamma = attrs.get("gamma", 1.05070102214813232421875)
+    return [gamma * _e().where(x[0] > 0, x[0], alpha * (_e().exp(x[0]) - 1))]
+
+
+@_importer("HardSigmoid")
+def _hard_sigmoid(ctx, x, attrs):
+    return [_e().clamp(x[0] * attrs.get("alpha", 0.2) + attrs.get("beta", 0.5), 0.0, 1.0)]
+
+
+@_importer("HardSwish")
+def _hard_swish(ctx, x, attrs):
+    return [_F().hardswish(x[0])]
+
+
+@_importer("Gelu")
+def _gelu(ctx, x, attrs):
+    return [_F().gelu(x[0], approximate=attrs.get("approximate", "none"))]
+
+
+@_importer("Clip")
+def _clip(ctx, x, attrs):
+    out = x[0]
+    low = x[1] if len(x) > 1 else None
+    high = x[2] if len(x) > 2 else None
+    if low is None and "min" in attrs:
+        out = _e().clamp(out, min=attrs["min"])
+    if high is None and "max" in attrs:
+        out = _e().clamp(out, max=attrs["max"])
+    if low is not None:
+        out = _e().maximum(out, low.to(out.dtype))
+    if high is not None:
+        out = _e().minimum(out, high.to(out.dtype))
+    return [out]
+
+
+@_importer("Cast")
+def _cast(ctx, x, attrs):
+    return [x[0].to(_ember_dtype(attrs["to"]))]
+
+
+@_importer("Dropout")
+def _dropout(ctx, x, attrs):
+    return [x[0], _e().ones(x[0].shape, dtype=_e().bool)]
+
+
+# --- linear algebra -------------------------------------------------------------------------
+@_importer("Gemm")
+def _gemm(ctx, x, attrs):
+    a, b = x[0], x[1]
+    if attrs.get("transA", 0):
+        a = a.t()
+    if attrs.get("transB", 0):
+        b = b.t()
+    out = a @ b
+    if attrs.get("alpha", 1.0) != 1.0:
+        out = out * attrs["alpha"]
+    if len(x) > 2 and x[2] is not None:
+        out = out + x[2] * attrs.get("beta", 1.0)
+    return [out]
+
+
+@_importer("Einsum")
+def _einsum(ctx, x, attrs):
+    return [_e().einsum(attrs["equation"], *x)]
+
+
+# --- reductions and softmax -----------------------------------------------------------------
+def _reduce_axes(ctx, x, attrs):
+    if len(x) > 1 and x[1] is not None:
+        axes = _ints(x[1])
+    else:
+        axes = attrs.get("axes")
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return None, False
+        axes = list(range(x[0].dim()))
+    return [int(a) for a in axes], True
+
+
+def _reduction(name):
+    def importer(ctx, x, attrs):
+        axes, reduce = _reduce_axes(ctx, x, attrs)
+        if not reduce:
+            return [x[0]]
+        keep = bool(attrs.get("keepdims", 1))
+        ember = _e()
+        data = x[0]
+        if name == "sum":
+            return [ember.sum(data, axes, keepdim=keep)]
+        if name == "mean":
+            return [ember.mean(data, axes, keepdim=keep)]
+        if name == "max":
+            return [ember.amax(data, axes, keepdim=keep)]
+        if name == "min":
+            return [ember.amin(data, axes, keepdim=keep)]
+        if name == "prod":
+            out = data
+            for a in sorted(axes, reverse=True):
+                out = ember.prod(out, a, keepdim=keep)
+            return [out]
+        if name == "sumsquare":
+            return [ember.sum(data * data, axes, keepdim=keep)]
+        if name == "l2":
+            return [ember.sqrt(ember.sum(data * data, axes, keepdim=keep))]
+        return [ember.logsumexp(data, axes, keepdim=keep)]
+
+    return importer
+
+
+for _op, _name in {
+    "ReduceSum": "sum",
+    "ReduceMean": "mean",
+    "ReduceMax": "max",
+    "ReduceMin": "min",
+    "ReduceProd": "prod",
+    "ReduceSumSquare": "sumsquare",
+    "ReduceL2": "l2",
+    "ReduceLogSumExp": "logsumexp",
+}.items():
+    IMPORTERS[_op] = _reduction(_name)
+
+
+@_importer("ArgMax", "ArgMin")
+def _arg(ctx, x, attrs):
+    fn = _e().argmax if ctx.op_type == "ArgMax" else _e().argmin
+    if attrs.get("select_last_index", 0):
+        raise OnnxExporterError(f"{ctx.op_type} with select_last_index has no ember mapping")
+    return [fn(x[0], attrs.get("axis", 0), keepdim=bool(attrs.get("keepdims", 1)))]
+
+
+@_importer("Softmax", "LogSoftmax")
+def _softmax(ctx, x, attrs):
+    axis = attrs.get("axis", -1 if ctx.opset >= 13 else 1)
+    fn = _F().softmax if ctx.op_type == "Softmax" else _F().log_softmax
+    if ctx.opset >= 13:
+        return [fn(x[0], axis)]
+    shape = x[0].shape  # before opset 13: over the flattened trailing dims
+    flat = x[0].reshape(int(np.prod(shape[:axis])), -1)
+    return [fn(flat, 1).reshape(shape)]
+
+
+# --- shapes ---------------------------------------------------------------------------------
+@_importer("Shape")
+def _shape(ctx, x, attrs):
+    dims = list(x[0].shape)
+    start, end = attrs.get("start", 0), attrs.get("end")
+    dims = dims[start:end] if end is not None else dims[start:]
+    return [_e().tensor(dims, dtype=_e().int64)]
+
+
+@_importer("Size")
+def _size(ctx, x, attrs):
+    return [_e().tensor(x[0].numel(), dtype=_e().int64)]
+
+
+@_importer("Reshape")
+def _reshape(ctx, x, attrs):
+    shape = _ints(x[1])
+    if not attrs.get("allowzero", 0):
+        shape = [x[0].shape[i] if s == 0 else s for i, s in enumerate(shape)]
+    return [x[0].reshape(shape)]
+
+
+@_importer("Flatten")
+def _flatten(ctx, x, attrs):
+    axis = attrs.get("axis", 1)
+    axis = axis + x[0].dim() if axis < 0 else axis
+    return [x[0].reshape(int(np.prod(x[0].shape[:axis])), -1)]
+
+
+@_importer("Transpose")
+def _transpose(ctx, x, attrs):
+    perm = attrs.get("perm") or list(range(x[0].dim()))[::-1]
+    return [x[0].permute(*perm)]
+
+
+def _axes(x, attrs) -> list:
+    return _ints(x[1]) if len(x) > 1 and x[1] is not None else list(attrs.get("axes", []))
+
+
+@_importer("Unsqueeze")
+def _unsqueeze(ctx, x, attrs):
+    out = x[0]
+    rank = out.dim() + len(_axes(x, attrs))
+    for a in sorted(a + rank if a < 0 else a for a in _axes(x, attrs)):
+        out = out.unsqueeze(a)
+    return [out]
+
+
+@_importer("Squeeze")
+def _squeeze(ctx, x, attrs):
+    axes = _axes(x, attrs)
+    if not axes:
+        return [x[0].squeeze()]
+    out = x[0]
+    for a in sorted((a + out.dim() if a < 0 else a for a in axes), reverse=True):
+        out = out.squeeze(a)
+    return [out]
+
+
+@_importer("Concat")
+def _concat(ctx, x, attrs):
+    return [_e().cat([t for t in x if t is not None], attrs["axis"])]
+
+
+@_importer("Split")
+def _split(ctx, x, attrs):
+    axis = attrs.get("axis", 0)
+    if len(x) > 1 and x[1] is not None:
+        sizes = _ints(x[1])
+    elif "split" in attrs:
+        sizes = list(attrs["split"])
+    else:
+        n = attrs.get("num_outputs", ctx.n_outputs)
+        size = math.ceil(x[0].shape[axis] / n)
+        sizes = [size] * (n - 1) + [x[0].shape[axis] - size * (n - 1)]
+    return list(_e().split(x[0], sizes, axis))
+
+
+@_importer("Slice")
+def _slice(ctx, x, attrs):
+    data = x[0]
+    if len(x) > 1:
+        starts, ends = _ints(x[1]), _ints(x[2])
+        axes = _ints(x[3]) if len(x) > 3 and x[3] is not None else list(range(len(starts)))
+        steps = _ints(x[4]) if len(x) > 4 and x[4] is not None else [1] * len(starts)
+    else:
+        starts, ends = attrs["starts"], attrs["ends"]
+        axes = attrs.get("axes", list(range(len(starts))))
+        steps = [1] * len(starts)
+    key = [slice(None)] * data.dim()
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis = axis + data.dim() if axis < 0 else axis
+        size = data.shape[axis]
+        if step < 0:
+            raise OnnxExporterError("Slice with a negative step has no ember mapping")
+        start = min(max(start + size if start < 0 else start, 0), size)
+        end = min(max(end + size if end < 0 else end, 0), size)
+        key[axis] = slice(start, end, step)
+    return [data[tuple(key)]]
+
+
+@_importer("Gather")
+def _gather(ctx, x, attrs):
+    data, index = x
+    axis = attrs.get("axis", 0)
+    axis = axis + data.dim() if axis < 0 else axis
+    index = _e().where(index < 0, index + data.shape[axis], index)
+    if index.dim() == 0:
+        return [data.select(axis, int(index.item()))]
+    flat = data.index_select(axis, index.reshape(-1))
+    shape = list(data.shape[:axis]) + list(index.shape) + list(data.shape[axis + 1 :])
+    return [flat.reshape(shape)]
+
+
+@_importer("GatherElements")
+def _gather_elements(ctx, x, attrs):
+    data, index = x
+    axis = attrs.get("axis", 0)
+    index = _e().where(index < 0, index + data.shape[axis], index)
+    return [data.gather(axis, index)]
+
+
+@_importer("Expand")
+def _expand(ctx, x, attrs):
+    shape = np.broadcast_shapes(tuple(x[0].shape), tuple(_ints(x[1])))
+    return [x[0].expand(*shape)]
+
+
+@_importer("Tile")
+def _tile(ctx, x, attrs):
+    return [x[0].repeat(*_ints(x[1]))]
+
+
+@_importer("Constant")
+def _constant(ctx, x, attrs):
+    if "value" in attrs:
+        return [ctx.tensor(attrs["value"])]
+    for key in ("value_float", "value_int"):
+        if key in attrs:
+            return [_e().tensor(attrs[key])]
+    for key in ("value_floats", "value_ints"):
+        if key in attrs:
+            return [_e().tensor(list(attrs[key]))]
+    raise OnnxExporterError(f"Constant with {sorted(attrs)} has no ember mapping")
+
+
+@_importer("ConstantOfShape")
+def _constant_of_shape(ctx, x, attrs):
+    value = attrs.get("value")
+    fill = ctx.tensor(value) if value is not None else _e().zeros(1)
+    return [fill.reshape(-1)[0].expand(*_ints(x[0])).clone()]
+
+
+@_importer("Range")
+def _range(ctx, x, attrs):
+    start, limit, delta = (t.item() for t in x)
+    return [_e().arange(start, limit, delta, dtype=x[0].dtype)]
+
+
+@_importer("Pad")
+def _pad(ctx, x, attrs):
+    pads = _ints(x[1]) if len(x) > 1 else list(attrs["pads"])
+    value = x[2].item() if len(x) > 2 and x[2] is not None else attrs.get("value", 0.0)
+    rank = x[0].dim()
+    if len(x) > 3 and x[3] is not None:
+        raise OnnxExporterError("Pad with axes has no ember mapping")
+    torch_pads = []
+    for axis in reversed(range(rank)):  # torch lists pads from the last dim
+        torch_pads += [pads[axis], pads[axis + rank]]
+    mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}[
+        attrs.get("mode", "constant")
+    ]
+    while len(torch_pads) > 2 and torch_pads[-2:] == [0, 0]:
+        torch_pads = torch_pads[:-2]
+    return [_F().pad(x[0], torch_pads, mode=mode, value=value if mode == "constant" else None)]
+
+
+# --- convolution, pooling, normalization ----------------------------------------------------
+def _symmetric_pads(data, attrs, kernel, strides, dilations, fill):
+    """ONNX pads (begins + ends; or auto_pad) as torch's symmetric padding, padding the
+    input explicitly first when the two sides differ."""
+    spatial = len(kernel)
+    auto = attrs.get("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads_begin, pads_end = [], []
+        for size, k, s, d in zip(data.shape[2:], kernel, strides, dilations):
+            out = math.ceil(size / s)
+            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+            small, large = total // 2, total - total // 2
+            pads_begin.append(small if auto == "SAME_UPPER" else large)
+            pads_end.append(large if auto == "SAME_UPPER" else small)
+    elif auto == "VALID":
+        pads_begin = pads_end = [0] * spatial
+    else:
+        pads = list(attrs.get("pads", [0] * (2 * spatial)))
+        pads_begin, pads_end = pads[:spatial], pads[spatial:]
+    if pads_begin == pads_end:
+        return data, pads_begin
+    torch_pads = []
+    for b, e in zip(reversed(pads_begin), reversed(pads_end)):
+        torch_pads += [b, e]
+    return _F().pad(data, torch_pads, value=fill), [0] * spatial
+
+
+@_importer("Conv")
+def _conv(ctx, x, attrs):
+    data, weight = x[0], x[1]
+    bias = x[2] if len(x) > 2 else None
+    kernel = list(weight.shape[2:])
+    spatial = len(kernel)
+    strides = list(attrs.get("strides", [1] * spatial))
+    dilations = list(attrs.get("dilations", [1] * spatial))
+    data, padding = _symmetric_pads(data, attrs, kernel, strides, dilations, 0.0)
+    conv = getattr(_F(), f"conv{spatial}d")
+    return [conv(data, weight, bias, strides, padding, dilations, attrs.get("group", 1))]
+
+
+@_importer("ConvTranspose")
+def _conv_transpose(ctx, x, attrs):
+    data, weight = x[0], x[1]
+    bias = x[2] if len(x) > 2 else None
+    spatial = weight.dim() - 2
+    if attrs.get("auto_pad", "NOTSET") != "NOTSET" or "output_shape" in attrs:
+        raise OnnxExporterError("ConvTranspose with auto_pad or output_shape has no ember mapping")
+    pads = list(attrs.get("pads", [0] * (2 * spatial)))
+    if pads[:spatial] != pads[spatial:]:
+        raise OnnxExporterError("ConvTranspose with asymmetric pads has no ember mapping")
+    conv = getattr(_F(), f"conv_transpose{spatial}d")
+    return [
+        conv(
+            data,
+            weight,
+            bias,
+            list(attrs.get("strides", [1] * spatial)),
+            pads[:spatial],
+            list(attrs.get("output_padding", [0] * spatial)),
+            attrs.get("group", 1),
+            list(attrs.get("dilations", [1] * spatial)),
+        )
+    ]
+
+
+@_importer("MaxPool", "AveragePool")
+def _pool(ctx, x, attrs):
+    kernel = list(attrs["kernel_shape"])
+    spatial = len(kernel)
+    strides = list(attrs.get("strides", [1] * spatial))
+    dilations = list(attrs.get("dilations", [1] * spatial))
+    is_max = ctx.op_type == "MaxPool"
+    if ctx.n_outputs > 1:
+        raise OnnxExporterError("MaxPool with an Indices output has no ember mapping")
+    count_include_pad = bool(attrs.get("count_include_pad", 0))
+    fill = -math.inf if is_max else 0.0
+    data, padding = _symmetric_pads(x[0], attrs, kernel, strides, dilations, fill)
+    ceil_mode = bool(attrs.get("ceil_mode", 0))
+    if is_max:
+        pool = getattr(_F(), f"max_pool{spatial}d")
+        return [pool(data, kernel, strides, padding, dilations, ceil_mode)]
+    pool = getattr(_F(), f"avg_pool{spatial}d")
+    return [pool(data, kernel, strides, padding, ceil_mode, count_include_pad)]
+
+
+@_importer("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(ctx, x, attrs):
+    axes = list(range(2, x[0].dim()))
+    if ctx.op_type == "GlobalAveragePool":
+        return [_e().mean(x[0], axes, keepdim=True)]
+    return [_e().amax(x[0], axes, keepdim=True)]
+
+
+@_importer("BatchNormalization")
+def _batch_norm(ctx, x, attrs):
+    data, scale, bias, mean, var = x[:5]
+    eps = attrs.get("epsilon", 1e-5)
+    return [_F().batch_norm(data, mean, var, scale, bias, False, 0.0, eps)]
+
+
+@_importer("LayerNormalization")
+def _layer_norm(ctx, x, attrs):
+    data = x[0]
+    axis = attrs.get("axis", -1)
+    axis = axis + data.dim() if axis < 0 else axis
+    bias = x[2] if len(x) > 2 else None
+    eps = attrs.get("epsilon", 1e-5)
+    return [_F().layer_norm(data, tuple(data.shape[axis:]), x[1], bias, eps)]
+
+
+@_importer("InstanceNormalization")
+def _instance_norm(ctx, x, attrs):
+    return [_F().instance_norm(x[0], weight=x[1], bias=x[2], eps=attrs.get("epsilon", 1e-5))]
+
+
+# --- recurrent layers -----------------------------------------------------------------------
+_ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
+
+
+@_importer("LSTM", "GRU", "RNN")
+def _recurrent(ctx, x, attrs):
+    """ONNX's LSTM (gates i, o, f, c), GRU (z, r, h) and RNN, one time step at a time."""
+    ember = _e()
+    op = ctx.op_type
+    data, w, r = x[0], x[1], x[2]
+    b = x[3] if len(x) > 3 else None
+    if len(x) > 4 and x[4] is not None:
+        raise OnnxExporterError(f"{op} with sequence_lens has no ember mapping")
+    h0 = x[5] if len(x) > 5 else None
+    c0 = x[6] if len(x) > 6 else None
+    if attrs.get("layout", 0):
+        data = data.transpose(0, 1)
+    hidden = attrs["hidden_size"]
+    direction = attrs.get("direction", "forward")
+    directions = 2 if direction == "bidirectional" else 1
+    steps, batch = data.shape[0], data.shape[1]
+    activations = attrs.get("activations")
+    default = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}
+    activations = [a.decode() if isinstance(a, bytes) else a for a in (activations or [])]
+    ys, hs, cs = [], [], []
+    for d in range(directions):
+        acts = activations[d * len(default[op]) :][: len(default[op])] or default[op]
+        f, g = getattr(ember, _ACTIVATIONS[acts[0]]), None
+        if len(acts) > 1:
+            g = getattr(ember, _ACTIVATIONS[acts[1]])
+        h_act = getattr(ember, _ACTIVATIONS[acts[2]]) if len(acts) > 2 else g
+        wd, rd = w[d], r[d]
+        gates = wd.shape[0] // hidden
+        wb = b[d][: gates * hidden] if b is not None else None
+        rb = b[d][gates * hidden :] if b is not None else None
+        h = h0[d] if h0 is not None else ember.zeros(batch, hidden, dtype=data.dtype)
+        c = c0[d] if c0 is not None else ember.zeros(batch, hidden, dtype=data.dtype)
+        reverse = direction == "reverse" or d == 1
+        projected = _F().linear(data, wd, wb)  # (seq, batch, gates*hidden)
+        outputs = [None] * steps
+        for t in reversed(range(steps)) if reverse else range(steps):
+            xt = projected[t]
+            if op == "LSTM":
+                z = xt + _F().linear(h, rd, rb)
+                i, o, fg, cc = z.chunk(4, -1)
+                c = f(fg) * c + f(i) * g(cc)
+                h = f(o) * h_act(c)
+            elif op == "GRU":
+                xz, xr, xh = xt.chunk(3, -1)
+                if attrs.get("linear_before_reset", 0):
+                    hz, hr, hh = _F().linear(h, rd, rb).chunk(3, -1)
+                    zt, rt = f(xz + hz), f(xr + hr)
+                    candidate = g(xh + rt * hh)
+                else:
+                    rz, rr, rh = rd.chunk(3, 0)
+                    bz, br, bh = rb.chunk(3) if rb is not None else (None, None, None)
+                    zt = f(xz + _F().linear(h, rz, bz))
+                    rt = f(xr + _F().linear(h, rr, br))
+                    candidate = g(xh + _F().linear(rt * h, rh, bh))
+                h = (1 - zt) * candidate + zt * h
+            else:
+                h = f(xt + _F().linear(h, rd, rb))
+            outputs[t] = h
+        ys.append(ember.stack(outputs, 0))
+        hs.append(h)
+        cs.append(c)
+    y = ember.stack(ys, 1)  # (seq, directions, batch, hidden)
+    y_h, y_c = ember.stack(hs, 0), ember.stack(cs, 0)
+    if attrs.get("layout", 0):
+        y, y_h, y_c = y.permute(2, 0, 1, 3), y_h.transpose(0, 1), y_c.transpose(0, 1)
+    return [y, y_h, y_c] if op == "LSTM" else [y, y_h]
+
+
+# --- the module -----------------------------------------------------------------------------
+class _NodeContext:
+    __slots__ = ("op_type", "opset", "n_outputs")
+
+    def __init__(self, op_type: str, opset: int, n_outputs: int):
+        self.op_type, self.opset, self.n_outputs = op_type, opset, n_outputs
+
+    @staticmethod
+    def tensor(proto):
+        return _e().from_numpy(np.array(numpy_helper.to_array(proto)))
+
+
+def _key(name: str) -> str:
+    return name.replace(".", "_") or "_"
+
+
+class OnnxModule(nn.Module):
+    """An ONNX graph run with ember ops; floating-point initializers are trainable
+    ``nn.Parameter``s under ``initializers`` (dots in their ONNX names become ``_``)."""
+
+    def __init__(self, model):
+        super().__init__()
+        _register_elementwise()
+        graph = model.graph
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+        self.initializers = nn.ParameterDict()
+        self._initializer_keys: dict = {}
+        ember = _e()
+        for init in graph.initializer:
+            array = np.array(numpy_helper.to_array(init))
+            key = _key(init.name)
+            self._initializer_keys[init.name] = key
+            if np.issubdtype(array.dtype, np.floating):
+                self.initializers[key] = nn.Parameter(ember.from_numpy(array))
+            else:
+                self.register_buffer("const_" + key, ember.from_numpy(array))
+        self._input_names = [i.name for i in graph.input if i.name not in self._initializer_keys]
+        self._output_names = [o.name for o in graph.output]
+        self._nodes = []
+        for node in graph.node:
+            if node.domain not in ("", "ai.onnx"):
+                raise OnnxExporterError(
+                    f"ember.onnx.load: node '{node.name}' uses operator domain {node.domain!r}"
+                )
+            if node.op_type not in IMPORTERS:
+                raise OnnxExporterError(
+                    f"ember.onnx.load: ONNX op '{node.op_type}' (node '{node.name}') has no ember "
+                    "mapping"
+                )
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+            self._nodes.append((node.op_type, list(node.input), list(node.output), attrs))
+
+    def forward(self, *inputs):
+        if len(inputs) != len(self._input_names):
+            raise TypeError(
+                f"OnnxModule: expected {len(self._input_names)} inputs "
+                f"({', '.join(self._input_names)}), got {len(inputs)}"
+            )
+        ember = _e()
+        env = {}
+        for name, key in self._initializer_keys.items():
+            env[name] = (
+                self.initializers[key]
+                if key in self.initializers
+                else getattr(self, "const_" + key)
+            )
+        for name, value in zip(self._input_names, inputs):
+            env[name] = value if isinstance(value, ember.Tensor) else ember.tensor(value)
+        for op_type, names_in, names_out, attrs in self._nodes:
+            args = [env[n] if n else None for n in names_in]
+            while args and args[-1] is None:
+                args.pop()
+            ctx = _NodeContext(op_type, self.opset, len(names_out))
+            outputs = IMPORTERS[op_type](ctx, args, attrs)
+            for name, value in zip(names_out, outputs):
+                if name:
+                    env[name] = value
+        results = [env[n] for n in self._output_names]
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+def load(f) -> OnnxModule:
+    """The ONNX model in ``f`` (a path, a binary file object or bytes) as an ember Module."""
+    import onnx
+
+    if isinstance(f, (bytes, bytearray)):
+        model = onnx.load_from_string(bytes(f))
+    else:
+        model = onnx.load(f if not hasattr(f, "__fspath__") else str(f))
+    return OnnxModule(model)
