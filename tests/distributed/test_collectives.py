@@ -187,6 +187,17 @@ def case_all_reduce_bumps_the_version(rank):
     assert t._version > before
 
 
+def case_all_reduce_float16_and_bool(rank):
+    half = ember.from_numpy(np.array([0.5, 1.5], np.float16) * (rank + 1))
+    dist.all_reduce(half)
+    assert half.dtype == ember.float16 and half.tolist() == [1.5, 4.5]
+    flags = ember.from_numpy(np.array([rank == 0, False, True]))
+    dist.all_reduce(flags)  # SUM of bools is "any", as in torch
+    assert flags.tolist() == [True, False, True]
+    dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    assert flags.tolist() == [True, False, True]
+
+
 def case_rank_and_world(rank):
     assert dist.is_initialized()
     assert dist.get_rank() == rank
@@ -240,6 +251,7 @@ OTHER_CASES = {
     for f in [
         case_all_reduce_non_contiguous,
         case_all_reduce_bumps_the_version,
+        case_all_reduce_float16_and_bool,
         case_rank_and_world,
         case_objects,
         case_barrier_async,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import subprocess
 import sys
@@ -22,6 +23,16 @@ def _fail_on_rank_1(rank: int, port: int) -> None:
     if rank == 1:
         raise ValueError("rank 1 gave up")
     dist.all_reduce(ember.ones(1))  # rank 0 waits here for ever: spawn must end it
+
+
+def _alone(rank: int, port: int, as_rank: int) -> None:
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        world_size=2,
+        rank=as_rank,
+        timeout=datetime.timedelta(seconds=2),
+    )
 
 
 def _sleep(rank: int) -> None:
@@ -65,6 +76,21 @@ def test_a_raising_rank_is_reraised_in_the_parent_with_its_traceback():
     assert info.value.error_index == 1
     assert "Process 1 terminated with the following error" in str(info.value)
     assert "_fail_on_rank_1" in str(info.value)  # the worker's traceback
+
+
+@pytest.mark.parametrize(
+    "as_rank, message",
+    [
+        (0, "timed out after 2 seconds waiting for clients. 1/2 clients joined"),
+        (1, "rank 1 could not reach rank 0 at 127.0.0.1:.* within 2 seconds"),
+    ],
+)
+def test_a_missing_peer_is_a_clear_error_after_the_timeout(as_rank, message):
+    needs_mpi()
+    began = time.monotonic()
+    with pytest.raises(mp.ProcessRaisedException, match=message):
+        mp.spawn(_alone, args=(free_port(), as_rank), nprocs=1, timeout=SPAWN_TIMEOUT)
+    assert time.monotonic() - began < 15
 
 
 def test_workers_past_the_timeout_are_terminated():

@@ -47,39 +47,69 @@ class ReduceOp:
 reduce_op = ReduceOp  # the deprecated lowercase alias PyTorch keeps
 
 
+_MPI_OPS: dict = {}  # (op, dtype is bool) -> MPI.Op, filled on first use
+
+
 def _mpi_op(op, dtype: np.dtype):
+    found = _MPI_OPS.get((op, dtype == np.bool_))
+    if found is not None:
+        return found
     from mpi4py import MPI
 
+    R = RedOpType
+    # PyTorch reduces bools as logic: SUM/MAX are "any", PRODUCT/MIN are "all"
+    logical = {
+        R.SUM: MPI.LOR,
+        R.MAX: MPI.LOR,
+        R.BOR: MPI.LOR,
+        R.PRODUCT: MPI.LAND,
+        R.MIN: MPI.LAND,
+        R.BAND: MPI.LAND,
+        R.BXOR: MPI.LXOR,
+    }
+    numeric = {
+        R.SUM: MPI.SUM,
+        R.AVG: MPI.SUM,
+        R.PRODUCT: MPI.PROD,
+        R.MIN: MPI.MIN,
+        R.MAX: MPI.MAX,
+        R.BAND: MPI.BAND,
+        R.BOR: MPI.BOR,
+        R.BXOR: MPI.BXOR,
+    }
+    table = logical if dtype == np.bool_ else numeric
     op = RedOpType(op)
-    if dtype == np.bool_:
-        # PyTorch reduces bools as logic: SUM/MAX are "any", PRODUCT/MIN are "all"
-        table = {
-            RedOpType.SUM: MPI.LOR,
-            RedOpType.MAX: MPI.LOR,
-            RedOpType.BOR: MPI.LOR,
-            RedOpType.PRODUCT: MPI.LAND,
-            RedOpType.MIN: MPI.LAND,
-            RedOpType.BAND: MPI.LAND,
-            RedOpType.BXOR: MPI.LXOR,
-        }
-    else:
-        table = {
-            RedOpType.SUM: MPI.SUM,
-            RedOpType.AVG: MPI.SUM,
-            RedOpType.PRODUCT: MPI.PROD,
-            RedOpType.MIN: MPI.MIN,
-            RedOpType.MAX: MPI.MAX,
-            RedOpType.BAND: MPI.BAND,
-            RedOpType.BOR: MPI.BOR,
-            RedOpType.BXOR: MPI.BXOR,
-        }
     if op not in table:
         raise ValueError(f"ember.distributed: ReduceOp.{op.name} is not supported for {dtype}")
+    _MPI_OPS[(op, dtype == np.bool_)] = table[op]
     return table[op]
 
 
-# dtypes MPI has no type for are reduced in a wider one
-_REDUCE_AS = {"float16": np.float32, "bfloat16": np.float32}
+def _reduce_as() -> dict:
+    """dtypes MPI has no type for, and the wider one they are reduced in."""
+    wider = {np.dtype(np.float16): np.float32}
+    try:
+        import ml_dtypes
+
+        wider[np.dtype(ml_dtypes.bfloat16)] = np.float32
+    except ImportError:
+        pass
+    return wider
+
+
+_REDUCE_AS = _reduce_as()
+
+
+_MPI_MODULE = []
+
+
+def _mpi():
+    """mpi4py's MPI module (imported on first use: importing it initialises MPI)."""
+    if not _MPI_MODULE:
+        from mpi4py import MPI
+
+        _MPI_MODULE.append(MPI)
+    return _MPI_MODULE[0]
 
 
 class Work:
@@ -146,7 +176,7 @@ class _Buffer:
                 f"{tensor.device}); CUDA tensors need the nccl backend"
             )
         self.tensor = tensor
-        wider = _REDUCE_AS.get(data.dtype.name) if reducing else None
+        wider = _REDUCE_AS.get(data.dtype) if reducing else None
         self.wider = wider is not None
         if wider is not None:
             self.array, self.copied = data.astype(wider), True
@@ -198,8 +228,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     pg = _group(group)
     if pg is None:
         return None
-    from mpi4py import MPI
-
+    MPI = _mpi()
     buf = _Buffer(tensor, reducing=True)
     mpi_op = _mpi_op(op, buf.array.dtype)
 
