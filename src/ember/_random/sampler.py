@@ -1,0 +1,362 @@
+"""torch's CPU distributions over the mt19937 stream, behind NumPy ``Generator`` method names.
+
+``resolve_generator`` hands callers a :class:`TorchSampler`; they call ``random``,
+``uniform``, ``integers``, ``permutation``, ``normal``, ``exponential``, ... as they would on
+``numpy.random.Generator`` and get torch's values, drawing the same words in the same order
+as torch's kernels (aten/src/ATen/core/DistributionsHelper.h, native/cpu/
+DistributionTemplates.h, randperm in native/TensorFactories.cpp):
+
+- uniform: ``(word & (2^digits - 1)) * 2^-digits`` with one 32-bit word per value for
+  float32/float16/bfloat16 (digits 24/11/8) and one 64-bit word (two words, high first) for
+  float64 (digits 53); ``u * (to - from) + from`` rounded once (a fused multiply-add).
+- integers in ``[low, high)``: ``word % range + low``, 64-bit words once range >= 2^28.
+- randperm: Fisher-Yates, ``swap(p[i], p[i + word % (n - i)])`` for i = 0..n-2.
+- normal, 16 values or more: n uniforms, then Box-Muller on blocks of 16 (u1 = 1 - first 8,
+  u2 = last 8; cos half then sin half); a ragged tail redraws 16 uniforms for the last 16.
+- normal, fewer than 16: per value, Box-Muller on two float64 uniforms with the sin value
+  cached on the generator for the next call.
+- exponential, geometric, cauchy, bernoulli (scalar p), log-normal: float64 uniforms (or the
+  scalar normal), transformed in float64.
+
+float64 transforms call the C library's log/log1p/sin/cos/tan/exp per element, as torch does:
+NumPy's vectorised versions differ from them by an ulp for about one value in a thousand.
+
+``dtype`` names the tensor the values are for, because torch's stream depends on it; left
+out, it is ember's default floating dtype. Methods torch has no CPU kernel for here (gamma,
+poisson, binomial, choice, ...) fall through to ``numpy.random.Generator`` over the same
+Mersenne Twister, so they stay seeded and advance the same stream, with NumPy's algorithms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .box_muller_float32 import box_muller_16_float32
+from .fma import fma_float32, fma_float64
+from .mt19937 import MT19937
+
+_BITS_OF = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+_WIDE_RANGE = 1 << 28  # torch draws 64-bit words from this range up (limits modulo skew)
+_LARGE_PERMUTATION = 0xFFFFFFFF // 20  # torch's randperm switches algorithm here
+_MASK53 = np.uint64((1 << 53) - 1)
+
+
+def _count(size) -> tuple[tuple, int]:
+    if size is None:
+        return (), 1
+    shape = (int(size),) if np.ndim(size) == 0 else tuple(int(s) for s in size)
+    return shape, math.prod(shape)
+
+
+def _shaped(values: np.ndarray, size, shape):
+    return values.reshape(shape) if size is not None else values[0]
+
+
+def _libm(name: str):
+    """The C library's ``name`` applied elementwise, for float64 results bit-identical to
+    torch's (NumPy's SIMD log/sin/cos/log1p differ from libm's by an ulp now and then)."""
+    scalar = np.frompyfunc(getattr(math, name), 1, 1)
+    return lambda values: scalar(values).astype(np.float64)
+
+
+_log, _log1p, _cos, _sin, _tan, _exp = map(_libm, ("log", "log1p", "cos", "sin", "tan", "exp"))
+
+
+def _float_dtype(dtype) -> np.dtype:
+    if dtype is None:
+        from .._dtype import get_default_dtype
+
+        return np.dtype(get_default_dtype().np)
+    return np.dtype(getattr(dtype, "np", dtype))
+
+
+class TorchSampler:
+    """Draws torch's CPU values from one :class:`MT19937` engine (see the module notes)."""
+
+    __slots__ = ("engine", "_numpy")
+
+    def __init__(self, engine: MT19937):
+        self.engine = engine
+        self._numpy = engine.numpy
+
+    def __getattr__(self, name):
+        # NumPy's other distributions, over the same Mersenne Twister stream
+        return getattr(self._numpy, name)
+
+    # --- uniform ---------------------------------------------------------------------------
+    def unit(self, n: int, dtype=None) -> np.ndarray:
+        """``n`` uniforms in [0, 1) as torch makes them for a tensor of ``dtype``."""
+        np_dtype = _float_dtype(dtype)
+        bits = _BITS_OF.get(np_dtype.name, 24)
+        if bits == 53:
+            return (self.engine.words64(n) & _MASK53).astype(np.float64) * 2.0**-53
+        words = self.engine.words(n)
+        words &= np.uint32((1 << bits) - 1)
+        out = words.view(np.int32).astype(np.float32)  # int32 converts faster than uint32
+        out *= np.float32(2.0**-bits)
+        return out
+
+    def random(self, size=None, dtype=None, out=None):
+        """torch.rand: uniforms in [0, 1), in ``dtype`` (float32 values keep float32)."""
+        shape, n = _count(size)
+        values = self.unit(n, dtype)
+        target = _float_dtype(dtype)
+        if values.dtype != target and target.kind == "f":
+            values = values.astype(target)
+        if out is not None:
+            out[...] = values.reshape(out.shape)
+            return out
+        return _shaped(values, size, shape)
+
+    def uniform(self, low=0.0, high=1.0, size=None, dtype=None):
+        """Tensor.uniform_(low, high): ``u * (high - low) + low`` rounded once."""
+        if np.ndim(low) or np.ndim(high):  # per-element bounds: not a torch kernel
+            if size is None:
+                size = np.broadcast_shapes(np.shape(low), np.shape(high))
+            u = self.random(size, np.float64)
+            return u * (np.asarray(high) - low) + low
+        shape, n = _count(size)
+        target = _float_dtype(dtype)
+        u = self.unit(n, target)
+        if u.dtype == np.float64:
+            width = float(high) - float(low)
+            values = u * width if low == 0 else fma_float64(u, width, float(low))
+        else:
+            low32, high32 = np.float32(low), np.float32(high)
+            width = high32 - low32
+            if low32 == 0:
+                values = (u.astype(np.float64) * np.float64(width)).astype(np.float32)
+            else:
+                values = fma_float32(u, width, low32)
+        if values.dtype != target and target.kind == "f":
+            values = values.astype(target)
+        return _shaped(values, size, shape)
+
+    # --- integers --------------------------------------------------------------------------
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        """Tensor.random_(low, high): ``word % (high - low) + low``."""
+        if np.ndim(low) or np.ndim(high):
+            return self._numpy.integers(low, high, size, dtype=dtype, endpoint=endpoint)
+        if high is None:
+            low, high = 0, low
+        low, high = int(low), int(high) + bool(endpoint)
+        if low >= high:
+            raise ValueError(f"integers: low ({low}) must be less than high ({high})")
+        shape, n = _count(size)
+        span = high - low
+        words = self.engine.words64(n) if span >= _WIDE_RANGE else self.engine.words(n)
+        # uint64 arithmetic wraps as torch's (val % range) + base before its int64 cast
+        values = ((words % np.uint64(span)) + np.uint64(low % (1 << 64))).view(np.int64)
+        return _shaped(values.astype(dtype, copy=False), size, shape)
+
+    def random_full(self, size=None, dtype=None):
+        """Tensor.random_() with no bounds: [0, 2^digits] for floats, [0, max] for integers."""
+        target = _float_dtype(dtype)
+        shape, n = _count(size)
+        if target == np.bool_:
+            return _shaped((self.engine.words(n) & np.uint64(1)).astype(bool), size, shape)
+        if target.kind == "f":
+            bits = _BITS_OF.get(target.name, 24)
+            modulus = (1 << bits) + 1
+        else:
+            modulus = int(np.iinfo(target).max) + 1
+        wide = target in (np.float64, np.int64)
+        words = self.engine.words64(n) if wide else self.engine.words(n)
+        values = (words % np.uint64(modulus)).astype(target)
+        return _shaped(values, size, shape)
+
+    # --- permutations ----------------------------------------------------------------------
+    def permutation(self, x, axis: int = 0):
+        """torch.randperm(n) for an int; an array is reordered along ``axis`` by one."""
+        if np.ndim(x) == 0:
+            return self.randperm(int(x))
+        x = np.asarray(x)
+        return np.take(x, self.randperm(x.shape[axis]), axis=axis)
+
+    def randperm(self, n: int) -> np.ndarray:
+        if n <= 1:
+            return np.arange(n, dtype=np.int64)
+        if n < _LARGE_PERMUTATION:
+            # torch's Fisher-Yates: swap(p[i], p[i + word % (n - i)]) for i = 0..n-2
+            offsets = self.engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)
+            return fisher_yates(offsets)
+        # torch's "inside-out" shuffle with 64-bit draws for very large n
+        picks = (self.engine.words64(n) % np.arange(1, n + 1, dtype=np.uint64)).tolist()
+        perm = [0] * n
+        for i, z in enumerate(picks):
+            perm[i] = perm[z]
+            perm[z] = i
+        return np.array(perm, dtype=np.int64)
+
+    # --- normal ----------------------------------------------------------------------------
+    def standard_normal(self, size=None, dtype=None, out=None):
+        values = self.normal(0.0, 1.0, size, dtype)
+        if out is not None:
+            out[...] = values
+            return out
+        return values
+
+    def normal(self, loc=0.0, scale=1.0, size=None, dtype=None):
+        """Tensor.normal_(loc, scale); array ``loc``/``scale`` scale standard draws."""
+        if np.ndim(loc) or np.ndim(scale):
+            if size is None:
+                size = np.broadcast_shapes(np.shape(loc), np.shape(scale))
+            return self.normal(0.0, 1.0, size, dtype) * scale + loc
+        shape, n = _count(size)
+        target = _float_dtype(dtype)
+        if n >= 16:
+            values = self._normal_blocks(n, float(loc), float(scale), target)
+        else:
+            values = _scaled(self.scalar_normals(n), float(loc), float(scale))
+        if values.dtype != target and target.kind == "f":
+            values = values.astype(target)
+        return _shaped(values, size, shape)
+
+    def _normal_blocks(self, n: int, mean: float, std: float, target) -> np.ndarray:
+        data = self.unit(n, target)
+        tail = self.unit(16, target) if n % 16 else None
+        full = n - n % 16
+        out = np.empty_like(data)
+        box_muller = box_muller_16_float32 if target == np.float32 else _box_muller_16
+        out[:full] = box_muller(data[:full], mean, std)
+        if tail is not None:  # torch recomputes the last 16 values from fresh uniforms
+            out[full:] = data[full:]
+            out[n - 16 :] = box_muller(tail, mean, std)
+        return out
+
+    def scalar_normals(self, n: int) -> np.ndarray:
+        """``n`` standard normals from torch's scalar sampler (float64, cache included)."""
+        engine = self.engine
+        out = np.empty(n, dtype=np.float64)
+        start = 0
+        if n and engine.next_double_normal is not None:
+            out[0] = engine.next_double_normal
+            engine.next_double_normal = None
+            start = 1
+        pairs = (n - start + 1) // 2
+        if pairs:
+            u = (engine.words64(2 * pairs) & _MASK53).astype(np.float64) * 2.0**-53
+            radius = np.sqrt(-2.0 * _log1p(-u[1::2]))
+            theta = 2.0 * np.pi * u[0::2]
+            values = np.empty(2 * pairs)
+            values[0::2] = radius * _cos(theta)
+            values[1::2] = radius * _sin(theta)
+            out[start:] = values[: n - start]
+            if (n - start) % 2:
+                engine.next_double_normal = float(values[-1])
+        return out
+
+    def lognormal(self, mean=0.0, sigma=1.0, size=None):
+        """Tensor.log_normal_: exp of torch's scalar normal (float64)."""
+        shape, n = _count(size)
+        normals = _scaled(self.scalar_normals(n), float(mean), float(sigma))
+        return _shaped(_exp(normals), size, shape)
+
+    # --- other transforms of float64 uniforms ----------------------------------------------
+    def _unit64(self, n: int) -> np.ndarray:
+        return (self.engine.words64(n) & _MASK53).astype(np.float64) * 2.0**-53
+
+    def exponential(self, scale=1.0, size=None):
+        """Tensor.exponential_(1 / scale): ``-scale * log1p(-u)``."""
+        shape, n = _count(size)
+        return _shaped(-float(scale) * _log1p(-self._unit64(n)), size, shape)
+
+    def geometric(self, p, size=None):
+        """Tensor.geometric_(p): ``ceil(log(u) / log(1 - p))``."""
+        shape, n = _count(size)
+        u = self._unit64(n)
+        logs = np.full(n, -np.inf)
+        positive = u > 0  # math.log(0) raises where C's log returns -inf
+        logs[positive] = _log(u[positive])
+        values = np.ceil(logs / math.log(1.0 - float(p)))
+        return _shaped(values, size, shape)
+
+    def standard_cauchy(self, size=None):
+        """Tensor.cauchy_(0, 1): ``tan(pi * (u - 0.5))``."""
+        shape, n = _count(size)
+        return _shaped(_tan(np.pi * (self._unit64(n) - 0.5)), size, shape)
+
+    def bernoulli(self, p, size=None, dtype=None):
+        """Tensor.bernoulli_(p): ``u < p``; float64 uniforms for a scalar or float64 ``p``,
+        float32 ones for a float32 probability tensor (torch.bernoulli(probs))."""
+        p_array = np.asarray(p)
+        if size is None:
+            size = p_array.shape
+        shape, n = _count(size)
+        if p_array.ndim == 0 or p_array.dtype == np.float64:
+            u = self._unit64(n).reshape(shape)
+        else:
+            u = self.unit(n, np.float32).reshape(shape)
+            p_array = p_array.astype(np.float32)
+        values = u < p_array
+        return values.astype(dtype) if dtype is not None else values
+
+
+def _scaled(normals: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """``normals * std + mean`` rounded once, as torch's compiled kernels fuse it."""
+    if std == 1.0 and mean == 0.0:
+        return normals
+    return fma_float64(normals, std, mean)
+
+
+def fisher_yates(offsets: np.ndarray) -> np.ndarray:
+    """The permutation left by swapping p[i] and p[i + offsets[i]] for i = 0, 1, ...,
+    starting from the identity, computed without a Python loop over the swaps.
+
+    Step t moves the value then at position t (call it cur[t]) to position j_t = t + offset;
+    a position is only ever written by earlier steps that target it. So the final p[i] is
+    the value at j_i just before step i: cur[t] for the last earlier step t with j_t = j_i,
+    else j_i itself; and cur[t] is, likewise, cur of the last earlier step that targeted t,
+    else t, a chain resolved by pointer doubling.
+    """
+    n = offsets.size + 1
+    steps = np.arange(n, dtype=np.int64)
+    target = steps.copy()
+    target[:-1] += offsets.astype(np.int64)  # the last step is a no-op: j = n - 1
+    order = np.argsort(target, kind="stable")  # by target, then by step
+    same = target[order[1:]] == target[order[:-1]]
+    previous_same = np.full(n, -1, dtype=np.int64)  # last earlier step with the same target
+    previous_same[order[1:]] = np.where(same, order[:-1], -1)
+    group_end = np.ones(n, dtype=bool)
+    group_end[:-1] = ~same
+    last = order[group_end]
+    writer = np.full(n, -1, dtype=np.int64)  # last step before t that wrote position t
+    writer[target[last]] = last
+    stays = target == steps
+    writer[stays] = previous_same[stays]
+    origin = np.where(writer < 0, steps, writer)
+    while True:
+        hop = origin[origin]
+        if np.array_equal(hop, origin):
+            break
+        origin = hop
+    perm = np.where(previous_same < 0, target, origin[np.maximum(previous_same, 0)])
+    perm[stays] = origin[stays]
+    return perm
+
+
+def _box_muller_16(uniform: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """torch's portable normal_fill_16 over blocks of 16 uniforms (float64; float16 and
+    bfloat16 approximately, through correctly rounded float32 functions)."""
+    blocks = uniform.reshape(-1, 2, 8)
+    if uniform.dtype == np.float64:
+        u1 = 1.0 - blocks[:, 0]
+        radius = np.sqrt(-2.0 * _log(u1))
+        theta = 2.0 * np.pi * blocks[:, 1]
+        normals = np.stack([radius * _cos(theta), radius * _sin(theta)], axis=1)
+        if std != 1.0 or mean != 0.0:
+            normals = fma_float64(normals, std, mean)
+        return normals.reshape(-1)
+    # half precision: each libm call rounded to float32, as std::log/cos/sin on floats
+    u1 = (np.float32(1) - blocks[:, 0]).astype(np.float64)
+    log_u1 = np.log(u1).astype(np.float32)
+    radius = np.sqrt((np.float32(-2) * log_u1).astype(np.float64)).astype(np.float32)
+    theta = (2.0 * np.pi * blocks[:, 1].astype(np.float64)).astype(np.float32).astype(np.float64)
+    cos = np.cos(theta).astype(np.float32)
+    sin = np.sin(theta).astype(np.float32)
+    normals = np.stack([radius * cos, radius * sin], axis=1)
+    if std != 1.0 or mean != 0.0:
+        normals = fma_float32(normals, np.float32(std), np.float32(mean))
+    return normals.reshape(-1)
