@@ -73,7 +73,7 @@ def _binary(op_type):
     return symbolic
 
 
-for _name, _op in {"mul": "Mul", "truediv": "Div", "maximum": "Max", "minimum": "Min"}.items():
+for _name, _op in {"mul": "Mul", "maximum": "Max", "minimum": "Min"}.items():
     SYMBOLICS[_name] = _binary(_op)
 
 
@@ -84,7 +84,7 @@ def _scaled(g, x, alpha, dtype):
     return name
 
 
-@_register("add", "radd")
+@_register("add")
 def _add(g, a, result):
     dtype = _dtype(result)
     other = _scaled(g, a["other"], a.get("alpha", 1), dtype)
@@ -103,11 +103,6 @@ def _rsub(g, a, result):
     dtype = _dtype(result)
     x = _scaled(g, a["input"], a.get("alpha", 1), dtype)
     return g.node("Sub", [g.operand(a["other"], dtype), x])
-
-
-@_register("rmul")
-def _rmul(g, a, result):
-    return SYMBOLICS["mul"](g, a, result)
 
 
 @_register("rtruediv")
@@ -322,7 +317,6 @@ def _logical_not(g, a, result):
     "contiguous",
     "clone",
     "detach",
-    "alias",
     "cpu",
     "cuda",
 )
@@ -543,7 +537,7 @@ def _squeeze(g, a, result):
     return g.node("Squeeze", [g.value(x), g.ints(axes, "axes")])
 
 
-@_register("transpose", "swapaxes", "swapdims")
+@_register("transpose")
 def _transpose(g, a, result):
     x = a["input"]
     ndim = _ndim(x)
@@ -569,7 +563,7 @@ def _permute(g, a, result):
     return g.node("Transpose", [g.value(x)], perm=perm)
 
 
-@_register("cat", "concat", "concatenate")
+@_register("cat")
 def _cat(g, a, result):
     tensors = [t for t in a["tensors"] if not (_ndim(t) == 1 and t.shape[0] == 0)]
     dtype = _dtype(result)
@@ -866,11 +860,10 @@ def _adaptive_pool(spatial: int, global_op: str, pool_op: str):
     return symbolic
 
 
-for _n in (1, 2, 3):
+for _n in (1, 2):
     SYMBOLICS[f"max_pool{_n}d"] = _max_pool(_n)
     SYMBOLICS[f"avg_pool{_n}d"] = _avg_pool(_n)
-    SYMBOLICS[f"adaptive_avg_pool{_n}d"] = _adaptive_pool(_n, "GlobalAveragePool", "AveragePool")
-    SYMBOLICS[f"adaptive_max_pool{_n}d"] = _adaptive_pool(_n, "GlobalMaxPool", "MaxPool")
+SYMBOLICS["adaptive_avg_pool2d"] = _adaptive_pool(2, "GlobalAveragePool", "AveragePool")
 
 
 def _any_rank(make):
@@ -959,6 +952,8 @@ def _instance_norm(g, a, result):
     return g.node("InstanceNormalization", inputs, epsilon=float(a.get("eps", 1e-5)))
 
 
+from ._symbolics_nn import register_nn_ops  # noqa: E402
 from ._symbolics_seq import register_sequence_ops  # noqa: E402
 
+register_nn_ops(SYMBOLICS)
 register_sequence_ops(SYMBOLICS)
