@@ -31,7 +31,7 @@ def _alone(rank: int, port: int, as_rank: int) -> None:
         init_method=f"tcp://127.0.0.1:{port}",
         world_size=2,
         rank=as_rank,
-        timeout=datetime.timedelta(seconds=2),
+        timeout=datetime.timedelta(seconds=1),
     )
 
 
@@ -81,8 +81,8 @@ def test_a_raising_rank_is_reraised_in_the_parent_with_its_traceback():
 @pytest.mark.parametrize(
     "as_rank, message",
     [
-        (0, "timed out after 2 seconds waiting for clients. 1/2 clients joined"),
-        (1, "rank 1 could not reach rank 0 at 127.0.0.1:.* within 2 seconds"),
+        (0, "timed out after 1 seconds waiting for clients. 1/2 clients joined"),
+        (1, "rank 1 could not reach rank 0 at 127.0.0.1:.* within 1 seconds"),
     ],
 )
 def test_a_missing_peer_is_a_clear_error_after_the_timeout(as_rank, message):
@@ -94,9 +94,9 @@ def test_a_missing_peer_is_a_clear_error_after_the_timeout(as_rank, message):
 
 
 def test_workers_past_the_timeout_are_terminated():
-    context = mp.spawn(_sleep, nprocs=2, join=False, timeout=2)
+    context = mp.spawn(_sleep, nprocs=2, join=False, timeout=1)
     began = time.monotonic()
-    with pytest.raises(TimeoutError, match="did not finish within 2 seconds"):
+    with pytest.raises(TimeoutError, match="did not finish within 1 seconds"):
         context.join()
     assert time.monotonic() - began < 15
     assert all(p.poll() is not None for p in context.processes)
