@@ -9,15 +9,20 @@ from __future__ import annotations
 import numpy as np
 
 _SPLITTER = 134217729.0  # 2^27 + 1: splits a double into two 26-bit halves
+_LOW_29, _HALF_29 = np.int64((1 << 29) - 1), np.int64(1 << 28)  # bits a float32 drops
 
 
 def fma_float32(x: np.ndarray, y, z) -> np.ndarray:
     """float32 ``x*y + z`` with one rounding (x, y, z float32 values)."""
     product = x.astype(np.float64) * np.float64(y)  # exact: 24 + 24 bits fit in 53
-    total = product + np.float64(z)
-    # round the double sum to odd so that the final rounding to float32 is the correct one
-    err = _sum_error(product, np.float64(z), total)
-    return _round_to_odd(total, err).astype(np.float32)
+    total = product + z
+    # rounding the double sum to float32 rounds twice; that can only go wrong when the sum
+    # lands exactly halfway between two floats (its low 29 mantissa bits 1000...0)
+    halfway = (total.view(np.int64) & _LOW_29) == _HALF_29
+    if halfway.any():
+        err = _sum_error(product, np.broadcast_to(np.float64(z), total.shape), total)
+        total = np.where(halfway, _round_to_odd(total, err), total)
+    return total.astype(np.float32)
 
 
 def fma_float64(x: np.ndarray, y: float, z: float) -> np.ndarray:
