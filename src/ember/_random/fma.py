@@ -20,8 +20,10 @@ def fma_float32(x: np.ndarray, y, z) -> np.ndarray:
     # lands exactly halfway between two floats (its low 29 mantissa bits 1000...0)
     halfway = (total.view(np.int64) & _LOW_29) == _HALF_29
     if halfway.any():
-        err = _sum_error(product, np.broadcast_to(np.float64(z), total.shape), total)
-        total = np.where(halfway, _round_to_odd(total, err), total)
+        at = np.nonzero(halfway)
+        addend = np.broadcast_to(np.float64(z), total.shape)[at]
+        err = _sum_error(product[at], addend, total[at])
+        total[at] = _round_to_odd(total[at], err)
     return total.astype(np.float32)
 
 
