@@ -214,6 +214,15 @@ def case_objects(rank):
     assert items == [0, "x"]
 
 
+def case_object_send_and_recv(rank):
+    if rank == 0:
+        dist.send_object_list([{"step": 3}, "adam"], dst=1)
+    else:
+        received = [None, None]
+        assert dist.recv_object_list(received, src=0) == 0
+        assert received == [{"step": 3}, "adam"]
+
+
 def case_barrier_async(rank):
     work = dist.barrier(async_op=True)
     work.wait()
@@ -254,6 +263,7 @@ OTHER_CASES = {
         case_all_reduce_float16_and_bool,
         case_rank_and_world,
         case_objects,
+        case_object_send_and_recv,
         case_barrier_async,
         case_sampler_takes_the_world_from_the_group,
         case_new_group,

@@ -81,8 +81,8 @@ def test_a_raising_rank_is_reraised_in_the_parent_with_its_traceback():
 @pytest.mark.parametrize(
     "as_rank, message",
     [
-        (0, "timed out after 1 seconds waiting for clients. 1/2 clients joined"),
-        (1, "rank 1 could not reach rank 0 at 127.0.0.1:.* within 1 seconds"),
+        (0, "DistStoreError: .* timed out after 1 seconds waiting for clients. 1/2 clients joined"),
+        (1, "DistNetworkError: .* rank 1 could not reach rank 0 at 127.0.0.1:.* within 1 seconds"),
     ],
 )
 def test_a_missing_peer_is_a_clear_error_after_the_timeout(as_rank, message):

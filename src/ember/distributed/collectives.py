@@ -616,6 +616,8 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) ->
         time.sleep(0.001)
 
 
+_OBJECT_TAG = 0x6F626A  # keeps object messages apart from tensor messages with the default tag
+
 # --- picklable Python objects (these do pickle, as PyTorch's do) ---------------------------
 
 
@@ -640,6 +642,41 @@ def broadcast_object_list(
     )
     objects = pg.comm.bcast(list(object_list) if pg.rank() == root else None, root)
     object_list[:] = objects
+
+
+def send_object_list(object_list: list, dst=None, group=None, device=None, group_dst=None):
+    """Send the (picklable) items of ``object_list`` to rank ``dst``."""
+    pg = _group(group)
+    if pg is None:
+        return
+    pg.comm.send(list(object_list), _peer(pg, dst, group_dst, "send"), tag=_OBJECT_TAG)
+
+
+def recv_object_list(object_list: list, src=None, group=None, device=None, group_src=None):
+    """Fill ``object_list`` with the items rank ``src`` (any when None) sent; returns the sender."""
+    pg = _group(group)
+    if pg is None:
+        return -1
+    MPI = _mpi()
+    source = (
+        MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "recv")
+    )
+    status = MPI.Status()
+    items = pg.comm.recv(source=source, tag=_OBJECT_TAG, status=status)
+    object_list[: len(items)] = items
+    return pg._ranks[status.Get_source()]
+
+
+def supports_complex(reduceOp) -> bool:
+    """True where a reduction is defined on complex numbers (not MIN/MAX/PRODUCT/bitwise)."""
+    return reduceOp not in (
+        RedOpType.MAX,
+        RedOpType.MIN,
+        RedOpType.PRODUCT,
+        RedOpType.BAND,
+        RedOpType.BOR,
+        RedOpType.BXOR,
+    )
 
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:

@@ -100,6 +100,37 @@ def is_torchelastic_launched() -> bool:
     return os.environ.get("TORCHELASTIC_RUN_ID") is not None
 
 
+def is_backend_available(backend: str) -> bool:
+    """True for the backends ember can run here (gloo and mpi, both on mpi4py)."""
+    return backend.lower() in ("gloo", "mpi") and is_available()
+
+
+def get_default_backend_for_device(device) -> str:
+    kind = getattr(device, "type", None) or str(device).split(":")[0]
+    backend = {"cpu": "gloo", "cuda": "nccl"}.get(kind)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its machine (``LOCAL_RANK``, set by spawn and the launcher)."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device context "
+        "and want the code to run locally instead."
+    )
+
+
+def get_pg_count() -> int:
+    """How many process groups exist (the world and its subgroups)."""
+    return (0 if _world is None else 1) + len(_subgroups)
+
+
 def _timeout_seconds(timeout) -> float:
     if timeout is None:
         return default_pg_timeout.total_seconds()

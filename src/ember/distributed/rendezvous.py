@@ -20,6 +20,8 @@ import socket
 import time
 import urllib.parse
 
+from .errors import DistNetworkError, DistStoreError
+
 
 def parse_init_method(init_method: str, world_size: int, rank: int) -> tuple[str, int, int, int]:
     """``(master_addr, master_port, world_size, rank)`` from ``env://`` or ``tcp://host:port``."""
@@ -85,14 +87,14 @@ def _read_line(conn: socket.socket, deadline: float, what: str) -> dict:
     while not data.endswith(b"\n"):
         left = deadline - time.monotonic()
         if left <= 0:
-            raise RuntimeError(f"ember.distributed rendezvous: timed out waiting for {what}")
+            raise DistStoreError(f"ember.distributed rendezvous: timed out waiting for {what}")
         conn.settimeout(left)
         try:
             chunk = conn.recv(4096)
         except TimeoutError:
             continue
         if not chunk:
-            raise RuntimeError(
+            raise DistNetworkError(
                 f"ember.distributed rendezvous: connection closed waiting for {what}"
             )
         data += chunk
@@ -125,7 +127,7 @@ def join_world(master_addr: str, master_port: int, world_size: int, rank: int, t
             while len(peers) < world_size - 1:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise RuntimeError(
+                    raise DistStoreError(
                         f"ember.distributed rendezvous: timed out after {timeout:g} seconds "
                         f"waiting for clients. {len(peers) + 1}/{world_size} clients joined."
                     )
@@ -144,7 +146,7 @@ def join_world(master_addr: str, master_port: int, world_size: int, rank: int, t
                 if problem:
                     _send_line(conn, {"error": problem})
                     conn.close()
-                    raise RuntimeError(f"ember.distributed rendezvous: {problem}")
+                    raise DistStoreError(f"ember.distributed rendezvous: {problem}")
                 peers[peer_rank] = conn
             port_name = MPI.Open_port()
             comm = MPI.COMM_SELF
@@ -163,7 +165,7 @@ def join_world(master_addr: str, master_port: int, world_size: int, rank: int, t
             conn = socket.create_connection((master_addr, master_port), timeout=1.0)
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(
+                raise DistNetworkError(
                     f"ember.distributed rendezvous: rank {rank} could not reach rank 0 at "
                     f"{master_addr}:{master_port} within {timeout:g} seconds"
                 ) from None
@@ -172,7 +174,7 @@ def join_world(master_addr: str, master_port: int, world_size: int, rank: int, t
         _send_line(conn, {"rank": rank, "world_size": world_size})
         reply = _read_line(conn, deadline, "rank 0 to hand out the MPI port")
     if "error" in reply:
-        raise RuntimeError(f"ember.distributed rendezvous: {reply['error']}")
+        raise DistStoreError(f"ember.distributed rendezvous: {reply['error']}")
     intercomm = MPI.COMM_SELF.Connect(reply["port"], MPI.INFO_NULL, 0)
     comm = intercomm.Merge(high=True)
     intercomm.Free()
