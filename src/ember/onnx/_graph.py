@@ -70,7 +70,7 @@ class GraphBuilder:
         name = self._constants.get(id(tensor))
         if name is None:
             hint = self._param_names.get(id(tensor), "const")
-            name = self.const(np.asarray(tensor._data), hint)
+            name = self.const(host_array(tensor), hint)
             self._constants[id(tensor)] = name
             self.keep_alive.append(tensor)
         return name
@@ -116,6 +116,12 @@ class GraphBuilder:
         return self.node("Unsqueeze", [name, self.ints(axes, "axes")])
 
 
+def host_array(tensor) -> np.ndarray:
+    """A tensor's values as a NumPy array (copied from the GPU for a CUDA tensor)."""
+    data = tensor._data
+    return data if isinstance(data, np.ndarray) else data.get()
+
+
 def elem_type(dtype) -> int:
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
@@ -124,4 +130,4 @@ def value_info(name: str, dtype, shape):
     return helper.make_tensor_value_info(name, elem_type(dtype), shape)
 
 
-__all__ = ["GraphBuilder", "OnnxExporterError", "elem_type", "value_info"]
+__all__ = ["GraphBuilder", "OnnxExporterError", "elem_type", "host_array", "value_info"]

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ._graph import GraphBuilder, OnnxExporterError
+from ._graph import GraphBuilder, OnnxExporterError, host_array
 
 # torch's gate blocks in ONNX's order: LSTM (i, f, g, o) -> (i, o, f, c); GRU (r, z, n) -> (z, r, h)
 _GATE_ORDER = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2], "RNN_TANH": [0], "RNN_RELU": [0]}
@@ -41,13 +41,13 @@ def _recurrent(g: GraphBuilder, a, result):
         weights, recurrences, biases = [], [], []
         for direction in range(directions):
             suffix = f"_l{layer}" + ("_reverse" if direction else "")
-            w_ih = np.asarray(getattr(module, "weight_ih" + suffix)._data)
-            w_hh = np.asarray(getattr(module, "weight_hh" + suffix)._data)
+            w_ih = host_array(getattr(module, "weight_ih" + suffix))
+            w_hh = host_array(getattr(module, "weight_hh" + suffix))
             weights.append(_reorder(w_ih, mode))
             recurrences.append(_reorder(w_hh, mode))
             if module.bias:
-                b_ih = np.asarray(getattr(module, "bias_ih" + suffix)._data)
-                b_hh = np.asarray(getattr(module, "bias_hh" + suffix)._data)
+                b_ih = host_array(getattr(module, "bias_ih" + suffix))
+                b_hh = host_array(getattr(module, "bias_hh" + suffix))
                 biases.append(np.concatenate([_reorder(b_ih, mode), _reorder(b_hh, mode)]))
         inputs = [
             data,
@@ -106,7 +106,7 @@ def _projection(g, x, weight, bias, hint) -> str:
 
 
 def _array(t):
-    return None if t is None else np.asarray(t._data)
+    return None if t is None else host_array(t)
 
 
 def _multi_head_attention(g: GraphBuilder, a, result):
