@@ -1,10 +1,15 @@
 import json
+import os
+import signal
+import stat
 
 import numpy as np
 import pytest
 
 import ember
 from ember import cli
+
+from .helpers import run_ember, start_ember
 
 
 def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
@@ -93,3 +98,71 @@ def test_graph_picture_is_svg_with_graphviz_or_a_hint_without(tmp_path, capsys, 
     assert "Graphviz's `dot` was not found" in capsys.readouterr().out
     assert not (tmp_path / "dot" / "graph.svg").exists()
     assert (tmp_path / "dot" / "graph.dot").exists()
+
+
+def test_one_epoch_run_reads_well_and_says_how_to_load_the_model(tmp_path):
+    out = tmp_path / "run"
+    result = run_ember("demo", "--epochs", "1", "--out", out)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("epoch 1/1: loss ") and ", held-out acc 0." in lines[1]
+    assert " after 1 epoch (" in result.stdout  # not "1 epochs"
+    checkpoint = out / "model.safetensors"
+    snippet = (
+        "import ember.cli\n"
+        'model = ember.cli.build_model("mlp")\n'
+        f'model.load_state_dict(ember.load("{checkpoint}"))\n'
+    )
+    assert lines[-4:] == ["load the model back in Python:"] + [
+        "    " + line for line in snippet.splitlines()
+    ]
+    readme = (out / "README.txt").read_text()
+    assert "".join("    " + line + "\n" for line in snippet.splitlines()) in readme
+    assert "after 1 epoch (" in readme and "ember demo --model mlp --epochs 1" in readme
+    namespace = {}
+    exec(snippet, namespace)  # the three lines work as printed
+    assert isinstance(namespace["model"], ember.nn.Sequential)
+    # stderr is not a terminal here: no progress bar redrawing itself with carriage returns
+    assert "\r" not in result.stderr
+
+
+def test_outputs_honour_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert cli.main(["demo", "--epochs", "1", "--out", str(tmp_path / "run")]) == 0
+    finally:
+        os.umask(old)
+    out = tmp_path / "run"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    for path in out.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path.name
+
+
+def test_a_second_run_replaces_the_results_and_drops_stale_ones(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "graph.svg").write_text("<svg>from an earlier run</svg>")
+    (out / "notes.txt").write_text("the user's own file")
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # no Graphviz: no graph.svg
+    assert cli.main(["demo", "--epochs", "1", "--out", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert "graph.svg" not in names and "notes.txt" in names and "model.safetensors" in names
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the staging folder is gone
+
+
+def test_an_interrupted_run_leaves_the_previous_results(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"a good model")
+    process = start_ember("demo", "--epochs", "100000", "--out", out)
+    assert process.stdout.readline().startswith("ember demo: mlp")
+    assert process.stdout.readline().startswith("epoch 1/100000")  # training, graph written
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr.strip().endswith(f"ember demo: interrupted; {out} was left as it was")
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
+    assert (out / "model.safetensors").read_bytes() == b"a good model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]

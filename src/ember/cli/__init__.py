@@ -1,0 +1,74 @@
+"""The ``ember`` command.
+
+- ``ember demo`` trains a digits classifier end to end (``demo.py``);
+- ``ember inspect FILE`` lists a checkpoint's tensors with statistics (``inspect.py``);
+- ``ember diff A B`` compares two checkpoints tensor by tensor (``diff.py``).
+
+A mistake in how it is called is one line on stderr and exit code 2; only a bug in ember shows
+a traceback (exit code 70), with a line asking to report it.
+
+Example::
+    >>> from ember import cli
+    >>> cli.main(["diff", "torch.pt", "ember.safetensors"])  # 0 equal, 1 different, 2 usage
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from .. import __version__
+from . import demo, diff, inspect
+from ._arguments import Parser, UsageError
+from .demo import MODELS, OPTIMIZERS, build_model, build_optimizer
+
+__all__ = ["MODELS", "OPTIMIZERS", "build_model", "build_optimizer", "main", "parser"]
+
+EXIT_USAGE = 2
+EXIT_BUG = 70  # BSD's EX_SOFTWARE: distinct from diff's 1 ("the files differ")
+EXIT_INTERRUPTED = 130  # what a shell reports for Ctrl-C
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="ember",
+        description="ember: tensors with reverse-mode autodiff and the PyTorch API.",
+    )
+    p.add_argument("--version", action="version", version=f"ember {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for command in (demo, inspect, diff):
+        command.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ember`` with ``argv`` (default: the process's arguments); returns the exit code."""
+    p = parser()
+    command = "ember"
+    try:
+        args = p.parse_args(argv)
+        if args.command is None:
+            p.print_help()
+            return 0
+        command = f"ember {args.command}"
+        return args.run(args)
+    except UsageError as exc:
+        print(f"{exc.command or command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ember: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`ember inspect big.pt | head`): nothing more to say, and Python's
+        # flush at exit must not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception:
+        traceback.print_exc()
+        print(
+            "ember: this is a bug in ember, not a mistake in how it was called; please report "
+            "it with the command you ran and the traceback above.",
+            file=sys.stderr,
+        )
+        return EXIT_BUG

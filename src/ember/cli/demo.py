@@ -1,0 +1,341 @@
+"""``ember demo``: train a digits classifier end to end and write what it learned.
+
+Every argument is checked before anything is written; the results go to a staging folder and
+are moved into ``--out`` only when the run finishes (``_output_folder.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
+from . import _output_folder
+from ._arguments import UsageError, positive_float, positive_int
+from .curves import plot_curves
+
+MODELS = ("mlp", "cnn")
+OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop", "adagrad")
+OUTPUT_NAMES = (
+    "model.safetensors",
+    "curves.png",
+    "graph.dot",
+    "graph.html",
+    "graph.svg",
+    "metrics.json",
+    "README.txt",
+)
+
+
+def build_model(kind: str):
+    """The demo's network: ``"mlp"`` or ``"cnn"``, for 8x8 single-channel images, 10 classes.
+
+    Example::
+        >>> model = build_model("mlp")
+        >>> model.load_state_dict(ember.load("ember-demo/model.safetensors"))
+    """
+    from .. import nn
+
+    if kind == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    if kind != "cnn":
+        raise ValueError(f"build_model: unknown model {kind!r}; expected one of {MODELS}")
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 2 * 2, 10),
+    )
+
+
+def build_optimizer(name: str, params, lr: float):
+    """The demo's optimizer ``name`` (one of ``OPTIMIZERS``; sgd with momentum 0.9)."""
+    from .. import optim
+
+    if name == "sgd":
+        return optim.SGD(params, lr=lr, momentum=0.9)
+    return {
+        "adam": optim.Adam,
+        "adamw": optim.AdamW,
+        "rmsprop": optim.RMSprop,
+        "adagrad": optim.Adagrad,
+    }[name](params, lr=lr)
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser(
+        "demo",
+        help="train a digits classifier (shipped dataset, no download)",
+        description="Train a classifier on the 8x8 handwritten digits shipped with ember: a "
+        "line per epoch with loss, train and held-out accuracy (and a progress bar when stderr "
+        "is a terminal), then in --out the checkpoint (model.safetensors), loss/accuracy "
+        "curves (curves.png), one training step's backward graph (graph.dot, graph.html, and "
+        "graph.svg when Graphviz is installed), metrics.json and README.txt (how to load the "
+        "model back). The files are written when the run finishes; an interrupted run leaves "
+        "--out as it was.",
+    )
+    d.add_argument("--model", choices=MODELS, default="mlp", help="mlp (default) or cnn")
+    d.add_argument(
+        "--epochs", type=positive_int, default=20, help="passes over the data (default 20)"
+    )
+    d.add_argument("--batch-size", type=positive_int, default=64, help="batch size (default 64)")
+    d.add_argument("--lr", type=positive_float, default=3e-3, help="learning rate (default 3e-3)")
+    d.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default="adam",
+        help="optimizer (default adam; sgd uses momentum 0.9)",
+    )
+    d.add_argument("--seed", type=int, default=0, help="random seed: same seed, same run")
+    d.add_argument("--out", default="ember-demo", help="output folder (default ./ember-demo)")
+    d.add_argument(
+        "--device", default="cpu", help="cpu (default), or cuda / cuda:N with CuPy and a GPU"
+    )
+    d.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar, only the line per epoch (the bar is off anyway when stderr is "
+        "not a terminal)",
+    )
+    d.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    device = _checked_device(args.device)
+    out = Path(args.out)
+    staging = _output_folder.open_staging(out, OUTPUT_NAMES)
+    try:
+        with _terminate_as_interrupt():
+            summary = _train_and_write(args, device, staging)
+        _output_folder.publish(staging, out, OUTPUT_NAMES)
+    except KeyboardInterrupt:
+        print(f"ember demo: interrupted; {out} was left as it was", file=sys.stderr)
+        return 130
+    finally:
+        _output_folder.discard(staging)
+    written = ", ".join(name for name in OUTPUT_NAMES if (out / name).exists())
+    print(summary)
+    print(f"wrote {out}{'' if str(out).endswith('/') else '/'}: {written}")
+    print("load the model back in Python:")
+    print(_indent(_load_snippet(args.model, out)))
+    return 0
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (``kill``, a job scheduler's time limit) ends the run as Ctrl-C does, so that
+    the staging folder is removed rather than left behind."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _checked_device(name: str):
+    import ember
+
+    try:
+        device = ember.device(name)
+    except (RuntimeError, ValueError):
+        raise UsageError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        try:
+            ember.cuda.init()
+        except AssertionError as exc:
+            # init's message starts with PyTorch's "Torch not compiled with CUDA enabled: "
+            why = str(exc).partition(": ")[2].rstrip(".") or str(exc)
+            raise UsageError(
+                f"--device {name}: no usable GPU: {why}, or use --device cpu"
+            ) from None
+        count = ember.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise UsageError(
+                f"--device {name}: there are {count} GPU(s), numbered 0 to {count - 1}; "
+                "choose one of those"
+            )
+    return device
+
+
+def _train_and_write(args, device, staging: Path) -> str:
+    """Train, write every result into ``staging``, return the closing line."""
+    import ember
+    from ember.utils.data import DataLoader
+
+    from ..datasets import digits_dataset
+    from ..viz import INSTALL_HINT, make_dot, to_html, to_svg, track_modules
+
+    ember.manual_seed(args.seed)
+    train_set, test_set = digits_dataset("train"), digits_dataset("test")
+    loader = DataLoader(
+        train_set,
+        batch_size=args.batch_size,
+        shuffle=True,
+        generator=ember.Generator().manual_seed(args.seed),
+    )
+    test_loader = DataLoader(test_set, batch_size=512)
+    model = build_model(args.model).to(device)
+    optimizer = build_optimizer(args.optimizer, model.parameters(), args.lr)
+    loss_fn = ember.nn.CrossEntropyLoss()
+    history = {"train_loss": [], "train_acc": [], "test_loss": [], "test_acc": []}
+    print(
+        f"ember demo: {args.model} on the 8x8 digits ({len(train_set)} train / "
+        f"{len(test_set)} held out), {args.optimizer} lr={args.lr}, device={device}"
+    )
+    show_bar = not args.no_progress and sys.stderr.isatty()
+    graph_written = False
+    start = time.perf_counter()
+    for epoch in range(1, args.epochs + 1):
+        bar = _progress(loader, f"epoch {epoch}/{args.epochs}", show_bar)
+        seen, loss_sum, correct = 0, 0.0, 0
+        for x, y in bar:
+            x, y = x.to(device), y.to(device)
+            first = not graph_written
+            with track_modules(model) if first else contextlib.nullcontext():
+                logits = model(x)
+                loss = loss_fn(logits, y)
+            optimizer.zero_grad()
+            # the first step keeps its graph a moment, to be drawn with its gradients
+            loss.backward(retain_graph=first)
+            if first:
+                _write_graph(staging, loss, model, make_dot, to_svg, to_html, INSTALL_HINT)
+                graph_written = True
+            optimizer.step()
+            n = len(y)
+            seen += n
+            loss_sum += float(loss) * n
+            correct += int((logits.argmax(1) == y).sum())
+            if show_bar:
+                bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.3f}")
+        test_loss, test_acc = _evaluate(model, test_loader, device)
+        history["train_loss"].append(loss_sum / seen)
+        history["train_acc"].append(correct / seen)
+        history["test_loss"].append(test_loss)
+        history["test_acc"].append(test_acc)
+        # a line per epoch, bar or not: the held-out accuracy is what the run is about, and a
+        # log file (stderr not a terminal) gets these lines instead of the bar's redraws
+        print(
+            f"epoch {epoch}/{args.epochs}: loss {loss_sum / seen:.4f}, "
+            f"train acc {correct / seen:.3f}, held-out acc {test_acc:.3f}",
+            flush=True,
+        )
+    elapsed = time.perf_counter() - start
+    ember.save(
+        model.state_dict(),
+        staging / "model.safetensors",
+        metadata={"model": args.model, "epochs": args.epochs, "seed": args.seed},
+    )
+    plot_curves(history, staging / "curves.png")
+    metrics = {
+        "model": args.model,
+        "held_out_accuracy": history["test_acc"][-1],
+        "held_out_loss": history["test_loss"][-1],
+        "epochs": args.epochs,
+        "seconds": round(elapsed, 2),
+        "history": history,
+    }
+    (staging / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    summary = (
+        f"held-out accuracy: {history['test_acc'][-1]:.2%} after {_plural(args.epochs, 'epoch')} "
+        f"({elapsed:.1f} s)"
+    )
+    (staging / "README.txt").write_text(_readme(args, summary, Path(args.out)))
+    return summary
+
+
+def _evaluate(model, loader, device) -> tuple[float, float]:
+    import ember
+
+    model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    with ember.no_grad():
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            logits = model(x)
+            total_loss += float(ember.nn.functional.cross_entropy(logits, y, reduction="sum"))
+            correct += int((logits.argmax(1) == y).sum())
+            count += len(y)
+    model.train()
+    return total_loss / count, correct / count
+
+
+def _write_graph(out: Path, loss, model, make_dot, to_svg, to_html, hint: str) -> None:
+    """One training step's backward graph: DOT, HTML, and SVG when Graphviz is installed."""
+    dot = make_dot(loss, params=dict(model.named_parameters()))
+    (out / "graph.dot").write_text(dot)
+    (out / "graph.html").write_text(to_html(dot, title=f"ember demo: {type(model).__name__}"))
+    svg = to_svg(dot)
+    if svg is not None:
+        (out / "graph.svg").write_text(svg)
+    else:
+        print(hint)
+
+
+def _progress(iterable, desc: str, shown: bool):
+    if not shown:
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, desc=desc, leave=False, dynamic_ncols=True)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _load_snippet(model: str, out: Path) -> str:
+    """Three lines of Python that rebuild the trained model from ``out``."""
+    checkpoint = json.dumps(str(out.resolve() / "model.safetensors"))  # a Python string too
+    return (
+        "import ember.cli\n"
+        f"model = ember.cli.build_model({json.dumps(model)})\n"
+        f"model.load_state_dict(ember.load({checkpoint}))\n"
+    )
+
+
+def _indent(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines()).rstrip("\n")
+
+
+def _readme(args, summary: str, out: Path) -> str:
+    command = shlex.join(
+        ["ember", "demo", "--model", args.model, "--epochs", str(args.epochs)]
+        + ["--batch-size", str(args.batch_size), "--lr", str(args.lr)]
+        + ["--optimizer", args.optimizer, "--seed", str(args.seed), "--device", args.device]
+    )
+    return f"""ember demo: {args.model} trained on the 8x8 digits
+{summary}
+made by: {command}
+
+Files
+  model.safetensors  the trained weights (a state_dict; safetensors, no pickle)
+  curves.png         loss and accuracy per epoch, train and held out
+  graph.dot          one training step's backward graph (graph.html draws it in a browser;
+                     graph.svg is there when Graphviz was installed)
+  metrics.json       the numbers behind curves.png
+  README.txt         this file
+
+Load the model back in Python:
+{_indent(_load_snippet(args.model, out))}
+
+Look inside the checkpoint, or compare it with another one (PyTorch's .pt too):
+    ember inspect {shlex.quote(str(out.resolve() / "model.safetensors"))}
+    ember diff {shlex.quote(str(out.resolve() / "model.safetensors"))} other.pt
+"""

@@ -1,0 +1,91 @@
+"""The ``ember`` command as a whole: help, version, and how mistakes and bugs are reported."""
+
+import pytest
+
+import ember
+from ember import cli
+
+from .helpers import run_ember, start_ember
+
+
+def test_ember_alone_shows_the_help_and_succeeds():
+    result = run_ember()
+    assert result.returncode == 0 and result.stderr == ""
+    for command in ("demo", "inspect", "diff"):
+        assert command in result.stdout
+    assert result.stdout.startswith("usage: ember")
+
+
+def test_version_prints_the_package_version():
+    result = run_ember("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"ember {ember.__version__}"
+
+
+def _demo_mistakes(out) -> dict:
+    """Each mistake with the words its one-line message must contain."""
+    mistakes = {
+        ("--epochs", "0"): "--epochs: must be at least 1, got 0",
+        ("--epochs", "-1"): "--epochs: must be at least 1, got -1",
+        ("--epochs", "two"): "--epochs: expected a whole number, got 'two'",
+        ("--lr", "-1"): "--lr: must be greater than 0, got -1",
+        ("--lr", "inf"): "--lr: must be a finite number",
+        ("--batch-size", "0"): "--batch-size: must be at least 1, got 0",
+        ("--device", "tpu"): "--device 'tpu' is not a device; use cpu, cuda or cuda:N",
+        ("--model", "resnet"): "invalid choice: 'resnet' (choose from 'mlp', 'cnn')",
+        ("--optimizer", "lbfgs"): "invalid choice: 'lbfgs'",
+    }
+    if not ember.cuda.is_available():
+        mistakes[("--device", "cuda")] = "--device cuda: no usable GPU"
+    return {("demo", "--out", str(out), *args): words for args, words in mistakes.items()}
+
+
+def test_each_demo_mistake_is_one_line_exit_2_and_overwrites_nothing(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"a good model")
+    cases = _demo_mistakes(out)
+    cases[("demo", "--out", "/proc/ember-demo")] = "--out /proc/ember-demo: cannot create files"
+    cases[("demo", "--out", str(out / "model.safetensors"))] = "is a file, not a folder"
+    cases[("demo", "--bogus")] = "unrecognized arguments: --bogus"
+    # all at once: each is a Python start-up, the slow part
+    running = {args: start_ember(*args) for args in cases}
+    for args, process in running.items():
+        stdout, stderr = process.communicate(timeout=120)
+        assert process.returncode == 2, (args, stderr)
+        assert stderr.count("\n") == 1 and "Traceback" not in stderr, (args, stderr)
+        assert stderr.startswith("ember"), (args, stderr)
+        assert cases[args] in stderr, (args, stderr)
+        assert stdout == "", (args, stdout)
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
+    assert (out / "model.safetensors").read_bytes() == b"a good model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]  # no staging left
+
+
+def test_a_usage_error_message_says_where_to_look(capsys):
+    assert cli.main(["demo", "--batch-size", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "ember demo: argument --batch-size: must be at least 1, got 0 (see `ember demo --help`)\n"
+    )
+
+
+def test_a_bug_in_ember_shows_the_traceback_and_asks_for_a_report(monkeypatch, capsys):
+    def broken(args):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(cli.inspect, "run", broken)
+    assert cli.main(["inspect", "x.pt"]) == cli.EXIT_BUG
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ZeroDivisionError" in err
+    assert err.rstrip().endswith(
+        "please report it with the command you ran and the traceback above."
+    )
+
+
+@pytest.mark.parametrize("command", ["demo", "inspect", "diff"])
+def test_each_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert f"usage: ember {command}" in capsys.readouterr().out

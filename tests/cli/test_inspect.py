@@ -1,0 +1,87 @@
+import json
+import math
+
+import pytest
+
+import ember
+from ember import cli
+
+from .helpers import run_ember
+
+
+def _inspect_json(path, capsys) -> dict:
+    assert cli.main(["inspect", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".pt"])
+def test_inspect_reports_each_tensor_written_by_ember(tmp_path, capsys, suffix):
+    path = tmp_path / f"weights{suffix}"
+    weight = ember.tensor([[1.0, -2.0, float("nan")], [float("inf"), 4.0, 5.0]])
+    ember.save({"layer.weight": weight, "layer.steps": ember.tensor([3, 4])}, path)
+    report = _inspect_json(path, capsys)
+    rows = {row["name"]: row for row in report["tensors"]}
+    w = rows["layer.weight"]
+    assert (w["shape"], w["dtype"], w["numel"], w["bytes"]) == ([2, 3], "float32", 6, 24)
+    assert (w["nan"], w["inf"]) == (1, 1)
+    # statistics of the finite values 1, -2, 4, 5
+    assert (w["min"], w["max"], w["mean"]) == (-2.0, 5.0, 2.0)
+    assert math.isclose(w["std"], math.sqrt((1 + 16 + 4 + 9) / 4))
+    steps = rows["layer.steps"]
+    assert (steps["dtype"], steps["bytes"], steps["min"], steps["max"]) == ("int64", 16, 3.0, 4.0)
+    assert report["totals"] == {"tensors": 2, "elements": 8, "bytes": 40, "nan": 1, "inf": 1}
+
+
+def test_inspect_table_lists_names_shapes_and_totals(tmp_path, capsys):
+    path = tmp_path / "model.safetensors"
+    ember.save(cli.build_model("mlp").state_dict(), path)
+    assert cli.main(["inspect", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{path}:"
+    assert lines[1].split() == [
+        "name", "shape", "dtype", "bytes", "min", "max", "mean", "std", "nan", "inf"
+    ]  # fmt: skip
+    assert lines[2].split()[:5] == ["1.weight", "(128,", "64)", "float32", "32,768"]
+    assert lines[-1] == "total: 4 tensors, 9,610 elements, 37.5 KiB"
+
+
+def test_inspect_reads_a_torch_checkpoint_with_its_other_values(tmp_path, capsys, torch_mod):
+    torch = torch_mod
+    path = tmp_path / "checkpoint.pt"
+    model = torch.nn.Linear(3, 2)
+    torch.save({"model": model.state_dict(), "step": 7, "half": torch.ones(4).bfloat16()}, path)
+    report = _inspect_json(path, capsys)
+    rows = {row["name"]: row for row in report["tensors"]}
+    assert list(rows) == ["model.weight", "model.bias", "half"]
+    assert rows["model.weight"]["max"] == pytest.approx(float(model.weight.detach().max()))
+    assert (rows["half"]["dtype"], rows["half"]["bytes"], rows["half"]["mean"]) == (
+        "bfloat16",
+        8,
+        1.0,
+    )
+    assert report["other_values"] == {"step": 7}
+
+
+def test_inspect_refuses_a_pickled_module_without_running_it(tmp_path, torch_mod):
+    path = tmp_path / "whole_model.pt"
+    torch_mod.save(torch_mod.nn.Linear(3, 2), path)
+    result = run_ember("inspect", path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "torch.nn.modules.linear.Linear" in result.stderr
+    assert "save a state_dict instead" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [(None, "no such file"), (b"hello", "not a valid safetensors file"), ("folder", "is a folder")],
+)
+def test_inspect_of_an_unreadable_file_is_a_usage_error(tmp_path, capsys, content, words):
+    path = tmp_path / "checkpoint.pt"
+    if content == "folder":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    assert cli.main(["inspect", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ember inspect: ") and words in err and err.count("\n") == 1
