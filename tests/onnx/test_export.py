@@ -440,6 +440,16 @@ def test_export_restores_training_mode_and_ops(tmp_path):
     assert ember.add(ember.ones(1), 1).item() == 2.0  # ops run unrecorded again
 
 
+def test_export_inside_an_open_profile(tmp_path):
+    import ember.profiler
+
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    with ember.profiler.profile() as prof:
+        path = _check_in_onnxruntime(tmp_path, model, [ember.randn(2, 3)])
+    assert "linear" in {event.key for event in prof.key_averages()}
+    assert path.exists()
+
+
 def test_file_is_written_atomically_and_failed_export_keeps_the_old_file(tmp_path):
     path = tmp_path / "model.onnx"
     path.write_bytes(b"old")

@@ -65,8 +65,16 @@ def canonical_signatures() -> dict:
     return _canonical
 
 
+def _unpatched(fn):
+    """The op behind a patched op's trampoline (a profile may be open during an export)."""
+    while fn.__kwdefaults__ and "_ember_op" in fn.__kwdefaults__:
+        fn = fn.__kwdefaults__["_ember_op"][1][0]
+    return fn
+
+
 def _signature(fn):
     """``fn``'s signature, cached by code object (the export calls fresh copies of ops)."""
+    fn = _unpatched(fn)
     sig = _signatures.get(fn.__code__)
     if sig is None:
         try:
