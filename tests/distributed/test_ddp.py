@@ -92,6 +92,18 @@ def case_no_sync_accumulates_like_one_big_batch(rank):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
+def case_an_evaluation_forward_between_does_not_drop_the_reduction(rank):
+    x, y = _batch()
+    reference, ddp = _model(0), DDP(_model(0))
+    loss = F.mse_loss(ddp(_share(x, rank)), _share(y, rank))
+    with ember.no_grad():
+        ddp(x)
+    loss.backward()
+    F.mse_loss(reference(x), y).backward()
+    for p, q in zip(ddp.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def case_module_and_state_dict_prefix(rank):
     inner = _model(0)
     ddp = DDP(inner)

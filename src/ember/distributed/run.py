@@ -66,6 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         LOCAL_WORLD_SIZE=str(args.nproc_per_node),
         GROUP_RANK=str(args.node_rank),
     )
+    if args.nproc_per_node > 1 and "OMP_NUM_THREADS" not in env:
+        # as torchrun: ranks sharing a machine each using every core slow each other down
+        print(
+            "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, "
+            "to avoid your system being overloaded, please further tune the variable for "
+            "optimal performance in your application as needed.",
+            file=sys.stderr,
+        )
+        env["OMP_NUM_THREADS"] = "1"
     processes = []
     for local_rank in range(args.nproc_per_node):
         env["RANK"] = str(args.node_rank * args.nproc_per_node + local_rank)

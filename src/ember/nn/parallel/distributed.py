@@ -171,7 +171,9 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         from ...autograd.grad_mode import is_grad_enabled
 
-        if self._syncing and any(self._ready):
+        # an evaluation forward (no grad) leaves a pending backward's reduction alone, as torch
+        grad_on = is_grad_enabled()
+        if grad_on and self._syncing and any(self._ready):
             missing = [i for i, r in enumerate(self._ready) if not r]
             raise RuntimeError(
                 _UNFINISHED_REDUCTION.format(rank=self.process_group.rank(), indices=missing)
@@ -181,13 +183,14 @@ class DistributedDataParallel(Module):
             if buffers and self.process_group.size() > 1:
                 _coalesced_broadcast(self.process_group.comm, buffers)
         output = self.module(*inputs, **kwargs)
-        self._reset()
-        self._syncing = is_grad_enabled() and self.require_backward_grad_sync
-        if self._syncing and self.find_unused_parameters:
-            used = _leaves_reached(output)
-            for i, p in enumerate(self._params):
-                if id(p) not in used:
-                    self._mark_ready(i)
+        if grad_on:
+            self._reset()
+            self._syncing = self.require_backward_grad_sync
+            if self._syncing and self.find_unused_parameters:
+                used = _leaves_reached(output)
+                for i, p in enumerate(self._params):
+                    if id(p) not in used:
+                        self._mark_ready(i)
         return output
 
     def _reset(self) -> None:
