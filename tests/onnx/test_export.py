@@ -305,6 +305,24 @@ def test_two_layer_transformer_encoder_with_dynamic_batch_and_sequence(tmp_path)
     _check_in_onnxruntime(tmp_path, model, examples, [0, 1])
 
 
+def test_transformer_with_padding_mask_norm_first_and_decoder(tmp_path):
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = nn.Transformer(8, 2, 1, 1, 16, batch_first=True, norm_first=True)
+
+        def forward(self, src, tgt, src_padding):
+            return self.model(src, tgt, src_key_padding_mask=src_padding)
+
+    def example(batch, source, target):
+        padding = ember.zeros(batch, source, dtype=ember.bool)
+        padding[0, -1] = True
+        return ember.randn(batch, source, 8), ember.randn(batch, target, 8), padding
+
+    examples = [example(2, 4, 3), example(3, 6, 5)]
+    _check_in_onnxruntime(tmp_path, Seq2Seq(), examples, [0, 1])
+
+
 def test_multihead_attention_with_weights_and_mask(tmp_path):
     attention = nn.MultiheadAttention(8, 2)
     mask = ember.triu(ember.ones(4, 4, dtype=ember.bool), diagonal=1)

@@ -1,6 +1,8 @@
 """ember.jit (src/ember/jit): trace records through the ONNX exporter and runs in ONNX
 Runtime for inference; outputs always equal eager ones."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,12 @@ def test_script_freeze_and_decorators_are_thin_front_doors():
     assert ember.jit.ignore(fn) is fn and ember.jit.ignore(drop=True)(fn) is fn
     assert ember.jit.unused(fn) is fn and ember.jit.export(fn) is fn
     assert not ember.jit.is_scripting() and not ember.jit.is_tracing()
+
+
+def test_trace_of_an_unexportable_function_replays_eagerly_with_a_warning():
+    with pytest.warns(ember.jit.TracerWarning, match="op 'det'"):
+        traced = ember.jit.trace(lambda x: ember.linalg.det(x), ember.eye(2) * 2)
+    with ember.no_grad():
+        assert traced(ember.eye(3) * 2).item() == pytest.approx(8.0)
+    with pytest.raises(RuntimeError, match="could not be recorded"):
+        traced.save(io.BytesIO())

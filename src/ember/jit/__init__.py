@@ -107,17 +107,27 @@ class TracedModule(nn.Module):
         with no_grad():
             example_out = module(*args)
         structure = _flatten(example_out, [])
-        export(module, tuple(args), buffer, input_names=names, training=_preserve())
-        session = None
+        session = model_bytes = None
         try:
-            import onnxruntime
-
-            session = onnxruntime.InferenceSession(
-                buffer.getvalue(), providers=["CPUExecutionProvider"]
+            export(module, tuple(args), buffer, input_names=names, training=_preserve())
+            model_bytes = buffer.getvalue()
+        except OnnxExporterError as exc:
+            warnings.warn(
+                f"ember.jit.trace: {exc}; the traced module replays eagerly and cannot be saved",
+                TracerWarning,
+                stacklevel=3,
             )
-        except ImportError:
-            pass
-        recording = _Recording(buffer.getvalue(), session, structure, names)
+            object.__setattr__(self, "_why_not_recorded", str(exc))
+        if model_bytes is not None:
+            try:
+                import onnxruntime
+
+                session = onnxruntime.InferenceSession(
+                    model_bytes, providers=["CPUExecutionProvider"]
+                )
+            except ImportError:
+                pass
+        recording = _Recording(model_bytes, session, structure, names)
         recordings = self._recordings
         if len(recordings) >= _MAX_RECORDINGS:
             recordings.pop(next(iter(recordings)))
@@ -133,7 +143,8 @@ class TracedModule(nn.Module):
             or any(isinstance(a, Tensor) and a.requires_grad for a in args)
         )
         on_cpu = all(a.device.type == "cpu" for a in args if isinstance(a, Tensor))
-        if needs_grad or not on_cpu or is_in_onnx_export():
+        unrecordable = "_why_not_recorded" in self.__dict__
+        if needs_grad or not on_cpu or unrecordable or is_in_onnx_export():
             return self._callable()(*args)
         recording = self._recordings.get(self._key(args)) or self._record(args)
         if recording.session is None:  # no ONNX Runtime here: eager replay
@@ -147,7 +158,13 @@ class TracedModule(nn.Module):
 
     # --- what TorchScript modules show ------------------------------------------------------
     def _example_recording(self) -> _Recording:
-        return self._recordings.get(self._example_key) or next(iter(self._recordings.values()))
+        recording = self._recordings.get(self._example_key) or next(iter(self._recordings.values()))
+        if recording.model_bytes is None:
+            raise RuntimeError(
+                "ember.jit: this module could not be recorded as ONNX "
+                f"({self.__dict__.get('_why_not_recorded', 'unknown reason')})"
+            )
+        return recording
 
     @property
     def graph(self) -> str:
