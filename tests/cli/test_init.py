@@ -34,6 +34,8 @@ def _demo_mistakes(out) -> dict:
         ("--device", "tpu"): "--device 'tpu' is not a device; use cpu, cuda or cuda:N",
         ("--model", "resnet"): "invalid choice: 'resnet' (choose from 'mlp', 'cnn')",
         ("--optimizer", "lbfgs"): "invalid choice: 'lbfgs'",
+        ("--seed", str(2**64)): f"--seed: must be in [-2**63, 2**64), got {2**64}",
+        ("--bogus",): "ember demo: unrecognized arguments: --bogus (see `ember demo --help`)",
     }
     if not ember.cuda.is_available():
         mistakes[("--device", "cuda")] = "--device cuda: no usable GPU"
@@ -47,7 +49,8 @@ def test_each_demo_mistake_is_one_line_exit_2_and_overwrites_nothing(tmp_path):
     cases = _demo_mistakes(out)
     cases[("demo", "--out", "/proc/ember-demo")] = "--out /proc/ember-demo: cannot create files"
     cases[("demo", "--out", str(out / "model.safetensors"))] = "is a file, not a folder"
-    cases[("demo", "--bogus")] = "unrecognized arguments: --bogus"
+    cases[("demo", "--out", "")] = "--out: is empty; give a folder"
+    cases[("resnet",)] = "ember: argument COMMAND: invalid choice: 'resnet'"
     # all at once: each is a Python start-up, the slow part
     running = {args: start_ember(*args) for args in cases}
     for args, process in running.items():

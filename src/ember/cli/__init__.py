@@ -47,11 +47,16 @@ def main(argv: list[str] | None = None) -> int:
     p = parser()
     command = "ember"
     try:
-        args = p.parse_args(argv)
+        args, unknown = p.parse_known_args(argv)
+        if args.command is not None:
+            command = f"ember {args.command}"
+        if unknown:  # named by the command they were given to, not by the top-level parser
+            raise UsageError(
+                f"unrecognized arguments: {' '.join(unknown)} (see `{command} --help`)"
+            )
         if args.command is None:
             p.print_help()
             return 0
-        command = f"ember {args.command}"
         return args.run(args)
     except UsageError as exc:
         print(f"{exc.command or command}: {exc}", file=sys.stderr)

@@ -52,6 +52,24 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def seed(text: str) -> int:
+    """A random seed: a whole number in [-2**63, 2**64), what a 64-bit generator takes."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not -(2**63) <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"must be in [-2**63, 2**64), got {value}")
+    return value
+
+
+def folder(text: str) -> str:
+    """A folder path, not empty (an empty one would silently mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give a folder, such as ember-demo")
+    return text
+
+
 def _finite_float(text: str) -> float:
     try:
         value = float(text)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import _output_folder
-from ._arguments import UsageError, positive_float, positive_int
+from ._arguments import UsageError, folder, positive_float, positive_int, seed
 from .curves import plot_curves
 
 MODELS = ("mlp", "cnn")
@@ -95,8 +95,10 @@ def add_parser(sub) -> None:
         default="adam",
         help="optimizer (default adam; sgd uses momentum 0.9)",
     )
-    d.add_argument("--seed", type=int, default=0, help="random seed: same seed, same run")
-    d.add_argument("--out", default="ember-demo", help="output folder (default ./ember-demo)")
+    d.add_argument("--seed", type=seed, default=0, help="random seed: same seed, same run")
+    d.add_argument(
+        "--out", type=folder, default="ember-demo", help="output folder (default ./ember-demo)"
+    )
     d.add_argument(
         "--device", default="cpu", help="cpu (default), or cuda / cuda:N with CuPy and a GPU"
     )
