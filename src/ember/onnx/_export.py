@@ -25,6 +25,7 @@ from ._state import OnnxExporterError, TracerWarning, exporting
 from ._symbolics import SYMBOLICS
 
 DEFAULT_OPSET = 17
+_RESERVED_OUTPUTS = 32  # default output names ("output_0", ...) kept free for the outputs
 MIN_OPSET = 17
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -278,6 +279,9 @@ def build_model(
             graph.bind(tensor, pname)
             graph_inputs.append(value_info(pname, tensor._data.dtype, list(tensor.shape)))
 
+    # output names are claimed before any node is named, so no value takes one of them
+    graph._used_names.update(output_names or ())
+    graph._used_names.update(["output", *(f"output_{i}" for i in range(_RESERVED_OUTPUTS))])
     recorder = _Recorder(graph)
     canonical_signatures()
     from ..nn.modules.rnn import RNNBase
