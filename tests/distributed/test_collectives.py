@@ -371,3 +371,22 @@ def test_env_rendezvous_names_the_missing_variable(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ValueError, match="environment variable RANK expected"):
         dist.init_process_group("gloo")
+
+
+def _four_ranks(rank: int, port: int) -> None:
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", world_size=4, rank=rank)
+    assert (dist.get_rank(), dist.get_world_size()) == (rank, 4)
+    t = ember.tensor([float(rank)])
+    dist.all_reduce(t)
+    assert t.item() == 6.0
+    odd = dist.new_group([1, 3])
+    assert dist.get_rank(odd) == {1: 0, 3: 1}.get(rank, -1)
+    ranks = [None] * 4
+    dist.all_gather_object(ranks, rank)
+    assert ranks == [0, 1, 2, 3]
+    dist.destroy_process_group()
+
+
+def test_four_ranks_join_in_rank_order():
+    needs_mpi()
+    mp.spawn(_four_ranks, args=(free_port(),), nprocs=4, timeout=SPAWN_TIMEOUT)
