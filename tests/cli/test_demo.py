@@ -152,17 +152,37 @@ def test_a_second_run_replaces_the_results_and_drops_stale_ones(tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the staging folder is gone
 
 
-def test_an_interrupted_run_leaves_the_previous_results(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_leaves_the_previous_results(tmp_path, stop):
     out = tmp_path / "run"
     out.mkdir()
     (out / "model.safetensors").write_bytes(b"a good model")
     process = start_ember("demo", "--epochs", "100000", "--out", out)
     assert process.stdout.readline().startswith("ember demo: mlp")
     assert process.stdout.readline().startswith("epoch 1/100000")  # training, graph written
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
     assert stderr.strip().endswith(f"ember demo: interrupted; {out} was left as it was")
     assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
     assert (out / "model.safetensors").read_bytes() == b"a good model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_a_failed_write_is_one_line_and_leaves_the_previous_results(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"a good model")
+
+    def disk_full(history, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli.demo, "plot_curves", disk_full)
+    assert cli.main(["demo", "--epochs", "1", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"ember demo: could not write the results to {out}: [Errno 28] No space left on device\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]

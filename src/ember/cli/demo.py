@@ -122,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"ember demo: interrupted; {out} was left as it was", file=sys.stderr)
         return 130
+    except OSError as exc:  # the disk filled up, the folder went away: the machine, not ember
+        print(
+            f"ember demo: could not write the results to {out}: {exc}",
+            file=sys.stderr,
+        )
+        return 1
     finally:
         _output_folder.discard(staging)
     written = ", ".join(name for name in OUTPUT_NAMES if (out / name).exists())
