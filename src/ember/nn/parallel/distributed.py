@@ -31,6 +31,9 @@ _UNFINISHED_REDUCTION = (
 )
 
 
+_FIRST_BUCKET_BYTES = 2**20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
+
+
 class _Bucket:
     """Parameters whose gradients travel in one allreduce."""
 
@@ -148,8 +151,10 @@ class DistributedDataParallel(Module):
         for i in order:
             p = params[i]
             nbytes = p._data.nbytes
+            # as torch, the first bucket is small so communication starts early in backward
+            cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap) if not buckets else None
             if current and (
-                size + nbytes > self.bucket_bytes_cap
+                size + nbytes > (cap or self.bucket_bytes_cap)
                 or params[current[0]]._data.dtype != p._data.dtype
             ):
                 buckets.append(current)
