@@ -427,6 +427,22 @@ def test_unsupported_op_names_the_op_and_the_source_line(tmp_path):
         ember.onnx.export(model, (ember.randn(3, 3),), tmp_path / "m.onnx")
 
 
+def test_in_place_change_through_a_view_raises_instead_of_exporting_a_wrong_graph(tmp_path):
+    def through_view(x):
+        out = x.clone()
+        out[:, 0].add_(1.0)  # changes out, whose ONNX value cannot change
+        return out
+
+    with pytest.raises(ember.onnx.OnnxExporterError, match="changed it in place through a view"):
+        ember.onnx.export(Lambda(through_view), (ember.randn(2, 3),), tmp_path / "m.onnx")
+
+    def in_place_on_own_value(x):
+        y = F.relu(x.view(3, 2), inplace=True)  # x itself is not read again: fine
+        return y * 2
+
+    _check_in_onnxruntime(tmp_path, Lambda(in_place_on_own_value), [ember.randn(2, 3)])
+
+
 def test_data_dependent_branch_warns_and_is_traced_as_taken(tmp_path):
     def fn(x):
         if x.sum() > 0:

@@ -194,6 +194,7 @@ class _Recorder:
             )
         for tensor, value_name in zip(outputs, names):
             graph.bind(tensor, value_name)
+        graph.track_aliasing(name, args, result)
 
 
 def _split_args(args, kwargs):

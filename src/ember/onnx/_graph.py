@@ -28,6 +28,8 @@ class GraphBuilder:
         self._param_names = param_names  # id(parameter) -> its state_dict name
         self._constants: dict = {}  # id(tensor) -> initializer name
         self._used_names: set = set()
+        self.views: dict = {}  # id(base) -> views of it made by recorded ops
+        self.stale: dict = {}  # id(tensor) -> the in-place op that changed it through an alias
 
     # --- names ------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -42,6 +44,24 @@ class GraphBuilder:
     def bind(self, tensor: Tensor, name: str) -> None:
         self.names[id(tensor)] = name
         self.keep_alive.append(tensor)
+
+    def track_aliasing(self, op_name: str, args, result) -> None:
+        """Remember views; after an in-place op, mark the tensors that share its memory, so
+        that reading them (whose ONNX value did not change) raises instead of being wrong."""
+        if not isinstance(result, Tensor):
+            return
+        if any(result is a for a in args):  # in place
+            base = result._base
+            if base is not None:
+                self.stale[id(base)] = op_name
+                siblings = self.views.get(id(base), ())
+            else:
+                siblings = self.views.get(id(result), ())
+            for view in siblings:
+                if view is not result:
+                    self.stale[id(view)] = op_name
+        elif result._base is not None:
+            self.views.setdefault(id(result._base), []).append(result)
 
     def is_dynamic(self, obj) -> bool:
         """Whether ``obj`` (a tensor, or a list/tuple/dict holding some) depends on an input."""
@@ -64,6 +84,13 @@ class GraphBuilder:
 
     def value(self, tensor: Tensor) -> str:
         """The name of ``tensor`` in the graph, adding it as an initializer if it is constant."""
+        changed_by = self.stale.get(id(tensor))
+        if changed_by is not None:
+            raise OnnxExporterError(
+                f"ember.onnx.export: a tensor is read after '{changed_by}' changed it in place "
+                "through a view (or changed its base); ONNX values cannot alias, so write that "
+                "step out of place (torch.cat, torch.where, index_put)"
+            )
         name = self.names.get(id(tensor))
         if name is not None:
             return name
