@@ -176,3 +176,17 @@ def test_pytorch_checkpoint_with_code_is_refused(tmp_path, torch_mod):
     with pytest.raises(pickle.UnpicklingError, match="Unsupported global: GLOBAL posix.system"):
         ember.load(tmp_path / "evil.pt")
     _ = time
+
+
+def test_saved_files_honour_the_umask_and_keep_an_existing_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        for name in ("w.safetensors", "w.pt"):
+            path = tmp_path / name
+            ember.save({"w": ember.ones(2)}, path)
+            assert path.stat().st_mode & 0o777 == 0o644
+            path.chmod(0o600)
+            ember.save({"w": ember.zeros(2)}, path)
+            assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)

@@ -106,9 +106,22 @@ def save(obj, f, *, metadata: dict | None = None) -> None:
             f.write(part)
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: str, parts: list) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".ember-", suffix=".tmp", dir=folder)
+    # mkstemp creates 0600: give the file the mode open() would (the umask), or keep the
+    # mode of the file it replaces
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        mode = 0o666 & ~_current_umask()
+    os.chmod(tmp, mode)
     try:
         with os.fdopen(fd, "wb") as out:
             for part in parts:
