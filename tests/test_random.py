@@ -141,9 +141,6 @@ def test_uniform_method_on_float32_tensor_equals_torch(torch_mod):
     assert np.array_equal(ours.numpy(), torch_mod.empty(1000).uniform_(-0.7, 1.9).numpy())
 
 
-@pytest.mark.xfail(
-    strict=True, reason="ember.rand does not yet tell the sampler its dtype (see _creation.rand)"
-)
 def test_public_float64_rand_matches_torch(torch_mod):
     ember.manual_seed(0)
     torch_mod.manual_seed(0)
@@ -372,10 +369,6 @@ def test_default_initialisation_equals_torch(torch_mod, build):
         assert np.array_equal(a, b)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="F.dropout draws rng.random (float32 uniforms); torch's mask is bernoulli_(1 - p)",
-)
 def test_dropout_mask_equals_torch(torch_mod):
     ember.manual_seed(0)
     torch_mod.manual_seed(0)

@@ -382,6 +382,7 @@ _LAZY = frozenset(
         "onnx",
         "optim",
         "profiler",
+        "random",
         "special",
         "utils",
         "viz",

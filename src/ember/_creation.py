@@ -309,7 +309,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     """Uniform samples in [0, 1)."""
     d = _float_dtype(dtype)
     rng = resolve_generator(generator)
-    data = rng.random(_size(size)).astype(d.np)
+    data = rng.random(_size(size), dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
 
 
@@ -317,7 +317,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
     """Standard normal samples."""
     d = _float_dtype(dtype)
     rng = resolve_generator(generator)
-    data = rng.standard_normal(_size(size)).astype(d.np)
+    data = rng.standard_normal(_size(size), dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
 
 
@@ -398,19 +398,20 @@ def normal(
         import numpy as np
 
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-        data = (rng.standard_normal(shape) * s + m).astype(ref._data.dtype)
+        data = (rng.standard_normal(shape, dtype=ref._data.dtype) * s + m).astype(ref._data.dtype)
         return _finish(data, requires_grad)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     d = _float_dtype(dtype)
-    data = rng.standard_normal(_size((size,)) if size is not None else ()) * std + mean
-    return _finish(_place(data.astype(d.np), device), requires_grad)
+    shape = _size((size,)) if size is not None else ()
+    data = rng.normal(mean, std, shape, dtype=d.np)
+    return _finish(_place(data.astype(d.np, copy=False), device), requires_grad)
 
 
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     rng = resolve_generator(generator)
-    probs = input._data if p is None else p
-    data = (rng.random(input._data.shape) < probs).astype(input._data.dtype)
+    probs = input._data if p is None else p  # torch.bernoulli(probs) or the scalar-p form
+    data = rng.bernoulli(probs, input._data.shape).astype(input._data.dtype)
     return _wrap(_place(data, input.device))
 
 

@@ -523,11 +523,15 @@ T.zero_ = _zero_
 
 
 def _random_fill(name: str, sampler):
+    """An in-place random method; ``sampler(rng, shape, dtype, *args)`` draws in the tensor's
+    dtype (float32 and float64 draws differ in PyTorch's streams)."""
+
     def method(self, *args, generator=None, **kwargs):
         from ._random import resolve_generator
 
         rng = resolve_generator(generator)
-        sample = lambda shape: sampler(rng, shape, *args, **kwargs)
+        dtype = self._data.dtype
+        sample = lambda shape: sampler(rng, shape, dtype, *args, **kwargs)
         return _inplace.apply_inplace(
             self, lambda old: _inplace.random_value(old, sample), (), name, needs_old=False
         )
@@ -536,29 +540,37 @@ def _random_fill(name: str, sampler):
     return method
 
 
-T.uniform_ = _random_fill("uniform_", lambda rng, shape, a=0.0, b=1.0: rng.uniform(a, b, shape))
+def _random_integers(rng, shape, dtype, low=None, high=None):
+    if low is None and high is None:  # random_(): the whole range the dtype holds exactly
+        return rng.random_full(shape, dtype)
+    if high is None:
+        low, high = 0, low
+    return rng.integers(low, high, shape)
+
+
+T.uniform_ = _random_fill(
+    "uniform_", lambda rng, shape, dtype, a=0.0, b=1.0: rng.uniform(a, b, shape, dtype=dtype)
+)
 T.normal_ = _random_fill(
-    "normal_", lambda rng, shape, mean=0.0, std=1.0: rng.normal(mean, std, shape)
+    "normal_",
+    lambda rng, shape, dtype, mean=0.0, std=1.0: rng.normal(mean, std, shape, dtype=dtype),
 )
 T.bernoulli_ = _random_fill(
     "bernoulli_",
-    lambda rng, shape, p=0.5: rng.random(shape) < (p._data if isinstance(p, Tensor) else p),
+    lambda rng, shape, dtype, p=0.5: rng.bernoulli(p._data if isinstance(p, Tensor) else p, shape),
 )
 T.exponential_ = _random_fill(
-    "exponential_", lambda rng, shape, lambd=1.0: rng.exponential(1.0 / lambd, shape)
+    "exponential_", lambda rng, shape, dtype, lambd=1.0: rng.exponential(1.0 / lambd, shape)
 )
-T.random_ = _random_fill(
-    "random_",
-    lambda rng, shape, low=0, high=None: rng.integers(
-        low if high is not None else 0, high if high is not None else (low or 2**24), shape
-    ),
-)
-T.geometric_ = _random_fill("geometric_", lambda rng, shape, p: rng.geometric(p, shape))
+T.random_ = _random_fill("random_", _random_integers)
+T.geometric_ = _random_fill("geometric_", lambda rng, shape, dtype, p: rng.geometric(p, shape))
 T.log_normal_ = _random_fill(
-    "log_normal_", lambda rng, shape, mean=1.0, std=2.0: rng.lognormal(mean, std, shape)
+    "log_normal_",
+    lambda rng, shape, dtype, mean=1.0, std=2.0: rng.lognormal(mean, std, shape),
 )
 T.cauchy_ = _random_fill(
-    "cauchy_", lambda rng, shape, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(shape)
+    "cauchy_",
+    lambda rng, shape, dtype, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(shape),
 )
 
 

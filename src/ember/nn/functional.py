@@ -208,9 +208,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if p == 1.0:
         out = input * 0.0
     else:
-        keep = _creation.bernoulli(
-            _creation.full(tuple(input.shape), 1.0 - p, dtype=input.dtype, device=input.device)
-        )
+        keep = _creation.bernoulli(input, 1.0 - p)  # torch's mask: bernoulli_(1 - p)
         out = input * (keep / (1.0 - p))
     return input.copy_(out) if inplace else out
 
