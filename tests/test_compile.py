@@ -212,7 +212,7 @@ def test_a_failed_guard_undoes_running_stats_and_random_draws_before_running_eag
         return step
 
     sgd = lambda ps: ember.optim.SGD(ps, lr=0.1)
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(0)  # data whose branch flips after the first replay
     batches = [
         (ember.tensor(rng.standard_normal((6, 12)).astype(np.float32) + shift), None)
         for shift in (2, 2, 2, -2, 2, -2, -2)
