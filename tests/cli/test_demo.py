@@ -30,6 +30,21 @@ def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
     assert page.startswith("<!DOCTYPE html>") and '"1.weight"' in page
     model = cli.build_model("mlp")
     model.load_state_dict(ember.load(out / "model.safetensors"))
+    _check_onnx_matches(out, model)
+
+
+def _check_onnx_matches(out, model):
+    """model.onnx runs in ONNX Runtime, any batch size, and agrees with the checkpoint."""
+    ort = pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    assert "onnxruntime.InferenceSession" in (out / "README.txt").read_text()
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    images = np.random.default_rng(0).random((5, 1, 8, 8)).astype(np.float32)
+    (logits,) = session.run(None, {"input": images})
+    model.eval()
+    expected = model(ember.tensor(images)).detach().numpy()
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_same_seed_same_run(tmp_path):

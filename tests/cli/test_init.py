@@ -92,3 +92,26 @@ def test_each_command_has_help(command, capsys):
         cli.main([command, "--help"])
     assert exit_info.value.code == 0
     assert f"usage: ember {command}" in capsys.readouterr().out
+
+
+def test_ember_run_launches_a_script_on_two_processes(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "allreduce.py"
+    script.write_text(
+        "import ember, ember.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "t = ember.tensor([float(dist.get_rank() + 1)])\n"
+        "dist.all_reduce(t)\n"
+        "print(f'rank {dist.get_rank()}: {t.item()}')\n"
+        "dist.destroy_process_group()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "ember.cli", "run", "--nproc-per-node", "2", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "rank 0: 3.0" in done.stdout and "rank 1: 3.0" in done.stdout

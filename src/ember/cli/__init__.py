@@ -2,7 +2,8 @@
 
 - ``ember demo`` trains a digits classifier end to end (``demo.py``);
 - ``ember inspect FILE`` lists a checkpoint's tensors with statistics (``inspect.py``);
-- ``ember diff A B`` compares two checkpoints tensor by tensor (``diff.py``).
+- ``ember diff A B`` compares two checkpoints tensor by tensor (``diff.py``);
+- ``ember run --nproc-per-node N script.py`` starts a script on N processes (``run.py``).
 
 A mistake in how it is called is one line on stderr and exit code 2; only a bug in ember shows
 a traceback (exit code 70), with a line asking to report it.
@@ -19,7 +20,7 @@ import sys
 import traceback
 
 from .. import __version__
-from . import demo, diff, inspect
+from . import demo, diff, inspect, run
 from ._arguments import Parser, UsageError
 from .demo import MODELS, OPTIMIZERS, build_model, build_optimizer
 
@@ -37,13 +38,16 @@ def parser() -> Parser:
     )
     p.add_argument("--version", action="version", version=f"ember {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (demo, inspect, diff):
+    for command in (demo, inspect, diff, run):
         command.add_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ember`` with ``argv`` (default: the process's arguments); returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:  # every flag belongs to the launcher, which parses its own
+        return run.run_argv(argv[1:])
     p = parser()
     command = "ember"
     try:

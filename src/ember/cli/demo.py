@@ -23,6 +23,7 @@ MODELS = ("mlp", "cnn")
 OPTIMIZERS = ("adam", "adamw", "sgd", "rmsprop", "adagrad")
 OUTPUT_NAMES = (
     "model.safetensors",
+    "model.onnx",
     "curves.png",
     "graph.dot",
     "graph.html",
@@ -250,6 +251,7 @@ def _train_and_write(args, device, staging: Path) -> str:
         staging / "model.safetensors",
         metadata={"model": args.model, "epochs": args.epochs, "seed": args.seed},
     )
+    onnx_written = _export_onnx(model, test_set, staging / "model.onnx")
     plot_curves(history, staging / "curves.png")
     metrics = {
         "model": args.model,
@@ -264,8 +266,30 @@ def _train_and_write(args, device, staging: Path) -> str:
         f"held-out accuracy: {history['test_acc'][-1]:.2%} after {_plural(args.epochs, 'epoch')} "
         f"({elapsed:.1f} s)"
     )
-    (staging / "README.txt").write_text(_readme(args, summary, Path(args.out)))
+    (staging / "README.txt").write_text(_readme(args, summary, Path(args.out), onnx_written))
     return summary
+
+
+def _export_onnx(model, dataset, path: Path) -> bool:
+    """``model.onnx`` for ONNX Runtime (dynamic batch), when the onnx package is installed."""
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        print("model.onnx skipped: install the onnx extra (pip install 'ember[onnx]')")
+        return False
+    import ember
+
+    model.eval()
+    example = dataset[0][0].unsqueeze(0).to(next(model.parameters()).device)
+    ember.onnx.export(
+        model,
+        (example,),
+        str(path),
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+    )
+    return True
 
 
 def _evaluate(model, loader, device) -> tuple[float, float]:
@@ -322,7 +346,18 @@ def _indent(text: str) -> str:
     return "".join(f"    {line}\n" for line in text.splitlines()).rstrip("\n")
 
 
-def _readme(args, summary: str, out: Path) -> str:
+def _onnx_section(out: Path) -> str:
+    path = json.dumps(str(out.resolve() / "model.onnx"))
+    return f"""Run it in ONNX Runtime (C/C++, C#, Java, JavaScript and mobile read the same file):
+    import numpy, onnxruntime
+    session = onnxruntime.InferenceSession({path})
+    logits = session.run(None, {{"input": numpy.zeros((1, 1, 8, 8), numpy.float32)}})[0]
+
+"""
+
+
+def _readme(args, summary: str, out: Path, onnx_written: bool = False) -> str:
+    onnx_section = _onnx_section(out) if onnx_written else ""
     command = shlex.join(
         ["ember", "demo", "--model", args.model, "--epochs", str(args.epochs)]
         + ["--batch-size", str(args.batch_size), "--lr", str(args.lr)]
@@ -337,13 +372,14 @@ Files
   curves.png         loss and accuracy per epoch, train and held out
   graph.dot          one training step's backward graph (graph.html draws it in a browser;
                      graph.svg is there when Graphviz was installed)
+  model.onnx         the model for ONNX Runtime (batch size free), when onnx is installed
   metrics.json       the numbers behind curves.png
   README.txt         this file
 
 Load the model back in Python:
 {_indent(_load_snippet(args.model, out))}
 
-Look inside the checkpoint, or compare it with another one (PyTorch's .pt too):
+{onnx_section}Look inside the checkpoint, or compare it with another one (PyTorch's .pt too):
     ember inspect {shlex.quote(str(out.resolve() / "model.safetensors"))}
     ember diff {shlex.quote(str(out.resolve() / "model.safetensors"))} other.pt
 """
