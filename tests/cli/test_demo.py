@@ -201,3 +201,16 @@ def test_a_failed_write_is_one_line_and_leaves_the_previous_results(tmp_path, mo
     )
     assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_data_parallel_demo_reaches_the_single_process_accuracy(tmp_path):
+    out = tmp_path / "ddp"
+    code = cli.main(
+        ["demo", "--nproc", "2", "--epochs", "8", "--out", str(out), "--no-progress", "--seed", "1"]
+    )
+    assert code == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["held_out_accuracy"] > 0.9
+    assert not (out / ".summary").exists()
+    model = cli.build_model("mlp")
+    model.load_state_dict(ember.load(out / "model.safetensors"))  # plain keys, no "module."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shlex
 import signal
 import sys
@@ -104,6 +105,13 @@ def add_parser(sub) -> None:
         "--device", default="cpu", help="cpu (default), or cuda / cuda:N with CuPy and a GPU"
     )
     d.add_argument(
+        "--nproc",
+        type=positive_int,
+        default=1,
+        help="train data-parallel on this many processes (DistributedDataParallel over MPI; "
+        "--batch-size is the global batch, split between them)",
+    )
+    d.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar, only the line per epoch (the bar is off anyway when stderr is "
@@ -118,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
     staging = _output_folder.open_staging(out, OUTPUT_NAMES)
     try:
         with _terminate_as_interrupt():
-            summary = _train_and_write(args, device, staging)
+            if args.nproc > 1:
+                summary = _train_data_parallel(args, device, staging)
+            else:
+                summary = _train_and_write(args, device, staging)
         _output_folder.publish(staging, out, OUTPUT_NAMES)
     except KeyboardInterrupt:
         print(f"ember demo: interrupted; {out} was left as it was", file=sys.stderr)
@@ -183,8 +194,47 @@ def _checked_device(name: str):
     return device
 
 
-def _train_and_write(args, device, staging: Path) -> str:
-    """Train, write every result into ``staging``, return the closing line."""
+def _train_data_parallel(args, device, staging: Path) -> str:
+    """``--nproc N``: the same training on N processes, each with 1/N of every batch, their
+    gradients averaged by DistributedDataParallel; rank 0 writes the results."""
+    import ember.multiprocessing as mp
+
+    if device.type != "cpu":
+        raise UsageError("--nproc: data-parallel training runs on the CPU (MPI); use --device cpu")
+    if args.batch_size < args.nproc:
+        raise UsageError(
+            f"--nproc {args.nproc}: --batch-size {args.batch_size} must be at least the number "
+            "of processes"
+        )
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread per process: no fighting
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    settings = {k: v for k, v in vars(args).items() if k != "run"}
+    mp.spawn(_data_parallel_worker, args=(settings, str(staging)), nprocs=args.nproc)
+    summary_file = staging / ".summary"
+    summary = summary_file.read_text()
+    summary_file.unlink()
+    return summary
+
+
+def _data_parallel_worker(rank: int, settings: dict, staging: str) -> None:
+    import ember
+    import ember.distributed as dist
+
+    dist.init_process_group("gloo")  # env:// from spawn
+    try:
+        args = argparse.Namespace(**settings)
+        summary = _train_and_write(
+            args, ember.device("cpu"), Path(staging), world=(rank, args.nproc)
+        )
+        if rank == 0:
+            (Path(staging) / ".summary").write_text(summary)
+    finally:
+        dist.destroy_process_group()
+
+
+def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None = None) -> str:
+    """Train, write every result into ``staging``, return the closing line. With ``world``
+    (rank, size) this is one process of a data-parallel run: only rank 0 prints and writes."""
     import ember
     from ember.utils.data import DataLoader
 
@@ -193,25 +243,42 @@ def _train_and_write(args, device, staging: Path) -> str:
 
     ember.manual_seed(args.seed)
     train_set, test_set = digits_dataset("train"), digits_dataset("test")
-    loader = DataLoader(
-        train_set,
-        batch_size=args.batch_size,
-        shuffle=True,
-        generator=ember.Generator().manual_seed(args.seed),
-    )
+    rank, size = world if world is not None else (0, 1)
+    writer = rank == 0
+    sampler = None
+    if world is None:
+        loader = DataLoader(
+            train_set,
+            batch_size=args.batch_size,
+            shuffle=True,
+            generator=ember.Generator().manual_seed(args.seed),
+        )
+    else:
+        from ember.utils.data.distributed import DistributedSampler
+
+        sampler = DistributedSampler(train_set, size, rank, shuffle=True, seed=args.seed)
+        loader = DataLoader(train_set, batch_size=args.batch_size // size, sampler=sampler)
     test_loader = DataLoader(test_set, batch_size=512)
     model = build_model(args.model).to(device)
+    if world is not None:
+        from ember.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(model)
     optimizer = build_optimizer(args.optimizer, model.parameters(), args.lr)
     loss_fn = ember.nn.CrossEntropyLoss()
     history = {"train_loss": [], "train_acc": [], "test_loss": [], "test_acc": []}
-    print(
-        f"ember demo: {args.model} on the 8x8 digits ({len(train_set)} train / "
-        f"{len(test_set)} held out), {args.optimizer} lr={args.lr}, device={device}"
-    )
-    show_bar = not args.no_progress and sys.stderr.isatty()
+    if writer:
+        across = f", {size} processes" if world is not None else ""
+        print(
+            f"ember demo: {args.model} on the 8x8 digits ({len(train_set)} train / "
+            f"{len(test_set)} held out), {args.optimizer} lr={args.lr}, device={device}{across}"
+        )
+    show_bar = writer and not args.no_progress and sys.stderr.isatty()
     graph_written = False
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
+        if sampler is not None:
+            sampler.set_epoch(epoch)  # a different shuffle each epoch, the same on every rank
         bar = _progress(loader, f"epoch {epoch}/{args.epochs}", show_bar)
         seen, loss_sum, correct = 0, 0.0, 0
         for x, y in bar:
@@ -224,7 +291,8 @@ def _train_and_write(args, device, staging: Path) -> str:
             # the first step keeps its graph a moment, to be drawn with its gradients
             loss.backward(retain_graph=first)
             if first:
-                _write_graph(staging, loss, model, make_dot, to_svg, to_html, INSTALL_HINT)
+                if writer:
+                    _write_graph(staging, loss, model, make_dot, to_svg, to_html, INSTALL_HINT)
                 graph_written = True
             optimizer.step()
             n = len(y)
@@ -240,12 +308,17 @@ def _train_and_write(args, device, staging: Path) -> str:
         history["test_acc"].append(test_acc)
         # a line per epoch, bar or not: the held-out accuracy is what the run is about, and a
         # log file (stderr not a terminal) gets these lines instead of the bar's redraws
-        print(
-            f"epoch {epoch}/{args.epochs}: loss {loss_sum / seen:.4f}, "
-            f"train acc {correct / seen:.3f}, held-out acc {test_acc:.3f}",
-            flush=True,
-        )
+        if writer:
+            print(
+                f"epoch {epoch}/{args.epochs}: loss {loss_sum / seen:.4f}, "
+                f"train acc {correct / seen:.3f}, held-out acc {test_acc:.3f}",
+                flush=True,
+            )
     elapsed = time.perf_counter() - start
+    if world is not None:
+        model = model.module  # the trained network, as one process would have it
+        if not writer:
+            return ""
     ember.save(
         model.state_dict(),
         staging / "model.safetensors",
