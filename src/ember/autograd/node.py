@@ -158,7 +158,7 @@ class Node:
         self._hooked = True
         self._fast = False
         handle = RemovableHandle(self._tensor_hooks)
-        self._tensor_hooks[handle.id] = (output_nr, fn)
+        self._tensor_hooks[handle.id] = (output_nr, _CheckedTensorHook(fn))
         return handle
 
     # --- evaluation ----------------------------------------------------------------------
@@ -199,6 +199,39 @@ def _raise_modified(node: Node, t, saved_version: int) -> None:
         "Hint: enable anomaly detection to find the operation that failed to compute its "
         "gradient, with ember.autograd.set_detect_anomaly(True)."
     )
+
+
+def _hook_name(hook) -> str:
+    return getattr(hook, "__name__", "<unknown>")
+
+
+def check_hook_result(hook, original, result) -> None:
+    """PyTorch's check of what a tensor hook returned: a tensor of the gradient's type,
+    device and size, else an error naming the hook (not the node the gradient flows into)."""
+    if not isinstance(result, _TENSOR[0] if _TENSOR else _tensor_class()):
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+    if result.dtype != original.dtype or result.device.type != original.device.type:
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has changed the type of value "
+            f"(was {original.type()} got {result.type()})"
+        )
+    if result.shape != original.shape:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+
+
+class _CheckedTensorHook:
+    """A ``register_hook`` function whose replacement gradient is checked before use."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, grad):
+        result = self.fn(grad)
+        if result is not None:
+            check_hook_result(self.fn, grad, result)
+        return result
 
 
 class AccumulateGrad(Node):
