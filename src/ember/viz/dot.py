@@ -16,12 +16,14 @@ INSTALL_HINT = (
     "`apt-get install graphviz`, macOS: `brew install graphviz`) and open the .dot file meanwhile."
 )
 
+# hex, not Graphviz colour names: the same values go to the HTML page, and browsers do not
+# know names such as "darkolivegreen1" (an unknown fill is drawn black)
 COLORS = {
-    "op": "lightgrey",
-    "root": "darkolivegreen1",
-    "leaf": "lightblue",
-    "saved": "orange",
-    "module": "lightyellow",
+    "op": "#d3d3d3",
+    "root": "#caff70",
+    "leaf": "#add8e6",
+    "saved": "#ffa500",
+    "module": "#ffffe0",
     "nonfinite": "#ff6b6b",
 }
 
