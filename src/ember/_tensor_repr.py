@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as _np
 
+from . import _backend
 from . import _dtype as dt
 
 _EDGE_ITEMS = 3
 _THRESHOLD = 1000
+_LINE_WIDTH = 80
 
 
 def _float_formatter(values):
@@ -61,37 +63,41 @@ def _formatter(data):
         return lambda v: "True" if v else "False"
     if kind in "iu":
         return lambda v: str(int(v))
-    values = data.astype("float64").reshape(-1)
-    if values.size > _THRESHOLD:
-        values = _summary_values(data.astype("float64"))
-    return _float_formatter(values)
+    values = _summary_values(data) if data.size > _THRESHOLD else data.reshape(-1)
+    return _float_formatter(values.astype("float64"))
+
+
+def _edge_indices(n: int):
+    if n > 2 * _EDGE_ITEMS:
+        return list(range(_EDGE_ITEMS)) + list(range(n - _EDGE_ITEMS, n))
+    return list(range(n))
+
+
+def _edges(data):
+    """The items a summarised print shows (torch's ``get_summarized_data``): along every
+    dimension longer than 2 * edgeitems only the first and last edgeitems, read straight from
+    ``data`` without touching the rest: a 5000 x 5000 tensor costs 36 reads, not a copy."""
+    if data.ndim == 0 or all(n <= 2 * _EDGE_ITEMS for n in data.shape):
+        return data
+    index = _np.ix_(*(_edge_indices(n) for n in data.shape))
+    if not isinstance(data, _np.ndarray):  # CuPy: index on the device, copy 36 items
+        xp = _backend.array_module(data)
+        index = tuple(xp.asarray(i) for i in index)
+    return data[index]
 
 
 def _summary_values(data):
-    if data.ndim == 0:
-        return data.reshape(-1)
-    if data.shape[0] > 2 * _EDGE_ITEMS:
-        parts = [data[:_EDGE_ITEMS], data[-_EDGE_ITEMS:]]
-    else:
-        parts = [data]
-    return (
-        _np.concatenate(
-            [
-                _summary_values(p[i]) if p.ndim > 1 else p.reshape(-1)
-                for p in parts
-                for i in range(len(p))
-            ]
-        )
-        if data.ndim > 1
-        else (_np.concatenate([p.reshape(-1) for p in parts]))
-    )
+    """The values that decide a summarised print's format, flattened."""
+    return _edges(data).reshape(-1)
 
 
-def _render(data, fmt, width, indent, summarize, line_width=None):
+def _render(data, fmt, width, indent, summarize, line_width=None, shape=None):
+    """``data`` printed; ``shape`` is the tensor's when ``data`` holds only its ``_edges``."""
     if data.ndim == 0:
         return fmt(data.item()).rjust(width)
+    shape = data.shape if shape is None else shape
     n = data.shape[0]
-    if summarize and n > 2 * _EDGE_ITEMS:
+    if summarize and shape[0] > 2 * _EDGE_ITEMS:
         idx = list(range(_EDGE_ITEMS)) + [None] + list(range(n - _EDGE_ITEMS, n))
     else:
         idx = list(range(n))
@@ -102,7 +108,9 @@ def _render(data, fmt, width, indent, summarize, line_width=None):
         lines = [", ".join(items[k : k + per_line]) for k in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     parts = [
-        "..." if i is None else _render(data[i], fmt, width, indent + 1, summarize, line_width)
+        "..."
+        if i is None
+        else _render(data[i], fmt, width, indent + 1, summarize, line_width, shape[1:])
         for i in idx
     ]
     sep = "," + "\n" * (data.ndim - 1) + " " * (indent + 1)
@@ -120,6 +128,10 @@ def _width(sample, fmt) -> int:
 
 def tensor_repr(t) -> str:
     data = t._data
+    shape = data.shape
+    summarize = data.size > _THRESHOLD
+    if summarize:
+        data = _edges(data)  # before any copy: the rest is never read
     if type(data) is not _np.ndarray:
         data = data.get()
     prefix = "tensor("
@@ -132,20 +144,20 @@ def tensor_repr(t) -> str:
         if data.ndim != 1:
             suffixes.insert(0, f"size={tuple(data.shape)}")
     else:
+        # ``show`` holds every value the print reads: all of them, or the edges of each dim
         show = data.astype("float32") if d is dt.bfloat16 else data
-        summarize = data.size > _THRESHOLD
         if show.dtype.kind == "c":
             fmt, line_width = _complex_formatter(show)
-            body = _render(show, fmt, 0, len(prefix), summarize, line_width)
+            body = _render(show, fmt, 0, len(prefix), summarize, line_width, shape)
         else:
             fmt = _formatter(show)
-            sample = _summary_values(show) if summarize and show.ndim else show.reshape(-1)
-            width = _width(sample, fmt)
-            body = _render(show, fmt, width, len(prefix), summarize)
+            width = _width(show.reshape(-1), fmt)
+            body = _render(show, fmt, width, len(prefix), summarize, None, shape)
     default_float = dt.get_default_dtype()
     default_complex = dt.get_default_complex_dtype()
-    # empty tensors show every dtype but the default float and int64 (as torch)
-    shown_anyway = data.size == 0 and d is not default_float and d is not dt.int64
+    # an empty tensor has no values to tell its dtype by: every dtype but the default float
+    # is shown (as torch)
+    shown_anyway = data.size == 0 and d is not default_float
     if shown_anyway or not (
         d is default_float or d is default_complex or d is dt.int64 or d is dt.bool_
     ):
@@ -154,5 +166,19 @@ def tensor_repr(t) -> str:
         suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    tail = "".join(", " + s for s in suffixes)
-    return f"{prefix}{body}{tail})"
+    return _add_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
+    """torch's ``_add_suffixes``: a suffix that would pass the 80-column line starts a line."""
+    parts = [text]
+    last_line = len(text) - text.rfind("\n") + 1  # torch's count, one more than the columns
+    for suffix in suffixes:
+        if last_line + len(suffix) + 2 > _LINE_WIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
