@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -250,6 +252,44 @@ def case_new_group(rank):
         assert dist.get_rank(solo) == -1
 
 
+def case_batch_isend_irecv_swaps_tensors(rank):
+    peer = 1 - rank
+    mine = ember.from_numpy(np.arange(5.0) + 10 * rank)
+    theirs = ember.zeros(5, dtype=ember.float64)
+    ops = [dist.P2POp(dist.isend, mine, peer), dist.P2POp(dist.irecv, theirs, peer)]
+    works = dist.batch_isend_irecv(ops)
+    assert len(works) == 2
+    for work in works:
+        work.wait()
+    np.testing.assert_array_equal(theirs.numpy(), np.arange(5.0) + 10 * peer)
+    with pytest.raises(ValueError, match="Invalid ``op``"):
+        dist.P2POp(dist.send, mine, peer)
+
+
+def case_work_future_gives_the_tensors(rank):
+    t = ember.ones(3) * (rank + 1)
+    future = dist.all_reduce(t, async_op=True).get_future()
+    halved = future.then(lambda f: f.value()[0] / 2)
+    assert future.wait()[0] is t and t.tolist() == [3.0] * 3
+    assert halved.wait().tolist() == [1.5] * 3
+    assert future.done()
+
+
+LARGE = 17_000_000  # float32: 68 MB, over the 64 MB where some transports switch protocol
+
+
+def case_collectives_over_64_mb_match_numpy(rank):
+    def data(r):
+        return np.arange(LARGE, dtype=np.float32) * np.float32(r + 1)
+
+    t = ember.from_numpy(data(rank))
+    dist.all_reduce(t)
+    np.testing.assert_array_equal(t.numpy(), data(0) + data(1))  # the same float32 additions
+    t = ember.from_numpy(data(rank))
+    dist.broadcast(t, src=1)
+    np.testing.assert_array_equal(t.numpy(), data(1))
+
+
 def case_send_to_self_raises(rank):
     with pytest.raises(ValueError, match="Invalid destination rank"):
         dist.send(ember.ones(1), dst=rank)
@@ -268,8 +308,12 @@ OTHER_CASES = {
         case_sampler_takes_the_world_from_the_group,
         case_new_group,
         case_send_to_self_raises,
+        case_batch_isend_irecv_swaps_tensors,
+        case_work_future_gives_the_tensors,
     ]
 }
+if os.environ.get("EMBER_LONG_TESTS") == "1":  # a few seconds on 2 cores
+    OTHER_CASES["collectives_over_64_mb_match_numpy"] = case_collectives_over_64_mb_match_numpy
 
 
 def all_cases() -> dict:
@@ -325,6 +369,11 @@ def test_process_group_behaviour(outcomes, name):
     assert_case(outcomes, name)
 
 
+@pytest.mark.skipif(os.environ.get("EMBER_LONG_TESTS") != "1", reason="EMBER_LONG_TESTS=1 runs it")
+def test_collectives_over_64_mb_match_numpy(outcomes):
+    assert_case(outcomes, "collectives_over_64_mb_match_numpy")
+
+
 # --- in this process: no world needed ---------------------------------------------------------
 
 
@@ -373,7 +422,7 @@ def test_env_rendezvous_names_the_missing_variable(monkeypatch):
         dist.init_process_group("gloo")
 
 
-def _four_ranks(rank: int, port: int) -> None:
+def _four_ranks(rank: int, port: int, out_dir: str) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", world_size=4, rank=rank)
     assert (dist.get_rank(), dist.get_world_size()) == (rank, 4)
     t = ember.tensor([float(rank)])
@@ -384,9 +433,57 @@ def _four_ranks(rank: int, port: int) -> None:
     ranks = [None] * 4
     dist.all_gather_object(ranks, rank)
     assert ranks == [0, 1, 2, 3]
+    _late_ranks(rank, out_dir)
     dist.destroy_process_group()
 
 
-def test_four_ranks_join_in_rank_order():
+def _late_ranks(rank: int, out_dir: str) -> None:
+    """Ranks 2 and 3 come late to monitored barriers: rank 0 names them, all others fail too."""
+    import os
+    import time
+
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=20))  # everyone arrives
+    errors = []
+    for wait_all_ranks in (True, False):
+        if rank >= 2:
+            time.sleep(0.8)
+        try:
+            dist.monitored_barrier(timeout=0.4, wait_all_ranks=wait_all_ranks)
+            errors.append("passed")
+        except RuntimeError as error:
+            errors.append(str(error))
+        dist.barrier()  # line up again before the next round
+    with open(os.path.join(out_dir, f"rank{rank}"), "w") as f:
+        f.write("\n".join(errors))
+
+
+@pytest.fixture(scope="module")
+def four_ranks(tmp_path_factory):
+    """The folder of what 4 ranks wrote, or the error that stopped them."""
     needs_mpi()
-    mp.spawn(_four_ranks, args=(free_port(),), nprocs=4, timeout=SPAWN_TIMEOUT)
+    out_dir = tmp_path_factory.mktemp("four_ranks")
+    try:
+        mp.spawn(_four_ranks, args=(free_port(), str(out_dir)), nprocs=4, timeout=SPAWN_TIMEOUT)
+    except mp.ProcessException as error:
+        return error
+    return out_dir
+
+
+def test_four_ranks_join_in_rank_order(four_ranks):
+    if isinstance(four_ranks, Exception):
+        raise four_ranks
+
+
+def test_monitored_barrier_names_the_ranks_that_did_not_come(four_ranks):
+    if isinstance(four_ranks, Exception):
+        raise four_ranks
+    seen = [(four_ranks / f"rank{r}").read_text().split("\n") for r in range(4)]
+    assert seen[0] == [
+        "[Rank 0]: Ranks 2, 3 failed to pass monitoredBarrier in 400 ms",
+        "[Rank 0]: Rank 2 failed to pass monitoredBarrier in 400 ms",
+    ]
+    for rank in (1, 2, 3):
+        for message in seen[rank]:
+            assert message.startswith(
+                f"Rank {rank} successfully reached monitoredBarrier, but received errors"
+            ), message

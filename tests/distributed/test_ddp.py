@@ -153,6 +153,49 @@ def case_unused_parameter_raises_torchs_error(rank):
     assert finder.module.used.weight.grad.tolist() == [[3.0] * 3] * 2
 
 
+def _uneven_training(rank: int, divide_by_initial_world_size: bool) -> None:
+    """Rank 0 has 3 batches, rank 1 one fewer; rank 1 shadows rank 0's last step."""
+    rng = np.random.default_rng(11)
+    xs = [ember.from_numpy(rng.standard_normal((BATCH, 6))) for _ in range(3)]
+    ys = [ember.from_numpy(rng.standard_normal((BATCH, 3))) for _ in range(3)]
+    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    with ddp.join(divide_by_initial_world_size=divide_by_initial_world_size):
+        for x, y in list(zip(xs, ys))[: 3 - rank]:
+            opt.zero_grad()
+            F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+            opt.step()
+    reference = _model(0)
+    ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(3):
+        ref_opt.zero_grad()
+        if step < 2:  # both ranks: the average of their halves is the whole batch's gradient
+            F.mse_loss(reference(xs[step]), ys[step]).backward()
+        else:  # rank 0 alone; rank 1 adds zeros, and the sum is divided by 2 or by 1
+            scale = 0.5 if divide_by_initial_world_size else 1.0
+            (scale * F.mse_loss(reference(_share(xs[2], 0)), _share(ys[2], 0))).backward()
+        ref_opt.step()
+    assert _max_difference(ddp.module, reference) < 1e-6  # rank 1 too: it took rank 0's weights
+
+
+def case_join_with_one_batch_fewer_on_rank_1(rank):
+    _uneven_training(rank, divide_by_initial_world_size=True)
+
+
+def case_join_dividing_by_the_ranks_that_still_had_data(rank):
+    _uneven_training(rank, divide_by_initial_world_size=False)
+
+
+def case_join_can_throw_on_every_rank_when_one_runs_out(rank):
+    ddp = DDP(_model(0))
+    x = ember.ones(2, 6, dtype=ember.float64)
+    with pytest.raises(RuntimeError, match="Detected at least one rank that exhausted inputs"):
+        with ddp.join(throw_on_early_termination=True):
+            for _ in range(2 - rank):
+                ddp(x).sum().backward()
+    dist.barrier()  # the ranks are still in step
+
+
 CASES = {
     name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }

@@ -7,11 +7,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from ._harness import SPAWN_TIMEOUT, free_port, needs_mpi
 
 SCRIPT = """
+import os
+import signal
 import sys
 import ember
 import ember.distributed as dist
@@ -22,6 +25,10 @@ dist.all_reduce(t)
 print(f"rank {dist.get_rank()} of {dist.get_world_size()}: {t.tolist()} {sys.argv[1:]}", flush=True)
 if "--fail" in sys.argv and dist.get_rank() == 1:
     sys.exit(3)
+if "--kill" in sys.argv and dist.get_rank() == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+if "--kill" in sys.argv:
+    dist.all_reduce(t)  # rank 0 waits here for a rank that is gone
 dist.destroy_process_group()
 """
 
@@ -83,6 +90,25 @@ def test_launcher_fails_when_a_rank_fails(tmp_path):
     done = _launch(tmp_path, "--fail")
     assert done.returncode == 1
     assert "process 1 terminated with exit code 3" in done.stderr
+
+
+def test_launcher_fails_within_the_timeout_when_a_rank_is_killed(tmp_path):
+    needs_mpi()
+    began = time.monotonic()
+    done = _launch(tmp_path, "--kill")
+    assert time.monotonic() - began < SPAWN_TIMEOUT / 2  # noticed at once, not at the timeout
+    assert done.returncode == 1
+    assert "process 1 terminated with exit code 9" in done.stderr
+    assert "killed by signal SIGKILL" in done.stderr
+
+
+def test_ember_run_fails_when_a_rank_is_killed(tmp_path):
+    needs_mpi()
+    command = [sys.executable, "-m", "ember.cli", "run", "--nproc-per-node", "2"]
+    command += ["--master-port", str(free_port()), "--timeout", str(SPAWN_TIMEOUT - 10)]
+    done = _run([*command, str(_script(tmp_path)), "--kill"], tmp_path)
+    assert done.returncode == 1
+    assert "killed by signal SIGKILL" in done.stderr
 
 
 def test_all_ranks_under_one_mpiexec_use_mpis_world(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,13 @@ def _fail_on_rank_1(rank: int, port: int) -> None:
     if rank == 1:
         raise ValueError("rank 1 gave up")
     dist.all_reduce(ember.ones(1))  # rank 0 waits here for ever: spawn must end it
+
+
+def _killed_on_rank_1(rank: int, port: int) -> None:
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", world_size=2, rank=rank)
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    dist.all_reduce(ember.ones(1))  # rank 0 waits here for a rank that is gone
 
 
 def _alone(rank: int, port: int, as_rank: int) -> None:
@@ -76,6 +84,16 @@ def test_a_raising_rank_is_reraised_in_the_parent_with_its_traceback():
     assert info.value.error_index == 1
     assert "Process 1 terminated with the following error" in str(info.value)
     assert "_fail_on_rank_1" in str(info.value)  # the worker's traceback
+
+
+def test_a_killed_rank_fails_the_others_within_the_timeout():
+    needs_mpi()
+    began = time.monotonic()
+    with pytest.raises(mp.ProcessExitedException, match="killed by signal SIGKILL") as info:
+        mp.spawn(_killed_on_rank_1, args=(free_port(),), nprocs=2, timeout=SPAWN_TIMEOUT)
+    assert time.monotonic() - began < SPAWN_TIMEOUT / 2  # noticed at once, not at the timeout
+    assert info.value.error_index == 1 and info.value.signal_name == "SIGKILL"
+    assert "process 1 terminated" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -162,6 +162,44 @@ class Work:
         self.wait()
         return self._result
 
+    def get_future(self) -> Future:
+        """A ``Future`` of the op's tensors (a list; empty for ops without output tensors)."""
+        return Future(self)
+
+
+class Future:
+    """``torch.futures.Future`` for a ``Work``: ``wait()``/``value()`` give its tensors.
+
+    Example::
+        >>> fut = dist.all_reduce(t, async_op=True).get_future()
+        >>> fut.then(lambda f: f.value()[0] / 2).wait()
+    """
+
+    def __init__(self, work: Work | None = None, value=None, callback=None):
+        self._work, self._value, self._callback, self._computed = work, value, callback, False
+
+    def done(self) -> bool:
+        return self._work is None or self._work.is_completed()
+
+    def wait(self):
+        if not self._computed:
+            if self._work is not None:
+                self._work.wait()
+                self._value = self._work._result or []
+            if self._callback is not None:
+                self._value = self._callback(self._source)
+            self._computed = True
+        return self._value
+
+    def value(self):
+        return self.wait()
+
+    def then(self, callback) -> Future:
+        """A Future of ``callback(self)``, run when this one is done."""
+        chained = Future(self._work, callback=callback)
+        chained._source = self
+        return chained
+
 
 class _Buffer:
     """A tensor's array as MPI sees it: contiguous (a copy if needed), written back after."""
@@ -238,7 +276,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         buf.written()
 
     if async_op:
-        return Work([pg.comm.Iallreduce(MPI.IN_PLACE, buf.array, mpi_op)], finish)
+        return Work([pg.comm.Iallreduce(MPI.IN_PLACE, buf.array, mpi_op)], finish, [tensor])
     pg.comm.Allreduce(MPI.IN_PLACE, buf.array, mpi_op)
     finish()
     return None
@@ -252,7 +290,7 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
     root = _root(pg, src, group_src, "broadcast")
     buf = _Buffer(tensor)
     if async_op:
-        return Work([pg.comm.Ibcast(buf.raw, root)], buf.written)
+        return Work([pg.comm.Ibcast(buf.raw, root)], buf.written, [tensor])
     pg.comm.Bcast(buf.raw, root)
     buf.written()
     return None
@@ -596,8 +634,34 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
     return None
 
 
+# plus the call's number, so a late rank's arrival never matches a later call
+_MONITORED_BARRIER_TAG = 0x6D0000
+
+
+def _poll(requests: list, deadline: float) -> list[bool]:
+    """Test ``requests`` until all are done or ``deadline`` passes; which ones completed."""
+    import time
+
+    done = [False] * len(requests)
+    while True:
+        for i, request in enumerate(requests):
+            if not done[i]:
+                done[i] = request.Test()
+        if all(done) or time.monotonic() > deadline:
+            return done
+        time.sleep(0.001)
+
+
 def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
-    """A barrier that fails after ``timeout`` instead of waiting for ever."""
+    """A barrier that names the ranks that did not arrive within ``timeout``.
+
+    As gloo's: every rank reports to rank 0, which waits for each in turn and releases them all.
+    A rank missing after ``timeout`` makes rank 0 raise a RuntimeError naming it (all the missing
+    ranks with ``wait_all_ranks=True``); the other ranks then fail to be released and raise too.
+
+    Example::
+        >>> dist.monitored_barrier(timeout=datetime.timedelta(seconds=10), wait_all_ranks=True)
+    """
     import time
 
     from .process_group import _timeout_seconds
@@ -605,15 +669,52 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) ->
     pg = _group(group)
     if pg is None:
         return
-    request = pg.comm.Ibarrier()
-    deadline = time.monotonic() + _timeout_seconds(timeout)
-    while not request.Test():
-        if time.monotonic() > deadline:
+    calls = getattr(pg, "_monitored_barriers", 0)
+    pg._monitored_barriers = calls + 1
+    tag = _MONITORED_BARRIER_TAG + calls % 0x10000
+    seconds = _timeout_seconds(timeout)
+    millis = int(round(seconds * 1000))
+    deadline = time.monotonic() + seconds
+    token = np.zeros(1, np.uint8)
+    if pg.rank() != 0:
+        pg.comm.Send(token, 0, tag)
+        release = pg.comm.Irecv(np.zeros(1, np.uint8), 0, tag)
+        if not _poll([release], deadline)[0]:
+            release.Cancel()
+            release.Wait()
             raise RuntimeError(
-                f"Rank {pg.rank()} timed out in monitored_barrier after "
-                f"{_timeout_seconds(timeout):g} seconds"
+                f"Rank {pg._ranks[pg.rank()]} successfully reached monitoredBarrier, but received "
+                f"errors while waiting for send/recv from rank 0. Please check rank 0 logs for "
+                f"faulty rank."
             )
-        time.sleep(0.001)
+        return
+    peers = list(range(1, pg.size()))
+    arrivals = [np.zeros(1, np.uint8) for _ in peers]
+    requests = [pg.comm.Irecv(buf, peer, tag) for buf, peer in zip(arrivals, peers)]
+    if wait_all_ranks:
+        done = _poll(requests, deadline)
+    else:
+        done = []
+        for request in requests:  # torch waits rank by rank and names the first one missing
+            done.append(_poll([request], deadline)[0])
+            if not done[-1]:
+                break
+    missing = [pg._ranks[peer] for peer, ok in zip(peers, done) if not ok]
+    # not cancelled: a late rank's arrival still has to be received, or leaving the group
+    # (MPI_Comm_disconnect) would wait for it for ever; destroy_process_group collects them
+    pg._late_arrivals.extend(
+        (request, buf)
+        for i, (request, buf) in enumerate(zip(requests, arrivals))
+        if i >= len(done) or not done[i]
+    )
+    if missing:
+        if len(missing) == 1 and not wait_all_ranks:
+            what = f"Rank {missing[0]}"
+        else:
+            what = "Ranks " + ", ".join(str(r) for r in missing)
+        raise RuntimeError(f"[Rank 0]: {what} failed to pass monitoredBarrier in {millis} ms")
+    for peer in peers:
+        pg.comm.Send(token, peer, tag)
 
 
 _OBJECT_TAG = 0x6F626A  # keeps object messages apart from tensor messages with the default tag

@@ -38,6 +38,7 @@ class ProcessGroup:
         self.comm = comm
         self._backend = backend
         self._ranks = ranks
+        self._late_arrivals: list = []  # monitored_barrier's receives from ranks that came late
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -56,6 +57,15 @@ class ProcessGroup:
             raise ValueError(
                 f"Global rank {global_rank} is not part of group {self._ranks}"
             ) from None
+
+    def _collect_late_arrivals(self, seconds: float = 5.0) -> None:
+        """Receive what late ranks sent to a monitored_barrier that had given up on them."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        while self._late_arrivals and time.monotonic() < deadline:
+            self._late_arrivals = [(r, buf) for r, buf in self._late_arrivals if not r.Test()]
+            time.sleep(0.001)
 
     def __repr__(self) -> str:
         return f"ProcessGroup(backend={self._backend!r}, ranks={self._ranks})"
@@ -154,8 +164,9 @@ def init_process_group(
 
     ``backend`` is ``"gloo"`` or ``"mpi"`` (both MPI underneath) or None (the CPU backend).
     ``init_method`` is ``"env://"`` (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``)
-    or ``"tcp://host:port"``. Each rank must have been started by an MPI process manager:
-    ``ember.multiprocessing.spawn`` or ``mpiexec``.
+    or ``"tcp://host:port"`` or ``"file:///shared/path"`` (a file all ranks can see; removed once
+    the ranks have met, so the path can be used again). Each rank must have been started by an
+    MPI process manager: ``ember.multiprocessing.spawn`` or ``mpiexec``.
 
     Example::
         >>> import ember.distributed as dist
@@ -194,14 +205,15 @@ def init_process_group(
     else:
         from .rendezvous import check_launched_by_process_manager, join_world, parse_init_method
 
-        addr, port, world_size, rank = parse_init_method(init_method or "env://", world_size, rank)
+        point = parse_init_method(init_method or "env://", world_size, rank)
+        world_size, rank = point.world_size, point.rank
         if not 0 <= rank < world_size:
             raise ValueError(f"Invalid rank {rank} for a world of size {world_size}")
         if world_size == 1:
             comm = MPI.COMM_SELF.Dup()
         else:
             check_launched_by_process_manager(world_size)
-            comm = join_world(addr, port, world_size, rank, _timeout_seconds(timeout))
+            comm = join_world(point, _timeout_seconds(timeout))
             # admitted in rank order already; the split makes the order a guarantee
             ordered = comm.Split(0, rank)
             comm.Free()
@@ -217,13 +229,16 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         if _world is None:
             raise AssertionError("Process group cannot be None")
         for sub in _subgroups:
+            sub._collect_late_arrivals()
             sub.comm.Free()
         _subgroups.clear()
+        _world._collect_late_arrivals()
         # Disconnect (not Free) so MPI_Finalize at exit does not wait on the other ranks
         _world.comm.Disconnect()
         _world = None
         GroupMember.WORLD = None
     else:
+        group._collect_late_arrivals()
         group.comm.Free()
         _subgroups.remove(group)
 

@@ -7,6 +7,11 @@ time: the members so far ``Comm_accept`` collectively, the newcomer ``Comm_conne
 ``Intercomm.Merge`` makes one intracommunicator. Ranks are admitted in rank order so the merged
 ranks are the given ones.
 
+With ``file:///path`` the ranks meet through a file on a file system they share: rank 0 listens on
+a free port and writes its address into the file, the others read it there. Rank 0 removes the
+file once every rank has read it (or when the rendezvous fails), so the same path can be used for
+the next ``init_process_group``, as PyTorch's FileStore removes its file when done.
+
 MPICH can only connect processes that each were started by a process manager (``mpiexec -n 1``
 per process, which is what ``ember.multiprocessing.spawn`` does): two bare Python processes
 ("singletons") are refused with "Local and remote groups ... must be disjoint".
@@ -19,12 +24,35 @@ import os
 import socket
 import time
 import urllib.parse
+from dataclasses import dataclass
 
 from .errors import DistNetworkError, DistStoreError
 
 
-def parse_init_method(init_method: str, world_size: int, rank: int) -> tuple[str, int, int, int]:
-    """``(master_addr, master_port, world_size, rank)`` from ``env://`` or ``tcp://host:port``."""
+@dataclass
+class RendezvousPoint:
+    """Where the ranks meet: rank 0's TCP address, or a shared file (``file://``)."""
+
+    master_addr: str
+    master_port: int
+    world_size: int
+    rank: int
+    file_path: str | None = None
+
+
+def _from_query(query: dict, name: str, given: int, scheme: str, what: str) -> int:
+    if given >= 0:
+        return given
+    if name not in query:
+        raise ValueError(
+            f"Error initializing torch.distributed using {scheme}:// rendezvous: "
+            f"{what} parameter missing"
+        )
+    return int(query[name])
+
+
+def parse_init_method(init_method: str, world_size: int, rank: int) -> RendezvousPoint:
+    """Where to meet, from ``env://``, ``tcp://host:port`` or ``file:///path``."""
     url = urllib.parse.urlparse(init_method)
     query = dict(urllib.parse.parse_qsl(url.query))
     if url.scheme == "env":
@@ -41,29 +69,48 @@ def parse_init_method(init_method: str, world_size: int, rank: int) -> tuple[str
         if world_size < 0:
             world_size = int(query.get("world_size", env("WORLD_SIZE")))
         if world_size == 1:
-            return "", 0, 1, rank
-        return env("MASTER_ADDR"), int(env("MASTER_PORT")), world_size, rank
-    if url.scheme == "tcp":
-        if rank < 0:
-            if "rank" not in query:
-                raise ValueError(
-                    "Error initializing torch.distributed using tcp:// rendezvous: "
-                    "rank parameter missing"
-                )
-            rank = int(query["rank"])
-        if world_size < 0:
-            if "world_size" not in query:
-                raise ValueError(
-                    "Error initializing torch.distributed using tcp:// rendezvous: "
-                    "world size parameter missing"
-                )
-            world_size = int(query["world_size"])
+            return RendezvousPoint("", 0, 1, rank)
+        return RendezvousPoint(env("MASTER_ADDR"), int(env("MASTER_PORT")), world_size, rank)
+    if url.scheme in ("tcp", "file"):
+        rank = _from_query(query, "rank", rank, url.scheme, "rank")
+        world_size = _from_query(query, "world_size", world_size, url.scheme, "world size")
+        if url.scheme == "file":
+            path = urllib.parse.unquote(url.netloc + url.path)
+            if not path:
+                raise ValueError(f"file:// init_method needs a path, got {init_method!r}")
+            return RendezvousPoint("", 0, world_size, rank, file_path=path)
         if not url.hostname or not url.port:
             raise ValueError(f"tcp:// init_method needs a host and a port, got {init_method!r}")
-        return url.hostname, url.port, world_size, rank
+        return RendezvousPoint(url.hostname, url.port, world_size, rank)
     raise RuntimeError(
-        f"No rendezvous handler for {url.scheme}:// (ember supports env:// and tcp://)"
+        f"No rendezvous handler for {url.scheme}:// (ember supports env://, tcp:// and file://)"
     )
+
+
+def _this_host() -> str:
+    """An address of this machine that peers on other machines can reach, if there is one."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def _publish(path: str, host: str, port: int) -> None:
+    """Write rank 0's address into the rendezvous file in one step (readers never see half)."""
+    partial = f"{path}.{os.getpid()}.partial"
+    with open(partial, "w") as f:
+        json.dump({"host": host, "port": port}, f)
+    os.replace(partial, path)
+
+
+def _read_published(path: str) -> tuple[str, int] | None:
+    """Rank 0's address from the rendezvous file, or None while it is not there yet."""
+    try:
+        with open(path) as f:
+            found = json.load(f)
+        return found["host"], int(found["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not written yet, or an empty file made by the caller (as torch's tests do)
 
 
 def check_launched_by_process_manager(world_size: int) -> None:
@@ -115,14 +162,17 @@ def _grow(comm, port_name: str | None, world_size: int):
     return comm
 
 
-def join_world(master_addr: str, master_port: int, world_size: int, rank: int, timeout: float):
+def join_world(point: RendezvousPoint, timeout: float):
     """An MPI intracommunicator of ``world_size`` processes where this one has rank ``rank``."""
     from mpi4py import MPI
 
+    world_size, rank = point.world_size, point.rank
     deadline = time.monotonic() + timeout
     if rank == 0:
-        server = socket.create_server(("", master_port), reuse_port=False)
+        server = socket.create_server(("", point.master_port), reuse_port=False)
         try:
+            if point.file_path is not None:
+                _publish(point.file_path, _this_host(), server.getsockname()[1])
             peers: dict[int, socket.socket] = {}
             while len(peers) < world_size - 1:
                 left = deadline - time.monotonic()
@@ -148,6 +198,8 @@ def join_world(master_addr: str, master_port: int, world_size: int, rank: int, t
                     conn.close()
                     raise DistStoreError(f"ember.distributed rendezvous: {problem}")
                 peers[peer_rank] = conn
+            if point.file_path is not None:
+                _remove(point.file_path)  # every rank has read it: free the path for reuse
             port_name = MPI.Open_port()
             comm = MPI.COMM_SELF
             for peer_rank in range(1, world_size):
@@ -158,18 +210,10 @@ def join_world(master_addr: str, master_port: int, world_size: int, rank: int, t
                 conn.close()
         finally:
             server.close()
+            if point.file_path is not None:
+                _remove(point.file_path)
         return comm
-    conn = None
-    while conn is None:
-        try:
-            conn = socket.create_connection((master_addr, master_port), timeout=1.0)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise DistNetworkError(
-                    f"ember.distributed rendezvous: rank {rank} could not reach rank 0 at "
-                    f"{master_addr}:{master_port} within {timeout:g} seconds"
-                ) from None
-            time.sleep(0.05)
+    conn = _connect_to_rank_0(point, deadline, timeout)
     with conn:
         _send_line(conn, {"rank": rank, "world_size": world_size})
         reply = _read_line(conn, deadline, "rank 0 to hand out the MPI port")
@@ -179,6 +223,40 @@ def join_world(master_addr: str, master_port: int, world_size: int, rank: int, t
     comm = intercomm.Merge(high=True)
     intercomm.Free()
     return _grow(comm, None, world_size)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _connect_to_rank_0(point: RendezvousPoint, deadline: float, timeout: float) -> socket.socket:
+    """A connection to rank 0, retried until the deadline (rank 0 may start later)."""
+    address = None if point.file_path else (point.master_addr, point.master_port)
+    while True:
+        if point.file_path is not None:
+            # read again on every try: a file left by an earlier run is replaced by rank 0
+            address = _read_published(point.file_path)
+        if address is not None:
+            try:
+                return socket.create_connection(address, timeout=1.0)
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            if point.file_path is not None and address is None:
+                raise DistStoreError(
+                    f"ember.distributed rendezvous: rank {point.rank} timed out after "
+                    f"{timeout:g} seconds waiting for rank 0 to write its address into "
+                    f"{point.file_path}"
+                )
+            host, port = address
+            raise DistNetworkError(
+                f"ember.distributed rendezvous: rank {point.rank} could not reach rank 0 at "
+                f"{host}:{port} within {timeout:g} seconds"
+            )
+        time.sleep(0.05)
 
 
 def _grow_once(comm, port_name: str):

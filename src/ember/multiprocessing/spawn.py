@@ -63,6 +63,12 @@ class ProcessExitedException(ProcessException):
         )
 
 
+# signals that kill a process, whose numbers mpiexec (hydra) gives as its exit code
+_SIGNALS_MPIEXEC_REPORTS = {
+    int(s) for s in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE)
+}
+
+
 def _mpiexec() -> str | None:
     """The MPI launcher next to this Python (the mpich wheel's), else one on PATH."""
     try:
@@ -140,6 +146,18 @@ class ProcessContext:
             name = signal.Signals(-code).name
             return ProcessExitedException(
                 f"process {index} terminated with signal {name}", index, process.pid, code, name
+            )
+        under_mpiexec = os.path.basename(str(process.args[0])).startswith("mpiexec")
+        if under_mpiexec and code in _SIGNALS_MPIEXEC_REPORTS:
+            # mpiexec exits with the number of the signal that killed its worker
+            name = signal.Signals(code).name
+            return ProcessExitedException(
+                f"process {index} terminated with exit code {code}: mpiexec's report of a worker "
+                f"killed by signal {name}",
+                index,
+                process.pid,
+                code,
+                name,
             )
         return ProcessExitedException(
             f"process {index} terminated with exit code {code}", index, process.pid, code

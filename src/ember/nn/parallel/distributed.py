@@ -7,6 +7,11 @@ bucket is copied into one flat array and a non-blocking allreduce starts on it w
 goes on. When the last bucket has started, every bucket is waited for, divided by the world size
 and written back into the ``.grad`` of its parameters. Buckets start in index order on every rank
 so the collectives match across ranks.
+
+``join()`` handles uneven inputs as torch's Join: inside it, every forward starts with a small
+allgather saying which ranks still have data. A rank that ran out answers those rounds from the
+context's exit and shadows the others' collectives (the buffer broadcast and one allreduce of
+zeros per bucket) until no rank is left; then the last rank to join broadcasts its parameters.
 """
 
 from __future__ import annotations
@@ -126,6 +131,10 @@ class DistributedDataParallel(Module):
         _coalesced_broadcast(pg.comm, params + list(module.buffers()))
         self._buckets, self._where = self._make_buckets(params)
         self._syncing = False  # a backward whose gradients must be reduced is expected
+        self._joining = False  # inside join(): forwards take part in the join rounds
+        self._divisor = pg.size()
+        self._buffer_root = 0
+        self._last_active: list[int] = []
         self._next_bucket = 0
         self._ready = [False] * len(params)
         self._hooks = [
@@ -183,10 +192,9 @@ class DistributedDataParallel(Module):
             raise RuntimeError(
                 _UNFINISHED_REDUCTION.format(rank=self.process_group.rank(), indices=missing)
             )
-        if self.broadcast_buffers and self.require_forward_param_sync:
-            buffers = list(self.module.buffers())
-            if buffers and self.process_group.size() > 1:
-                _coalesced_broadcast(self.process_group.comm, buffers)
+        if self._joining:
+            self._join_round(_SYNCING if grad_on and self.require_backward_grad_sync else _ACTIVE)
+        self._sync_buffers()
         output = self.module(*inputs, **kwargs)
         if grad_on:
             self._reset()
@@ -197,6 +205,12 @@ class DistributedDataParallel(Module):
                     if id(p) not in used:
                         self._mark_ready(i)
         return output
+
+    def _sync_buffers(self) -> None:
+        if self.broadcast_buffers and self.require_forward_param_sync:
+            buffers = list(self.module.buffers())
+            if buffers and self.process_group.size() > 1:
+                _coalesced_broadcast(self.process_group.comm, buffers, self._buffer_root)
 
     def _reset(self) -> None:
         self._next_bucket = 0
@@ -239,7 +253,7 @@ class DistributedDataParallel(Module):
     def _finish(self) -> None:
         from ..._tensor import Tensor
 
-        n = self.process_group.size()
+        n = self._divisor
         for bucket in self._buckets:
             bucket.work.Wait()
             flat = bucket.flat
@@ -277,6 +291,90 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = previous
+
+    # --- uneven inputs: join ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def join(
+        self,
+        divide_by_initial_world_size: bool = True,
+        enable: bool = True,
+        throw_on_early_termination: bool = False,
+    ):
+        """Train on uneven inputs: a rank out of data shadows the others until all are done.
+
+        Inside the block every forward tells the other ranks this one still has data. On leaving
+        the block a rank answers for itself with "joined" and takes part in the others'
+        allreduces with zero gradients until every rank has left; then all ranks take the
+        parameters of the last rank to leave. Gradients are divided by the world size
+        (``divide_by_initial_world_size=True``, torch's default) or by the number of ranks that
+        still had data. ``throw_on_early_termination=True`` makes every rank raise as soon as one
+        runs out instead.
+
+        Example::
+            >>> with ddp.join():
+            ...     for x, y in loader_of_this_rank:      # ranks may have different lengths
+            ...         opt.zero_grad(); loss_fn(ddp(x), y).backward(); opt.step()
+        """
+        if not enable:
+            yield
+            return
+        self._joining = True
+        self._last_active = []
+        self._divide_by_world = divide_by_initial_world_size
+        self._throw_early = throw_on_early_termination
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True  # the others cannot be shadowed by a rank that is failing
+            raise
+        finally:
+            try:
+                if not failed:
+                    self._shadow_until_all_joined()
+            finally:
+                self._joining = False
+                self._divisor = self.process_group.size()
+                self._buffer_root = 0
+
+    def _join_round(self, state: int) -> list[int]:
+        """Every rank's state this round (``_JOINED``, ``_ACTIVE`` or ``_SYNCING``)."""
+        pg = self.process_group
+        mine = np.array([state], np.int8)
+        states = np.empty(pg.size(), np.int8)
+        pg.comm.Allgather(mine, states)
+        active = [r for r, s in enumerate(states) if s != _JOINED]
+        if self._throw_early and len(active) < pg.size():
+            raise RuntimeError(
+                "Detected at least one rank that exhausted inputs. Throwing across all ranks."
+            )
+        if active:
+            self._last_active = active
+            # as torch, buffers come from the highest rank that still has data
+            self._buffer_root = active[-1]
+            self._divisor = pg.size() if self._divide_by_world else len(active)
+        return [int(s) for s in states]
+
+    def _shadow_until_all_joined(self) -> None:
+        from mpi4py import MPI
+
+        comm = self.process_group.comm
+        while True:
+            states = self._join_round(_JOINED)
+            if all(s == _JOINED for s in states):
+                break
+            self._sync_buffers()
+            if any(s == _SYNCING for s in states):
+                zeros = [np.zeros(b.size, b.dtype) for b in self._buckets]
+                requests = [comm.Iallreduce(MPI.IN_PLACE, z, MPI.SUM) for z in zeros]
+                MPI.Request.Waitall(requests)
+        # the ranks may have drifted (a divisor that is not the world size): take the last one's
+        last = self._last_active[-1] if self._last_active else 0
+        _coalesced_broadcast(comm, self._params + list(self.module.buffers()), last)
+
+
+_JOINED, _ACTIVE, _SYNCING = 0, 1, 2  # a rank's answer in a join round
 
 
 def _leaves_reached(output) -> set:
