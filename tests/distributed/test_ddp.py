@@ -186,6 +186,24 @@ def case_join_dividing_by_the_ranks_that_still_had_data(rank):
     _uneven_training(rank, divide_by_initial_world_size=False)
 
 
+def case_join_shadows_the_buffer_broadcast_and_ends_with_one_model(rank):
+    ember.manual_seed(rank)
+    model = nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4)).double()
+    ddp = DDP(model)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
+    x, _ = _batch()
+    with ddp.join():
+        for step in range(3 - 2 * rank):  # rank 0: 3 batches, rank 1: 1
+            opt.zero_grad()
+            ddp(_share(x, rank) * (step + 1)).sum().backward()
+            opt.step()
+    state = {k: v.tolist() for k, v in model.state_dict().items()}
+    everyone = [None] * WORLD_SIZE
+    dist.all_gather_object(everyone, state)
+    assert everyone[0] == everyone[1]
+    assert everyone[0]["1.num_batches_tracked"] == 3  # rank 0's buffers: it trained last
+
+
 def case_join_can_throw_on_every_rank_when_one_runs_out(rank):
     ddp = DDP(_model(0))
     x = ember.ones(2, 6, dtype=ember.float64)
