@@ -14,6 +14,7 @@ import enum
 import numpy as np
 
 from .process_group import _resolve
+from .watchdog import watched
 
 
 class RedOpType(enum.IntEnum):
@@ -129,6 +130,7 @@ class Work:
             self._finish()
             self._finish = None
 
+    @watched
     def wait(self, timeout=None) -> bool:
         if not self._done:
             from mpi4py import MPI
@@ -256,6 +258,7 @@ def _root(pg, rank, group_rank, name: str) -> int:
     return pg.group_rank(rank)
 
 
+@watched
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``tensor`` over all ranks, in place on every rank.
 
@@ -282,6 +285,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     return None
 
 
+@watched
 def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
     """Copy ``tensor`` from rank ``src`` to every rank."""
     pg = _group(group)
@@ -296,6 +300,7 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
     return None
 
 
+@watched
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
     """Reduce ``tensor`` over all ranks into rank ``dst``'s tensor."""
     pg = _group(group)
@@ -328,6 +333,7 @@ def _check_list(tensors, n: int, name: str, what: str) -> None:
         raise ValueError(f"{name}: {what} must have one tensor per rank ({n}), got {len(tensors)}")
 
 
+@watched
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     """Fill ``tensor_list[i]`` with rank i's ``tensor`` on every rank."""
     pg = _group(group)
@@ -358,6 +364,7 @@ def _check_sizes(out_numel: int, in_numel: int, n: int, name: str) -> None:
         )
 
 
+@watched
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
     """Concatenate every rank's ``input_tensor`` into ``output_tensor`` (stacked along dim 0)."""
     pg = _group(group)
@@ -372,6 +379,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     return None
 
 
+@watched
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``input`` over all ranks and give rank i the i-th of its ``world_size`` chunks."""
     pg = _group(group)
@@ -393,6 +401,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     return None
 
 
+@watched
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce the lists over all ranks; rank i gets the reduction of all ``input_list[i]``."""
     pg = _group(group)
@@ -405,6 +414,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     return reduce_scatter_tensor(output, Tensor._wrap(stacked), op, pg, async_op)
 
 
+@watched
 def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
     """Collect every rank's ``tensor`` into ``gather_list`` on rank ``dst``."""
     pg = _group(group)
@@ -437,6 +447,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     return None
 
 
+@watched
 def scatter(
     tensor, scatter_list=None, src=None, group=None, async_op: bool = False, group_src=None
 ):
@@ -463,6 +474,7 @@ def scatter(
     return None
 
 
+@watched
 def all_to_all_single(
     output,
     input,
@@ -502,6 +514,7 @@ def all_to_all_single(
     return None
 
 
+@watched
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
     """Send ``input_tensor_list[i]`` to rank i; receive rank i's into ``output_tensor_list[i]``."""
     pg = _group(group)
@@ -541,6 +554,7 @@ def _peer(pg, rank, group_rank, name: str) -> int:
     return peer
 
 
+@watched
 def send(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> None:
     """Send ``tensor`` to rank ``dst`` (blocking)."""
     pg = _group(group)
@@ -550,6 +564,7 @@ def send(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> None:
     pg.comm.Send(_Buffer(tensor).raw, peer, tag)
 
 
+@watched
 def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
     """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender."""
     pg = _group(group)
@@ -623,6 +638,7 @@ def batch_isend_irecv(p2p_op_list: list) -> list:
     return works
 
 
+@watched
 def barrier(group=None, async_op: bool = False, device_ids=None):
     """Wait until every rank of the group has reached the barrier."""
     pg = _group(group)
@@ -722,6 +738,7 @@ _OBJECT_TAG = 0x6F626A  # keeps object messages apart from tensor messages with 
 # --- picklable Python objects (these do pickle, as PyTorch's do) ---------------------------
 
 
+@watched
 def all_gather_object(object_list: list, obj, group=None) -> None:
     """``object_list[i]`` becomes rank i's ``obj`` on every rank."""
     pg = _group(group)
@@ -731,6 +748,7 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
     object_list[:] = pg.comm.allgather(obj)
 
 
+@watched
 def broadcast_object_list(
     object_list: list, src=None, group=None, device=None, group_src=None
 ) -> None:
@@ -745,6 +763,7 @@ def broadcast_object_list(
     object_list[:] = objects
 
 
+@watched
 def send_object_list(object_list: list, dst=None, group=None, device=None, group_dst=None):
     """Send the (picklable) items of ``object_list`` to rank ``dst``."""
     pg = _group(group)
@@ -753,6 +772,7 @@ def send_object_list(object_list: list, dst=None, group=None, device=None, group
     pg.comm.send(list(object_list), _peer(pg, dst, group_dst, "send"), tag=_OBJECT_TAG)
 
 
+@watched
 def recv_object_list(object_list: list, src=None, group=None, device=None, group_src=None):
     """Fill ``object_list`` with the items rank ``src`` (any when None) sent; returns the sender."""
     pg = _group(group)
@@ -780,6 +800,7 @@ def supports_complex(reduceOp) -> bool:
     )
 
 
+@watched
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:
     pg = _group(group)
     if pg is None:
@@ -790,6 +811,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
         object_gather_list[:] = gathered
 
 
+@watched
 def scatter_object_list(
     scatter_object_output_list: list,
     scatter_object_input_list=None,

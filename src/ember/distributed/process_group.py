@@ -220,6 +220,10 @@ def init_process_group(
             comm = ordered
     _world = ProcessGroup(comm, str(name), list(range(comm.Get_size())))
     GroupMember.WORLD = _world
+    if comm.Get_size() > 1:
+        from . import watchdog
+
+        watchdog.start(_timeout_seconds(timeout), comm.Get_rank())
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
@@ -232,6 +236,9 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
             sub._collect_late_arrivals()
             sub.comm.Free()
         _subgroups.clear()
+        from . import watchdog
+
+        watchdog.stop()
         _world._collect_late_arrivals()
         # Disconnect (not Free) so MPI_Finalize at exit does not wait on the other ranks
         _world.comm.Disconnect()

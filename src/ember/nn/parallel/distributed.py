@@ -20,6 +20,7 @@ import contextlib
 
 import numpy as np
 
+from ...distributed.watchdog import watched
 from ..modules.module import Module
 
 _UNFINISHED_REDUCTION = (
@@ -57,6 +58,7 @@ class _Bucket:
         self.work = None
 
 
+@watched
 def _coalesced_broadcast(comm, tensors: list, root: int = 0) -> None:
     """Broadcast many arrays as one message per dtype, in place."""
     by_dtype: dict = {}
@@ -250,6 +252,7 @@ class DistributedDataParallel(Module):
         bucket.flat = flat
         bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, flat, MPI.SUM)
 
+    @watched
     def _finish(self) -> None:
         from ..._tensor import Tensor
 
@@ -338,6 +341,7 @@ class DistributedDataParallel(Module):
                 self._divisor = self.process_group.size()
                 self._buffer_root = 0
 
+    @watched
     def _join_round(self, state: int) -> list[int]:
         """Every rank's state this round (``_JOINED``, ``_ACTIVE`` or ``_SYNCING``)."""
         pg = self.process_group
@@ -356,6 +360,7 @@ class DistributedDataParallel(Module):
             self._divisor = pg.size() if self._divide_by_world else len(active)
         return [int(s) for s in states]
 
+    @watched
     def _shadow_until_all_joined(self) -> None:
         from mpi4py import MPI
 
