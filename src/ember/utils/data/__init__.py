@@ -1,5 +1,6 @@
 """ember.utils.data: datasets, samplers and the DataLoader."""
 
+from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader, default_collate, default_convert
 from .dataset import (
     ChainDataset,
@@ -20,8 +21,3 @@ from .sampler import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-
-
-def get_worker_info():
-    """None: ember's DataLoader loads in the main process."""
-    return None

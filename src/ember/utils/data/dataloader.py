@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import collections.abc
+import itertools
+import multiprocessing
 import numbers
+import warnings
 
 from ..._tensor import Tensor
-from .dataset import IterableDataset, TensorDataset
+from ._fetch import create_fetcher
+from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 
@@ -53,12 +57,21 @@ def default_convert(data):
 
 
 class DataLoader:
-    """Iterate over ``dataset`` in batches.
+    """Iterate over ``dataset`` in batches, in this process or in ``num_workers`` processes.
+
+    With ``num_workers > 0`` each worker (forked on Linux; ``multiprocessing_context`` picks
+    another start method) builds whole batches, which reach this process through shared
+    memory and in the sampler's order. Worker ``i`` seeds ember's generator, ``random`` and
+    NumPy from ``base_seed + i``, ``base_seed`` drawn from ``generator`` (or ember's default
+    generator) when iteration starts, as torch does.
 
     Example::
         >>> ds = ember.utils.data.TensorDataset(ember.arange(10.0), ember.arange(10))
         >>> for x, y in ember.utils.data.DataLoader(ds, batch_size=4, shuffle=True):
         ...     pass
+        >>> loader = ember.utils.data.DataLoader(ds, batch_size=4, num_workers=2)
+        >>> [x.tolist() for x, _ in loader][0]
+        [0.0, 1.0, 2.0, 3.0]
     """
 
     def __init__(
@@ -81,8 +94,36 @@ class DataLoader:
         persistent_workers: bool = False,
         pin_memory_device: str = "",
     ):
+        if num_workers < 0:
+            raise ValueError(
+                "num_workers option should be non-negative; "
+                "use num_workers=0 to disable multiprocessing."
+            )
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing."
+                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor "
+                "to None."
+            )
+        elif num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
-        self.num_workers = num_workers  # batches are built in this process
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        # batches are ordinary CPU arrays: there is no page-locked memory to pin them into
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.persistent_workers = persistent_workers
+        self._iterator = None  # the persistent workers' iterator, reused each epoch
         self.generator = generator
         self._iterable = isinstance(dataset, IterableDataset)
         if batch_sampler is not None:
@@ -123,39 +164,73 @@ class DataLoader:
             else default_convert
         )
 
-    def __iter__(self):
+    @property
+    def multiprocessing_context(self):
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, multiprocessing_context) -> None:
+        if multiprocessing_context is not None:
+            if self.num_workers == 0:
+                raise ValueError(
+                    "multiprocessing_context can only be used with multi-process loading "
+                    f"(num_workers > 0), but got num_workers={self.num_workers}"
+                )
+            if isinstance(multiprocessing_context, str):
+                valid_start_methods = multiprocessing.get_all_start_methods()
+                if multiprocessing_context not in valid_start_methods:
+                    raise ValueError(
+                        "multiprocessing_context option should specify a valid start method "
+                        f"in {valid_start_methods!r}, but got "
+                        f"multiprocessing_context={multiprocessing_context!r}"
+                    )
+                multiprocessing_context = multiprocessing.get_context(multiprocessing_context)
+            if not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
+                raise TypeError(
+                    "multiprocessing_context option should be a valid context object or a "
+                    "string specifying the start method, but got "
+                    f"multiprocessing_context={multiprocessing_context}"
+                )
+        self._multiprocessing_context = multiprocessing_context
+
+    @property
+    def _auto_collation(self) -> bool:
+        return self.batch_sampler is not None or (self._iterable and self.batch_size is not None)
+
+    @property
+    def _index_sampler(self):
+        """What each fetch is given: a batch of indices, an index, or placeholders for a stream."""
         if self._iterable:
-            yield from self._iter_stream()
-            return
-        if self.batch_sampler is None:
-            for idx in self.sampler:
-                yield self.collate_fn(self.dataset[idx])
-            return
-        if self.collate_fn is default_collate and type(self.dataset) is TensorDataset:
-            # stacking the rows of a TensorDataset is indexing it with the batch's indices
-            from ... import _creation
+            return _StreamSampler(self.batch_size)
+        return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
-            tensors = self.dataset.tensors
-            for indices in self.batch_sampler:
-                index = _creation.tensor(list(indices), dtype="int64")
-                yield [t[index] for t in tensors]
-            return
-        for indices in self.batch_sampler:
-            yield self.collate_fn([self.dataset[i] for i in indices])
+    def _draw_base_seed(self) -> int:
+        # torch draws it at every iter(), workers or not: the random streams stay in step
+        from ... import _creation
 
-    def _iter_stream(self):
-        if self.batch_size is None:
-            for item in self.dataset:
-                yield self.collate_fn(item)
-            return
-        batch = []
-        for item in self.dataset:
-            batch.append(item)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+        return _creation.empty((), dtype="int64").random_(generator=self.generator).item()
+
+    def __iter__(self):
+        if self.pin_memory:
+            from ... import accelerator
+
+            if not accelerator.is_available():
+                warnings.warn(
+                    "'pin_memory' argument is set as true but no accelerator is found, "
+                    "then device pinned memory won't be used.",
+                    stacklevel=2,
+                )
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        from ._multiprocessing_iter import _MultiProcessingDataLoaderIter
+
+        if not self.persistent_workers:
+            return _MultiProcessingDataLoaderIter(self)
+        if self._iterator is None or self._iterator._shutdown:
+            self._iterator = _MultiProcessingDataLoaderIter(self)
+        else:
+            self._iterator._reset()
+        return self._iterator
 
     def __len__(self) -> int:
         if self._iterable:
@@ -166,3 +241,36 @@ class DataLoader:
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
         return len(self.sampler)
+
+
+class _StreamSampler:
+    """An IterableDataset's endless "indices": None per sample, or a list of batch_size Nones."""
+
+    def __init__(self, batch_size):
+        self.batch_size = batch_size
+
+    def __iter__(self):
+        if self.batch_size is None:
+            return itertools.repeat(None)
+        return itertools.repeat([None] * self.batch_size)
+
+
+class _SingleProcessDataLoaderIter:
+    """Batches built in this process, one per ``next``."""
+
+    def __init__(self, loader: DataLoader):
+        self._base_seed = loader._draw_base_seed()
+        self._sampler_iter = iter(loader._index_sampler)
+        self._fetcher = create_fetcher(
+            loader._iterable,
+            loader.dataset,
+            loader._auto_collation,
+            loader.collate_fn,
+            loader.drop_last,
+        )
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._fetcher.fetch(next(self._sampler_iter))
