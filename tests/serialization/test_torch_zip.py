@@ -166,3 +166,99 @@ def test_safetensors_paths_still_write_safetensors(tmp_path):
     assert ember.load(tmp_path / "w.safetensors")["w"].tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match="only stored in .safetensors"):
         ember.save({"w": ember.ones(2)}, tmp_path / "w.pt", metadata={"k": "v"})
+
+
+def _load_traced(blob: bytes):
+    """``ember.load`` of ``blob`` and the peak memory it allocated (tracemalloc sees NumPy)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = ember.load(io.BytesIO(blob))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return out, peak
+
+
+def test_an_expanded_record_loads_as_a_view_not_a_copy():
+    # one stored float seen as 20000 x 20000: materialised it would take 1.6 GB
+    blob = _roundtrip_bytes(ember.ones(1).expand(20000, 20000)).getvalue()
+    assert len(blob) < 2000
+    loaded, peak = _load_traced(blob)
+    assert peak < 1_000_000, f"load allocated {peak} bytes"
+    assert tuple(loaded.shape) == (20000, 20000)
+    assert loaded.stride() == (0, 0)
+    assert loaded[19999, 19999].item() == 1.0
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        loaded.add_(1)
+
+
+def test_an_expanded_record_written_by_torch_loads_as_a_view(torch_mod):
+    buf = io.BytesIO()
+    torch_mod.save({"w": torch_mod.arange(3.0).expand(30000, 3)}, buf)
+    loaded, peak = _load_traced(buf.getvalue())
+    assert peak < 200_000
+    assert loaded["w"].stride() == (0, 1)
+    assert loaded["w"][29999].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_overlapping_record_larger_than_its_storage_stays_a_view():
+    from ember.serialization._torch_zip import _rebuild_tensor_v2
+
+    storage = (np.arange(200_000, dtype=np.float32), 200_000)
+    # strides (1, 1): 10^10 elements over 200,000 stored floats, no zero stride
+    t = _rebuild_tensor_v2(storage, 0, (100_000, 100_000), (1, 1))
+    assert tuple(t.shape) == (100_000, 100_000)
+    assert t[99_999, 99_999].item() == 199_998.0
+    # within its storage's size an overlapping record is copied: writable, storage untouched
+    t = _rebuild_tensor_v2(storage, 0, (2, 3), (1, 1))
+    assert t.tolist() == [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0]]
+    t[0, 0] = 5.0
+    assert storage[0][0] == 0.0
+
+
+def test_strides_past_int64_are_refused_as_torch():
+    from ember.serialization._torch_zip import _rebuild_tensor_v2
+
+    storage = (np.zeros(4, dtype=np.float32), 4)
+    with pytest.raises(SerializationError, match="Storage size calculation overflowed"):
+        _rebuild_tensor_v2(storage, 0, (1, 1), (2**64, 1))
+
+
+def test_a_compressed_data_pkl_is_refused():
+    blob = _roundtrip_bytes({"w": ember.arange(4.0)}).getvalue()
+    with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+        pickled = archive.read("archive/data.pkl")
+    packed = _rewrite(blob, "archive/data.pkl", pickled, zipfile.ZIP_DEFLATED)
+    with pytest.raises(SerializationError, match="data.pkl is compressed"):
+        ember.load(io.BytesIO(packed))
+
+
+def test_a_memo_index_in_the_pickle_cannot_allocate_gigabytes():
+    # LONG_BINPUT at index 2**28: CPython's C unpickler would zero-fill a 4 GB memo table
+    bomb = b"\x80\x02K\x01r" + (2**28).to_bytes(4, "little") + b"."
+    blob = _roundtrip_bytes({"w": ember.arange(4.0)}).getvalue()
+    loaded, peak = _load_traced(_rewrite(blob, "archive/data.pkl", bomb))
+    assert loaded == 1
+    assert peak < 1_000_000
+
+
+@pytest.mark.parametrize(
+    "pickled",
+    [
+        b"\x80\x02}q\x00(X\x01\x00\x00\x00wq\x01",  # truncated mid-dict: EOFError inside
+        b"\x80\x02]q\x00(K\x01K\x02e\x86.",  # TUPLE2 on a too-short stack: IndexError
+        b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nK\x01\x85R.",  # wrong arguments
+        b"\x80\x02ccollections\nOrderedDict\n)RK\x01b.",  # BUILD with an int state
+        b"\x80\x02ctorch\nFloatStorage\n.",  # a storage type with no persistent id
+        b"\x80\x02(X\x07\x00\x00\x00storageq\x00K\x01X\x01\x00\x00\x000tQ.",  # bad pid
+    ],
+)
+def test_broken_pickles_raise_serialization_error(pickled):
+    blob = _roundtrip_bytes({"w": ember.arange(4.0)}).getvalue()
+    broken = _rewrite(blob, "archive/data.pkl", pickled)
+    try:
+        ember.load(io.BytesIO(broken))
+    except pickle.UnpicklingError as exc:  # SerializationError or torch's own refusal
+        assert isinstance(exc, SerializationError) or "Weights only" in str(exc)

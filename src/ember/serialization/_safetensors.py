@@ -38,6 +38,9 @@ _CODE_OF = {
 _DTYPE_OF = {code: name for name, code in _CODE_OF.items()}
 _STRUCTURE_KEY = "ember.structure"
 _MAX_HEADER = 100 * 1024 * 1024
+_ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
+_MAX_DIMS = 64  # NumPy's limit
+_INT64_MAX = 2**63 - 1
 
 
 # --- saving --------------------------------------------------------------------------------
@@ -155,6 +158,20 @@ def _bad(reason: str) -> SerializationError:
     return SerializationError(f"ember.load: not a valid safetensors file: {reason}")
 
 
+def _clip(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _json(raw: bytes, what: str):
+    """``raw`` parsed, every way it can fail (bad UTF-8, bad JSON, nesting deep enough to
+    exhaust the recursion limit, integers longer than 4300 digits) a SerializationError."""
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _bad(f"{what} is not JSON ({type(exc).__name__}: {_clip(str(exc))})") from None
+
+
 def _parse_safetensors(blob: bytes):
     if len(blob) < 8:
         raise _bad(f"the file has {len(blob)} bytes, fewer than the 8-byte header length")
@@ -164,30 +181,42 @@ def _parse_safetensors(blob: bytes):
             f"the header claims {n} bytes but the file has {len(blob) - 8} after the "
             "length (truncated or not safetensors)"
         )
-    try:
-        header = json.loads(blob[8 : 8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(f"the header is not JSON ({exc})") from None
+    header = _json(blob[8 : 8 + n], "the header")
     if not isinstance(header, dict):
         raise _bad("the header is not a JSON object")
     data = memoryview(blob)[8 + n :]
-    meta = header.pop("__metadata__", {}) or {}
+    meta = header.pop("__metadata__", None)
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise _bad("__metadata__ must be a JSON object of strings")
     spans = []
     arrays = {}
     for key, info in header.items():
-        if not isinstance(info, dict) or set(info) < {"dtype", "shape", "data_offsets"}:
-            raise _bad(f"entry '{key}' lacks dtype, shape or data_offsets")
+        if not isinstance(info, dict):
+            raise _bad(f"entry '{key}' is not a JSON object")
+        missing = _ENTRY_KEYS - set(info)
+        extra = set(info) - _ENTRY_KEYS
+        if missing or extra:
+            raise _bad(
+                f"entry '{key}' must have exactly the keys dtype, shape and data_offsets "
+                f"(missing: {sorted(missing)}, unexpected: {sorted(extra)})"
+            )
         code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        if code not in _DTYPE_OF:
+        if not isinstance(code, str) or code not in _DTYPE_OF:
             raise _bad(f"entry '{key}' has unsupported dtype {code!r}")
-        if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
-            raise _bad(f"entry '{key}' has an invalid shape {shape!r}")
+        if (
+            not isinstance(shape, list)
+            or len(shape) > _MAX_DIMS
+            or not all(type(s) is int and 0 <= s <= _INT64_MAX for s in shape)
+        ):
+            raise _bad(f"entry '{key}' has an invalid shape {_clip(shape)}")
         if (
             not isinstance(offsets, list)
             or len(offsets) != 2
-            or not all(isinstance(o, int) for o in offsets)
+            or not all(type(o) is int for o in offsets)
         ):
-            raise _bad(f"entry '{key}' has invalid data_offsets {offsets!r}")
+            raise _bad(f"entry '{key}' has invalid data_offsets {_clip(offsets)}")
         begin, end = offsets
         d = dt.BY_NAME[_DTYPE_OF[code]]
         count = 1
@@ -241,9 +270,10 @@ def load(blob: bytes):
     arrays, meta = _parse_safetensors(blob)
     tensors = {k: Tensor._wrap(v) for k, v in arrays.items()}
     if _STRUCTURE_KEY in meta:
+        structure = _json(meta[_STRUCTURE_KEY].encode(), "the ember structure metadata")
         try:
-            return _rebuild(json.loads(meta[_STRUCTURE_KEY]), tensors)
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            return _rebuild(structure, tensors)
+        except (KeyError, TypeError, ValueError, RecursionError):
             raise _bad("the ember structure metadata is malformed") from None
     return OrderedDict(sorted(tensors.items()))
 

@@ -18,6 +18,7 @@ import pickle
 import struct
 import uuid
 import zipfile
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -30,6 +31,7 @@ from ._errors import SerializationError
 _STORAGE_OF_DTYPE = {d.name: dt.LEGACY_NAMES[d.name] + "Storage" for d in dt.ALL}
 _DTYPE_OF_STORAGE = {v: k for k, v in _STORAGE_OF_DTYPE.items()}
 _ALIGNMENT = 64
+_INT64_MAX = 2**63 - 1
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -173,6 +175,11 @@ def _rebuild_tensor_v2(
         raise SerializationError(
             f"ember.load: negative size or stride in a tensor record ({size}, {stride})"
         )
+    if any(s > _INT64_MAX for s in size) or any(s > _INT64_MAX for s in stride):
+        raise SerializationError(
+            f"ember.load: Storage size calculation overflowed with sizes={list(size)} and "
+            f"strides={list(stride)}"
+        )
     count = 1
     for s in size:
         count *= s
@@ -186,11 +193,19 @@ def _rebuild_tensor_v2(
             )
         itemsize = array.itemsize
         view = np.lib.stride_tricks.as_strided(
-            array[storage_offset:], shape=size, strides=tuple(s * itemsize for s in stride)
+            array[storage_offset:],
+            shape=size,
+            strides=tuple(s * itemsize for s in stride),
+            writeable=False,
         )
+        # An expanded record (a zero stride, or more elements than its storage holds) stays a
+        # view, as in torch: copying it could turn a 500-byte file into gigabytes. Like
+        # ember's expand() it is read-only, so writing into it raises torch's overlap error.
+        expanded = count > array.size or any(st == 0 and s > 1 for s, st in zip(size, stride))
+        data = view if expanded else np.array(view, copy=True)
     else:
-        view = np.zeros(size, dtype=array.dtype)
-    t = Tensor._wrap(np.array(view, copy=True))
+        data = np.zeros(size, dtype=array.dtype)
+    t = Tensor._wrap(data)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -231,7 +246,10 @@ WEIGHTS_ONLY_HELP = (
 )
 
 
-class _Unpickler(pickle.Unpickler):
+# The pure-Python unpickler keeps its memo in a dict. The C one keeps a list that a single
+# LONG_BINPUT opcode resizes to twice its 32-bit index: an 11-byte pickle that zero-fills 2 GB.
+# data.pkl holds the structure only (the tensors' bytes are separate records), so it is small.
+class _Unpickler(pickle._Unpickler):
     def __init__(self, file, archive: zipfile.ZipFile, prefix: str, weights_only: bool):
         super().__init__(file)
         self.archive, self.prefix, self.weights_only = archive, prefix, weights_only
@@ -300,22 +318,46 @@ class _Unpickler(pickle.Unpickler):
         return self.storages[key]
 
 
+# What a damaged archive or pickle raises inside zipfile, zlib, struct and the unpickler
+_MALFORMED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    struct.error,
+    EOFError,
+    KeyError,
+    TypeError,
+    ValueError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+    NotImplementedError,
+)
+
+
 def loads(blob: bytes, weights_only: bool = True):
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
-    except zipfile.BadZipFile as exc:
+    except _MALFORMED as exc:
         raise SerializationError(f"ember.load: not a readable PyTorch checkpoint ({exc})") from None
     pkl = [n for n in archive.namelist() if n.endswith("data.pkl")]
     if not pkl:
         raise SerializationError("ember.load: the zip archive has no data.pkl")
     prefix = pkl[0][: -len("data.pkl")]
-    with archive.open(pkl[0]) as fh:
-        unpickler = _Unpickler(io.BytesIO(fh.read()), archive, prefix, weights_only)
-        try:
+    info = archive.getinfo(pkl[0])
+    if info.compress_type != zipfile.ZIP_STORED:
+        # torch stores every record uncompressed; inflating one could be a memory bomb
+        raise SerializationError(
+            f"ember.load: {pkl[0]} is compressed; PyTorch checkpoints store records uncompressed"
+        )
+    try:
+        with archive.open(info) as fh:
+            unpickler = _Unpickler(io.BytesIO(fh.read()), archive, prefix, weights_only)
             return unpickler.load()
-        except (pickle.UnpicklingError, SerializationError):
-            raise
-        except (EOFError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-            raise SerializationError(
-                f"ember.load: the checkpoint's pickle is malformed ({type(exc).__name__}: {exc})"
-            ) from None
+    except (pickle.UnpicklingError, SerializationError):
+        raise
+    except _MALFORMED as exc:
+        raise SerializationError(
+            f"ember.load: the checkpoint's pickle is malformed ({type(exc).__name__}: {exc})"
+        ) from None
