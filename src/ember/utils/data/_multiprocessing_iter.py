@@ -14,6 +14,7 @@ import os
 import queue
 import sys
 import time
+import warnings
 import weakref
 
 from . import _worker
@@ -49,6 +50,30 @@ def default_context():
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
+
+
+def warn_if_more_workers_than_cpus(num_workers: int) -> None:
+    """torch's warning when the workers outnumber the CPUs this process may run on."""
+    cpuset_checked = hasattr(os, "sched_getaffinity")
+    cpus = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+    if cpus is not None and num_workers <= cpus:
+        return
+    if cpus is None:
+        suggestion = (
+            "DataLoader is not able to compute a suggested max number of worker in current system."
+        )
+    else:
+        cpuset_note = "" if cpuset_checked else " (`cpuset` is not taken into account)"
+        suggestion = (
+            f"Our suggested max number of worker in current system is {cpus}{cpuset_note}, "
+            "which is smaller than what this DataLoader is going to create."
+        )
+    warnings.warn(
+        f"This DataLoader will create {num_workers} worker processes in total. {suggestion} "
+        "Please be aware that excessive worker creation might get DataLoader running slow or "
+        "even freeze, lower the worker number to avoid potential slowness/freeze if necessary.",
+        stacklevel=3,
+    )
 
 
 class _MultiProcessingDataLoaderIter:

@@ -222,8 +222,13 @@ class DataLoader:
                 )
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
-        from ._multiprocessing_iter import _MultiProcessingDataLoaderIter
+        from ._multiprocessing_iter import (
+            _MultiProcessingDataLoaderIter,
+            warn_if_more_workers_than_cpus,
+        )
 
+        if self._iterator is None or not self.persistent_workers:
+            warn_if_more_workers_than_cpus(self.num_workers)
         if not self.persistent_workers:
             return _MultiProcessingDataLoaderIter(self)
         if self._iterator is None or self._iterator._shutdown:
