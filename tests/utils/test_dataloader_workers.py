@@ -103,6 +103,7 @@ def test_batches_arrive_in_sampler_order_as_without_workers():
         assert type(xw) is ember.Tensor and xw.dtype == ember.float32
         assert xw.tolist() == x0.tolist() and iw.tolist() == i0.tolist()
     assert _segments() == []
+    assert len(iter(DataLoader(Squares(), batch_size=3, num_workers=1))) == 4
 
 
 def test_shuffle_with_generator_matches_torch_with_and_without_workers(torch_mod):
@@ -253,6 +254,8 @@ def test_invalid_settings_raise_as_torch(torch_mod):
             DataLoader([1, 2], **kwargs)
         assert str(ours.value) == str(theirs.value), kwargs
     assert DataLoader([1], num_workers=2).prefetch_factor == 2
+    with pytest.raises(AssertionError, match="prefetch_factor must be greater than 0"):
+        iter(DataLoader([1], num_workers=1, prefetch_factor=0))
 
 
 def test_more_workers_than_cpus_warns_as_torch(monkeypatch):

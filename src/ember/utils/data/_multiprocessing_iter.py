@@ -19,6 +19,7 @@ import weakref
 
 from . import _worker
 from ._shared_batch import SharedPayload, share, unlink_segments
+from .dataloader import _length_of
 
 # how often the main process, while waiting for a batch, checks that the workers are alive
 STATUS_CHECK_INTERVAL = 0.2
@@ -78,6 +79,11 @@ def warn_if_more_workers_than_cpus(num_workers: int) -> None:
 
 class _MultiProcessingDataLoaderIter:
     def __init__(self, loader):
+        if loader.prefetch_factor <= 0:
+            raise AssertionError(
+                "prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter"
+            )
+        self._length = _length_of(loader)
         self._dataset = loader.dataset
         self._iterable = loader._iterable
         self._index_sampler = loader._index_sampler
@@ -134,7 +140,9 @@ class _MultiProcessingDataLoaderIter:
         return self
 
     def __len__(self) -> int:
-        return len(self._index_sampler)
+        if self._length is None:
+            raise TypeError(f"object of type '{type(self._dataset).__name__}' has no len()")
+        return self._length
 
     def _reset(self, first_epoch: bool = False) -> None:
         for info in self._task_info.values():  # early batches of an epoch left unfinished

@@ -248,6 +248,14 @@ class DataLoader:
         return len(self.sampler)
 
 
+def _length_of(loader):
+    """``len(loader)``, or None for a stream whose dataset has no length."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
 class _StreamSampler:
     """An IterableDataset's endless "indices": None per sample, or a list of batch_size Nones."""
 
@@ -264,6 +272,8 @@ class _SingleProcessDataLoaderIter:
     """Batches built in this process, one per ``next``."""
 
     def __init__(self, loader: DataLoader):
+        self._length = _length_of(loader)
+        self._dataset = loader.dataset
         self._base_seed = loader._draw_base_seed()
         self._sampler_iter = iter(loader._index_sampler)
         self._fetcher = create_fetcher(
@@ -276,6 +286,11 @@ class _SingleProcessDataLoaderIter:
 
     def __iter__(self):
         return self
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError(f"object of type '{type(self._dataset).__name__}' has no len()")
+        return self._length
 
     def __next__(self):
         return self._fetcher.fetch(next(self._sampler_iter))
