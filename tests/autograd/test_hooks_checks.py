@@ -113,7 +113,32 @@ def _through_autograd_grad(lib):
     lib.autograd.grad((x * 2).sum(), x)
 
 
+def _post_accumulate_hook_returns_a_tensor(lib):
+    x = lib.ones(3, requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda p: lib.ones(3))
+    (x * 2).sum().backward()
+
+
+def _post_accumulate_hook_returns_another_size(lib):
+    x = lib.ones(3, requires_grad=True)
+
+    def on_accumulated(p):
+        return lib.ones(4)
+
+    x.register_post_accumulate_grad_hook(on_accumulated)
+    (x * 2).sum().backward()
+
+
+def _post_accumulate_hook_returns_an_int(lib):
+    x = lib.ones(3, requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda p: 3)
+    (x * 2).sum().backward()
+
+
 CASES = [
+    _post_accumulate_hook_returns_a_tensor,
+    _post_accumulate_hook_returns_another_size,
+    _post_accumulate_hook_returns_an_int,
     _leaf_wrong_size,
     _leaf_wrong_dtype,
     _leaf_integer_result,
@@ -164,6 +189,14 @@ def test_wrong_size_from_a_nonleaf_hook_blames_the_hook_not_the_node():
         y.sum().backward()
     assert str(info.value) == "hook '<lambda>' has changed the size of value"
     assert "MulBackward0" not in str(info.value)
+
+
+def test_post_accumulate_hook_result_is_refused_after_the_gradient_landed():
+    x = ember.ones(3, requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda p: p.grad)
+    with pytest.raises(RuntimeError, match="post accumulate grad hooks should return None"):
+        (x * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
 
 
 def test_valid_replacement_and_none_results_are_used():

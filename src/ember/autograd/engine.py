@@ -12,7 +12,7 @@ from time import perf_counter_ns
 
 from . import _cuts, _watch, anomaly
 from . import grad_mode as _gm
-from .node import AccumulateGrad, Node, _tensor_class
+from .node import AccumulateGrad, Node, _tensor_class, check_hook_result
 
 _memory_root = _watch.memory_root
 _retaining = threading.local()  # retain_graph of the backward pass running in this thread
@@ -75,7 +75,10 @@ def _post_accumulate(leaf) -> None:
     hooks = leaf._post_acc_hooks
     if hooks:
         for fn in list(hooks.values()):
-            fn(leaf)
+            result = fn(leaf)
+            if result is not None:  # torch checks the result as a tensor hook's, then refuses it
+                check_hook_result(fn, leaf, result)
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def _plain_tensor():
