@@ -244,6 +244,28 @@ def test_a_memo_index_in_the_pickle_cannot_allocate_gigabytes():
     assert peak < 1_000_000
 
 
+def test_a_bytearray_longer_than_the_pickle_is_refused_before_allocating():
+    # BYTEARRAY8 declaring 2 GB: the stock unpickler allocates it before reading (fuzz case
+    # pt-pickle:1481 declared 4.7 TB)
+    blob = _roundtrip_bytes({"w": ember.arange(4.0)}).getvalue()
+    bomb = b"\x80\x05\x96" + (2**31).to_bytes(8, "little") + b"."
+    with pytest.raises(SerializationError, match="declares a 2147483648-byte bytearray"):
+        ember.load(io.BytesIO(_rewrite(blob, "archive/data.pkl", bomb)))
+    honest = b"\x80\x05\x96" + (3).to_bytes(8, "little") + b"abc."
+    assert ember.load(io.BytesIO(_rewrite(blob, "archive/data.pkl", honest))) == b"abc"
+
+
+def test_requires_grad_on_an_integer_record_raises_serialization_error():
+    # fuzz case pt-pickle:571: NEWFALSE turned NEWTRUE on an int64 tensor's requires_grad
+    blob = _roundtrip_bytes({"w": ember.arange(4)}).getvalue()
+    with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+        pickled = archive.read("archive/data.pkl")
+    assert pickled.count(b"\x89") == 1
+    flipped = _rewrite(blob, "archive/data.pkl", pickled.replace(b"\x89", b"\x88"))
+    with pytest.raises(SerializationError, match="floating point and complex dtype"):
+        ember.load(io.BytesIO(flipped))
+
+
 @pytest.mark.parametrize(
     "pickled",
     [

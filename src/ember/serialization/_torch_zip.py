@@ -250,10 +250,27 @@ WEIGHTS_ONLY_HELP = (
 # LONG_BINPUT opcode resizes to twice its 32-bit index: an 11-byte pickle that zero-fills 2 GB.
 # data.pkl holds the structure only (the tensors' bytes are separate records), so it is small.
 class _Unpickler(pickle._Unpickler):
-    def __init__(self, file, archive: zipfile.ZipFile, prefix: str, weights_only: bool):
-        super().__init__(file)
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, pickled: bytes, archive: zipfile.ZipFile, prefix: str, weights_only: bool):
+        super().__init__(io.BytesIO(pickled))
         self.archive, self.prefix, self.weights_only = archive, prefix, weights_only
+        self.pickle_size = len(pickled)
         self.storages: dict = {}
+
+    def _load_bytearray8(self) -> None:
+        # the stock opcode allocates the declared size before reading: bound it by the pickle
+        (size,) = struct.unpack("<Q", self.read(8))
+        if size > self.pickle_size:
+            raise SerializationError(
+                f"ember.load: the pickle declares a {size}-byte bytearray but holds only "
+                f"{self.pickle_size} bytes"
+            )
+        buffer = bytearray(size)
+        self.readinto(buffer)
+        self.append(buffer)
+
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
 
     def find_class(self, module: str, name: str):
         if (module, name) in _TENSOR_GLOBALS:
@@ -333,6 +350,7 @@ _MALFORMED = (
     OverflowError,
     RecursionError,
     NotImplementedError,
+    RuntimeError,  # ember's own refusals while rebuilding (requires_grad on an integer record)
 )
 
 
@@ -353,7 +371,7 @@ def loads(blob: bytes, weights_only: bool = True):
         )
     try:
         with archive.open(info) as fh:
-            unpickler = _Unpickler(io.BytesIO(fh.read()), archive, prefix, weights_only)
+            unpickler = _Unpickler(fh.read(), archive, prefix, weights_only)
             return unpickler.load()
     except (pickle.UnpicklingError, SerializationError):
         raise
