@@ -85,3 +85,19 @@ def test_inspect_of_an_unreadable_file_is_a_usage_error(tmp_path, capsys, conten
     assert cli.main(["inspect", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ember inspect: ") and words in err and err.count("\n") == 1
+
+
+def test_inspect_and_diff_read_an_onnx_models_weights(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    from ember import cli
+
+    model = ember.nn.Sequential(ember.nn.Linear(4, 3), ember.nn.ReLU(), ember.nn.Linear(3, 2))
+    ember.onnx.export(model, (ember.randn(1, 4),), str(tmp_path / "m.onnx"))
+    ember.save(model.state_dict(), tmp_path / "m.safetensors")
+    assert cli.main(["inspect", str(tmp_path / "m.onnx")]) == 0
+    printed = capsys.readouterr().out
+    assert "0.weight" in printed and "(3, 4)" in printed and "producer='ember'" in printed
+    code = cli.main(["diff", str(tmp_path / "m.onnx"), str(tmp_path / "m.safetensors")])
+    printed = capsys.readouterr().out
+    assert "equal: 4 of the 4 tensors in both files" in printed
+    assert code in (0, 1)  # ONNX files may hold extra constants (shapes) besides the weights

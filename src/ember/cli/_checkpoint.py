@@ -1,7 +1,8 @@
 """Reading a checkpoint for ``ember inspect`` and ``ember diff``: its tensors by dotted name.
 
 Both formats ``ember.load`` knows are read, safely (``weights_only=True``: no code from the file
-runs): safetensors, and PyTorch's zip format (``torch.save``'s ``.pt``/``.pth``).
+runs): safetensors, and PyTorch's zip format (``torch.save``'s ``.pt``/``.pth``); and an ONNX
+model's weights (its initializers), with the ``onnx`` package.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def read_checkpoint(path: str) -> tuple[dict, dict]:
         raise UsageError(f"{path}: no such file")
     if os.path.isdir(path):
         raise UsageError(f"{path} is a folder; give a checkpoint file (such as model.safetensors)")
+    if path.endswith(".onnx"):
+        return _read_onnx(path)
     try:
         obj = ember.load(path, weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -33,6 +36,34 @@ def read_checkpoint(path: str) -> tuple[dict, dict]:
     tensors: dict = {}
     others: dict = {}
     _flatten(obj, "", tensors, others)
+    return tensors, others
+
+
+def _read_onnx(path: str) -> tuple[dict, dict]:
+    """An ONNX model's initializers (its weights) as tensors, its producer and opset as others."""
+    import ember
+
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError:
+        raise UsageError(
+            f"{path}: reading ONNX files needs the onnx package (pip install 'ember[onnx]')"
+        ) from None
+    try:
+        model = onnx.load(path)
+    except Exception as exc:  # onnx raises protobuf's DecodeError and others
+        raise UsageError(f"cannot read {path}: {_one_line(exc)}") from None
+    tensors = {
+        init.name: ember.from_numpy(np.array(numpy_helper.to_array(init)))
+        for init in model.graph.initializer
+    }
+    others = {
+        "producer": f"{model.producer_name} {model.producer_version}".strip(),
+        "opset": ", ".join(str(o.version) for o in model.opset_import),
+        "inputs": ", ".join(i.name for i in model.graph.input if i.name not in tensors),
+        "outputs": ", ".join(o.name for o in model.graph.output),
+    }
     return tensors, others
 
 
