@@ -190,3 +190,36 @@ def test_saved_files_honour_the_umask_and_keep_an_existing_mode(tmp_path):
             assert path.stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(old)
+
+
+def test_saving_to_a_symlink_writes_through_it(tmp_path):
+    target = tmp_path / "real.pt"
+    link = tmp_path / "link.pt"
+    ember.save({"w": ember.zeros(2)}, target)
+    link.symlink_to(target)
+    ember.save({"w": ember.ones(2)}, link)
+    assert link.is_symlink()
+    assert ember.load(target)["w"].tolist() == [1.0, 1.0]
+
+
+def test_stale_temporaries_of_killed_saves_are_removed_by_the_next_save(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs
+    stale = tmp_path / f".ember-{dead.pid}-abc.tmp"
+    stale.write_bytes(b"half a checkpoint")
+    alive = tmp_path / f".ember-{os.getpid() + 0}-mine.tmp"  # this process: a running save
+    alive.write_bytes(b"in progress")
+    foreign = tmp_path / ".ember-notapid.tmp"
+    foreign.write_bytes(b"not ours to judge")
+    ember.save({"w": ember.ones(2)}, tmp_path / "w.safetensors")
+    assert not stale.exists()
+    assert alive.exists() and foreign.exists()
+
+
+def test_a_failed_save_names_the_target_not_the_temporary(tmp_path):
+    target = tmp_path / "w.pt"
+    target.mkdir()  # a folder where the file should go: the final rename fails
+    (target / "inside").write_text("x")
+    with pytest.raises(OSError, match=f"ember.save: cannot write {target}"):
+        ember.save({"w": ember.ones(2)}, target)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]

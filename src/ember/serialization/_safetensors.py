@@ -10,6 +10,7 @@ touching data, and never execute code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -115,9 +116,50 @@ def _current_umask() -> int:
     return mask
 
 
+_TEMP_PREFIX = ".ember-"
+_TEMP_SUFFIX = ".tmp"
+
+
+def _remove_stale_temporaries(folder: str) -> None:
+    """Delete the temporary files of saves that were killed (their process is gone).
+
+    A temporary file is named ``.ember-<pid>-<random>.tmp``; one whose pid no longer runs on
+    this machine was left by a save that never finished. Files of running saves are kept."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(_TEMP_PREFIX) and name.endswith(_TEMP_SUFFIX)):
+            continue
+        pid_text = name[len(_TEMP_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+        except OSError:  # a process we may not signal: alive, keep its file
+            continue
+
+
 def _atomic_write(path: str, parts: list) -> None:
+    """Write ``parts`` to ``path`` so that a crash leaves the old file or the new one, never
+    a mix: a temporary file in the same folder, fsynced, renamed over the target. A symlink
+    is written through (its target is replaced), as ``torch.save`` does."""
+    path = os.path.realpath(path) if os.path.islink(path) else path
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ember-", suffix=".tmp", dir=folder)
+    _remove_stale_temporaries(folder)
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f"{_TEMP_PREFIX}{os.getpid()}-", suffix=_TEMP_SUFFIX, dir=folder
+        )
+    except OSError as exc:
+        raise OSError(exc.errno, f"ember.save: cannot write {path}: {exc.strerror}") from None
     # mkstemp creates 0600: give the file the mode open() would (the umask), or keep the
     # mode of the file it replaces
     try:
@@ -132,6 +174,11 @@ def _atomic_write(path: str, parts: list) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        # the target's name, not the temporary file's, is what the user knows
+        raise OSError(exc.errno, f"ember.save: cannot write {path}: {exc.strerror}") from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
