@@ -70,3 +70,17 @@ def test_distributed_sampler_shuffles_per_epoch_and_covers_the_data():
     with pytest.raises(ValueError, match="Invalid rank 3"):
         data.DistributedSampler(dataset, 3, 3)
     assert data.get_worker_info() is None
+
+
+def test_shuffling_without_a_generator_gives_torchs_order(torch_mod):
+    orders = []
+    for m in (ember, torch_mod):
+        m.manual_seed(3)
+        plain = list(m.utils.data.RandomSampler(range(10)))
+        drawn = list(m.utils.data.RandomSampler(range(10), replacement=True, num_samples=40))
+        m.manual_seed(3)
+        loader = m.utils.data.DataLoader(
+            m.utils.data.TensorDataset(m.arange(8)), batch_size=4, shuffle=True
+        )
+        orders.append((plain, drawn, [batch[0].tolist() for batch in loader]))
+    assert orders[0] == orders[1]

@@ -41,15 +41,26 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        from ..._creation import randint, randperm
+        from ... import _dtype as dt
+        from ..._creation import empty, randint, randperm
+        from ..._random import Generator
 
         n = len(self.data_source)
+        generator = self.generator
+        if generator is None:
+            # as torch: a fresh generator seeded by one int64 draw from the default one, so the
+            # order equals torch's for the same manual_seed
+            seed = int(empty((), dtype=dt.int64).random_().item())
+            generator = Generator()
+            generator.manual_seed(seed)
         if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=self.generator).tolist()
+            for _ in range(self.num_samples // 32):  # torch draws in blocks of 32
+                yield from randint(0, n, (32,), generator=generator).tolist()
+            yield from randint(0, n, (self.num_samples % 32,), generator=generator).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from randperm(n, generator=self.generator).tolist()
-        yield from randperm(n, generator=self.generator).tolist()[: self.num_samples % n]
+            yield from randperm(n, generator=generator).tolist()
+        yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
