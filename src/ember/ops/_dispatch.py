@@ -261,6 +261,10 @@ def norm_dims(dim, ndim: int, op: str = "") -> tuple:
     """dim=None / int / tuple to a sorted tuple of non-negative axes."""
     if dim is None:
         return tuple(range(ndim))
+    if ndim == 0:  # a scalar's only dim is 0 (or -1), and reducing over it changes nothing
+        for d in (dim,) if isinstance(dim, int) else dim:
+            _wrap_dim(d, 0, op)
+        return ()
     if isinstance(dim, int):
         return (_wrap_dim(dim, ndim, op),)
     dims = tuple(_wrap_dim(d, ndim, op) for d in dim)
