@@ -6,45 +6,9 @@ import warnings
 
 from .. import _dtype as dt
 from ..amp import custom_functions as _custom
-from ..amp.autocast_mode import autocast as _autocast
-from ..amp.grad_scaler import GradScaler as _GradScaler
+from ..amp._deprecated import device_spellings
 
-
-class autocast(_autocast):
-    """``ember.cuda.amp.autocast(...)``: use ``ember.amp.autocast("cuda", ...)`` instead."""
-
-    def __init__(
-        self, enabled: bool = True, dtype: dt.dtype = dt.float16, cache_enabled: bool = True
-    ):
-        warnings.warn(
-            "`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-            "`torch.amp.autocast('cuda', args...)` instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-
-class GradScaler(_GradScaler):
-    """``ember.cuda.amp.GradScaler(...)``: use ``ember.amp.GradScaler("cuda", ...)`` instead."""
-
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-        enabled: bool = True,
-    ) -> None:
-        warnings.warn(
-            "`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-            "`torch.amp.GradScaler('cuda', args...)` instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        super().__init__(
-            "cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled
-        )
+autocast, GradScaler = device_spellings("cuda", dt.float16)
 
 
 def custom_fwd(fwd=None, *, cast_inputs: dt.dtype | None = None):
