@@ -1,7 +1,8 @@
 """ember.nn.init: PyTorch's weight initialisation functions (all in place, without grad).
 
-Random values come from ember's generators (``generator=`` or the default one); their
-streams differ from PyTorch's, their distributions do not.
+Random values come from ember's generators (``generator=`` or the default one) and are
+PyTorch's: under the same ``manual_seed`` every function here, and every layer's default
+initialisation, fills the same values (QR-based ``orthogonal_`` to LAPACK's rounding).
 """
 
 from __future__ import annotations
@@ -128,19 +129,72 @@ def trunc_normal_(
     b: float = 2.0,
     generator=None,
 ) -> Tensor:
-    """Fill with N(mean, std²) truncated to [a, b] (inverse-CDF sampling, exact)."""
-    from scipy.special import ndtr, ndtri
+    """Fill with N(mean, std²) truncated to [a, b], drawing PyTorch's values.
 
+    When [a, b] holds more than 30 % of the mass, whole-tensor normal draws replace the
+    values that fall outside it until none do; otherwise uniform candidates on [a, b] are
+    accepted with probability exp(-(x - mean)² / 2std² - log_peak), again redrawn for the
+    whole tensor each round. Either way the stream advances as PyTorch's does.
+
+    Example::
+        >>> w = ember.nn.init.trunc_normal_(ember.empty(3, 5), std=0.02)
+    """
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
             "The distribution of values may be incorrect.",
             stacklevel=2,
         )
-    low, high = ndtr((a - mean) / std), ndtr((b - mean) / std)
-    u = resolve_generator(generator).uniform(low, high, size=tensor.numel())
-    values = np.clip(mean + std * ndtri(u), a, b)
-    return _fill_from(tensor, values)
+    mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    with no_grad():
+        if mass > 0.3:
+            values = _redraw_normal_outside(tensor, mean, std, a, b, generator)
+        else:
+            values = _accept_uniform_candidates(tensor, mean, std, a, b, generator)
+        if values is not tensor:
+            tensor.copy_(values)
+    return tensor
+
+
+def _normal_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def _redraw_normal_outside(tensor: Tensor, mean, std, a, b, generator) -> Tensor:
+    low = _creation.tensor(a, dtype=tensor.dtype).item()  # the bounds in the tensor's dtype
+    high = _creation.tensor(b, dtype=tensor.dtype).item()
+    values = tensor.normal_(mean, std, generator=generator)
+    while True:
+        outside = (values < low) | (values > high)
+        if not outside.any():
+            return values
+        fresh = _creation.empty_like(values).normal_(mean, std, generator=generator)
+        values = _where(outside, fresh, values)
+
+
+def _accept_uniform_candidates(tensor: Tensor, mean, std, a, b, generator) -> Tensor:
+    log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+    def log_ratio(x: Tensor) -> Tensor:  # log density relative to its peak on [a, b]
+        return ((x - mean) / std).pow(2).mul(-0.5).sub(log_peak)
+
+    def rejected(x: Tensor) -> Tensor:
+        u = _creation.empty_like(tensor).uniform_(generator=generator)
+        return u.log_().gt(log_ratio(x))
+
+    values = tensor.uniform_(a, b, generator=generator)
+    pending = rejected(values)
+    while pending.any():
+        candidates = _creation.empty_like(tensor).uniform_(a, b, generator=generator)
+        values = _where(pending, candidates, values)
+        pending = _where(pending, rejected(candidates), pending)
+    return values
+
+
+def _where(condition: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    from ..ops.elementwise import where
+
+    return where(condition, x, y)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -185,7 +239,8 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot uniform: U(-b, b) with b = gain·√(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    # √3·std, rounded as PyTorch computes it (gain·√(6/n) can differ in the last bit)
+    bound = math.sqrt(3.0) * (gain * math.sqrt(2.0 / float(fan_in + fan_out)))
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -240,7 +295,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = resolve_generator(generator).normal(0.0, 1.0, size=(rows, cols))
+    with no_grad():
+        drawn = _creation.empty((rows, cols), dtype=tensor.dtype).normal_(generator=generator)
+    flat = drawn.numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -256,10 +313,13 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     zeros_per_column = int(math.ceil(sparsity * rows))
-    rng = resolve_generator(generator)
-    values = rng.normal(0.0, std, size=(rows, cols))
+    with no_grad():
+        values = tensor.normal_(0.0, std, generator=generator).detach().cpu().numpy().copy()
+    default = resolve_generator(None)
     for col in range(cols):
-        values[rng.permutation(rows)[:zeros_per_column], col] = 0
+        # the positions come from the default generator even when ``generator`` is given,
+        # as PyTorch draws them
+        values[default.randperm(rows)[:zeros_per_column], col] = 0
     return _fill_from(tensor, values)
 
 
