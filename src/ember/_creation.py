@@ -418,25 +418,24 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
 def multinomial(
     input: Tensor, num_samples: int, replacement: bool = False, *, generator=None
 ) -> Tensor:
-    import numpy as np
+    """Category indices drawn from the rows of ``input`` (non-negative weights), as torch's
+    CPU generator draws them.
 
-    rng = resolve_generator(generator)
-    probs = np.asarray(input.detach().cpu()._data, dtype="float64")
-    rows = probs.reshape(-1, probs.shape[-1])
-    if (rows < 0).any() or not np.isfinite(rows).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if not replacement and num_samples > rows.shape[-1]:
-        raise RuntimeError(
-            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
-        )
-    out = []
-    for row in rows:
-        total = row.sum()
-        if total <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        out.append(rng.choice(row.size, size=num_samples, replace=replacement, p=row / total))
-    data = np.stack(out).reshape(probs.shape[:-1] + (num_samples,)).astype("int64")
-    return _wrap(_place(data, input.device))
+    Example::
+        >>> ember.manual_seed(0)
+        >>> ember.multinomial(ember.tensor([0.1, 0.0, 0.9]), 4, replacement=True)
+        tensor([2, 2, 2, 2])
+    """
+    from ._random.multinomial import check_multinomial_args, multinomial_rows
+
+    data = input.detach().cpu()._data
+    check_multinomial_args(
+        data.shape, data.dtype, input.dtype.name, int(num_samples), bool(replacement)
+    )
+    rows = data.reshape(-1, data.shape[-1])
+    drawn = multinomial_rows(resolve_generator(generator), rows, int(num_samples), replacement)
+    out = drawn.reshape(data.shape[:-1] + (int(num_samples),))
+    return _wrap(_place(out, input.device))
 
 
 def poisson(input: Tensor, generator=None) -> Tensor:

@@ -75,27 +75,13 @@ def binomial(count: Tensor, probs: Tensor, generator=None) -> Tensor:
 
 
 def categorical(probs_2d: Tensor, num_samples: int, generator=None) -> Tensor:
-    """Indices drawn with replacement from each row's weights, shape (rows, num_samples).
+    """Indices drawn with replacement from each row's weights, shape (rows, num_samples):
+    torch.multinomial's draws (PyTorch's Categorical samples through it)."""
+    from .._random.multinomial import multinomial_rows
 
-    One vectorised inverse-CDF search for all rows: row r's CDF is shifted by r so that the
-    rows' CDFs form one increasing sequence, and one ``searchsorted`` serves them all.
-    """
     rng = resolve_generator(generator)
-    p = _host(probs_2d)
-    rows, k = p.shape
-    if (p < 0).any() or not np.isfinite(p).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    cdf = np.cumsum(p, axis=1)
-    total = cdf[:, -1:]
-    if (total <= 0).any():
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    offsets = np.arange(rows, dtype=np.float64)[:, None]
-    shifted = (cdf / total + offsets).ravel()
-    u = rng.random((rows, num_samples)) + offsets
-    # side="right": the first category whose CDF exceeds u, so zero-weight ones are never drawn
-    index = np.searchsorted(shifted, u.ravel(), side="right").reshape(rows, num_samples)
-    index = np.minimum(index - offsets.astype(np.int64) * k, k - 1)
-    data = index.astype(np.int64)
+    rows = probs_2d.detach().cpu()._data
+    data = multinomial_rows(rng, rows, int(num_samples), True)
     if probs_2d.device.type != "cpu":
         from .. import _backend
 
