@@ -46,6 +46,7 @@ from .collectives import (
     supports_complex,
 )
 from .errors import DistBackendError, DistError, DistNetworkError, DistStoreError, QueueEmptyError
+from .grad_bucket import BuiltinCommHookType, GradBucket
 from .process_group import (
     Backend,
     GroupMember,

@@ -13,6 +13,7 @@ import enum
 
 import numpy as np
 
+from ..futures import Future
 from .process_group import _resolve
 from .watchdog import watched
 
@@ -123,12 +124,16 @@ class Work:
         self._finish = finish
         self._result = result
         self._done = False
+        self._futures: list[Future] = []
 
     def _complete(self) -> None:
         self._done = True
         if self._finish is not None:
             self._finish()
             self._finish = None
+        futures, self._futures = self._futures, []
+        for fut in futures:
+            fut.set_result(self._tensors())
 
     @watched
     def wait(self, timeout=None) -> bool:
@@ -164,43 +169,25 @@ class Work:
         self.wait()
         return self._result
 
+    def _tensors(self) -> list:
+        # irecv keeps the sender's rank in _result; its Future has no tensors to give
+        return self._result if isinstance(self._result, list) else []
+
     def get_future(self) -> Future:
-        """A ``Future`` of the op's tensors (a list; empty for ops without output tensors)."""
-        return Future(self)
+        """A ``Future`` completed with the op's tensors (a list; empty for ops without any).
 
-
-class Future:
-    """``torch.futures.Future`` for a ``Work``: ``wait()``/``value()`` give its tensors.
-
-    Example::
-        >>> fut = dist.all_reduce(t, async_op=True).get_future()
-        >>> fut.then(lambda f: f.value()[0] / 2).wait()
-    """
-
-    def __init__(self, work: Work | None = None, value=None, callback=None):
-        self._work, self._value, self._callback, self._computed = work, value, callback, False
-
-    def done(self) -> bool:
-        return self._work is None or self._work.is_completed()
-
-    def wait(self):
-        if not self._computed:
-            if self._work is not None:
-                self._work.wait()
-                self._value = self._work._result or []
-            if self._callback is not None:
-                self._value = self._callback(self._source)
-            self._computed = True
-        return self._value
-
-    def value(self):
-        return self.wait()
-
-    def then(self, callback) -> Future:
-        """A Future of ``callback(self)``, run when this one is done."""
-        chained = Future(self._work, callback=callback)
-        chained._source = self
-        return chained
+        Example::
+            >>> fut = dist.all_reduce(t, async_op=True).get_future()
+            >>> fut.then(lambda f: f.value()[0] / 2).wait()
+        """
+        fut: Future = Future()
+        fut._drive = self.wait
+        fut._poll = self.is_completed
+        if self._done:
+            fut.set_result(self._tensors())
+        else:
+            self._futures.append(fut)
+        return fut
 
 
 class _Buffer:

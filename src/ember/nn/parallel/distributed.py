@@ -17,11 +17,14 @@ zeros per bucket) until no rank is left; then the last rank to join broadcasts i
 from __future__ import annotations
 
 import contextlib
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 
 from ...distributed.watchdog import watched
 from ..modules.module import Module
+from ._comm_hooks import check_comm_hook, comm_hook_result, run_comm_hook
 
 _UNFINISHED_REDUCTION = (
     "Expected to have finished reduction in the prior iteration before starting a new one. This "
@@ -43,9 +46,10 @@ _FIRST_BUCKET_BYTES = 2**20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 class _Bucket:
     """Parameters whose gradients travel in one allreduce."""
 
-    __slots__ = ("params", "offsets", "size", "dtype", "left", "flat", "work")
+    __slots__ = ("index", "params", "offsets", "size", "dtype", "left", "flat", "views", "work")
 
-    def __init__(self, params: list, dtype):
+    def __init__(self, index: int, params: list, dtype):
+        self.index = index
         self.params = params
         self.dtype = dtype
         self.offsets, total = [], 0
@@ -54,8 +58,23 @@ class _Bucket:
             total += p._data.size
         self.size = total
         self.left = len(params)
-        self.flat = None
-        self.work = None
+        self.flat = None  # the gradients side by side, reduced in one collective
+        self.views = None  # with gradient_as_bucket_view: each parameter's part of ``flat``
+        self.work = None  # the MPI request, or the comm hook's Future
+
+    def new_flat(self) -> np.ndarray:
+        """The buffer of this backward: a fresh one, or the persistent one ``.grad`` views."""
+        if self.views is None:
+            return np.zeros(self.size, self.dtype)
+        return self.flat
+
+    def make_views(self) -> None:
+        """Keep ``flat`` across iterations and cut one view per parameter out of it."""
+        self.flat = np.zeros(self.size, self.dtype)
+        self.views = [
+            self.flat[at : at + p._data.size].reshape(p._data.shape)
+            for p, at in zip(self.params, self.offsets)
+        ]
 
 
 @watched
@@ -116,15 +135,17 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel is not needed when a module doesn't have any parameter "
                 "that requires a gradient."
             )
+        device_ids, output_device = _check_devices(params, device_ids, output_device)
         self.module = module
         self.process_group = pg
-        self.device_ids = list(device_ids) if device_ids else None
+        self.device_ids = device_ids
         self.output_device = output_device
+        self.device = params[0].device
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
-        self.static_graph = static_graph
+        self.static_graph = False
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
@@ -142,6 +163,14 @@ class DistributedDataParallel(Module):
         self._hooks = [
             p.register_post_accumulate_grad_hook(self._make_hook(i)) for i, p in enumerate(params)
         ]
+        self._comm_hook = None  # (hook, state) once register_comm_hook was called
+        self._static_unused: list[int] | None = None  # static_graph: found in iteration 1
+        self._iterations = 0  # forwards with grad that expected a synchronised backward
+        if gradient_as_bucket_view:
+            for bucket in self._buckets:
+                bucket.make_views()
+        if static_graph:
+            self._set_static_graph()
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -176,7 +205,8 @@ class DistributedDataParallel(Module):
             buckets.append(current)
         made = []
         for b, indices in enumerate(buckets):
-            bucket = _Bucket([params[i] for i in indices], params[indices[0]]._data.dtype)
+            indices.sort()  # as torch, a bucket holds its parameters in registration order
+            bucket = _Bucket(b, [params[i] for i in indices], params[indices[0]]._data.dtype)
             made.append(bucket)
             for slot, i in enumerate(indices):
                 where[i] = (b, slot)
@@ -201,12 +231,23 @@ class DistributedDataParallel(Module):
         if grad_on:
             self._reset()
             self._syncing = self.require_backward_grad_sync
-            if self._syncing and self.find_unused_parameters:
-                used = _leaves_reached(output)
-                for i, p in enumerate(self._params):
-                    if id(p) not in used:
-                        self._mark_ready(i)
+            if self._syncing:
+                self._iterations += 1
+                for i in self._unused_this_iteration(output):
+                    self._mark_ready(i)
         return output
+
+    def _unused_this_iteration(self, output) -> list[int]:
+        """Indices of the parameters the autograd graph of ``output`` does not reach."""
+        if self.static_graph and self._static_unused is not None:
+            return self._static_unused  # the graph is static: what the first iteration found
+        if not (self.find_unused_parameters or self.static_graph):
+            return []
+        used = _leaves_reached(output)
+        unused = [i for i, p in enumerate(self._params) if id(p) not in used]
+        if self.static_graph:
+            self._static_unused = unused
+        return unused
 
     def _sync_buffers(self) -> None:
         if self.broadcast_buffers and self.require_forward_param_sync:
@@ -219,7 +260,9 @@ class DistributedDataParallel(Module):
         self._ready = [False] * len(self._params)
         for bucket in self._buckets:
             bucket.left = len(bucket.params)
-            bucket.flat = bucket.work = None
+            bucket.work = None
+            if bucket.views is None:
+                bucket.flat = None
 
     # --- backward: hooks, buckets, write-back ------------------------------------------------
 
@@ -242,40 +285,121 @@ class DistributedDataParallel(Module):
             self._finish()
 
     def _start(self, bucket: _Bucket) -> None:
-        from mpi4py import MPI
-
-        flat = np.zeros(bucket.size, bucket.dtype)
-        for p, at in zip(bucket.params, bucket.offsets):
+        flat = bucket.new_flat()
+        views = bucket.views
+        for slot, (p, at) in enumerate(zip(bucket.params, bucket.offsets)):
             g = p._grad
-            if g is not None:
-                flat[at : at + p._data.size] = np.ravel(g._data)
+            if views is not None and g is not None and g._data is views[slot]:
+                continue  # .grad is this bucket's view: backward accumulated in place
+            part = flat[at : at + p._data.size]
+            if g is None:
+                part[...] = 0
+            else:
+                part[...] = np.ravel(g._data)
         bucket.flat = flat
-        bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, flat, MPI.SUM)
+        if self._comm_hook is None:
+            from mpi4py import MPI
+
+            bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, flat, MPI.SUM)
+        else:
+            bucket.work = run_comm_hook(self._comm_hook, bucket, len(self._buckets))
 
     @watched
     def _finish(self) -> None:
-        from ..._tensor import Tensor
-
-        n = self._divisor
         for bucket in self._buckets:
-            bucket.work.Wait()
-            flat = bucket.flat
-            flat /= n
-            for p, at in zip(bucket.params, bucket.offsets):
-                part = flat[at : at + p._data.size].reshape(p._data.shape)
-                g = p._grad
-                if g is None:
-                    if self.find_unused_parameters and not part.any():
-                        continue  # unused on every rank: the gradient stays None, as in torch
-                    p.grad = Tensor._wrap(part.copy())
-                elif g._data.flags.writeable and g._data.dtype == part.dtype:
-                    np.copyto(g._data, part)
-                    g._vc[0] += 1
-                else:
-                    p.grad = Tensor._wrap(part.astype(g._data.dtype))
-            bucket.flat = bucket.work = None
+            if self._comm_hook is None:
+                bucket.work.Wait()
+                reduced = bucket.flat
+                reduced /= self._divisor
+            else:  # the hook averaged (or whatever it does): its result is the gradient
+                reduced = comm_hook_result(bucket.work, bucket)
+            self._write_back(bucket, reduced)
+            bucket.work = None
+            if bucket.views is None:
+                bucket.flat = None
         self._syncing = False
         self._ready = [False] * len(self._params)
+
+    def _write_back(self, bucket: _Bucket, reduced: np.ndarray) -> None:
+        """Put the reduced gradients into ``.grad`` (or the bucket views that ``.grad`` is)."""
+        from ..._tensor import Tensor
+
+        views = bucket.views
+        if views is not None and reduced is not bucket.flat:
+            np.copyto(bucket.flat, reduced, casting="unsafe")
+            reduced = bucket.flat
+        for slot, (p, at) in enumerate(zip(bucket.params, bucket.offsets)):
+            part = reduced[at : at + p._data.size].reshape(p._data.shape)
+            g = p._grad
+            unused_allowed = self.find_unused_parameters or self.static_graph
+            if g is None and unused_allowed and not part.any():
+                continue  # unused on every rank: the gradient stays None, as in torch
+            if views is not None:
+                if g is None or g._data is not views[slot]:
+                    p.grad = Tensor._wrap(views[slot])
+                else:
+                    g._vc[0] += 1
+            elif g is None:
+                p.grad = Tensor._wrap(part.astype(p._data.dtype, copy=True))
+            elif g._data.flags.writeable and g._data.dtype == part.dtype:
+                np.copyto(g._data, part)
+                g._vc[0] += 1
+            else:
+                p.grad = Tensor._wrap(part.astype(g._data.dtype))
+
+    # --- communication hooks -----------------------------------------------------------------
+
+    def register_comm_hook(self, state: object, hook: Callable) -> None:
+        """Reduce each bucket with ``hook(state, bucket) -> Future`` instead of an allreduce.
+
+        The hook gets a ``dist.GradBucket`` (the flat ``buffer()`` of summed-locally gradients,
+        not yet averaged) and returns a ``Future`` whose value is a tensor of the buffer's size:
+        the gradients to write back into ``.grad``. It may be registered once.
+
+        Example::
+            >>> from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+            >>> ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        """
+        check_comm_hook(hook)
+        if self._comm_hook is not None:
+            raise RuntimeError(
+                "register_comm_hook or register_builtin_comm_hook can only be called once."
+            )
+        self._comm_hook = (hook, state)
+
+    def _register_builtin_comm_hook(self, comm_hook_type) -> None:
+        """Register a built-in hook by ``dist.BuiltinCommHookType`` (ALLREDUCE, FP16_COMPRESS)."""
+        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
+        from ...distributed.grad_bucket import BuiltinCommHookType
+
+        hooks = {
+            BuiltinCommHookType.ALLREDUCE: default_hooks.allreduce_hook,
+            BuiltinCommHookType.FP16_COMPRESS: default_hooks.fp16_compress_hook,
+        }
+        if comm_hook_type not in hooks:
+            raise ValueError(f"Unknown built-in comm hook type: {comm_hook_type!r}")
+        self.register_comm_hook(self.process_group, hooks[comm_hook_type])
+
+    def _set_static_graph(self) -> None:
+        """Treat the graph as the same every iteration (what ``static_graph=True`` does).
+
+        ember finds the unused parameters once, in the first iteration, and marks them ready at
+        the end of every later forward without walking the graph again.
+        """
+        if self.static_graph:
+            warnings.warn(
+                "You've set static_graph to be True, no need to set it again.", stacklevel=2
+            )
+            return
+        self.static_graph = True
+        if self.find_unused_parameters:
+            warnings.warn(
+                "You passed find_unused_parameters=true to DistributedDataParallel, "
+                "`_set_static_graph` will detect unused parameters automatically, so you do not "
+                "need to set find_unused_parameters=true, just be sure these unused parameters "
+                "will not change during training loop while calling `_set_static_graph`.",
+                stacklevel=2,
+            )
 
     # --- user controls ----------------------------------------------------------------------
 
@@ -360,10 +484,22 @@ class DistributedDataParallel(Module):
             self._divisor = pg.size() if self._divide_by_world else len(active)
         return [int(s) for s in states]
 
-    @watched
-    def _shadow_until_all_joined(self) -> None:
+    def _shadow_reduction(self) -> None:
+        """Take part in the others' bucket reductions with zero gradients."""
         from mpi4py import MPI
 
+        if self._comm_hook is not None:  # the hook's collectives, on zeros
+            for bucket in self._buckets:
+                shadow = _Bucket(bucket.index, bucket.params, bucket.dtype)
+                shadow.flat = np.zeros(bucket.size, bucket.dtype)
+                comm_hook_result(run_comm_hook(self._comm_hook, shadow, len(self._buckets)), shadow)
+            return
+        comm = self.process_group.comm
+        zeros = [np.zeros(b.size, b.dtype) for b in self._buckets]
+        MPI.Request.Waitall([comm.Iallreduce(MPI.IN_PLACE, z, MPI.SUM) for z in zeros])
+
+    @watched
+    def _shadow_until_all_joined(self) -> None:
         comm = self.process_group.comm
         while True:
             states = self._join_round(_JOINED)
@@ -371,15 +507,45 @@ class DistributedDataParallel(Module):
                 break
             self._sync_buffers()
             if any(s == _SYNCING for s in states):
-                zeros = [np.zeros(b.size, b.dtype) for b in self._buckets]
-                requests = [comm.Iallreduce(MPI.IN_PLACE, z, MPI.SUM) for z in zeros]
-                MPI.Request.Waitall(requests)
+                self._shadow_reduction()
         # the ranks may have drifted (a divisor that is not the world size): take the last one's
         last = self._last_active[-1] if self._last_active else 0
         _coalesced_broadcast(comm, self._params + list(self.module.buffers()), last)
 
 
 _JOINED, _ACTIVE, _SYNCING = 0, 1, 2  # a rank's answer in a join round
+
+
+def _device_index(device) -> int:
+    if isinstance(device, int):
+        return device
+    index = getattr(device, "index", None)
+    if index is None and isinstance(device, str):
+        index = int(device.split(":")[1]) if ":" in device else 0
+    return 0 if index is None else int(index)
+
+
+def _check_devices(params: list, device_ids, output_device) -> tuple:
+    """torch's checks of ``device_ids``/``output_device``; the values DDP keeps."""
+    if device_ids is not None and len(device_ids) > 1:
+        raise ValueError("device_ids can only be None or contain a single element.")
+    devices = {p.device for p in params}
+    kinds = {d.type for d in devices}
+    if len(kinds) != 1:
+        raise ValueError(
+            "DistributedDataParallel's input module must be on the same type of devices, but "
+            f"input module parameters locate in {kinds}."
+        )
+    if not device_ids or kinds == {"cpu"} or len(devices) > 1:
+        if device_ids or output_device:
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work with "
+                "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                f"{device_ids}, output_device {output_device}, and module parameters {devices}."
+            )
+        return None, None
+    ids = [_device_index(d) for d in device_ids]
+    return ids, _device_index(ids[0] if output_device is None else output_device)
 
 
 def _leaves_reached(output) -> set:

@@ -1,0 +1,298 @@
+"""DDP communication hooks on 2 ranks: GradBucket, the default hooks and torch's errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.distributed as dist
+import ember.multiprocessing as mp
+import ember.nn as nn
+import ember.nn.functional as F
+from ember.distributed.algorithms.ddp_comm_hooks import (
+    DDPCommHookType,
+    default_hooks,
+    register_ddp_comm_hook,
+)
+from ember.futures import Future
+from ember.nn.parallel import DistributedDataParallel as DDP
+
+from ._harness import (
+    SPAWN_TIMEOUT,
+    WORLD_SIZE,
+    assert_case,
+    free_port,
+    needs_mpi,
+    read_outcomes,
+    run_cases,
+)
+
+BATCH = 8
+
+
+def _model(seed: int) -> nn.Module:
+    ember.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).double()
+
+
+def _batch():
+    rng = np.random.default_rng(7)
+    x = ember.from_numpy(rng.standard_normal((BATCH, 6)))
+    y = ember.from_numpy(rng.standard_normal((BATCH, 3)))
+    return x, y
+
+
+def _share(t, rank: int):
+    n = BATCH // WORLD_SIZE
+    return t[rank * n : (rank + 1) * n]
+
+
+def _grads_after_one_step(rank: int, register) -> list[np.ndarray]:
+    x, y = _batch()
+    ddp = DDP(_model(0), bucket_cap_mb=0.001)  # several buckets
+    register(ddp)
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    return [p.grad.numpy() for p in ddp.parameters()], ddp
+
+
+def _reference_grads() -> list[np.ndarray]:
+    x, y = _batch()
+    reference = _model(0)
+    F.mse_loss(reference(x), y).backward()
+    return [p.grad.numpy() for p in reference.parameters()]
+
+
+def case_allreduce_hook_trains_as_without_a_hook(rank):
+    x, y = _batch()
+    reference, ddp = _model(0), DDP(_model(100 * rank), bucket_cap_mb=0.001)
+    ddp.register_comm_hook(None, default_hooks.allreduce_hook)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(4):
+        opt.zero_grad()
+        F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        F.mse_loss(reference(x), y).backward()
+        ref_opt.step()
+    for p, q in zip(ddp.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-12)
+
+
+def case_fp16_and_bf16_hooks_send_each_half_rounded(rank):
+    import ml_dtypes
+
+    x, y = _batch()
+    alone = _model(0)
+    F.mse_loss(alone(_share(x, rank)), _share(y, rank)).backward()
+    everyone = [None] * WORLD_SIZE
+    dist.all_gather_object(everyone, [p.grad.numpy() for p in alone.parameters()])
+    for hook, wire in [
+        (default_hooks.fp16_compress_hook, np.float16),
+        (default_hooks.bf16_compress_hook, ml_dtypes.bfloat16),
+    ]:
+        grads, _ = _grads_after_one_step(rank, lambda d, h=hook: d.register_comm_hook(None, h))
+        for i, got in enumerate(grads):
+            # each rank sends its gradient / 2 rounded to 16 bits; the sum is rounded again
+            halves = [(theirs[i].astype(wire) / wire(2)).astype(np.float32) for theirs in everyone]
+            want = sum(halves).astype(wire).astype(np.float64)
+            assert got.dtype == np.float64
+            np.testing.assert_array_equal(got, want)
+        full = _reference_grads()
+        assert any(not np.array_equal(g, f) for g, f in zip(grads, full))  # it was rounded
+
+
+def case_fp16_wrapper_of_allreduce_equals_fp16_hook(rank):
+    wrapped = default_hooks.fp16_compress_wrapper(default_hooks.allreduce_hook)
+    assert wrapped.__name__ == "fp16_compress_wrapper_hook"
+    assert default_hooks.bf16_compress_wrapper(wrapped).__name__ == "bf16_compress_wrapper_hook"
+    a, _ = _grads_after_one_step(rank, lambda d: d.register_comm_hook(None, wrapped))
+    b, _ = _grads_after_one_step(
+        rank, lambda d: d.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    )
+    for got, want in zip(a, b):
+        np.testing.assert_array_equal(got, want)
+    c, _ = _grads_after_one_step(
+        rank,
+        lambda d: d.register_comm_hook(
+            None, default_hooks.bf16_compress_wrapper(default_hooks.allreduce_hook)
+        ),
+    )
+    d, _ = _grads_after_one_step(
+        rank, lambda d: d.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    )
+    for got, want in zip(c, d):
+        np.testing.assert_array_equal(got, want)
+
+
+def case_hook_sees_each_bucket_with_its_local_gradients(rank):
+    x, y = _batch()
+    seen = []
+
+    def local_only(state, bucket: dist.GradBucket) -> Future:
+        state.append(bucket)
+        grads = bucket.gradients()
+        buffer = bucket.buffer()
+        assert buffer.dim() == 1 and buffer.numel() == sum(g.numel() for g in grads)
+        for g, p in zip(grads, bucket.parameters()):
+            assert g.shape == p.shape
+        fut = Future()
+        fut.set_result(buffer)  # no communication: each rank keeps its own gradients
+        return fut
+
+    ddp = DDP(_model(0), bucket_cap_mb=0.001)
+    ddp.register_comm_hook(seen, local_only)
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    assert [b.index() for b in seen] == list(range(len(seen))) and len(seen) > 1
+    assert [b.is_last() for b in seen] == [False] * (len(seen) - 1) + [True]
+    params = list(ddp.parameters())
+    # bucket 0 holds the last parameters (their gradients come first in backward)
+    assert seen[0].parameters()[-1] is params[-1]
+    assert {id(p) for b in seen for p in b.parameters()} == {id(p) for p in params}
+    alone = _model(0)
+    F.mse_loss(alone(_share(x, rank)), _share(y, rank)).backward()
+    for p, q in zip(ddp.parameters(), alone.parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+def case_a_hook_may_replace_the_buffer_and_use_its_state(rank):
+    def sum_not_mean(state, bucket):
+        state["calls"] += 1
+        bucket.set_buffer(bucket.buffer() * 1.0)
+        work = dist.all_reduce(bucket.buffer(), async_op=True)
+        return work.get_future().then(lambda fut: fut.value()[0])
+
+    state = {"calls": 0}
+    grads, ddp = _grads_after_one_step(rank, lambda d: d.register_comm_hook(state, sum_not_mean))
+    assert state["calls"] == len(ddp._buckets)
+    for got, want in zip(grads, _reference_grads()):
+        np.testing.assert_allclose(got, 2 * want, rtol=1e-12, atol=1e-14)
+
+
+def case_hooks_by_name(rank):
+    expected = _reference_grads()
+    for register in [
+        lambda d: DDPCommHookType.ALLREDUCE.value(model=d, state=None),
+        lambda d: register_ddp_comm_hook(DDPCommHookType.ALLREDUCE, d),
+        lambda d: d._register_builtin_comm_hook(dist.BuiltinCommHookType.ALLREDUCE),
+    ]:
+        grads, _ = _grads_after_one_step(rank, register)
+        for got, want in zip(grads, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def case_registering_errors_are_torchs(rank):
+    ddp = DDP(_model(0))
+    with pytest.raises(TypeError, match="Communication hook must be callable."):
+        ddp.register_comm_hook(None, 3)
+
+    def wrong_bucket(state, bucket: int):
+        return None
+
+    def wrong_return(state, bucket) -> int:
+        return 0
+
+    with pytest.raises(ValueError, match="bucket annotation should be dist.GradBucket"):
+        ddp.register_comm_hook(None, wrong_bucket)
+    with pytest.raises(ValueError, match="return annotation should be torch.futures.Future"):
+        ddp.register_comm_hook(None, wrong_return)
+    ddp.register_comm_hook(None, default_hooks.allreduce_hook)
+    with pytest.raises(RuntimeError, match="can only be called once"):
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+
+
+def case_a_hook_registered_after_a_backward_is_used_from_then_on(rank):
+    x, y = _batch()
+    ddp = DDP(_model(0))
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    calls = []
+
+    def counting(state, bucket):
+        calls.append(bucket.index())
+        return default_hooks.allreduce_hook(state, bucket)
+
+    ddp.register_comm_hook(None, counting)
+    ddp.zero_grad()
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    assert calls == [0]
+    for p, want in zip(ddp.parameters(), _reference_grads()):
+        np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-12, atol=1e-14)
+
+
+def case_a_hook_returning_no_future_or_no_tensor_raises(rank):
+    x = ember.ones(2, 6, dtype=ember.float64)
+
+    def not_a_future(state, bucket):
+        return 5
+
+    def future_of_int(state, bucket):
+        fut = Future()
+        fut.set_result(5)
+        return fut
+
+    def wrong_size(state, bucket):
+        fut = Future()
+        fut.set_result(ember.ones(3, dtype=ember.float64))
+        return fut
+
+    for hook, error in [
+        (not_a_future, "must return a torch.futures.Future object, but got builtins.int"),
+        (future_of_int, "Unable to cast 5 to Tensor"),
+        (wrong_size, "has 3 elements but bucket 0 holds"),
+    ]:
+        ddp = DDP(_model(0))
+        ddp.register_comm_hook(None, hook)
+        with pytest.raises(RuntimeError, match=error):
+            ddp(x).sum().backward()
+
+
+def case_join_shadows_a_hooks_collectives(rank):
+    rng = np.random.default_rng(11)
+    xs = [ember.from_numpy(rng.standard_normal((BATCH, 6))) for _ in range(3)]
+    ys = [ember.from_numpy(rng.standard_normal((BATCH, 3))) for _ in range(3)]
+    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001)
+    ddp.register_comm_hook(None, default_hooks.allreduce_hook)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
+    with ddp.join():
+        for x, y in list(zip(xs, ys))[: 3 - rank]:
+            opt.zero_grad()
+            F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+            opt.step()
+    reference = _model(0)
+    ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(3):
+        ref_opt.zero_grad()
+        if step < 2:
+            F.mse_loss(reference(xs[step]), ys[step]).backward()
+        else:  # rank 0 alone; the hook divides by the world size, rank 1 adds zeros
+            (0.5 * F.mse_loss(reference(_share(xs[2], 0)), _share(ys[2], 0))).backward()
+        ref_opt.step()
+    for p, q in zip(ddp.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-12)
+
+
+CASES = {
+    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
+}
+
+
+def _worker(rank: int, out_dir: str) -> None:
+    dist.init_process_group("gloo")
+    run_cases(rank, out_dir, CASES)
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    needs_mpi()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MASTER_PORT", str(free_port()))
+        out_dir = tmp_path_factory.mktemp("comm_hooks")
+        mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
+    return read_outcomes(str(out_dir))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_comm_hooks(outcomes, name):
+    assert_case(outcomes, name)
