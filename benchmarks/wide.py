@@ -1,0 +1,201 @@
+"""The wide suite: ember against torch over many workloads, each library in its own processes.
+
+Run::
+
+    uv run python benchmarks/wide.py [--rounds 3] [--only PATTERN] [--quick]
+        [--markdown out.md] [--in-process] [--control] [--param KEY=VALUE] [--list]
+
+For every workload the loss agreement check comes first: both libraries are built from the
+same NumPy data and parameters in this process, run ``--check-steps`` steps, and their readouts
+(losses, or sums of outputs and gradients) must agree within the workload's rtol (1e-4 for
+float32). A workload that disagrees or fails is reported as such and not timed. Then
+``harness.compare`` times it in fresh worker processes, alternating the libraries and flipping
+the order every round; the table gives each library's median step time (median over rounds of
+the per-process medians) and the median and min–max of the per-round ratios ember/torch.
+
+``--only`` takes comma-separated shell patterns over the names (``--list`` prints them).
+``--quick``: one round, one warm-up and two timed steps, two check steps (proves every workload
+runs; the figures mean nothing). ``--param shape=64,512,512`` overrides a parameter of every
+selected workload that has it. ``--in-process`` times both libraries in this one process
+(profiling only, labelled so). ``--control`` measures the MLP b32 step both ways, separate
+processes and one process alternating, to show the unfairness of the latter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import gc
+import importlib
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+from wide_workloads import WORKLOADS, Workload  # noqa: E402
+
+LIBS = ("ember", "torch")
+IN_PROCESS_LABEL = (
+    "MODE: in one process (profiling only: the libraries' thread pools disturb each other, "
+    "so these ratios are not fair figures)"
+)
+
+
+def agreement(workload: Workload, params: dict, steps: int = 3) -> tuple[bool, str]:
+    """Run ``steps`` steps in both libraries from identical data and parameters and compare
+    the readouts after each step; (agree, verdict)."""
+    readouts = {}
+    for lib in LIBS:
+        module = importlib.import_module(lib)
+        try:
+            step = workload.build(module, **params)
+            readouts[lib] = []
+            for _ in range(steps):
+                step.run()
+                readouts[lib].append(step.readout())
+        except Exception as exc:  # a missing feature or a bug: reported, not timed
+            first = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            return False, f"{lib} failed: {first}"
+        finally:
+            step = None
+            gc.collect()
+    worst = 0.0
+    for i, (mine, theirs) in enumerate(zip(*(readouts[lib] for lib in LIBS))):
+        for j, (a, b) in enumerate(zip(mine, theirs)):
+            diff = abs(a - b) / max(abs(a), abs(b), 1e-30)
+            worst = max(worst, diff)
+            if not diff <= workload.rtol:  # also catches NaN
+                return False, f"DISAGREE at step {i + 1}, readout {j}: ember {a:.8g}, torch {b:.8g}"
+    return True, f"agree ({steps} steps, max rel. diff {worst:.1e})"
+
+
+def select(patterns: str | None) -> list[Workload]:
+    if not patterns:
+        return list(WORKLOADS.values())
+    wanted = [p.strip() for p in patterns.split(",") if p.strip()]
+    chosen = [w for w in WORKLOADS.values() if any(fnmatch.fnmatch(w.name, p) for p in wanted)]
+    if not chosen:
+        raise SystemExit(f"--only {patterns!r} matches none of: {', '.join(WORKLOADS)}")
+    return chosen
+
+
+def overrides(pairs: list[str]) -> dict:
+    """--param KEY=VALUE: a comma list becomes a list of ints; JSON literals are read as such."""
+    out = {}
+    for pair in pairs:
+        key, _, raw = pair.partition("=")
+        if "," in raw:
+            value = [int(v) for v in raw.split(",")]
+        else:
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError:
+                value = raw
+        out[key] = value
+    return out
+
+
+def measure(workload: Workload, params: dict, args, counts: tuple[int, int]) -> harness.Comparison:
+    warmup, steps = counts
+    if args.in_process:
+        modules = {lib: importlib.import_module(lib) for lib in LIBS}
+        steps_by_lib = {lib: workload.build(m, **params).run for lib, m in modules.items()}
+        return harness.in_process(
+            workload.name, steps_by_lib, rounds=args.rounds, warmup=warmup, steps=steps
+        )
+    return harness.compare(
+        "wide_workloads",
+        workload.name,
+        params,
+        libs=LIBS,
+        rounds=args.rounds,
+        warmup=warmup,
+        steps=steps,
+    )
+
+
+def control(args, counts: tuple[int, int]) -> str:
+    """MLP b32 in separate processes and in one process: the control for the method."""
+    workload = WORKLOADS["mlp-b32"]
+    separate = harness.compare(
+        "wide_workloads", workload.name, workload.params, rounds=args.rounds,
+        warmup=counts[0], steps=counts[1],
+    )  # fmt: skip
+    separate.name = "mlp-b32, separate processes (fair)"
+    builds = {lib: workload.build(importlib.import_module(lib), **workload.params) for lib in LIBS}
+    shared = harness.in_process(
+        "mlp-b32, one process alternating (unfair)",
+        {lib: step.run for lib, step in builds.items()},
+        rounds=args.rounds,
+        warmup=counts[0],
+        steps=counts[1],
+    )
+    lines = [harness.markdown([separate, shared])]
+    torch_times = [c.medians.get("torch") for c in (separate, shared)]
+    if all(torch_times):
+        import statistics
+
+        slow = statistics.median(torch_times[1]) / statistics.median(torch_times[0])
+        lines.append(f"\ntorch's step in one process / in its own process: {slow:.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", help="comma-separated shell patterns over workload names")
+    parser.add_argument("--quick", action="store_true", help="tiny sample counts, one round")
+    parser.add_argument("--markdown", help="also write the report to this file")
+    parser.add_argument("--in-process", action="store_true", help="profiling only (unfair)")
+    parser.add_argument("--control", action="store_true", help="MLP b32: one process vs separate")
+    parser.add_argument("--param", action="append", default=[], help="KEY=VALUE override")
+    parser.add_argument("--check-steps", type=int, default=3)
+    parser.add_argument("--list", action="store_true", help="print the workloads and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for w in WORKLOADS.values():
+            print(f"{w.name:28} {w.what}  {w.params or ''}")
+        return 0
+    if args.quick:
+        args.rounds, args.check_steps = 1, 2
+    extra = overrides(args.param)
+
+    load_before = harness.load_average()
+    head = harness.header(LIBS)
+    print("\n".join(head), file=sys.stderr)
+    if args.control:
+        counts = (1, 2) if args.quick else (10, 200)
+        report = control(args, counts)
+        sections = [report]
+    else:
+        rows = []
+        for workload in select(args.only):
+            params = {**workload.params, **{k: v for k, v in extra.items() if k in workload.params}}
+            ok, verdict = agreement(workload, params, args.check_steps)
+            if ok:
+                counts = (1, 2) if args.quick else (workload.warmup, workload.steps)
+                row = measure(workload, params, args, counts)
+            else:
+                row = harness.Comparison(workload.name, LIBS, "not timed")
+            row.check = verdict
+            rows.append(row)
+            print(" | ".join(row.row()), file=sys.stderr, flush=True)
+        sections = [harness.markdown(rows)]
+        if args.in_process:
+            sections.insert(0, IN_PROCESS_LABEL)
+    head.insert(1, f"load average before: {load_before}; after: {harness.load_average()}")
+    head.append(
+        "mode: " + ("one process (profiling only)" if args.in_process else "separate processes")
+        + f", {args.rounds} round(s)" + (", --quick (figures meaningless)" if args.quick else "")
+    )  # fmt: skip
+    report = "\n".join(["```", *head, "```", "", *sections, ""])
+    print(report)
+    if args.markdown:
+        Path(args.markdown).write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
