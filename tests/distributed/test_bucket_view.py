@@ -1,0 +1,238 @@
+"""DDP options on 2 ranks: gradient_as_bucket_view, static_graph, find_unused_parameters,
+broadcast_buffers and the device checks."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.distributed as dist
+import ember.multiprocessing as mp
+import ember.nn as nn
+import ember.nn.functional as F
+from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+from ember.nn.parallel import DistributedDataParallel as DDP
+from ember.nn.parallel import distributed as ddp_module
+
+from ._harness import (
+    SPAWN_TIMEOUT,
+    WORLD_SIZE,
+    assert_case,
+    free_port,
+    needs_mpi,
+    read_outcomes,
+    run_cases,
+)
+
+BATCH = 8
+
+
+def _model(seed: int) -> nn.Module:
+    ember.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).double()
+
+
+def _batch(seed: int = 7):
+    rng = np.random.default_rng(seed)
+    x = ember.from_numpy(rng.standard_normal((BATCH, 6)))
+    y = ember.from_numpy(rng.standard_normal((BATCH, 3)))
+    return x, y
+
+
+def _share(t, rank: int):
+    n = BATCH // WORLD_SIZE
+    return t[rank * n : (rank + 1) * n]
+
+
+def _train(rank: int, steps: int = 5, set_to_none: bool = True, **options) -> nn.Module:
+    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001, **options)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    for step in range(steps):
+        x, y = _batch(step)
+        opt.zero_grad(set_to_none=set_to_none)
+        F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+        opt.step()
+    return ddp.module
+
+
+def _reference(steps: int = 5) -> nn.Module:
+    model = _model(0)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for step in range(steps):
+        x, y = _batch(step)
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+    return model
+
+
+def _params(model: nn.Module) -> list[np.ndarray]:
+    return [p.detach().numpy() for p in model.parameters()]
+
+
+def case_bucket_view_trains_exactly_as_copies(rank):
+    copies = _params(_train(rank))
+    for set_to_none in (True, False):
+        views = _params(_train(rank, gradient_as_bucket_view=True, set_to_none=set_to_none))
+        for a, b in zip(views, copies):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(copies, _params(_reference())):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+def case_grads_are_views_into_the_bucket_buffers(rank):
+    ddp = DDP(_model(0), bucket_cap_mb=0.001, gradient_as_bucket_view=True)
+    x, y = _batch()
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    for bucket in ddp._buckets:
+        for p in bucket.params:
+            assert np.shares_memory(p.grad.numpy(), bucket.flat)
+    first = [p.grad for p in ddp.parameters()]
+    ddp.zero_grad(set_to_none=False)  # zeroed in place: still the views
+    assert all(p.grad is g and not g.numpy().any() for p, g in zip(ddp.parameters(), first))
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    assert all(p.grad is g for p, g in zip(ddp.parameters(), first))
+    ddp.zero_grad()  # set_to_none: the next backward makes them views again
+    assert all(p.grad is None for p in ddp.parameters())
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    for bucket in ddp._buckets:
+        assert all(np.shares_memory(p.grad.numpy(), bucket.flat) for p in bucket.params)
+    reference = _model(0)
+    F.mse_loss(reference(x), y).backward()
+    for p, q in zip(ddp.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def case_bucket_view_with_no_sync_and_a_hook(rank):
+    x, y = _batch()
+    for hook in (None, default_hooks.allreduce_hook):
+        ddp = DDP(_model(0), bucket_cap_mb=0.001, gradient_as_bucket_view=True)
+        if hook is not None:
+            ddp.register_comm_hook(None, hook)
+        mine_x, mine_y = _share(x, rank), _share(y, rank)
+        with ddp.no_sync():
+            F.mse_loss(ddp(mine_x[:2]), mine_y[:2]).backward()
+        F.mse_loss(ddp(mine_x[2:]), mine_y[2:]).backward()
+        reference = _model(0)
+        (2 * F.mse_loss(reference(x), y)).backward()
+        for p, q in zip(ddp.parameters(), reference.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+class _Branches(nn.Module):
+    """Two heads; ``forward`` uses the one it is told to."""
+
+    def __init__(self):
+        super().__init__()
+        ember.manual_seed(3)
+        self.trunk, self.a, self.b = nn.Linear(3, 4), nn.Linear(4, 2), nn.Linear(4, 2)
+        self.double()
+
+    def forward(self, x, head: str = "a"):
+        return getattr(self, head)(self.trunk(x).tanh())
+
+
+def case_static_graph_finds_unused_parameters_once(rank):
+    ddp = DDP(_Branches(), static_graph=True)
+    assert ddp.static_graph
+    walks = []
+    real_walk = ddp_module._leaves_reached
+    ddp_module._leaves_reached = lambda out: (walks.append(1), real_walk(out))[1]
+    try:
+        x = ember.ones(2, 3, dtype=ember.float64) * (rank + 1)
+        for _ in range(3):
+            ddp.zero_grad()
+            ddp(x).sum().backward()
+    finally:
+        ddp_module._leaves_reached = real_walk
+    assert len(walks) == 1  # the first iteration only
+    assert ddp.module.b.weight.grad is None and ddp.module.b.bias.grad is None
+    # d/db sum(a(h)) over 2 rows is 2 per rank: averaged, still 2
+    assert ddp.module.a.bias.grad.tolist() == [2.0, 2.0]
+    with pytest.warns(UserWarning, match="no need to set it again"):
+        ddp._set_static_graph()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DDP(_Branches(), find_unused_parameters=True)._set_static_graph()
+    assert any("will detect unused parameters automatically" in str(w.message) for w in caught)
+
+
+def case_find_unused_parameters_each_iteration(rank):
+    ddp = DDP(_Branches(), find_unused_parameters=True)
+    x = ember.ones(2, 3, dtype=ember.float64)
+    for head in ("a", "b", "a"):
+        ddp.zero_grad()
+        ddp(x, head).sum().backward()
+        unused = "b" if head == "a" else "a"
+        assert getattr(ddp.module, unused).weight.grad is None
+        assert getattr(ddp.module, head).bias.grad.tolist() == [2.0, 2.0]
+    # a head used on rank 0 only: its gradient is rank 0's divided by the world size
+    ddp.zero_grad()
+    ddp(x, "a" if rank == 0 else "b").sum().backward()
+    assert ddp.module.a.bias.grad.tolist() == [1.0, 1.0]
+    assert ddp.module.b.bias.grad.tolist() == [1.0, 1.0]
+
+
+def case_buffers_are_broadcast_from_rank_0_at_every_forward(rank):
+    for broadcast in (True, False):
+        model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).double()
+        ddp = DDP(model, broadcast_buffers=broadcast)
+        model[1].running_mean.fill_(float(rank + 1))
+        ddp.eval()
+        with ember.no_grad():
+            ddp(ember.ones(2, 4, dtype=ember.float64))
+        expected = 1.0 if broadcast else float(rank + 1)
+        assert model[1].running_mean.tolist() == [expected] * 4
+
+
+def case_device_ids_of_a_cpu_module_raise_torchs_error(rank):
+    with pytest.raises(ValueError, match="device_ids and output_device arguments only work"):
+        DDP(_model(0), device_ids=[0])
+    with pytest.raises(ValueError, match="device_ids can only be None or contain a single"):
+        DDP(_model(0), device_ids=[0, 1])
+    ddp = DDP(_model(0), device_ids=[], output_device=None)
+    assert ddp.device_ids is None and ddp.output_device is None
+    assert ddp.device.type == "cpu"
+
+
+def case_require_backward_grad_sync_is_what_no_sync_sets(rank):
+    ddp = DDP(_model(0))
+    assert ddp.require_backward_grad_sync
+    with ddp.no_sync():
+        assert not ddp.require_backward_grad_sync
+    assert ddp.require_backward_grad_sync
+    ddp.require_backward_grad_sync = False  # set by hand, as some training loops do
+    x, y = _batch()
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    everyone = [None] * WORLD_SIZE
+    dist.all_gather_object(everyone, next(iter(ddp.parameters())).grad.tolist())
+    assert everyone[0] != everyone[1]  # not synchronised
+
+
+CASES = {
+    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
+}
+
+
+def _worker(rank: int, out_dir: str) -> None:
+    dist.init_process_group("gloo")
+    run_cases(rank, out_dir, CASES)
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    needs_mpi()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MASTER_PORT", str(free_port()))
+        out_dir = tmp_path_factory.mktemp("bucket_view")
+        mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
+    return read_outcomes(str(out_dir))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_ddp_options(outcomes, name):
+    assert_case(outcomes, name)
