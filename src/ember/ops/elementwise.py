@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as _np
+
 from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor
@@ -101,13 +103,39 @@ UNARY = {
         False,
     ),
     "reciprocal": (lambda xp, x: 1 / x, lambda g, x, y: g * -(y * y), "y", True),
-    "floor": (lambda xp, x: xp.floor(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
-    "ceil": (lambda xp, x: xp.ceil(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
-    "trunc": (lambda xp, x: xp.trunc(x) if x.dtype.kind == "f" else x.copy(), _zeros, "", False),
+    # integers are their own floor; bfloat16's NumPy kind is "V", so test for integers
+    "floor": (lambda xp, x: x.copy() if x.dtype.kind in "iu" else xp.floor(x), _zeros, "", False),
+    "ceil": (lambda xp, x: x.copy() if x.dtype.kind in "iu" else xp.ceil(x), _zeros, "", False),
+    "trunc": (lambda xp, x: x.copy() if x.dtype.kind in "iu" else xp.trunc(x), _zeros, "", False),
     "frac": (lambda xp, x: x - xp.trunc(x), lambda g, x, y: g, "", False),
 }
 
 NODE_NAMES = {"relu": "ReluBackward0", "sigmoid": "SigmoidBackward0"}
+
+# PyTorch has no bool kernel for these (the kernel name its error message gives)
+NO_BOOL_KERNEL = {
+    "abs": "abs_cpu",
+    "floor": "floor_vml_cpu",
+    "ceil": "ceil_vml_cpu",
+    "trunc": "trunc_vml_cpu",
+    "frac": "frac_cpu",
+}
+
+
+def _integer_input_error(name: str, input: Tensor) -> Exception | None:
+    """PyTorch's refusal of a bool or integer input to a non-floating unary op, if any."""
+    kind = input._data.dtype.kind
+    if kind == "b" and name in NO_BOOL_KERNEL or name == "frac":
+        kernel = NO_BOOL_KERNEL[name]
+        return NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype.legacy_name}'")
+    if kind == "b" and name == "neg":
+        return RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    if kind == "b" and name == "relu":
+        return RuntimeError("Boolean inputs not supported for relu")
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,11 +270,13 @@ def _make_unary(name, kernel, derivative, saves, floating):
             if floating:
                 input = float_result(name, input)
                 data = input._data
-            elif name == "neg" and kind == "b":
-                raise RuntimeError(
-                    "Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                    "trying to invert a mask, use the `~` or `logical_not()` operator instead."
-                )
+            else:
+                error = _integer_input_error(name, input)
+                if error is not None:
+                    raise error
+                if name == "square" and kind == "b":  # PyTorch squares bools as int64
+                    input = input.long()
+                    data = input._data
         if heavy and data.size >= threshold:
             xp = modules[data.__class__]
             out = parallel_map(kernel, xp, data, getattr(xp, HEAVY[name] or "", None))
@@ -271,13 +301,18 @@ sgn = sign  # noqa: F821
 
 
 def positive(input: Tensor) -> Tensor:
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     xp = array_module(input._data)
     data = input._data
-    out = xp.round(data, decimals) if data.dtype.kind == "f" else data.copy()
+    kind = data.dtype.kind
+    if kind == "b":
+        raise NotImplementedError("\"round_vml_cpu\" not implemented for 'Bool'")
+    out = data.copy() if kind in "iu" else xp.round(data, decimals)
     return result(RoundBackward0, out, (input,))
 
 
@@ -396,14 +431,10 @@ def sub(input, other, *, alpha=1) -> Tensor:
             if input._rg and grad_state.enabled:
                 return record(SubNumberBackward(), data, (input,))
             return wrap(data)
+    _check_no_bool_subtraction(input, other)
     a, b = promote("sub", input, other)
     if not isinstance(a, Tensor):
         return _rsub(b, a, alpha)
-    if a._data.dtype.kind == "b":
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-            "`^` or `logical_xor()` operator instead."
-        )
     ad = a._data
     bd = data_of(b, ad)
     try:
@@ -415,6 +446,25 @@ def sub(input, other, *, alpha=1) -> Tensor:
         node.alpha = alpha
         return record(node, data, (a, b))
     return wrap(data)
+
+
+def _is_bool(x) -> bool:
+    return x.__class__ is bool or (isinstance(x, Tensor) and x._data.dtype.kind == "b")
+
+
+def _check_no_bool_subtraction(input, other) -> None:
+    """PyTorch refuses subtraction with any bool operand, tensor or number."""
+    a_bool, b_bool = _is_bool(input), _is_bool(other)
+    if a_bool and b_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead."
+        )
+    if a_bool or b_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
 
 
 def _rsub(t: Tensor, s, alpha=1) -> Tensor:
@@ -519,11 +569,16 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
             f"'{rounding_mode}'"
         )
-    ad, bd = data_of(a), data_of(b)
-    xp = array_module(a._data if isinstance(a, Tensor) else b._data)
-    is_int = (a._data if isinstance(a, Tensor) else b._data).dtype.kind in "biu"
+    like = a._data if isinstance(a, Tensor) else b._data
+    ad, bd = data_of(a, like), data_of(b, like)
+    xp = array_module(like)
+    is_int = like.dtype.kind in "biu"
     if is_int:
-        _check_integer_divisor(xp, bd)
+        _check_bool_operands(f"div_{rounding_mode}_cpu", a, b)
+        try:
+            _check_integer_divisor(xp, bd, ad)
+        except ValueError:
+            raise broadcast_error("div", ad, bd) from None
     if rounding_mode == "floor":
         data = xp.floor_divide(ad, bd) if is_int else xp.floor(ad / bd)
     elif is_int:
@@ -538,10 +593,22 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
 divide = true_divide = div
 
 
-def _check_integer_divisor(xp, divisor) -> None:
-    """Integer division by zero raises in PyTorch (NumPy would return 0 with a warning)."""
-    if bool((xp.asarray(divisor) == 0).any()):
+def _check_integer_divisor(xp, divisor, dividend=None) -> None:
+    """Integer division by zero raises in PyTorch (NumPy would return 0 with a warning);
+    an empty result divides nothing, so it does not raise."""
+    divisor = xp.asarray(divisor)
+    if dividend is not None:
+        shape = _np.broadcast_shapes(getattr(dividend, "shape", ()), divisor.shape)
+        if 0 in shape:
+            return
+    if bool((divisor == 0).any()):
         raise RuntimeError("ZeroDivisionError")
+
+
+def _check_bool_operands(kernel: str, a, b) -> None:
+    """PyTorch has no bool kernel for integer-style division and powers."""
+    if data_of(a).dtype.kind == "b" if isinstance(a, Tensor) else data_of(b).dtype.kind == "b":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def floor_divide(input, other) -> Tensor:
@@ -586,6 +653,10 @@ class PowBackward2(Node):  # number ** tensor
 def pow(input, exponent) -> Tensor:
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         if isinstance(exponent, bool):
+            if input._data.dtype.kind == "b":  # a bool tensor to a bool power stays bool
+                xp = array_module(input._data)
+                data = input._data.copy() if exponent else xp.ones_like(input._data)
+                return result(PowBackward0, data, (input,), (input,), exponent=int(exponent))
             exponent = int(exponent)
         a, e = promote("pow", input, exponent)
         ad = a._data
@@ -597,9 +668,11 @@ def pow(input, exponent) -> Tensor:
         elif e == 0.5 and ad.dtype.kind == "f":
             data = xp.sqrt(ad)
         else:
-            data = ad**e
+            data = ad ** data_of(e, ad)  # a 0-d array of ad's dtype: bfloat16 stays bfloat16
         return result(PowBackward0, data, (a,), (a,), exponent=e)
     a, b = promote("pow", input, exponent)
+    if (a if isinstance(a, Tensor) else b)._data.dtype.kind == "b":
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if isinstance(a, Tensor):
         ad, bd = a._data, b._data
         if ad.dtype.kind in "iu" and (bd < 0).any():
@@ -697,21 +770,37 @@ class RemainderBackward0(Node):
 def fmod(input, other) -> Tensor:
     a, b = promote("fmod", input, other)
     if not isinstance(a, Tensor):
-        a = to_tensor(a, b)
+        a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
     xp = array_module(a._data)
     if a._data.dtype.kind in "biu":
-        _check_integer_divisor(xp, data_of(b))
-    return result(FmodBackward0, xp.fmod(a._data, data_of(b)), (a, b), (a, b))
+        _check_bool_operands("fmod_cpu", a, b)
+        try:
+            _check_integer_divisor(xp, data_of(b), a._data)
+        except ValueError:
+            raise broadcast_error("fmod", a._data, data_of(b)) from None
+    try:
+        data = xp.fmod(a._data, data_of(b, a._data))
+    except ValueError:
+        raise broadcast_error("fmod", a._data, data_of(b)) from None
+    return result(FmodBackward0, data, (a, b), (a, b))
 
 
 def remainder(input, other) -> Tensor:
     a, b = promote("remainder", input, other)
     if not isinstance(a, Tensor):
-        a = to_tensor(a, b)
+        a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
     xp = array_module(a._data)
     if a._data.dtype.kind in "biu":
-        _check_integer_divisor(xp, data_of(b))
-    return result(RemainderBackward0, xp.remainder(a._data, data_of(b)), (a, b), (a, b))
+        _check_bool_operands("remainder_cpu", a, b)
+        try:
+            _check_integer_divisor(xp, data_of(b), a._data)
+        except ValueError:
+            raise broadcast_error("remainder", a._data, data_of(b)) from None
+    try:
+        data = xp.remainder(a._data, data_of(b, a._data))
+    except ValueError:
+        raise broadcast_error("remainder", a._data, data_of(b)) from None
+    return result(RemainderBackward0, data, (a, b), (a, b))
 
 
 class HypotBackward0(Node):
@@ -721,8 +810,15 @@ class HypotBackward0(Node):
         return g * a / y, g * b / y
 
 
+def _floating_only(name: str, t: Tensor) -> None:
+    """PyTorch has no bool or integer kernel for this op."""
+    if t._data.dtype.kind in "biu":
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{t.dtype.legacy_name}'")
+
+
 def hypot(input, other) -> Tensor:
     a, b = promote("hypot", input, to_tensor(other, input))
+    _floating_only("hypot", a)
     xp = array_module(a._data)
     return result(HypotBackward0, xp.hypot(a._data, b._data), (a, b), (a, b), save_output=True)
 
@@ -736,7 +832,7 @@ class LogaddexpBackward0(Node):
 
 def logaddexp(input, other) -> Tensor:
     a, b = promote("logaddexp", input, to_tensor(other, input))
-    a, b = float_result("logaddexp", a), float_result("logaddexp", b)
+    _floating_only("logaddexp", a)
     xp = array_module(a._data)
     return result(LogaddexpBackward0, xp.logaddexp(a._data, b._data), (a, b), (a, b))
 
@@ -868,12 +964,25 @@ class LerpBackward0(Node):
 
 
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
-    start, end = promote("lerp", input, end)
+    if not isinstance(end, Tensor):
+        end = to_tensor(end, input).to(input.dtype)
+    if input.dtype is not end.dtype:  # PyTorch does not promote lerp's operands
+        raise RuntimeError(f"expected dtype {input.dtype} for `end` but got dtype {end.dtype}")
+    start = input
+    kind = start._data.dtype.kind
     if isinstance(weight, Tensor):
+        if kind in "biu":
+            raise NotImplementedError(
+                f"\"lerp_kernel_tensor\" not implemented for '{start.dtype.legacy_name}'"
+            )
         w_data = weight._data
         data = start._data + w_data * (end._data - start._data)
         return result(LerpBackward0, data, (start, end, weight), (start, end, weight))
-    data = start._data + weight * (end._data - start._data)
+    if kind in "biu":
+        raise NotImplementedError(
+            f"\"lerp_kernel_scalar\" not implemented for '{start.dtype.legacy_name}'"
+        )
+    data = start._data + data_of(weight, start._data) * (end._data - start._data)
     return result(LerpBackward0, data, (start, end, None), (start, end, None), weight=weight)
 
 
@@ -979,8 +1088,8 @@ def _bitwise(name, kernel):
         a, b = promote(name, input, other)
         if not isinstance(a, Tensor):
             a, b = b, a
-        if a._data.dtype.kind == "f":
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{a.dtype.name.capitalize()}'")
+        if a._data.dtype.kind not in "biu":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{a.dtype.legacy_name}'")
         return wrap(kernel(a._data, data_of(b)))
 
     named(op, name)
@@ -993,8 +1102,10 @@ bitwise_xor = _bitwise("bitwise_xor", lambda a, b: a ^ b)
 
 
 def bitwise_not(input: Tensor) -> Tensor:
-    if input._data.dtype.kind == "f":
-        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    if input._data.dtype.kind not in "biu":
+        raise NotImplementedError(
+            f"\"bitwise_not_cpu\" not implemented for '{input.dtype.legacy_name}'"
+        )
     return wrap(~input._data)
 
 

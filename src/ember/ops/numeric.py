@@ -15,9 +15,9 @@ LN2 = math.log(2.0)
 
 def copysign(input, other) -> Tensor:
     """|input| with the sign of ``other`` (the sign bit, so -0.0 counts as negative)."""
-    a = float_result("copysign", to_tensor(input))
-    b = other if isinstance(other, (int, float)) else float_result("copysign", other)
-    a, b = promote("copysign", a, b)
+    a, b = promote("copysign", to_tensor(input), other)
+    a = float_result("copysign", a)
+    b = float_result("copysign", b) if isinstance(b, Tensor) else b
     negative = signbit(b) if isinstance(b, Tensor) else math.copysign(1.0, b) < 0
     if isinstance(negative, Tensor):
         return where(negative, -a.abs(), a.abs())
@@ -89,6 +89,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 
 def nextafter(input: Tensor, other) -> Tensor:
     a, b = promote("nextafter", input, to_tensor(other, input))
+    if a._data.dtype.kind in "biu":
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{a.dtype.legacy_name}'")
     xp = array_module(a._data)
     return non_differentiable("nextafter", wrap(xp.nextafter(a._data, b._data)), a, b)
 
