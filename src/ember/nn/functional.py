@@ -6,11 +6,13 @@ kernels in ``ember.ops.activation``), so every loss supports double backward.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from .. import _creation
 from .._tensor import Tensor
 from ..ops import activation as _activation
+from ..ops import normalization as _normalization
 from ..ops.activation import (
     celu,
     celu_,
@@ -315,83 +317,83 @@ _legacy_reduction = legacy_reduction
 
 def batch_norm(
     input: Tensor,
-    running_mean,
-    running_var,
-    weight=None,
-    bias=None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
     training: bool = False,
     momentum: float = 0.1,
     eps: float = 1e-5,
 ) -> Tensor:
-    """Normalise over the batch (and spatial) dims; in training, update the running stats."""
-    from ..autograd.grad_mode import no_grad
+    """Normalise over the batch (and spatial) dims; in training, update the running stats.
 
-    dims = (0,) + tuple(range(2, input.dim()))
-    shape = [1] * input.dim()
-    shape[1] = input.shape[1]
+    >>> x = ember.tensor([[1.0], [3.0]])
+    >>> F.batch_norm(x, None, None, training=True, eps=0.0)
+    tensor([[-1.],
+            [ 1.]])
+    """
     if training:
-        count = input.numel() // input.shape[1]
-        if count <= 1:
+        size = input.shape
+        if input.dim() < 2:
+            _normalization.native_batch_norm(input, None, None, None, None, True, 0.0, eps)
+        count = input.numel() // size[1] if size[1] else 0
+        if count == 1:
             raise ValueError(
-                f"Expected more than 1 value per channel when training, got input size "
-                f"{list(input.shape)}"
+                f"Expected more than 1 value per channel when training, got input size {size}"
             )
-        mean = input.mean(dims)
-        var = input.var(dims, correction=0)
-        if running_mean is not None:
-            with no_grad():
-                running_mean.mul_(1 - momentum).add_(mean._detach() * momentum)
-                running_var.mul_(1 - momentum).add_(
-                    var._detach() * (momentum * count / (count - 1))
-                )
-    else:
-        mean, var = running_mean, running_var
-    out = (input - mean.reshape(shape)) / (var.reshape(shape) + eps).sqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
+    out, _, _ = _normalization.native_batch_norm(
+        input, weight, bias, running_mean, running_var, training, momentum, eps
+    )
     return out
 
 
 def layer_norm(
-    input: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
 ) -> Tensor:
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.dim() - len(shape) :]) != shape:
+    """Normalise over the trailing ``normalized_shape`` dims, then scale and shift.
+
+    >>> F.layer_norm(ember.tensor([[1.0, 3.0]]), (2,), eps=0.0)
+    tensor([[-1.,  1.]])
+    """
+    return _normalization.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each group of ``C // num_groups`` channels of (N, C, *) input per sample.
+
+    >>> F.group_norm(ember.tensor([[1.0, 3.0]]), 1, eps=0.0)
+    tensor([[-1.,  1.]])
+    """
+    if input.dim() < 2:
         raise RuntimeError(
-            f"Given normalized_shape={list(shape)}, expected input with shape [*, "
-            f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
+            f"Expected at least 2 dimensions for input tensor but received {input.dim()}"
         )
-    dims = tuple(range(input.dim() - len(shape), input.dim()))
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, keepdim=True, correction=0)
-    out = (input - mean) / (var + eps).sqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
     n, c = input.shape[:2]
     if c % num_groups:
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got input "
             f"of shape {list(input.shape)} and num_groups={num_groups}"
         )
-    grouped = input.reshape(n, num_groups, -1)
-    mean = grouped.mean(2, keepdim=True)
-    var = grouped.var(2, keepdim=True, correction=0)
-    out = ((grouped - mean) / (var + eps).sqrt()).reshape(input.shape)
-    shape = [1] * input.dim()
-    shape[1] = c
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    # PyTorch names the weight's shape in both messages ([0] when there is no weight)
+    shown = list(weight.shape) if weight is not None else [0]
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and (p.dim() != 1 or p.numel() != c):
+            raise RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape {shown} and input of shape {list(input.shape)}"
+            )
+    hw = input.numel() // (n * c) if n * c else math.prod(input.shape[2:])
+    return _normalization.native_group_norm(input, weight, bias, n, c, hw, num_groups, eps)[0]
 
 
 def embedding(

@@ -1,14 +1,369 @@
-"""Normalisations beyond batch/layer/group norm: instance, RMS and local response norm.
+"""Normalisations: layer, batch and group norm as one fused node each (PyTorch's
+``native_*_norm``), and instance, RMS and local response norm composed of ember ops.
 
-All are composed of differentiable ember ops (means, variances, rsqrt, a band matrix over
-channels), so gradients of every order follow from those ops' formulas.
+The fused norms share one kernel over a canonical view of the input (``_Layout``): the input
+is reshaped so that the statistics run over some axes and the affine parameters vary along
+others. Forward takes the mean, centres into one fresh buffer, takes the variance from it and
+scales in place; backward recomputes the normalised input from the saved mean and 1/std (as
+PyTorch, which saves no full-size temporaries) and applies the closed form. Under
+``create_graph`` the same closed form is written with ember ops, so gradients of every order
+exist. The composed norms get theirs from the ops' formulas.
 """
 
 from __future__ import annotations
 
+import math
+
+from .. import _backend
+from .._dtype import from_numpy_dtype
 from .._tensor import Tensor
-from ._dispatch import array_module, wrap
+from ..autograd.node import Node
+from ._dispatch import array_module, grad_state, result, wrap
 from ._spatial_checks import require_floating
+
+# --------------------------------------------------------------------------------------------
+# Fused layer / batch / group norm
+# --------------------------------------------------------------------------------------------
+_AXES = "abcd"
+
+
+class _Layout:
+    """A fused norm's view of its input: the canonical ``shape``, the axes the statistics run
+    over (``stats``), the axes the affine parameters vary along, and the number of elements
+    each statistic covers."""
+
+    __slots__ = ("shape", "stats", "params", "param_shape", "param_sums", "others", "count")
+
+    def __init__(self, shape: tuple, stats: tuple, params: tuple):
+        self.shape, self.stats, self.params = shape, stats, params
+        self.param_shape = tuple(s if i in params else 1 for i, s in enumerate(shape))
+        self.param_sums = tuple(i for i in range(len(shape)) if i not in params)
+        self.others = tuple(i for i in range(len(shape)) if i not in stats)
+        self.count = math.prod(shape[i] for i in stats)
+
+
+def _sum_of_products(xp, a, b, keep: tuple):
+    """Σ a·b over every axis not in ``keep``, in one pass and without a full-size product."""
+    letters = _AXES[: a.ndim]
+    kept = "".join(letters[i] for i in keep)
+    return xp.einsum(f"{letters},{letters}->{kept}", a, b)
+
+
+def _kept(reduced, layout: _Layout, axes: tuple):
+    """A reduction over all but ``axes`` reshaped so that it broadcasts against the input."""
+    return reduced.reshape(tuple(s if i in axes else 1 for i, s in enumerate(layout.shape)))
+
+
+def _work_dtype(xp, dtype):
+    """float16 / bfloat16 are normalised in float32, as PyTorch's CPU kernels accumulate."""
+    return xp.dtype(xp.float32) if dtype.itemsize < 4 else dtype
+
+
+def _check_norm_input(input: Tensor, kernel: str, *params) -> None:
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype.legacy_name}'")
+    dtype = input._data.dtype
+    for p in params:
+        if p is None or p._data.dtype == dtype:
+            continue
+        if not (dtype.itemsize < 4 and p._data.dtype.name == "float32"):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+def _moments(xp, x, layout: _Layout, eps: float):
+    """(x - mean) in a fresh buffer, the mean, the biased variance and 1/sqrt(var + eps), the
+    statistics kept as size-1 axes."""
+    with _backend.errstate(xp, divide="ignore", invalid="ignore"):
+        if layout.count == 0:  # PyTorch: mean 0 and a NaN 1/std over nothing
+            shape = tuple(1 if i in layout.stats else s for i, s in enumerate(layout.shape))
+            mean = xp.zeros(shape, x.dtype)
+            var = xp.full(shape, xp.nan, x.dtype)
+            return xp.subtract(x, mean), mean, var, var.copy()
+        mean = x.mean(axis=layout.stats, keepdims=True)
+        centred = xp.subtract(x, mean)
+        var = _kept(_sum_of_products(xp, centred, centred, layout.others), layout, layout.others)
+        var /= layout.count
+        rstd = xp.sqrt(var + eps)
+        xp.divide(1, rstd, out=rstd)
+    return centred, mean, var, rstd
+
+
+class _FusedNormBackward(Node):
+    """The backward of a fused norm over (input, weight, bias); subclasses carry PyTorch's
+    names. Attributes: ``layout``, ``eps``, ``mean`` and ``rstd`` (canonical arrays of the
+    working dtype), ``batch_stats`` (False: the statistics were constants, batch norm in
+    evaluation) and ``affine_shape``."""
+
+    def backward(self, g):
+        x, weight = self.saved_tensors()
+        edges = self._edges
+        need = [e is not None for e in edges] + [False] * (3 - len(edges))
+        if grad_state.enabled:  # create_graph: the closed form in ember ops
+            return self._graph_backward(g, x, weight, need)
+        return self._array_backward(g, x, weight, need)
+
+    def _array_backward(self, g, x, weight, need):
+        lay = self.layout
+        mean, rstd = self.mean, self.rstd
+        work = mean.dtype
+        xp = array_module(mean)
+        gd = g._data.astype(work, copy=False).reshape(lay.shape)
+        xhat = xp.subtract(x._data.astype(work, copy=False).reshape(lay.shape), mean)
+        xhat *= rstd
+        gx = gw = gb = None
+        if need[1]:
+            gw = _sum_of_products(xp, gd, xhat, lay.params).reshape(self.affine_shape)
+            gw = wrap(gw.astype(weight._data.dtype, copy=False))
+        if need[2]:
+            gb = gd.sum(axis=lay.param_sums).reshape(self.affine_shape)
+            gb = wrap(gb.astype(self.bias_dtype, copy=False))
+        if need[0]:
+            w = None
+            if weight is not None:
+                w = weight._data.astype(work, copy=False).reshape(lay.param_shape)
+            if not self.batch_stats:  # d/dx (x - μ)·r·w = r·w for constant μ, r
+                gx = gd * (rstd * w if w is not None else rstd)
+            else:
+                # dx = r (gy - mean(gy) - x̂ mean(gy x̂)), gy = g·w, means over the statistics
+                gx = gd * w if w is not None else gd.copy()
+                n = max(lay.count, 1)
+                mean_gy = gx.sum(axis=lay.stats, keepdims=True)
+                mean_gy /= n
+                mean_gy_xhat = _kept(_sum_of_products(xp, gx, xhat, lay.others), lay, lay.others)
+                mean_gy_xhat /= n
+                xhat *= mean_gy_xhat
+                xhat += mean_gy
+                gx -= xhat
+                gx *= rstd
+            gx = wrap(gx.reshape(x._data.shape).astype(x._data.dtype, copy=False))
+        return gx, gw, gb
+
+    def _graph_backward(self, g, x, weight, need):
+        lay = self.layout
+        work = from_numpy_dtype(self.mean.dtype)
+        xc, gc = x.reshape(lay.shape), g.reshape(lay.shape)
+        if xc.dtype != work:
+            xc, gc = xc.to(work), gc.to(work)
+        if self.batch_stats:
+            centred = xc - xc.mean(lay.stats, keepdim=True)
+            rstd = ((centred * centred).mean(lay.stats, keepdim=True) + self.eps).rsqrt()
+            xhat = centred * rstd
+        else:
+            rstd = wrap(self.rstd)
+            xhat = (xc - wrap(self.mean)) * rstd
+        gx = gw = gb = None
+        if need[0]:
+            gy = gc
+            if weight is not None:
+                gy = gc * weight.to(work).reshape(lay.param_shape)
+            if self.batch_stats:
+                gy = (
+                    gy
+                    - gy.mean(lay.stats, keepdim=True)
+                    - xhat * (gy * xhat).mean(lay.stats, keepdim=True)
+                )
+            gx = (gy * rstd).reshape(x.shape).to(x.dtype)
+        if need[1]:
+            gw = (gc * xhat).sum(lay.param_sums).reshape(self.affine_shape).to(weight.dtype)
+        if need[2]:
+            gb = gc.sum(lay.param_sums).reshape(self.affine_shape)
+            gb = gb.to(from_numpy_dtype(self.bias_dtype))
+        return gx, gw, gb
+
+
+class NativeLayerNormBackward0(_FusedNormBackward):
+    pass
+
+
+class NativeBatchNormBackward0(_FusedNormBackward):
+    pass
+
+
+class NativeGroupNormBackward0(_FusedNormBackward):
+    pass
+
+
+def _param_array(p: Tensor | None, layout: _Layout, work):
+    return None if p is None else p._data.astype(work, copy=False).reshape(layout.param_shape)
+
+
+def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, stats=None):
+    """Normalise ``input`` over ``layout``; ``stats`` = (mean, rstd) when they are given
+    (batch norm in evaluation). Returns the output tensor and the canonical mean, var, rstd."""
+    data = input._data
+    xp = array_module(data)
+    work = _work_dtype(xp, data.dtype)
+    x = data.astype(work, copy=False).reshape(layout.shape)
+    if stats is None:
+        out, mean, var, rstd = _moments(xp, x, layout, eps)
+    else:
+        mean, rstd = stats
+        out, var = xp.subtract(x, mean), None
+    out *= rstd
+    w, b = _param_array(weight, layout, work), _param_array(bias, layout, work)
+    if w is not None:
+        out *= w
+    if b is not None:
+        out += b
+    out = out.reshape(data.shape).astype(data.dtype, copy=False)
+    attrs = dict(
+        layout=layout,
+        eps=eps,
+        mean=mean,
+        rstd=rstd,
+        batch_stats=stats is None,
+        affine_shape=affine_shape,
+        bias_dtype=bias._data.dtype if bias is not None else None,
+    )
+    output = result(node_cls, out, (input, weight, bias), (input, weight), **attrs)
+    return output, mean, var, rstd
+
+
+def _statistic(array, shape, dtype) -> Tensor:
+    return wrap(array.reshape(shape).astype(dtype, copy=False))
+
+
+def native_layer_norm(
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    eps: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Layer norm over the trailing ``normalized_shape`` dims as one node; returns
+    ``(output, mean, rstd)`` with the statistics shaped ``input.shape[:-k] + (1,) * k``.
+
+    >>> out, mean, rstd = ember.native_layer_norm(ember.tensor([[1.0, 3.0]]), (2,), None, None, 0.0)
+    >>> out
+    tensor([[-1.,  1.]])
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+            "one element, but got normalized_shape = []"
+        )
+    k = len(shape)
+    if input.dim() < k or tuple(input.shape[input.dim() - k :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+            f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
+        )
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != shape:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {list(p.shape)} and normalized_shape = {list(shape)}"
+            )
+    _check_norm_input(input, "LayerNormKernelImpl", weight, bias)
+    lead = tuple(input.shape[: input.dim() - k])
+    layout = _Layout((math.prod(lead), math.prod(shape)), (1,), (1,))
+    out, mean, _, rstd = _fused_norm(
+        NativeLayerNormBackward0, input, layout, weight, bias, eps, shape
+    )
+    stats_shape = lead + (1,) * k
+    dtype = input._data.dtype
+    return out, _statistic(mean, stats_shape, dtype), _statistic(rstd, stats_shape, dtype)
+
+
+def _check_channel_param(name: str, p: Tensor | None, channels: int) -> None:
+    if p is not None and p.numel() != channels:
+        raise RuntimeError(f"{name} should contain {channels} elements not {p.numel()}")
+
+
+def native_batch_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Batch norm of (N, C, *) input over all dims but C as one node; returns ``(output,
+    save_mean, save_invstd)`` (empty statistics in evaluation).
+
+    In training the running statistics are updated in place with the batch mean and the
+    unbiased batch variance: ``running = (1 - momentum) * running + momentum * batch``.
+    """
+    if input.dim() < 2:
+        from .._tensor import _wrap_dim
+
+        _wrap_dim(1, input.dim(), "batch_norm")
+    channels = input.shape[1]
+    for name, p in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
+        _check_channel_param(name, p, channels)
+    _check_norm_input(input, "batch_norm", weight, bias, running_mean, running_var)
+    shape = tuple(input.shape)
+    layout = _Layout((shape[0], channels, math.prod(shape[2:])), (0, 2), (1,))
+    data = input._data
+    xp = array_module(data)
+    dtype = data.dtype
+    if training:
+        out, mean, var, rstd = _fused_norm(
+            NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,)
+        )
+        if layout.count:
+            _update_running(running_mean, running_var, mean, var, layout.count, momentum)
+        return out, _statistic(mean, (channels,), dtype), _statistic(rstd, (channels,), dtype)
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+        if stat is None:
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
+    work = _work_dtype(xp, dtype)
+    mean = running_mean._data.astype(work, copy=False).reshape(layout.param_shape)
+    rstd = xp.sqrt(running_var._data.astype(work) + work.type(eps)).reshape(layout.param_shape)
+    xp.divide(1, rstd, out=rstd)
+    out, *_ = _fused_norm(
+        NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), (mean, rstd)
+    )
+    empty = wrap(xp.empty(0, dtype=dtype))
+    return out, empty, wrap(xp.empty(0, dtype=dtype))
+
+
+def _update_running(running_mean, running_var, mean, var, count: int, momentum: float) -> None:
+    from ..autograd.grad_mode import no_grad
+
+    with no_grad():
+        if running_mean is not None:
+            batch = wrap(mean.reshape(-1).astype(running_mean._data.dtype, copy=False))
+            running_mean.mul_(1 - momentum).add_(batch, alpha=momentum)
+        if running_var is not None:
+            with _backend.errstate(array_module(var), divide="ignore", invalid="ignore"):
+                unbiased = var.reshape(-1) * (count / (count - 1) if count > 1 else math.nan)
+            batch = wrap(unbiased.astype(running_var._data.dtype, copy=False))
+            running_var.mul_(1 - momentum).add_(batch, alpha=momentum)
+
+
+def native_group_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    N: int,
+    C: int,
+    HxW: int,
+    group: int,
+    eps: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Group norm of (N, C, *) input (C split into ``group`` groups) as one node; returns
+    ``(output, mean, rstd)`` with the statistics shaped (N, group)."""
+    if input.numel() != N * C * HxW:
+        raise RuntimeError(
+            f"Expected the input to have {N * C * HxW} elements (N={N}, C={C}, HxW={HxW}), "
+            f"got {input.numel()}"
+        )
+    _check_norm_input(input, "GroupNormKernelImpl", weight, bias)
+    layout = _Layout((N, group, C // group, HxW), (2, 3), (1, 2))
+    out, mean, _, rstd = _fused_norm(
+        NativeGroupNormBackward0, input, layout, weight, bias, eps, (C,)
+    )
+    dtype = input._data.dtype
+    return out, _statistic(mean, (N, group), dtype), _statistic(rstd, (N, group), dtype)
 
 
 def instance_norm(
