@@ -2,7 +2,8 @@
 
 Everything after ``ember run`` goes to ``ember.distributed.run`` (also runnable as
 ``python -m ember.distributed.run``): ``--nproc-per-node N [--nnodes M --node-rank R
---master-addr A --master-port P] script.py args``.
+--master-addr A --master-port P | --rdzv-endpoint A:P | --standalone | --hostfile FILE]
+[--max-restarts K] script.py args``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ def add_parser(sub) -> None:
         help="run a training script on several processes (torchrun's flags)",
         description="Start SCRIPT once per process with RANK, WORLD_SIZE, LOCAL_RANK, "
         "MASTER_ADDR and MASTER_PORT set, as torchrun does (MPI underneath): "
-        "`ember run --nproc-per-node 2 train.py --epochs 3`. "
+        "`ember run --nproc-per-node 2 train.py --epochs 3`; on several machines "
+        "`--nnodes M --node-rank R --master-addr A` on each, or `--hostfile FILE` once (ssh). "
         "See `python -m ember.distributed.run --help` for every flag.",
         add_help=False,
     )
