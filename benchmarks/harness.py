@@ -34,6 +34,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULT_MARK = "@@harness-result@@ "
+IN_PROCESS_NOTE = (
+    "MODE: all libraries in one process, side by side (profiling only: their thread pools "
+    "disturb each other; fair figures come from benchmarks/wide.py, one process per library)"
+)
 THREAD_ENV = (
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
@@ -416,6 +420,28 @@ def in_process(
         for lib in order:
             times = time_steps(steps_by_lib[lib], warmup, steps)
             result.medians.setdefault(lib, []).append(statistics.median(times))
+    return result
+
+
+def interleaved(
+    name: str, steps_by_lib: dict, *, rounds: int = 3, warmup: int = 5, steps: int = 50
+) -> Comparison:
+    """Every library IN THIS PROCESS, one step each in turn (ember, torch, ember, ...): the
+    worst case of the libraries' thread pools disturbing each other. For the control only."""
+    libs = tuple(steps_by_lib)
+    result = Comparison(name, libs, "in one process, step by step (control)")
+    for r in range(rounds):
+        order = libs if r % 2 == 0 else libs[::-1]
+        for lib in order:
+            time_steps(steps_by_lib[lib], warmup, 0)
+        times: dict = {lib: [] for lib in libs}
+        for _ in range(steps):
+            for lib in order:
+                start = time.perf_counter()
+                steps_by_lib[lib]()
+                times[lib].append(time.perf_counter() - start)
+        for lib in libs:
+            result.medians.setdefault(lib, []).append(statistics.median(times[lib]))
     return result
 
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
 import peers  # noqa: E402
-from harness import machine_info, measure_side_by_side, table  # noqa: E402
+from harness import IN_PROCESS_NOTE, machine_info, measure_side_by_side, table  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -67,7 +67,7 @@ def main() -> None:
             case = f"{CHAIN}-op chain {shape} {kind}"
             rows.append((case, results))
             print(f"measured {case}", file=sys.stderr)
-    print(f"\n{machine_info()}\n")
+    print(f"\n{machine_info()}\n{IN_PROCESS_NOTE}\n")
     print(table(rows, [n for n in libs if n != "ember"] + others))
     for case, results in rows:
         if "torch" in results:

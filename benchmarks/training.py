@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
 import peers  # noqa: E402
-from harness import fmt_time, machine_info, measure_side_by_side, summary, table  # noqa: E402
+from harness import IN_PROCESS_NOTE, fmt_time, machine_info, measure_side_by_side, summary, table  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -163,7 +163,7 @@ def main() -> None:
     numpy_samples = measure_side_by_side({"numpy": lambda: a @ a}, repeats=9, min_time=1.0)
     numpy_gflops = 2 * n**3 / summary(numpy_samples["numpy"])[0] / 1e9
     ember_gflops = 3 * 2 * n**3 / summary(rows[-1][1]["ember"])[0] / 1e9  # 1 fwd + 2 bwd GEMMs
-    print(f"\n{machine_info()}\n")
+    print(f"\n{machine_info()}\n{IN_PROCESS_NOTE}\n")
     print(table(rows, [lib for lib in libs if lib != "ember"] + others))
     print(
         f"\n2048x2048 matmul: NumPy {numpy_gflops:.1f} GFLOP/s "

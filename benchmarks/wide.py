@@ -28,6 +28,7 @@ import fnmatch
 import gc
 import importlib
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -117,28 +118,41 @@ def measure(workload: Workload, params: dict, args, counts: tuple[int, int]) -> 
 
 
 def control(args, counts: tuple[int, int]) -> str:
-    """MLP b32 in separate processes and in one process: the control for the method."""
+    """MLP b32 timed three ways: separate processes (the method), one process alternating
+    step by step, and one process alternating blocks of samples (the former harness)."""
     workload = WORKLOADS["mlp-b32"]
+    warmup, steps = counts
     separate = harness.compare(
         "wide_workloads", workload.name, workload.params, rounds=args.rounds,
-        warmup=counts[0], steps=counts[1],
+        warmup=warmup, steps=steps,
     )  # fmt: skip
-    separate.name = "mlp-b32, separate processes (fair)"
+    separate.name = "mlp-b32, separate processes (the method)"
     builds = {lib: workload.build(importlib.import_module(lib), **workload.params) for lib in LIBS}
-    shared = harness.in_process(
-        "mlp-b32, one process alternating (unfair)",
-        {lib: step.run for lib, step in builds.items()},
+    runs = {lib: step.run for lib, step in builds.items()}
+    stepwise = harness.interleaved(
+        "mlp-b32, one process, libraries alternating step by step (unfair)",
+        runs,
         rounds=args.rounds,
-        warmup=counts[0],
-        steps=counts[1],
+        warmup=warmup,
+        steps=steps,
     )
-    lines = [harness.markdown([separate, shared])]
-    torch_times = [c.medians.get("torch") for c in (separate, shared)]
-    if all(torch_times):
-        import statistics
-
-        slow = statistics.median(torch_times[1]) / statistics.median(torch_times[0])
-        lines.append(f"\ntorch's step in one process / in its own process: {slow:.2f}")
+    samples = harness.measure_side_by_side(
+        runs, repeats=3 if args.quick else 9, min_time=0.01 if args.quick else 0.5
+    )
+    blocks = harness.Comparison(
+        "mlp-b32, one process, alternating blocks of steps (the former harness; unfair)",
+        LIBS,
+        "in one process (control)",
+    )
+    blocks.medians = samples  # one entry per sample, each the mean of a block of steps
+    rows = [separate, stepwise, blocks]
+    lines = [harness.markdown(rows)]
+    for row in rows[1:]:
+        if row.medians.get("torch") and separate.medians.get("torch"):
+            shared = statistics.median(row.medians["torch"])
+            alone = statistics.median(separate.medians["torch"])
+            lines.append(f"\ntorch's step, {row.name.split(', ', 1)[1]}: {shared / alone:.2f}x "
+                         "its time in its own process")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -186,10 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.in_process:
             sections.insert(0, IN_PROCESS_LABEL)
     head.insert(1, f"load average before: {load_before}; after: {harness.load_average()}")
-    head.append(
-        "mode: " + ("one process (profiling only)" if args.in_process else "separate processes")
-        + f", {args.rounds} round(s)" + (", --quick (figures meaningless)" if args.quick else "")
-    )  # fmt: skip
+    mode = "one process (profiling only)" if args.in_process else "separate processes"
+    if args.control:
+        mode = "control: MLP b32 in separate processes against one shared process"
+    quick = ", --quick (figures meaningless)" if args.quick else ""
+    head.append(f"mode: {mode}, {args.rounds} round(s){quick}")
     report = "\n".join(["```", *head, "```", "", *sections, ""])
     print(report)
     if args.markdown:

@@ -333,7 +333,10 @@ def _fwd_bwd(m, shape, forward) -> Step:
         state["out"] = out
 
     def readout():
-        return [float(state["out"].double().abs().sum()), float(x.grad.double().abs().sum())]
+        return [
+            float(state["out"].detach().double().abs().sum()),
+            float(x.grad.double().abs().sum()),
+        ]
 
     return Step(run, readout)
 
