@@ -538,9 +538,9 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     data = input._data
     xp = array_module(data)
+    d = wrap_dim(dim, builtins.max(data.ndim, 1), "argsort")
     if data.ndim == 0:
         return wrap(xp.zeros((), dtype=dt.int64.np))
-    d = wrap_dim(dim, data.ndim, "argsort")
     if descending:
         # negate the key so that equal elements keep their order (stable descending)
         key = (
@@ -570,6 +570,8 @@ def msort(input: Tensor) -> Tensor:
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     data = input._data
     d = wrap_dim(dim, builtins.max(data.ndim, 1), "topk")
+    if data.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     size = data.shape[d] if data.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
@@ -586,7 +588,16 @@ def narrow_indices(indices: Tensor, d: int, k: int) -> Tensor:
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
-    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "kthvalue")
+    data = input._data
+    d = wrap_dim(dim, builtins.max(data.ndim, 1), "kthvalue")
+    if data.ndim and data.shape[d] == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    if data.dtype.kind == "b" and data.ndim:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
+    if not 1 <= k <= (data.shape[d] if data.ndim else 1):
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if data.ndim == 0:
+        return sort_result(input.clone(), wrap(array_module(data).zeros((), dtype=dt.int64.np)))
     indices = argsort(input, d)
     idx = wrap(indices._data[(slice(None),) * d + (slice(k - 1, k),)].copy())
     values = gather(input, d, idx)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import math
 from collections import namedtuple
 
@@ -189,14 +188,15 @@ def _extreme(name, kernel, node_cls):
     def op(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         data = input._data
         dims = _dims(input, dim, name)
-        if (
-            data.size == 0
-            and builtins.any(data.shape[d] == 0 for d in dims)
-            or (data.size == 0 and not dims)
-        ):
-            raise IndexError(
-                f"{name}(): Expected reduction dim {dims[0] if dims else 0} to have non-zero size."
-            )
+        if data.size == 0:
+            if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+                raise RuntimeError(
+                    f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument."
+                )
+            for d in dims:
+                if data.shape[d] == 0:
+                    raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         xp = array_module(data)
         out = getattr(xp, kernel)(data, axis=dims, keepdims=keepdim)
         return result(node_cls, out, (input,), (input,), True, dims=dims, keepdim=keepdim)
@@ -280,6 +280,8 @@ def _arg(name, kernel):
     def op(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
         data = input._data
         xp = array_module(data)
+        if data.dtype.kind == "b":
+            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if data.size == 0:
                 raise IndexError(
@@ -292,6 +294,8 @@ def _arg(name, kernel):
             d = wrap_dim(dim, data.ndim, name)
             if data.ndim == 0:
                 return wrap(xp.zeros((), dtype=dt.int64.np))
+            if data.shape[d] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
             out = getattr(xp, kernel)(data, axis=d, keepdims=keepdim)
         return non_differentiable(
             name, wrap(xp.asarray(out).astype(dt.int64.np, copy=False)), input
@@ -351,26 +355,37 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
     for d in dims:
         n *= data.shape[d]
     xp = array_module(data)
-    centred = data - xp.mean(data, axis=dims, keepdims=True)
     denom = n - c
+    # PyTorch accumulates in double: squares that overflow float32 still give a finite std,
+    # so a float32 result that is not finite is recomputed in float64 (half floats always are)
+    wide = data.dtype.kind != "c" and data.dtype.itemsize < 4
+    var_data = _two_pass_var(xp, data.astype(dt.float64.np) if wide else data, dims, keepdim, denom)
+    if data.dtype == dt.float32.np and not bool(xp.isfinite(var_data).all()):
+        var_data = _two_pass_var(xp, data.astype(dt.float64.np), dims, keepdim, denom)
+    return data, dims, var_data, denom, xp
+
+
+def _two_pass_var(xp, data, dims, keepdim, denom):
+    centred = data - xp.mean(data, axis=dims, keepdims=True)
     ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
-    with _backend.errstate(xp, divide="ignore", invalid="ignore"):
-        var_data = ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan
-    return data, dims, var_data.astype(data.dtype, copy=False), denom, xp
+    with _backend.errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
+        return ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan
 
 
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    _, dims, var_data, denom, _ = _var_forward(input, dim, unbiased, keepdim, correction, "var")
+    data, dims, var_data, denom, _ = _var_forward(input, dim, unbiased, keepdim, correction, "var")
+    with _backend.errstate(array_module(data), over="ignore"):
+        var_data = var_data.astype(data.dtype, copy=False)
     return result(
         VarBackward0, var_data, (input,), (input,), dims=dims, keepdim=keepdim, denom=denom
     )
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    _, dims, var_data, denom, xp = _var_forward(input, dim, unbiased, keepdim, correction, "std")
+    data, dims, var_data, denom, xp = _var_forward(input, dim, unbiased, keepdim, correction, "std")
     return result(
         StdBackward0,
-        xp.sqrt(var_data),
+        xp.sqrt(var_data).astype(data.dtype, copy=False),
         (input,),
         (input,),
         True,
@@ -540,13 +555,18 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     xp = array_module(input._data)
     dims = _dims(input, dim, "all")
-    return wrap(xp.all(input._data, axis=dims, keepdims=keepdim))
+    return wrap(_keep_uint8(input, xp.all(input._data, axis=dims, keepdims=keepdim)))
 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     xp = array_module(input._data)
     dims = _dims(input, dim, "any")
-    return wrap(xp.any(input._data, axis=dims, keepdims=keepdim))
+    return wrap(_keep_uint8(input, xp.any(input._data, axis=dims, keepdims=keepdim)))
+
+
+def _keep_uint8(input: Tensor, out):
+    # PyTorch keeps uint8 for all/any of uint8 (a legacy of byte masks); bool otherwise
+    return out.astype(dt.uint8.np) if input._data.dtype == dt.uint8.np else out
 
 
 def count_nonzero(input: Tensor, dim=None) -> Tensor:

@@ -37,7 +37,7 @@ def _select(input: Tensor, d: int, index, keepdim: bool, result_type):
 
 
 def _nan_count(xp, data, d):
-    if data.dtype.kind == "f":
+    if data.dtype.kind not in "biu":
         return xp.isnan(data).sum(axis=d, keepdims=True)
     return xp.zeros([1 if i == d else s for i, s in enumerate(data.shape)], dtype=dt.int64.np)
 
@@ -45,6 +45,13 @@ def _nan_count(xp, data, d):
 def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool, op: str, result_type):
     data = input._data
     xp = array_module(data)
+    if dim is not None:
+        d = wrap_dim(dim, builtins.max(data.ndim, 1), op)
+        if data.ndim and data.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if data.dtype.kind == "b" and (data.size or dim is not None):
+        kernel = "median_cpu" if dim is None else "median_out"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if dim is None:
         if data.size == 0:
             return wrap(xp.full((), xp.nan, dtype=data.dtype))
@@ -52,7 +59,6 @@ def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool, op: str, result
         return _median(flat, 0, False, ignore_nan, op, result_type).values
     if data.ndim == 0:
         return result_type(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
-    d = wrap_dim(dim, data.ndim, op)
     n = data.shape[d]
     if n == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
@@ -82,9 +88,9 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     """The most frequent value along ``dim`` (the smallest among ties) and its last index."""
     data = input._data
     xp = array_module(data)
+    d = wrap_dim(dim, builtins.max(data.ndim, 1), "mode")
     if data.ndim == 0:
         return mode_result(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
-    d = wrap_dim(dim, data.ndim, "mode")
     n = data.shape[d]
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
@@ -197,13 +203,13 @@ def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolat
 
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     x = input
-    if input._data.dtype.kind == "f":
+    if input.dtype.is_floating_point:
         x = where(isnan(input), 0.0, input)
     return sum(x, dim, keepdim, dtype=dtype)
 
 
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    if input._data.dtype.kind != "f" and dtype is None:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) and dtype is None:
         raise RuntimeError(
             "nanmean(): expected input to have floating point or complex dtype but got "
             f"{input.dtype.legacy_name}"
@@ -228,6 +234,8 @@ def _cumulative_extreme(input: Tensor, dim: int, accumulate: str, op: str, resul
     data = input._data
     xp = array_module(data)
     if data.ndim == 0:
+        if dim not in (-1, 0):
+            raise IndexError(f"{op}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
         return result_type(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
     d = wrap_dim(dim, data.ndim, op)
     if data.size == 0:
@@ -278,11 +286,12 @@ def _reverse_logcumsumexp(t: Tensor, d: int) -> Tensor:
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """log Σ_{j≤i} exp(x_j) along ``dim``, computed without overflow."""
     data = input._data
-    if data.dtype.kind != "f":
-        input = input.to(dt.get_default_dtype())
-        data = input._data
-    xp = array_module(data)
     d = wrap_dim(dim, builtins.max(data.ndim, 1), "logcumsumexp")
+    if data.dtype.kind in "biu":
+        raise NotImplementedError(
+            f"\"logcumsumexp_out_cpu\" not implemented for '{input.dtype.legacy_name}'"
+        )
+    xp = array_module(data)
     if data.ndim == 0 or data.size == 0:
         out = data.copy()
     else:
