@@ -4,7 +4,7 @@ against a fake CuPy, and real-GPU checks that run only where CuPy sees a device.
 import pytest
 
 import ember
-from ember import _backend
+from tests import _fake_cupy
 
 # --- without a GPU: PyTorch's CPU-build behaviour ---------------------------------------------
 
@@ -65,166 +65,10 @@ def test_stream_and_event_need_cuda(torch_mod):
 # --- the CuPy-backed parts, on a fake CuPy ------------------------------------------------------
 
 
-class _FakeRuntime:
-    def __init__(self):
-        self.device = 0
-        self.synchronized = 0
-
-    def getDeviceCount(self):
-        return 2
-
-    def getDevice(self):
-        return self.device
-
-    def setDevice(self, index):
-        self.device = index
-
-    def getDeviceProperties(self, index):
-        return {
-            "name": b"NVIDIA H200",
-            "major": 9,
-            "minor": 0,
-            "totalGlobalMem": 141 << 30,
-            "multiProcessorCount": 132,
-        }
-
-    def memGetInfo(self):
-        return (100 << 30, 141 << 30)
-
-    def deviceSynchronize(self):
-        self.synchronized += 1
-
-
-class _FakePool:
-    def __init__(self):
-        self.used = 0
-        self.held = 0
-
-    def used_bytes(self):
-        return self.used
-
-    def total_bytes(self):
-        return self.held
-
-    def malloc(self, size):
-        self.used += size
-        self.held = max(self.held, self.used)
-        return ("memory", size)
-
-    def free(self, size):
-        self.used -= size
-
-    def free_all_blocks(self):
-        self.held = self.used
-
-
-class _FakeStream:
-    count = 0
-
-    def __init__(self, non_blocking=False, priority=None, ptr=None):
-        _FakeStream.count += 1
-        self.ptr = ptr if ptr is not None else 0x1000 + _FakeStream.count
-        self.done = True
-        self.device_id = 0
-        self.waited = []
-
-    def synchronize(self):
-        pass
-
-    def wait_event(self, event):
-        self.waited.append(event)
-
-    def __enter__(self):
-        _FAKE.current.append(self)
-
-    def __exit__(self, *exc):
-        _FAKE.current.pop()
-
-
-class _FakeEvent:
-    def __init__(self, block=False, disable_timing=True, interprocess=False):
-        self.timing = not disable_timing
-        self.recorded_on = None
-        self.done = True
-
-    def record(self, stream):
-        self.recorded_on = stream
-
-    def synchronize(self):
-        pass
-
-
-class _FakeDevice:
-    def __init__(self, index):
-        self.index = index
-
-    def __enter__(self):
-        self.prev = _FAKE.cuda.runtime.device
-        _FAKE.cuda.runtime.device = self.index
-
-    def __exit__(self, *exc):
-        _FAKE.cuda.runtime.device = self.prev
-
-
-class _FakeCuda:
-    def __init__(self):
-        self.runtime = _FakeRuntime()
-        self.allocator = None
-        self.Device = _FakeDevice
-        self.Stream = _FakeStream
-        self.Stream.null = _FakeStream(ptr=0)
-        self.Event = _FakeEvent
-
-    def set_allocator(self, fn):
-        self.allocator = fn
-
-    def get_current_stream(self):
-        return _FAKE.current[-1] if _FAKE.current else self.Stream.null
-
-    def get_elapsed_time(self, start, end):
-        return 1.5
-
-
-class _FakeRandom:
-    def __init__(self):
-        self.seeds = []
-
-    def seed(self, value=None):
-        self.seeds.append(value)
-
-
-class _FakeCupy:
-    def __init__(self):
-        self.cuda = _FakeCuda()
-        self.random = _FakeRandom()
-        self.pool = _FakePool()
-        self.pinned = _FakePool()
-        self.current = []
-
-    def get_default_memory_pool(self):
-        return self.pool
-
-    def get_default_pinned_memory_pool(self):
-        return self.pinned
-
-    def zeros(self, shape, dtype=None):
-        raise TypeError("Unsupported dtype bfloat16")  # as CuPy 13 answers
-
-
-_FAKE = None
-
-
 @pytest.fixture
 def fake_cupy(monkeypatch):
-    global _FAKE
-    from ember.cuda import _memory
-
-    _FAKE = _FakeCupy()
-    monkeypatch.setattr(_backend, "_cupy", _FAKE)
-    monkeypatch.setattr(_backend, "_cupy_error", None)
-    monkeypatch.setattr(_memory, "_peaks", {})
-    monkeypatch.setattr(_memory, "_tracking", [None])
-    return _FAKE
+    """The NumPy-backed fake CuPy of tests/_fake_cupy.py, in place for one test."""
+    return _fake_cupy.install(monkeypatch)
 
 
 def test_device_queries_through_cupy(fake_cupy):

@@ -564,8 +564,6 @@ def max_pool2d(
     return_indices: bool = False,
 ):
     """Max over windows; the gradient goes to the chosen element (through gather)."""
-    from .._creation import tensor as make_tensor
-
     x, unbatched = _as_4d(input, "max_pool2d")
     kernel = _pair(kernel_size, 2, "kernel_size")
     stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
@@ -618,7 +616,7 @@ def max_pool2d(
         shape=x._data.shape,
         overlap=overlap,
     )
-    indices = make_tensor(index)
+    indices = wrap(index)
     if unbatched:
         out, indices = out.squeeze(0), indices.squeeze(0)
     return (out, indices) if return_indices else out
@@ -750,8 +748,6 @@ def avg_pool2d(
     divisor_override=None,
 ) -> Tensor:
     """Mean over windows, with PyTorch's rules for what the divisor counts."""
-    from .._creation import tensor as make_tensor
-
     x, unbatched = _as_4d(input, "avg_pool2d")
     kernel = _pair(kernel_size, 2, "kernel_size")
     stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
@@ -774,9 +770,9 @@ def avg_pool2d(
     else:
         divisor = inside.sum(-1)
     weights = inside / divisor[..., None]  # (oh, ow, K)
-    picked = x.reshape(n, c, h * w).index_select(2, make_tensor(flat.astype("int64")))
+    picked = x.reshape(n, c, h * w).index_select(2, wrap(flat.astype("int64")))
     picked = picked.reshape(n, c, oh, ow, kernel[0] * kernel[1])
-    out = (picked * make_tensor(weights.astype(x._data.dtype))).sum(-1)
+    out = (picked * wrap(weights.astype(x._data.dtype))).sum(-1)
     return out.squeeze(0) if unbatched else out
 
 
@@ -792,15 +788,13 @@ def _adaptive_matrix(xp, size: int, out: int, dtype):
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Average over adaptive windows, as two small matrix products (rows, then columns)."""
-    from .._creation import tensor as make_tensor
-
     x, unbatched = _as_4d(input, "adaptive_avg_pool2d")
     h, w = x.shape[2:]
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
     oh, ow = oh or h, ow or w
     xp = array_module(x._data)
-    rows = make_tensor(_adaptive_matrix(xp, h, oh, x._data.dtype))
-    cols = make_tensor(_adaptive_matrix(xp, w, ow, x._data.dtype))
+    rows = wrap(_adaptive_matrix(xp, h, oh, x._data.dtype))
+    cols = wrap(_adaptive_matrix(xp, w, ow, x._data.dtype))
     out = rows @ x @ cols.mT
     return out.squeeze(0) if unbatched else out
 
