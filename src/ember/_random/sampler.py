@@ -21,10 +21,14 @@ DistributionTemplates.h, randperm in native/TensorFactories.cpp):
 float64 transforms call the C library's log/log1p/sin/cos/tan/exp per element, as torch does:
 NumPy's vectorised versions differ from them by an ulp for about one value in a thousand.
 
+- gamma, Dirichlet, Poisson, binomial: torch's per-element rejection samplers on scalar
+  float64 uniforms and normals (:mod:`.gamma`, :mod:`.counts`), element after element.
+- multinomial: :mod:`.multinomial`.
+
 ``dtype`` names the tensor the values are for, because torch's stream depends on it; left
-out, it is ember's default floating dtype. Methods torch has no CPU kernel for here (gamma,
-poisson, binomial, choice, ...) fall through to ``numpy.random.Generator`` over the same
-Mersenne Twister, so they stay seeded and advance the same stream, with NumPy's algorithms.
+out, it is ember's default floating dtype. Methods torch has no CPU kernel for (choice, beta,
+...) fall through to ``numpy.random.Generator`` over the same Mersenne Twister, so they stay
+seeded and advance the same stream, with NumPy's algorithms.
 """
 
 from __future__ import annotations
@@ -278,6 +282,36 @@ class TorchSampler:
         shape, n = _count(size)
         return _shaped(_tan(np.pi * (self._unit64(n) - 0.5)), size, shape)
 
+    # --- rejection samplers (torch's serial CPU kernels) ----------------------------------
+    def standard_gamma(self, shape, size=None, dtype=None):
+        """torch._standard_gamma: Gamma(shape, 1) in the float dtype of ``shape``."""
+        from .gamma import standard_gamma
+
+        return standard_gamma(self, _parameter(shape, size, dtype))
+
+    def dirichlet(self, alpha, size=None):
+        """torch._sample_dirichlet over the last axis of ``alpha`` (broadcast to ``size``)."""
+        from .gamma import sample_dirichlet
+
+        alpha = np.asarray(alpha)
+        if size is not None:
+            size = (size,) if np.ndim(size) == 0 else tuple(size)
+            alpha = np.broadcast_to(alpha, size + alpha.shape[-1:])
+        return sample_dirichlet(self, alpha)
+
+    def poisson(self, lam=1.0, size=None, dtype=None):
+        """torch.poisson: counts as floats of ``lam``'s float dtype."""
+        from .counts import poisson
+
+        return poisson(self, _parameter(lam, size, dtype))
+
+    def binomial(self, n, p, size=None, dtype=None):
+        """torch.binomial: draws as floats of ``p``'s float dtype."""
+        from .counts import binomial
+
+        p = _parameter(p, size, dtype)
+        return binomial(self, np.broadcast_to(np.asarray(n), p.shape), p)
+
     def bernoulli(self, p, size=None, dtype=None):
         """Tensor.bernoulli_(p): ``u < p``; float64 uniforms for a scalar or float64 ``p``,
         float32 ones for a float32 probability tensor (torch.bernoulli(probs))."""
@@ -292,6 +326,20 @@ class TorchSampler:
             p_array = p_array.astype(np.float32)
         values = u < p_array
         return values.astype(dtype) if dtype is not None else values
+
+
+def _parameter(values, size, dtype) -> np.ndarray:
+    """A distribution parameter as a float array (its own float dtype kept), broadcast to
+    ``size`` when given."""
+    array = np.asarray(values)
+    if dtype is not None:
+        array = array.astype(_float_dtype(dtype))
+    elif array.dtype.kind != "f":
+        array = array.astype(np.float64)
+    if size is not None:
+        size = (size,) if np.ndim(size) == 0 else tuple(size)
+        array = np.broadcast_to(array, size)
+    return array
 
 
 def _scaled(normals: np.ndarray, mean: float, std: float) -> np.ndarray:

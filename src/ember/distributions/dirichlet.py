@@ -6,7 +6,7 @@ import ember
 
 from .._tensor import Size
 from . import constraints
-from ._sampling import standard_gamma
+from ._sampling import _sample_dirichlet
 from ._special import digamma, lgamma, xlogy
 from .exp_family import ExponentialFamily
 from .utils import one_hot
@@ -17,7 +17,8 @@ __all__ = ["Dirichlet"]
 class Dirichlet(ExponentialFamily):
     """Dirichlet(concentration): density ∏ x_i^(α_i - 1) / B(α) on the simplex.
 
-    ``rsample`` normalises reparameterised gamma draws, so gradients reach ``concentration``.
+    ``rsample`` draws torch's values; gradients reach ``concentration`` through the implicit
+    reparameterisation of each coordinate's Beta marginal (as torch's ``_dirichlet_grad``).
 
     Example::
         >>> ember.distributions.Dirichlet(ember.tensor([1.0, 1.0])).mean
@@ -45,8 +46,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        gammas = standard_gamma(self.concentration.expand(shape))
-        return gammas / gammas.sum(-1, True)
+        return _sample_dirichlet(self.concentration.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:
