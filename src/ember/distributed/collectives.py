@@ -237,6 +237,27 @@ def _group(group):
     return _resolve(group)
 
 
+def _uses_nccl(pg, tensor) -> bool:
+    """Whether ``tensor`` goes through the group's NCCL communicator (CUDA) or MPI (CPU)."""
+    kind = "cpu" if isinstance(tensor._data, np.ndarray) else "cuda"
+    if kind not in pg._device_backends:
+        hint = (
+            "; CUDA tensors need the nccl backend ('nccl' or 'cpu:gloo,cuda:nccl')"
+            if kind == "cuda"
+            else "; CPU tensors need gloo or mpi ('cpu:gloo,cuda:nccl' gives both)"
+        )
+        raise RuntimeError(f"No backend type associated with device type {kind}{hint}")
+    return kind == "cuda"
+
+
+def _nccl_unsupported(pg, tensor, name: str) -> None:
+    if _uses_nccl(pg, tensor):
+        raise RuntimeError(
+            f"ember.distributed: {name} on CUDA tensors is not supported by the nccl backend "
+            "yet; move the tensors to the CPU and use a gloo group"
+        )
+
+
 def _root(pg, rank, group_rank, name: str) -> int:
     if group_rank is not None:
         return group_rank
@@ -256,6 +277,10 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     pg = _group(group)
     if pg is None:
         return None
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        return nccl.all_reduce(pg, tensor, op, async_op)
     MPI = _mpi()
     buf = _Buffer(tensor, reducing=True)
     mpi_op = _mpi_op(op, buf.array.dtype)
@@ -279,6 +304,10 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
     if pg is None:
         return None
     root = _root(pg, src, group_src, "broadcast")
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        return nccl.broadcast(pg, tensor, root, async_op)
     buf = _Buffer(tensor)
     if async_op:
         return Work([pg.comm.Ibcast(buf.raw, root)], buf.written, [tensor])
@@ -296,6 +325,10 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
     from mpi4py import MPI
 
     root = _root(pg, dst, group_dst, "reduce")
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        return nccl.reduce(pg, tensor, root, op, async_op)
     buf = _Buffer(tensor, reducing=True)
     mpi_op = _mpi_op(op, buf.array.dtype)
     is_root = pg.rank() == root
@@ -327,6 +360,10 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     if pg is None:
         return None
     _check_list(tensor_list, pg.size(), "all_gather", "tensor_list")
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        return nccl.all_gather(pg, tensor_list, tensor, async_op)
     src = _Buffer(tensor)
     gathered = np.empty((pg.size(),) + src.array.shape, src.array.dtype)
 
@@ -357,6 +394,10 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     pg = _group(group)
     if pg is None:
         return None
+    if _uses_nccl(pg, input_tensor):
+        from . import nccl
+
+        return nccl.all_gather_into_tensor(pg, output_tensor, input_tensor, async_op)
     src, out = _Buffer(input_tensor), _Buffer(output_tensor)
     _check_sizes(out.array.size, src.array.size, pg.size(), "all_gather_into_tensor")
     if async_op:
@@ -372,6 +413,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     pg = _group(group)
     if pg is None:
         return None
+    if _uses_nccl(pg, input):
+        from . import nccl
+
+        return nccl.reduce_scatter_tensor(pg, output, input, op, async_op)
     src, out = _Buffer(input, reducing=True), _Buffer(output, reducing=True)
     _check_sizes(src.array.size, out.array.size, pg.size(), "reduce_scatter_tensor")
     mpi_op = _mpi_op(op, src.array.dtype)
@@ -397,7 +442,13 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     _check_list(input_list, pg.size(), "reduce_scatter", "input_list")
     from .._tensor import Tensor
 
-    stacked = np.stack([np.asarray(t._data) for t in input_list])
+    if _uses_nccl(pg, output):
+        from .._backend import array_module
+
+        xp = array_module(output._data)
+        stacked = xp.stack([t._data for t in input_list])
+    else:
+        stacked = np.stack([np.asarray(t._data) for t in input_list])
     return reduce_scatter_tensor(output, Tensor._wrap(stacked), op, pg, async_op)
 
 
@@ -407,6 +458,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     pg = _group(group)
     if pg is None:
         return None
+    _nccl_unsupported(pg, tensor, "gather")
     root = _root(pg, 0 if dst is None and group_dst is None else dst, group_dst, "gather")
     src = _Buffer(tensor)
     is_root = pg.rank() == root
@@ -442,6 +494,7 @@ def scatter(
     pg = _group(group)
     if pg is None:
         return None
+    _nccl_unsupported(pg, tensor, "scatter")
     root = _root(pg, 0 if src is None and group_src is None else src, group_src, "scatter")
     out = _Buffer(tensor)
     if pg.rank() == root:
@@ -474,6 +527,7 @@ def all_to_all_single(
     pg = _group(group)
     if pg is None:
         return None
+    _nccl_unsupported(pg, input, "all_to_all_single")
     n = pg.size()
     src, out = _Buffer(input), _Buffer(output)
 
@@ -507,6 +561,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     pg = _group(group)
     if pg is None:
         return None
+    for t in output_tensor_list:
+        _nccl_unsupported(pg, t, "all_to_all")
     requests, outs, sends = [], [], []
     me = pg.rank()
     for peer in range(pg.size()):
@@ -548,6 +604,11 @@ def send(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> None:
     if pg is None:
         return
     peer = _peer(pg, dst, group_dst, "send")
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        nccl.send(pg, tensor, peer)
+        return
     pg.comm.Send(_Buffer(tensor).raw, peer, tag)
 
 
@@ -562,6 +623,13 @@ def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
     source = (
         MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "recv")
     )
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        if source == MPI.ANY_SOURCE:
+            raise RuntimeError("ember.distributed (nccl): recv needs a source rank (src=)")
+        nccl.recv(pg, tensor, source)
+        return pg._ranks[source]
     buf = _Buffer(tensor)
     status = MPI.Status()
     pg.comm.Recv(buf.raw, source, tag, status)
@@ -575,6 +643,10 @@ def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> Work | 
     if pg is None:
         return None
     peer = _peer(pg, dst, group_dst, "isend")
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        return nccl.send(pg, tensor, peer, async_op=True)
     buf = _Buffer(tensor)
     return Work([pg.comm.Isend(buf.raw, peer, tag)], keep=buf)
 
@@ -589,6 +661,12 @@ def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> Work | 
     source = (
         MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "irecv")
     )
+    if _uses_nccl(pg, tensor):
+        from . import nccl
+
+        if source == MPI.ANY_SOURCE:
+            raise RuntimeError("ember.distributed (nccl): irecv needs a source rank (src=)")
+        return nccl.recv(pg, tensor, source, async_op=True)
     buf = _Buffer(tensor)
     statuses = [MPI.Status()]
     work = Work([pg.comm.Irecv(buf.raw, source, tag)], statuses=statuses)

@@ -1,8 +1,10 @@
 """Process groups: the default world, ``new_group``, and the queries about them.
 
 The CPU backends ``"gloo"`` and ``"mpi"`` are both MPI underneath (mpi4py): ``"gloo"`` is accepted
-so PyTorch scripts run unchanged. Under ``mpiexec -n N`` the world is MPI's own; otherwise the
-ranks meet through ``ember.distributed.rendezvous``.
+so PyTorch scripts run unchanged. ``"nccl"`` runs CUDA tensors through ``ember.distributed.nccl``
+(its communicator made on the first CUDA collective, over the same MPI world). Under
+``mpiexec -n N`` the world is MPI's own; otherwise the ranks meet through
+``ember.distributed.rendezvous``.
 """
 
 from __future__ import annotations
@@ -26,9 +28,29 @@ class Backend(str):
 
     def __new__(cls, name: str):
         value = name.lower()
-        if value not in ("gloo", "mpi", "nccl", "undefined"):
+        if ":" in value:  # "cpu:gloo,cuda:nccl": a backend per device type
+            _device_backends(value)
+        elif value not in ("gloo", "mpi", "nccl", "undefined"):
             raise ValueError(f"Invalid backend: '{name}'")
         return str.__new__(cls, value)
+
+
+def _device_backends(name: str) -> dict[str, str]:
+    """Which backend serves which device type, from a backend name."""
+    if ":" not in name:
+        return {"cuda": "nccl"} if name == "nccl" else {"cpu": name}
+    found = {}
+    for part in name.split(","):
+        kind, _, backend = part.strip().partition(":")
+        if kind not in ("cpu", "cuda") or backend not in ("gloo", "mpi", "nccl"):
+            raise ValueError(f"Invalid backend: '{name}'")
+        if (kind == "cuda") != (backend == "nccl"):
+            raise ValueError(
+                f"Invalid backend: '{name}' (ember runs CPU tensors on gloo/mpi and CUDA tensors "
+                "on nccl)"
+            )
+        found[kind] = backend
+    return found
 
 
 class ProcessGroup:
@@ -38,6 +60,12 @@ class ProcessGroup:
         self.comm = comm
         self._backend = backend
         self._ranks = ranks
+        self._device_backends = _device_backends(backend)
+        self.nccl = None  # the NCCL communicator of CUDA collectives, made on first use
+        if "cuda" in self._device_backends:
+            from .nccl import NcclCommunicator
+
+            self.nccl = NcclCommunicator(self)
         self._late_arrivals: list = []  # monitored_barrier's receives from ranks that came late
 
     def rank(self) -> int:
@@ -103,7 +131,10 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    return False
+    """True when CuPy's NCCL bindings and a CUDA GPU are there (the nccl backend)."""
+    from .nccl import is_available as nccl_available
+
+    return nccl_available()
 
 
 def is_torchelastic_launched() -> bool:
@@ -111,7 +142,9 @@ def is_torchelastic_launched() -> bool:
 
 
 def is_backend_available(backend: str) -> bool:
-    """True for the backends ember can run here (gloo and mpi, both on mpi4py)."""
+    """True for the backends ember can run here (gloo and mpi on mpi4py, nccl on CuPy)."""
+    if backend.lower() == "nccl":
+        return is_available() and is_nccl_available()
     return backend.lower() in ("gloo", "mpi") and is_available()
 
 
@@ -162,7 +195,9 @@ def init_process_group(
 ) -> None:
     """Join this process to the default process group.
 
-    ``backend`` is ``"gloo"`` or ``"mpi"`` (both MPI underneath) or None (the CPU backend).
+    ``backend`` is ``"gloo"`` or ``"mpi"`` (both MPI underneath, CPU tensors), ``"nccl"`` (CUDA
+    tensors through CuPy's NCCL), ``"cpu:gloo,cuda:nccl"`` (both), or None (gloo, plus nccl
+    where CuPy sees a GPU).
     ``init_method`` is ``"env://"`` (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``)
     or ``"tcp://host:port"`` or ``"file:///shared/path"`` (a file all ranks can see; removed once
     the ranks have met, so the path can be used again). Each rank must have been started by an
@@ -178,12 +213,14 @@ def init_process_group(
         raise ValueError("trying to initialize the default process group twice!")
     if store is not None:
         raise NotImplementedError("ember.distributed: store= is not supported; use init_method")
-    name = Backend(backend or "gloo")
-    if name == "nccl":
-        raise RuntimeError(
-            "ember.distributed: the nccl backend (CUDA tensors through CuPy) is not available "
-            "yet; use backend='gloo' for CPU tensors"
-        )
+    if backend is None:  # as torch: gloo for CPU tensors, and nccl for CUDA ones if it can
+        name = Backend("cpu:gloo,cuda:nccl" if is_nccl_available() else "gloo")
+    else:
+        name = Backend(backend)
+    if _device_backends(name).get("cuda") == "nccl":
+        from .nccl import check_available
+
+        check_available()
     if not is_available():
         raise RuntimeError(
             "ember.distributed needs mpi4py: pip install 'ember[distributed]' (mpi4py and mpich)"
@@ -234,18 +271,24 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
             raise AssertionError("Process group cannot be None")
         for sub in _subgroups:
             sub._collect_late_arrivals()
+            if sub.nccl is not None:
+                sub.nccl.destroy()
             sub.comm.Free()
         _subgroups.clear()
         from . import watchdog
 
         watchdog.stop()
         _world._collect_late_arrivals()
+        if _world.nccl is not None:
+            _world.nccl.destroy()
         # Disconnect (not Free) so MPI_Finalize at exit does not wait on the other ranks
         _world.comm.Disconnect()
         _world = None
         GroupMember.WORLD = None
     else:
         group._collect_late_arrivals()
+        if group.nccl is not None:
+            group.nccl.destroy()
         group.comm.Free()
         _subgroups.remove(group)
 
