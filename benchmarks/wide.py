@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for w in WORKLOADS.values():
-            print(f"{w.name:28} {w.what}  {w.params or ''}")
+            counts = f"{w.warmup} warm-up + {w.steps} timed steps"
+            print(f"{w.name:32} {w.what}; {counts}; {w.params or ''}")
         return 0
     if args.quick:
         args.rounds, args.check_steps = 1, 2

@@ -341,17 +341,17 @@ def _fwd_bwd(m, shape, forward) -> Step:
     return Step(run, readout)
 
 
-def gelu(m, shape=(16, 512, 512), approximate: str = "none") -> Step:
+def gelu(m, shape=(64, 512, 512), approximate: str = "none") -> Step:
     return _fwd_bwd(m, shape, lambda x: m.nn.functional.gelu(x, approximate=approximate))
 
 
-def layer_norm(m, shape=(16, 512, 512)) -> Step:
+def layer_norm(m, shape=(64, 512, 512)) -> Step:
     norm = m.nn.LayerNorm(shape[-1])
     set_parameters(m, norm)
     return _fwd_bwd(m, shape, norm)
 
 
-def softmax(m, shape=(16, 512, 512)) -> Step:
+def softmax(m, shape=(64, 512, 512)) -> Step:
     return _fwd_bwd(m, shape, lambda x: m.softmax(x, dim=-1))
 
 
@@ -444,25 +444,25 @@ WORKLOADS = _table(
         3,
         50,
     ),
-    Workload("gelu", "F.gelu exact forward+backward", gelu, {"shape": [16, 512, 512]}, 2, 10),
+    Workload("gelu", "F.gelu exact forward+backward", gelu, {"shape": [64, 512, 512]}, 2, 10),
     Workload(
         "gelu-tanh",
         "F.gelu(approximate='tanh') forward+backward",
         gelu,
-        {"shape": [16, 512, 512], "approximate": "tanh"},
+        {"shape": [64, 512, 512], "approximate": "tanh"},
         2,
         10,
     ),
     Workload(
-        "layernorm", "LayerNorm(512) forward+backward", layer_norm, {"shape": [16, 512, 512]}, 2, 10
+        "layernorm", "LayerNorm(512) forward+backward", layer_norm, {"shape": [64, 512, 512]}, 2, 10
     ),
     Workload(
-        "softmax", "softmax(dim=-1) forward+backward", softmax, {"shape": [16, 512, 512]}, 2, 10
+        "softmax", "softmax(dim=-1) forward+backward", softmax, {"shape": [64, 512, 512]}, 2, 10
     ),
     *(
         Workload(
             f"chain50-{label}",
-            f"50-op elementwise chain, {n} elements, forward+backward",
+            f"50-op elementwise chain on {n:,} element{'s' * (n > 1)}, forward+backward",
             chain_step,
             {"shape": [n], "ops": 50},
             10,
