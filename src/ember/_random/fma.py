@@ -14,15 +14,20 @@ _LOW_29, _HALF_29 = np.int64((1 << 29) - 1), np.int64(1 << 28)  # bits a float32
 
 def fma_float32(x: np.ndarray, y, z) -> np.ndarray:
     """float32 ``x*y + z`` with one rounding (x, y, z float32 values)."""
-    product = x.astype(np.float64) * np.float64(y)  # exact: 24 + 24 bits fit in 53
-    total = product + z
+    total = np.multiply(x, y, dtype=np.float64)  # exact: 24 + 24 bits fit in 53
+    total += z
     # rounding the double sum to float32 rounds twice; that can only go wrong when the sum
     # lands exactly halfway between two floats (its low 29 mantissa bits 1000...0)
-    halfway = (total.view(np.int64) & _LOW_29) == _HALF_29
-    if halfway.any():
-        at = np.nonzero(halfway)
-        addend = np.broadcast_to(np.float64(z), total.shape)[at]
-        err = _sum_error(product[at], addend, total[at])
+    low = total.view(np.int64) & _LOW_29
+    if (low == _HALF_29).any():
+        at = np.nonzero(low == _HALF_29)
+        product = np.multiply(
+            np.broadcast_to(x, total.shape)[at],
+            np.broadcast_to(y, total.shape)[at],
+            dtype=np.float64,
+        )
+        addend = np.broadcast_to(np.float64(z) if np.ndim(z) == 0 else z, total.shape)[at]
+        err = _sum_error(product, addend.astype(np.float64), total[at])
         total[at] = _round_to_odd(total[at], err)
     return total.astype(np.float32)
 

