@@ -173,6 +173,7 @@ def case_a_hook_may_replace_the_buffer_and_use_its_state(rank):
 def case_hooks_by_name(rank):
     expected = _reference_grads()
     for register in [
+        lambda d: DDPCommHookType.POWER_SGD.value(model=d, state=None),  # plain at first
         lambda d: DDPCommHookType.ALLREDUCE.value(model=d, state=None),
         lambda d: register_ddp_comm_hook(DDPCommHookType.ALLREDUCE, d),
         lambda d: d._register_builtin_comm_hook(dist.BuiltinCommHookType.ALLREDUCE),
@@ -270,6 +271,83 @@ def case_join_shadows_a_hooks_collectives(rank):
         ref_opt.step()
     for p, q in zip(ddp.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-12)
+
+
+def _powerSGD_steps(rank: int, state, steps: int, record=None) -> tuple:
+    """``steps`` backward passes under PowerSGD; the DDP model and the per-step grads."""
+    from ember.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+
+    ddp = DDP(_model(0))
+    ddp.register_comm_hook(state, powerSGD.powerSGD_hook)
+    grads = []
+    for step in range(steps):
+        x, y = _batch()
+        ddp.zero_grad()
+        F.mse_loss(ddp(_share(x * (step + 1), rank)), _share(y, rank)).backward()
+        grads.append([p.grad.numpy().copy() for p in ddp.parameters()])
+    return ddp, grads
+
+
+def _reference_grads_at(step: int) -> list[np.ndarray]:
+    x, y = _batch()
+    reference = _model(0)
+    F.mse_loss(reference(x * (step + 1)), y).backward()
+    return [p.grad.numpy() for p in reference.parameters()]
+
+
+def case_powerSGD_is_plain_allreduce_before_its_start(rank):
+    from ember.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import PowerSGDState
+
+    state = PowerSGDState(None, start_powerSGD_iter=3)
+    _, grads = _powerSGD_steps(rank, state, 2)
+    assert state.iter == 2 and state.error_dict == {}
+    for step in range(2):
+        for got, want in zip(grads[step], _reference_grads_at(step)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="Expect `start_powerSGD_iter` > 1"):
+        PowerSGDState(None, start_powerSGD_iter=1)
+
+
+def case_powerSGD_at_full_rank_is_the_exact_average(rank):
+    from ember.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import PowerSGDState
+
+    state = PowerSGDState(
+        None,
+        matrix_approximation_rank=16,
+        start_powerSGD_iter=0,
+        min_compression_rate=0.1,  # compress every matrix, even at full rank
+        use_error_feedback=False,
+        warm_start=False,
+    )
+    _, grads = _powerSGD_steps(rank, state, 2)
+    assert state.compression_stats()[1] > 0 and state.p_memory_dict == {}
+    for step in range(2):
+        for got, want in zip(grads[step], _reference_grads_at(step)):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def case_powerSGD_rank_1_with_error_feedback(rank):
+    from ember.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import PowerSGDState
+
+    state = PowerSGDState(None, matrix_approximation_rank=1, start_powerSGD_iter=2)
+    ddp, grads = _powerSGD_steps(rank, state, 4)
+    weights = [g for g in grads[-1] if g.ndim == 2]
+    assert weights and all(np.linalg.matrix_rank(w) == 1 for w in weights)  # rank-1 factors
+    biases, exact = grads[-1][1], _reference_grads_at(3)[1]
+    np.testing.assert_allclose(biases, exact, rtol=1e-10, atol=1e-12)  # vectors: exact
+    everyone = [None] * WORLD_SIZE
+    dist.all_gather_object(everyone, grads[-1])
+    for a, b in zip(*everyone):
+        np.testing.assert_array_equal(a, b)  # every rank got the same gradients
+    # error feedback: what each rank sent plus what it keeps is what it had
+    assert set(state.error_dict) == {0} and state.iter == 4
+    rate, before, after = state.compression_stats()
+    assert rate > 1 and before > after
+    import pickle
+
+    fresh = PowerSGDState(dist.group.WORLD, start_powerSGD_iter=5)
+    copy = pickle.loads(pickle.dumps(fresh))  # as torch's: all but the process group
+    assert copy.process_group is None and copy.start_powerSGD_iter == 5
 
 
 CASES = {
