@@ -91,3 +91,24 @@ def test_comparison_row_gives_median_ratio_and_round_span(wide):
     row.medians = {"ember": [2e-3, 3e-3, 4e-3], "torch": [2e-3, 2e-3, 2e-3]}
     row.check = "agree"
     assert row.row() == ["w", "3.00 ms", "2.00 ms", "1.50", "1.00–2.00", "3", "agree", ""]
+
+
+def test_every_workload_builder_takes_its_parameters(wide):
+    import inspect
+
+    assert len(wide.WORKLOADS) == 30
+    for name, workload in wide.WORKLOADS.items():
+        assert workload.name == name
+        inspect.signature(workload.build).bind(None, **workload.params)
+
+
+def test_param_overrides_and_selection(wide):
+    assert wide.overrides(["shape=16,512,512", "sparse=true", "mode=no_grad"]) == {
+        "shape": [16, 512, 512],
+        "sparse": True,
+        "mode": "no_grad",
+    }
+    names = [w.name for w in wide.select("chain50-*,hvp")]
+    assert names == ["chain50-1", "chain50-1e3", "chain50-1e5", "chain50-1e6", "hvp"]
+    with pytest.raises(SystemExit, match="matches none of"):
+        wide.select("no-such-*")
