@@ -39,7 +39,9 @@ def _index_array(xp, k, op: str):
     else:
         data = k
     if hasattr(data, "dtype"):
-        if data.dtype.kind == "f":
+        if data.dtype.kind == "i" and data.dtype.itemsize < 4 and data.ndim == 0:
+            data = data.astype(dt.int64.np)  # a 0-d tensor of any integer type reads as an int
+        if data.dtype.kind not in "biu" or (data.dtype.kind == "i" and data.dtype.itemsize < 4):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if data.dtype.kind == "u" and data.dtype.itemsize == 1:
             data = data.astype(bool)
@@ -238,23 +240,43 @@ def _along_dim_key(xp, index, dim: int) -> tuple:
     return tuple(key)
 
 
+_INDEX_DTYPES = (dt.int64.np, dt.int32.np)
+
+
 def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=None) -> None:
+    """PyTorch's checks of gather/scatter's index: dtype, rank, sizes, then bounds."""
     idx = index._data
-    if idx.dtype != dt.int64.np:
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
-    if idx.ndim != input._data.ndim and not (idx.ndim <= 1 and input._data.ndim <= 1):
+    if idx.dtype not in _INDEX_DTYPES:
+        raise RuntimeError(
+            f"{'gather' if op == 'gather' else 'scatter'}(): Expected dtype int32/int64 for index"
+        )
+    if idx.size == 0:
+        return
+    shape = input._data.shape
+    if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
         which = "input" if op == "gather" else "self"
         raise RuntimeError(
             f"Index tensor must have the same number of dimensions as {which} tensor"
         )
+    src_shape = src._data.shape if isinstance(src, Tensor) else None
+    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     for k in range(idx.ndim):
-        if k != dim and idx.shape[k] > input._data.shape[k]:
+        too_big_self = k != dim and k < len(shape) and idx.shape[k] > shape[k]
+        too_big_src = src_shape is not None and k < len(src_shape) and idx.shape[k] > src_shape[k]
+        if op == "gather" and too_big_self:
             raise RuntimeError(
                 f"Size does not match at dimension {k} expected index {list(idx.shape)} to be "
-                f"smaller than self {list(input._data.shape)} apart from dimension {dim}"
+                f"no larger than self {list(shape)} apart from dimension {dim}"
+            )
+        if op != "gather" and (too_big_self or too_big_src):
+            raise RuntimeError(
+                f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} "
+                f"apart from dimension {dim} and to be no larger size than src "
+                f"{list(src_shape if src_shape is not None else idx.shape)}"
             )
     if idx.size:
-        size = input._data.shape[dim] if input._data.ndim else 1
+        size = shape[dim] if shape else 1
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= size:  # negative indices do not wrap here, as in PyTorch
             raise RuntimeError(
@@ -271,9 +293,12 @@ class GatherBackward0(Node):
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "gather")
-    _check_index_tensor("gather", input, d, index)
     xp = array_module(input._data)
     data = input._data
+    if index._data.size == 0:  # PyTorch checks nothing more for an empty index
+        out = xp.empty(index._data.shape, dtype=data.dtype)
+        return result(GatherBackward0, out, (input,), shape=data.shape, dim=d, index=index)
+    _check_index_tensor("gather", input, d, index)
     if data.ndim == 0:
         return result(
             GatherBackward0,
@@ -283,8 +308,10 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
             dim=d,
             index=index,
         )
-    key = _along_dim_key(xp, index._data, d)
-    return result(GatherBackward0, data[key], (input,), shape=data.shape, dim=d, index=index)
+    idx = index._data
+    key = _along_dim_key(xp, idx.reshape(1) if idx.ndim == 0 else idx, d)
+    out = data[key].reshape(idx.shape)
+    return result(GatherBackward0, out, (input,), shape=data.shape, dim=d, index=index)
 
 
 def _embed(small: Tensor, shape: tuple) -> Tensor:
@@ -328,7 +355,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     if src is None:
         src = value
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter")
-    _check_index_tensor("scatter", input, d, index)
+    _check_index_tensor("scatter", input, d, index, src)
+    if index._data.size == 0:  # nothing is written (and nothing more is checked)
+        return input.clone()
     xp = array_module(input._data)
     out = input._data.copy()
     key = _along_dim_key(xp, index._data, d) if out.ndim else ()
@@ -358,7 +387,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_add")
-    _check_index_tensor("scatter_add", input, d, index)
+    _check_index_tensor("scatter_add", input, d, index, src)
+    if index._data.size == 0:
+        return input.clone()
     xp = array_module(input._data)
     out = input._data.copy()
     key = _along_dim_key(xp, index._data, d) if out.ndim else ()
@@ -368,16 +399,14 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     )
 
 
-def _check_index_vector(op: str, input: Tensor, dim: int, index: Tensor) -> None:
-    idx = index._data
-    if idx.ndim > 1:
-        raise IndexError(f"{op}(): Index is supposed to be a vector")
-    if idx.dtype.kind not in "iu":
-        raise IndexError(f"{op}(): Expected dtype int32/int64 for index")
-    size = input._data.shape[dim] if input._data.ndim else 1
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):  # no wrapping, as torch
-        bad = int(idx.max()) if int(idx.max()) >= size else int(idx.min())
-        raise IndexError(f"index out of range in self ({op}: index {bad}, size {size})")
+def _out_of_range(idx, size: int):
+    """The first index outside [0, size), or None (index_select and index_add never wrap)."""
+    if idx.size == 0:
+        return None
+    lo, hi = int(idx.min()), int(idx.max())
+    if lo >= 0 and hi < size:
+        return None
+    return hi if hi >= size else lo
 
 
 class IndexSelectBackward0(Node):
@@ -387,14 +416,28 @@ class IndexSelectBackward0(Node):
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_select")
-    _check_index_vector("index_select", input, d, index)
-    xp = array_module(input._data)
-    idx = index._data.reshape(-1)
-    data = input._data
-    out = (
-        xp.take(data, idx, axis=d) if data.ndim else data.reshape(1)[idx].reshape(index._data.shape)
-    )
+    data, idx = input._data, index._data
+    d = wrap_dim(dim, builtins.max(data.ndim, 1), "index_select")
+    if idx.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if idx.dtype not in _INDEX_DTYPES:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if data.ndim == 0 and idx.size != 1:
+        raise RuntimeError(
+            f"index_select(): Index to scalar can have only 1 value, got {idx.size} value(s)"
+        )
+    size = data.shape[d] if data.ndim else 1
+    bad = _out_of_range(idx, size)
+    if bad is not None:
+        # PyTorch's kernels differ in how they say it: IndexError from the vector and dim-0
+        # kernels, RuntimeError from the others and from the empty-tensor check
+        if data.ndim > 1 and (data.size == 0 or d != 0):
+            if size == 0:
+                raise RuntimeError("index_select(): self indexing axis dim should be positive")
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
+        raise IndexError(f"index out of range in self (index_select: index {bad}, size {size})")
+    xp = array_module(data)
+    out = xp.take(data, idx.reshape(-1), axis=d) if data.ndim else data.copy()
     return result(IndexSelectBackward0, out, (input,), shape=data.shape, dim=d, index=index)
 
 
@@ -411,9 +454,19 @@ class IndexAddBackward0(Node):
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_add")
-    _check_index_vector("index_add", input, d, index)
+    _check_index_add(input, d, index, source)
     xp = array_module(input._data)
     out = input._data.copy()
+    if out.size == 0:
+        return result(
+            IndexAddBackward0,
+            out,
+            (input, source),
+            dim=d,
+            index=index,
+            alpha=alpha,
+            src_shape=source._data.shape,
+        )
     src = source._data if alpha == 1 else source._data * alpha
     src = src.astype(out.dtype, copy=False)
     if out.ndim == 0:
@@ -429,6 +482,49 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         alpha=alpha,
         src_shape=source._data.shape,
     )
+
+
+def _check_index_add(input: Tensor, d: int, index: Tensor, source: Tensor) -> None:
+    data, idx, src = input._data, index._data, source._data
+    if idx.ndim > 1:
+        raise IndexError(
+            f"index_add_(): Index is supposed to be a vector, but got dim: {idx.ndim} with "
+            f"type: {index.dtype.legacy_name} and size: {list(idx.shape)}"
+        )
+    if idx.dtype not in _INDEX_DTYPES:
+        raise RuntimeError(
+            f"index_add_(): Expected dtype int32/int64 for index but got: {index.dtype.legacy_name}"
+        )
+    if src.dtype != data.dtype:
+        raise RuntimeError(
+            f"index_add_(): self ({input.dtype.legacy_name}) and source "
+            f"({source.dtype.legacy_name}) must have the same scalar type"
+        )
+    if src.ndim and d >= src.ndim:
+        raise RuntimeError(
+            f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim "
+            f"{src.ndim}"
+        )
+    along = src.shape[d] if src.ndim else 1
+    if idx.size != along:
+        raise RuntimeError(
+            f"index_add_(): Number of indices ({idx.size}) should be equal to "
+            f"source.size(dim): ({along}), for dim: {d}"
+        )
+    rest_self = [s for k, s in enumerate(data.shape) if k != d]
+    rest_src = [s for k, s in enumerate(src.shape) if k != d]
+    if rest_self != rest_src or data.ndim != src.ndim:
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(data.shape)} source.shape = {list(src.shape)}"
+        )
+    size = data.shape[d] if data.ndim else 1
+    bad = _out_of_range(idx, size)
+    if bad is None or (data.ndim > 1 and data.size == 0):  # PyTorch skips an empty self
+        return
+    if data.ndim <= 1 or idx.dtype != dt.int64.np:  # PyTorch's int32 kernel says IndexError
+        raise IndexError(f"index out of range in self (index_add: index {bad}, size {size})")
+    raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
@@ -518,16 +614,44 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
+    if indices._data.ndim != input._data.ndim:
+        raise RuntimeError(
+            "torch.take_along_dim(): input and indices should have the same number of "
+            f"dimensions, but got {input._data.ndim} dimensions for input, and "
+            f"{indices._data.ndim} dimensions for indices"
+        )
+    if indices._data.dtype != dt.int64.np:
+        raise RuntimeError(
+            "torch.take_along_dim(): dtype of indices should be Long but got "
+            f"{indices.dtype.legacy_name}"
+        )
+    if input._data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, input._data.ndim, "take_along_dim")
     a_shape, i_shape = list(input.shape), list(indices.shape)
     a_shape[d], i_shape[d] = 1, 1
     common = list(broadcast_shapes(a_shape, i_shape))
     a_target, i_target = list(common), list(common)
     a_target[d], i_target[d] = input.shape[d], indices.shape[d]
+    idx = indices._data
+    if idx.size and int(idx.min()) < 0:  # negative indices count from the end here
+        idx = array_module(idx).where(idx < 0, idx + input.shape[d], idx)
+        indices = wrap(idx)
     return gather(input.expand(a_target), d, indices.expand(i_target))
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
+    idx = index._data
+    if idx.dtype != dt.int64.np:
+        raise RuntimeError(
+            f"take(): Expected a long tensor for index, but got {index.dtype.legacy_name}"
+        )
+    n = input._data.size
+    if idx.size and n == 0:
+        raise IndexError("take(): tried to take from an empty tensor")
+    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
+        bad = int(idx.max()) if int(idx.max()) >= n else int(idx.min())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
     return getitem(input.reshape(-1), index)
 
 

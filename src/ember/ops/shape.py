@@ -142,6 +142,8 @@ def _alias(input: Tensor) -> Tensor:
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     shape = input._data.shape
     if not shape:
+        wrap_dim(start_dim, 1, "flatten")
+        wrap_dim(end_dim, 1, "flatten")
         return reshape(input, (1,))
     s = wrap_dim(start_dim, len(shape), "flatten")
     e = wrap_dim(end_dim, len(shape), "flatten")
@@ -166,9 +168,18 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
         new = tuple(s for s in shape if s != 1)
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dims = {wrap_dim(d, len(shape), "squeeze") for d in dims}
+        dims = _distinct_dims([wrap_dim(d, len(shape), "squeeze") for d in dims])
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
     return reshape(input, new)
+
+
+def _distinct_dims(dims: list) -> set:
+    seen = set()
+    for d in dims:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    return seen
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -192,6 +203,8 @@ class TransposeBackward0(Node):
 
 def permute(input: Tensor, *dims) -> Tensor:
     data = input._data
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
     if len(dims) != data.ndim:
         raise RuntimeError(
@@ -211,6 +224,8 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     data = input._data
     n = data.ndim
     d0, d1 = wrap_dim(dim0, n, "transpose"), wrap_dim(dim1, n, "transpose")
+    if n == 0:  # dims 0 and -1 of a scalar: nothing moves
+        return _alias(input)
     axes = list(range(n))
     axes[d0], axes[d1] = axes[d1], axes[d0]
     out = data.transpose(axes)
@@ -242,6 +257,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
         )
     src = [wrap_dim(d, n, "movedim") for d in src]
     dst = [wrap_dim(d, n, "movedim") for d in dst]
+    if n == 0:
+        return _alias(input)
     order = [d for d in range(n) if d not in src]
     for position, d in sorted(zip(dst, src)):
         order.insert(position, d)
@@ -397,10 +414,18 @@ def cat(tensors, dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    # the result dtype comes from every tensor, even the skipped ones
+    rt = tensors[0].dtype
+    for t in tensors[1:]:
+        rt = dt.promote_types(rt, t.dtype)
     # PyTorch skips 1-d empty tensors, a legacy rule kept for compatibility
     kept = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
     if not kept:
-        return tensors[0].clone()
+        out = tensors[0].clone()
+        return out if out.dtype is rt else out.to(rt)
     ref = kept[0]._data
     d = wrap_dim(dim, ref.ndim, "cat")
     for i, t in enumerate(kept):
@@ -416,9 +441,6 @@ def cat(tensors, dim: int = 0) -> Tensor:
                     f"{ref.shape[j]} but got size {tdata.shape[j]} for tensor number {i} in "
                     "the list."
                 )
-    rt = kept[0].dtype
-    for t in kept[1:]:
-        rt = dt.promote_types(rt, t.dtype)
     kept = [t if t._data.dtype == rt.np else t.to(rt) for t in kept]
     xp = array_module(ref)
     out = xp.concatenate([t._data for t in kept], axis=d)
@@ -433,13 +455,13 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
+    d = wrap_dim(dim, len(shape) + 1, "stack")
     for i, t in enumerate(tensors):
         if t._data.shape != shape:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
                 f"and {list(t._data.shape)} at entry {i}"
             )
-    d = wrap_dim(dim, len(shape) + 1, "stack")
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 
@@ -469,12 +491,18 @@ class SliceBackward0(Node):
 
 def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     data = input._data
+    if data.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, data.ndim, "narrow")
     start = int(start)
     size = data.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
     if start < 0:
         start += size
-    if start < 0 or length < 0 or start + length > size:
+    if length < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * d + (slice(start, start + length),)
     node = result(
@@ -521,12 +549,18 @@ def slice_scatter(
 
 
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
+    if tensor._data.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     size = tensor._data.shape[wrap_dim(dim, tensor._data.ndim, "split")]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0 and size:
+        if step < 0:
             raise RuntimeError(
                 f"split expects split_size be non-negative, but got split_size={step}"
+            )
+        if step == 0 and size:
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
             )
         sizes = [builtins.min(step, size - i) for i in range(0, size, step)] if size else [0]
     else:
@@ -544,11 +578,14 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0):
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     size = input._data.shape[wrap_dim(dim, input._data.ndim, "chunk")]
-    step = -(-size // chunks) if size else 1
-    return split(input, step, dim)
+    if size == 0:  # an empty dim gives `chunks` empty pieces
+        return tuple(narrow(input, dim, 0, 0) for _ in range(chunks))
+    return split(input, -(-size // chunks), dim)
 
 
 class SelectBackward0(Node):
@@ -605,8 +642,9 @@ def flip(input: Tensor, *dims) -> Tensor:
         dims = dims[0]
     dims = tuple(dims)
     dims = tuple(wrap_dim(d, data.ndim, "flip") for d in dims)
+    _distinct_dims(dims)
     xp = array_module(data)
-    out = xp.flip(data, dims).copy() if dims else data.copy()
+    out = xp.flip(data, dims).copy() if dims and data.ndim else data.copy()
     return result(FlipBackward0, out, (input,), dims=dims)
 
 
@@ -636,6 +674,10 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
         raise RuntimeError(
             f"shifts and dimensions must align. shifts: {len(shifts_t)}, dims:{len(dims_t)}"
         )
+    if data.size == 0:  # PyTorch returns an empty tensor before looking at dims
+        return result(RollBackward0, data.copy(), (input,), shifts=(), dims=())
+    if data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims_t[0]} but tensor has no dimensions")
     dims_t = tuple(wrap_dim(d, data.ndim, "roll") for d in dims_t)
     out = xp.roll(data, shifts_t, dims_t)
     return result(RollBackward0, out, (input,), shifts=shifts_t, dims=dims_t)
