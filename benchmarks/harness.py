@@ -267,20 +267,25 @@ def _worker(spec: dict) -> dict:
         return probe(spec["probe"])
     lib = importlib.import_module(spec["lib"])
     workload = importlib.import_module(spec["table"]).WORKLOADS[spec["workload"]]
+    # recorded under the default filters (once per place), so a warning per step costs no more
+    # than it would in a user's program
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
         step = workload.build(lib, **spec["params"])
         times = time_steps(step.run, spec["warmup"], spec["steps"])
     result = {"times": times, "median": statistics.median(times), "readout": step.readout()}
+    others = [name for name in ("ember", "torch") if name != spec["lib"] and name in sys.modules]
+    if others:  # the point of a worker is one library per process
+        result["notes"] = [f"{', '.join(others)} also imported in the {spec['lib']} worker"]
     compiled = getattr(step, "compiled", None)
     if compiled is not None:
         counts = {k: getattr(compiled, k) for k in ("recordings", "replays", "fallbacks")}
         result["compile"] = counts
         # a recording or two during warm-up is normal (gradients appear after the first step)
-        result["notes"] = [f"ember.compile: {counts['replays']} replays"]
+        notes = [f"ember.compile: {counts['replays']} replays"]
         if not compiled.replays:
             said = {str(w.message) for w in caught if type(w.message).__name__ == "CompileWarning"}
-            result["notes"] = ["ember.compile never replayed, ran eagerly", *sorted(said)]
+            notes = ["ember.compile never replayed, ran eagerly", *sorted(said)]
+        result["notes"] = result.get("notes", []) + notes
     return result
 
 
