@@ -2,13 +2,14 @@
 LSTM projections, PackedSequence inputs).
 
 Padded and packed inputs run through one loop: the input is a (rows, features) matrix whose
-time step t occupies ``batch_sizes[t]`` consecutive rows (all of the batch when padded). The
-input projections of every step are one matrix product; the recurrence is a loop over time
-steps of ember ops, so gradients (and higher ones) come from the op table.
+time step t occupies ``batch_sizes[t]`` consecutive rows (all of the batch when padded). Each
+layer and direction is one graph node over the whole sequence (``ops.rnn.rnn_sequence``: NumPy
+kernels forward and backward); its composite of ember step ops below gives double backward.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -17,6 +18,7 @@ from ... import _creation
 from ..._tensor import Tensor
 from ...ops.indexing import index_select
 from ...ops.linalg import linear
+from ...ops.rnn import rnn_sequence
 from ...ops.shape import cat, stack
 from .. import functional as F
 from .. import init
@@ -37,6 +39,32 @@ from .rnn_cells import (
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _composite_direction(
+    mode: str, batch_sizes, offsets, reverse: bool, data, h, c, w_ih, w_hh, b_ih, b_hh, w_hr
+):
+    """One layer in one direction as a loop of ember ops (the step functions): what the fused
+    node differentiates under ``create_graph``, and the path for other dtypes."""
+    proj = linear(data, w_ih, b_ih)  # every time step at once
+    full = h.shape[0]
+    steps = len(batch_sizes)
+    outs = [None] * steps
+    for t in reversed(range(steps)) if reverse else range(steps):
+        rows = batch_sizes[t]
+        gates_x = proj[offsets[t] : offsets[t] + rows]
+        h_t = h if rows == full else h[:rows]
+        if mode == "LSTM":
+            c_t = c if rows == full else c[:rows]
+            h_new, c_new = lstm_step(gates_x, h_t, c_t, w_hh, b_hh, w_hr)
+            c = c_new if rows == full else cat([c_new, c[rows:]], 0)
+        elif mode == "GRU":
+            h_new = gru_step(gates_x, h_t, w_hh, b_hh)
+        else:
+            h_new = rnn_step(gates_x, h_t, w_hh, b_hh, mode == "RNN_RELU")
+        outs[t] = h_new
+        h = h_new if rows == full else cat([h_new, h[rows:]], 0)
+    return cat(outs, 0), h, c
 
 
 class RNNBase(Module):
@@ -166,30 +194,19 @@ class RNNBase(Module):
     def _run_direction(self, data, batch_sizes, offsets, h, c, suffix: str, reverse: bool):
         """One layer in one direction over the (rows, features) input; returns outputs and
         the final states (rows of finished sequences keep their last state)."""
-        w_ih = getattr(self, "weight_ih" + suffix)
-        w_hh = getattr(self, "weight_hh" + suffix)
-        b_ih = getattr(self, "bias_ih" + suffix) if self.bias else None
-        b_hh = getattr(self, "bias_hh" + suffix) if self.bias else None
-        w_hr = getattr(self, "weight_hr" + suffix) if self.proj_size else None
-        proj = linear(data, w_ih, b_ih)  # every time step at once
-        full = h.shape[0]
-        steps = len(batch_sizes)
-        outs = [None] * steps
-        for t in reversed(range(steps)) if reverse else range(steps):
-            rows = batch_sizes[t]
-            gates_x = proj[offsets[t] : offsets[t] + rows]
-            h_t = h if rows == full else h[:rows]
-            if self.mode == "LSTM":
-                c_t = c if rows == full else c[:rows]
-                h_new, c_new = lstm_step(gates_x, h_t, c_t, w_hh, b_hh, w_hr)
-                c = c_new if rows == full else cat([c_new, c[rows:]], 0)
-            elif self.mode == "GRU":
-                h_new = gru_step(gates_x, h_t, w_hh, b_hh)
-            else:
-                h_new = rnn_step(gates_x, h_t, w_hh, b_hh, self.mode == "RNN_RELU")
-            outs[t] = h_new
-            h = h_new if rows == full else cat([h_new, h[rows:]], 0)
-        return cat(outs, 0), h, c
+        weights = (
+            getattr(self, "weight_ih" + suffix),
+            getattr(self, "weight_hh" + suffix),
+            getattr(self, "bias_ih" + suffix) if self.bias else None,
+            getattr(self, "bias_hh" + suffix) if self.bias else None,
+            getattr(self, "weight_hr" + suffix) if self.proj_size else None,
+        )
+        composite = functools.partial(
+            _composite_direction, self.mode, batch_sizes, offsets, reverse
+        )
+        return rnn_sequence(
+            self.mode, data, h, c, weights, batch_sizes, offsets, reverse, composite
+        )
 
     def forward(self, input: Tensor | PackedSequence, hx=None):
         """Run the layers over ``input`` (L, N, H_in) (or (N, L, H_in) with batch_first,
