@@ -212,6 +212,17 @@ def case_require_backward_grad_sync_is_what_no_sync_sets(rank):
     assert everyone[0] != everyone[1]  # not synchronised
 
 
+def case_half_precision_gradients_are_averaged(rank):
+    for dtype in (ember.float16, ember.bfloat16):
+        ember.manual_seed(0)
+        ddp = DDP(nn.Linear(4, 2).to(dtype))
+        x = ember.ones(3, 4, dtype=dtype) * (rank + 1)
+        ddp(x).sum().backward()  # d/dW = 3 (rank + 1) per entry: averaged, 4.5
+        assert ddp.module.weight.grad.dtype == dtype
+        assert ddp.module.weight.grad.float().tolist() == [[4.5] * 4] * 2
+        assert ddp.module.bias.grad.float().tolist() == [3.0, 3.0]
+
+
 CASES = {
     name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }

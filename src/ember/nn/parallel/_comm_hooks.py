@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import inspect
 
-import numpy as np
-
 
 def check_comm_hook(hook) -> None:
     """torch's checks of a hook before it is registered: callable, with sensible annotations."""
@@ -58,7 +56,7 @@ def run_comm_hook(comm_hook: tuple, bucket, bucket_count: int):
     return fut
 
 
-def comm_hook_result(fut, bucket) -> np.ndarray:
+def comm_hook_result(fut, bucket):
     """The flat gradients a hook's Future gives, checked against the bucket's size."""
     from ..._tensor import Tensor
 
@@ -69,10 +67,6 @@ def comm_hook_result(fut, bucket) -> np.ndarray:
             f"the bucket's gradients as one tensor of {bucket.size} elements"
         )
     data = value._data
-    if not isinstance(data, np.ndarray):
-        import cupy
-
-        data = cupy.asnumpy(data)
     if data.size != bucket.size:
         raise RuntimeError(
             f"DDP communication hook: the Future's tensor has {data.size} elements but bucket "

@@ -46,12 +46,26 @@ _FIRST_BUCKET_BYTES = 2**20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 class _Bucket:
     """Parameters whose gradients travel in one allreduce."""
 
-    __slots__ = ("index", "params", "offsets", "size", "dtype", "left", "flat", "views", "work")
+    __slots__ = (
+        "index",
+        "params",
+        "offsets",
+        "size",
+        "dtype",
+        "xp",
+        "left",
+        "flat",
+        "views",
+        "work",
+    )
 
     def __init__(self, index: int, params: list, dtype):
+        from ..._backend import array_module
+
         self.index = index
         self.params = params
         self.dtype = dtype
+        self.xp = array_module(params[0]._data)  # NumPy, or CuPy for a module on a GPU
         self.offsets, total = [], 0
         for p in params:
             self.offsets.append(total)
@@ -60,36 +74,40 @@ class _Bucket:
         self.left = len(params)
         self.flat = None  # the gradients side by side, reduced in one collective
         self.views = None  # with gradient_as_bucket_view: each parameter's part of ``flat``
-        self.work = None  # the MPI request, or the comm hook's Future
+        self.work = None  # the allreduce's Work, or the comm hook's Future
 
-    def new_flat(self) -> np.ndarray:
+    def new_flat(self):
         """The buffer of this backward: a fresh one, or the persistent one ``.grad`` views."""
         if self.views is None:
-            return np.zeros(self.size, self.dtype)
+            return self.xp.zeros(self.size, self.dtype)
         return self.flat
 
     def make_views(self) -> None:
         """Keep ``flat`` across iterations and cut one view per parameter out of it."""
-        self.flat = np.zeros(self.size, self.dtype)
+        self.flat = self.xp.zeros(self.size, self.dtype)
         self.views = [
             self.flat[at : at + p._data.size].reshape(p._data.shape)
             for p, at in zip(self.params, self.offsets)
         ]
 
 
-@watched
-def _coalesced_broadcast(comm, tensors: list, root: int = 0) -> None:
-    """Broadcast many arrays as one message per dtype, in place."""
-    by_dtype: dict = {}
+def _coalesced_broadcast(pg, tensors: list, root: int = 0) -> None:
+    """Broadcast many tensors from group rank ``root`` as one message per device and dtype."""
+    from ..._backend import array_module
+    from ..._tensor import Tensor
+    from ...distributed.collectives import broadcast
+
+    by_kind: dict = {}
     for t in tensors:
-        by_dtype.setdefault(t._data.dtype.str, []).append(t)
-    for group in by_dtype.values():
-        flat = np.concatenate([np.ravel(t._data) for t in group])
-        comm.Bcast(flat.reshape(-1).view(np.uint8), root)
+        by_kind.setdefault((str(t.device), t._data.dtype.str), []).append(t)
+    for group in by_kind.values():
+        xp = array_module(group[0]._data)
+        flat = xp.concatenate([t._data.reshape(-1) for t in group])
+        broadcast(Tensor._wrap(flat), group=pg, group_src=root)
         at = 0
         for t in group:
             n = t._data.size
-            np.copyto(t._data, flat[at : at + n].reshape(t._data.shape))
+            xp.copyto(t._data, flat[at : at + n].reshape(t._data.shape))
             t._vc[0] += 1
             at += n
 
@@ -151,7 +169,7 @@ class DistributedDataParallel(Module):
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
         self._params = params
         self._check_same_shapes(pg, params)
-        _coalesced_broadcast(pg.comm, params + list(module.buffers()))
+        _coalesced_broadcast(pg, params + list(module.buffers()))
         self._buckets, self._where = self._make_buckets(params)
         self._syncing = False  # a backward whose gradients must be reduced is expected
         self._joining = False  # inside join(): forwards take part in the join rounds
@@ -253,7 +271,7 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers and self.require_forward_param_sync:
             buffers = list(self.module.buffers())
             if buffers and self.process_group.size() > 1:
-                _coalesced_broadcast(self.process_group.comm, buffers, self._buffer_root)
+                _coalesced_broadcast(self.process_group, buffers, self._buffer_root)
 
     def _reset(self) -> None:
         self._next_bucket = 0
@@ -295,12 +313,10 @@ class DistributedDataParallel(Module):
             if g is None:
                 part[...] = 0
             else:
-                part[...] = np.ravel(g._data)
+                part[...] = g._data.reshape(-1)
         bucket.flat = flat
         if self._comm_hook is None:
-            from mpi4py import MPI
-
-            bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, flat, MPI.SUM)
+            bucket.work = _all_reduce_async(flat, self.process_group)
         else:
             bucket.work = run_comm_hook(self._comm_hook, bucket, len(self._buckets))
 
@@ -308,7 +324,7 @@ class DistributedDataParallel(Module):
     def _finish(self) -> None:
         for bucket in self._buckets:
             if self._comm_hook is None:
-                bucket.work.Wait()
+                bucket.work.wait()
                 reduced = bucket.flat
                 reduced /= self._divisor
             else:  # the hook averaged (or whatever it does): its result is the gradient
@@ -320,13 +336,13 @@ class DistributedDataParallel(Module):
         self._syncing = False
         self._ready = [False] * len(self._params)
 
-    def _write_back(self, bucket: _Bucket, reduced: np.ndarray) -> None:
+    def _write_back(self, bucket: _Bucket, reduced) -> None:
         """Put the reduced gradients into ``.grad`` (or the bucket views that ``.grad`` is)."""
         from ..._tensor import Tensor
 
         views = bucket.views
         if views is not None and reduced is not bucket.flat:
-            np.copyto(bucket.flat, reduced, casting="unsafe")
+            bucket.xp.copyto(bucket.flat, reduced, casting="unsafe")
             reduced = bucket.flat
         for slot, (p, at) in enumerate(zip(bucket.params, bucket.offsets)):
             part = reduced[at : at + p._data.size].reshape(p._data.shape)
@@ -341,8 +357,8 @@ class DistributedDataParallel(Module):
                     g._vc[0] += 1
             elif g is None:
                 p.grad = Tensor._wrap(part.astype(p._data.dtype, copy=True))
-            elif g._data.flags.writeable and g._data.dtype == part.dtype:
-                np.copyto(g._data, part)
+            elif getattr(g._data.flags, "writeable", True) and g._data.dtype == part.dtype:
+                bucket.xp.copyto(g._data, part)
                 g._vc[0] += 1
             else:
                 p.grad = Tensor._wrap(part.astype(g._data.dtype))
@@ -486,21 +502,21 @@ class DistributedDataParallel(Module):
 
     def _shadow_reduction(self) -> None:
         """Take part in the others' bucket reductions with zero gradients."""
-        from mpi4py import MPI
-
         if self._comm_hook is not None:  # the hook's collectives, on zeros
             for bucket in self._buckets:
                 shadow = _Bucket(bucket.index, bucket.params, bucket.dtype)
-                shadow.flat = np.zeros(bucket.size, bucket.dtype)
+                shadow.flat = bucket.xp.zeros(bucket.size, bucket.dtype)
                 comm_hook_result(run_comm_hook(self._comm_hook, shadow, len(self._buckets)), shadow)
             return
-        comm = self.process_group.comm
-        zeros = [np.zeros(b.size, b.dtype) for b in self._buckets]
-        MPI.Request.Waitall([comm.Iallreduce(MPI.IN_PLACE, z, MPI.SUM) for z in zeros])
+        works = [
+            _all_reduce_async(b.xp.zeros(b.size, b.dtype), self.process_group)
+            for b in self._buckets
+        ]
+        for work in works:
+            work.wait()
 
     @watched
     def _shadow_until_all_joined(self) -> None:
-        comm = self.process_group.comm
         while True:
             states = self._join_round(_JOINED)
             if all(s == _JOINED for s in states):
@@ -510,10 +526,18 @@ class DistributedDataParallel(Module):
                 self._shadow_reduction()
         # the ranks may have drifted (a divisor that is not the world size): take the last one's
         last = self._last_active[-1] if self._last_active else 0
-        _coalesced_broadcast(comm, self._params + list(self.module.buffers()), last)
+        _coalesced_broadcast(self.process_group, self._params + list(self.module.buffers()), last)
 
 
 _JOINED, _ACTIVE, _SYNCING = 0, 1, 2  # a rank's answer in a join round
+
+
+def _all_reduce_async(flat, pg):
+    """Start summing the flat array over the group (MPI for CPU arrays, NCCL for CUDA ones)."""
+    from ..._tensor import Tensor
+    from ...distributed.collectives import all_reduce
+
+    return all_reduce(Tensor._wrap(flat), group=pg, async_op=True)
 
 
 def _device_index(device) -> int:
