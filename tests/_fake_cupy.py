@@ -402,12 +402,25 @@ def ascontiguousarray(a, dtype=None):
     return _wrap(np.ascontiguousarray(_unwrap(a), dtype=dtype))
 
 
+class _HostCapsule:
+    """A capsule of the fake's (host) memory handed to NumPy, which only imports CPU data."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 def from_dlpack(obj):
     if isinstance(obj, ndarray):
         return _wrap(np.from_dlpack(obj._a))
     if obj.__dlpack_device__()[0] != 2:
         raise RuntimeError("the fake CuPy, as CuPy, takes only CUDA DLPack tensors here")
-    return _wrap(np.from_dlpack(obj))
+    return _wrap(np.from_dlpack(_HostCapsule(obj.__dlpack__())))
 
 
 def fuse(*args, **kwargs):
