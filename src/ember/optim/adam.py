@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from .. import _creation
 from .._tensor import Tensor
+from ._fused import adam_step, raw_arrays, scratch_of
 from ._validation import as_scalar, check_adam_hyperparameters, check_fused
 from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
@@ -27,9 +28,14 @@ def params_with_moments(optimizer: Optimizer, group: dict) -> Iterator[tuple[Ten
     decoupled = group.get("decoupled_weight_decay", False)
     for p, grad, state in optimizer._params_with_state(group):
         grad = apply_weight_decay(p, grad, wd, decoupled=decoupled, lr=lr)
-        state["exp_avg"].lerp_(grad, 1 - beta1)
-        state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        update_moments(state, grad, beta1, beta2)
         yield p, grad, state
+
+
+def update_moments(state: dict, grad: Tensor, beta1: float, beta2: float) -> None:
+    """``m ← β1·m + (1-β1)·g`` (as PyTorch's lerp) and ``v ← β2·v + (1-β2)·g²``."""
+    state["exp_avg"].lerp_(grad, 1 - beta1)
+    state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
 
 class Adam(Optimizer):
@@ -79,35 +85,49 @@ class Adam(Optimizer):
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
+        scratch = scratch_of(self)
         for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            lr, eps = as_scalar(group["lr"]), group["eps"]
-            for p, _grad, state in params_with_moments(self, group):
-                step = state["step"].item()
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                differentiable = group["differentiable"]
-                second_moment = exp_avg_sq
-                if group["amsgrad"]:
-                    max_sq = state["max_exp_avg_sq"]
-                    # under differentiable=True, tensors that a later step changes in place
-                    # are cloned before an op saves them for backward
-                    max_sq.copy_((max_sq.clone() if differentiable else max_sq).maximum(exp_avg_sq))
-                    second_moment = max_sq
-                if differentiable:
-                    # PyTorch's differentiable path does the step-size arithmetic on the step
-                    # tensor (its dtype), and folds the step size into the denominator
-                    # (scalar / tensor is reciprocal-then-multiply there; kept for equal rounding)
-                    step_t = state["step"]
-                    step_size_neg = ((1 - beta1**step_t).reciprocal() * lr).neg()
-                    scale = (1 - beta2**step_t).sqrt() * step_size_neg
-                    denom = (second_moment.sqrt() / scale).add_(step_size_neg.reciprocal() * eps)
-                    p.addcdiv_(exp_avg.clone(), denom)
-                    continue
-                step_size = lr / (1 - beta1**step)
-                bias_correction2_sqrt = math.sqrt(1 - beta2**step)
-                denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-step_size)
+            lr = as_scalar(group["lr"])
+            raw = not group["differentiable"]
+            for p, grad, state in self._params_with_state(group, negate=False):
+                arrays = raw_arrays(p, grad) if raw else None
+                if arrays is None or not adam_step(p, arrays, state, group, lr, scratch):
+                    self._step_with_tensor_ops(p, grad, state, group, lr)
         return loss
+
+    def _step_with_tensor_ops(self, p: Tensor, grad: Tensor, state: dict, group: dict, lr):
+        """The update as tensor ops: recorded under ``differentiable=True``, and for what the
+        raw path does not take (CuPy arrays, other dtypes)."""
+        beta1, beta2 = group["betas"]
+        eps, differentiable = group["eps"], group["differentiable"]
+        if group["maximize"]:
+            grad = -grad
+        decoupled = group.get("decoupled_weight_decay", False)
+        grad = apply_weight_decay(p, grad, group["weight_decay"], decoupled=decoupled, lr=lr)
+        update_moments(state, grad, beta1, beta2)
+        step = state["step"].item()
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        second_moment = exp_avg_sq
+        if group["amsgrad"]:
+            max_sq = state["max_exp_avg_sq"]
+            # under differentiable=True, tensors that a later step changes in place are
+            # cloned before an op saves them for backward
+            max_sq.copy_((max_sq.clone() if differentiable else max_sq).maximum(exp_avg_sq))
+            second_moment = max_sq
+        if differentiable:
+            # PyTorch's differentiable path does the step-size arithmetic on the step tensor
+            # (its dtype), and folds the step size into the denominator (scalar / tensor is
+            # reciprocal-then-multiply there; kept for equal rounding)
+            step_t = state["step"]
+            step_size_neg = ((1 - beta1**step_t).reciprocal() * lr).neg()
+            scale = (1 - beta2**step_t).sqrt() * step_size_neg
+            denom = (second_moment.sqrt() / scale).add_(step_size_neg.reciprocal() * eps)
+            p.addcdiv_(exp_avg.clone(), denom)
+            return
+        step_size = lr / (1 - beta1**step)
+        bias_correction2_sqrt = math.sqrt(1 - beta2**step)
+        denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
+        p.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 class AdamW(Adam):

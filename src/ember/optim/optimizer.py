@@ -10,6 +10,8 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any, Union
 
+import numpy as np
+
 from .. import _creation
 from .._tensor import Tensor
 from ..autograd import _cuts
@@ -55,6 +57,24 @@ def params_with_grads(group: dict):
     for p in group["params"]:
         if p._grad is not None:
             yield p, (-p._grad if negate else p._grad)
+
+
+def _raw_grads(group: dict):
+    for p in group["params"]:
+        if p._grad is not None:
+            yield p, p._grad
+
+
+def advance_step(state: dict) -> None:
+    """``state["step"] += 1``, written into the step tensor's array when it is a plain
+    writable one (a tensor op costs more than the rest of a small parameter's update)."""
+    step = state["step"]
+    data = getattr(step, "_data", None)
+    if type(data) is np.ndarray and data.flags.writeable and not step._rg:
+        data += 1
+        step._vc[0] += 1
+    else:
+        state["step"] = step + 1 if not isinstance(step, Tensor) else step.add_(1)
 
 
 def apply_weight_decay(
@@ -354,15 +374,18 @@ class Optimizer:
         # ``step`` a scalar float tensor first, as PyTorch's state dicts lay it out
         return {"step": _creation.tensor(0.0), **self._initial_state(group, param)}
 
-    def _params_with_state(self, group: dict) -> Iterator[tuple[Tensor, Tensor, dict]]:
+    def _params_with_state(
+        self, group: dict, negate: bool = True
+    ) -> Iterator[tuple[Tensor, Tensor, dict]]:
         """(parameter, gradient, state) for each parameter of ``group`` with a gradient (negated
-        when the group maximizes); its state is created on the first step and its ``step``
-        count advanced by one before the parameter is handed out."""
-        for p, grad in params_with_grads(group):
+        when the group maximizes, unless ``negate`` is False); its state is created on the first
+        step and its ``step`` count advanced by one before the parameter is handed out."""
+        grads = params_with_grads(group) if negate else _raw_grads(group)
+        for p, grad in grads:
             state = self.state[p]
             if not state:
                 state.update(self._new_state(group, p))
-            state["step"] += 1
+            advance_step(state)
             yield p, grad, state
 
     def _closure_loss(self, closure):

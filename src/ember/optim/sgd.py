@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from ._fused import raw_arrays, sgd_sparse_step, sgd_step
 from ._validation import as_scalar, check_fused, check_lr
 from .optimizer import (
     Closure,
     Optimizer,
     ParamsT,
     apply_weight_decay,
-    params_with_grads,
     required,
     use_grad_for_differentiable,
 )
@@ -59,17 +59,35 @@ class SGD(Optimizer):
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr, momentum, dampening = as_scalar(group["lr"]), group["momentum"], group["dampening"]
-            wd, nesterov = group["weight_decay"], group["nesterov"]
-            for p, d_p in params_with_grads(group):
-                d_p = apply_weight_decay(p, d_p, wd)
-                if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = state["momentum_buffer"] = d_p.clone()._detach()
-                    else:
-                        buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
-                    d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
-                p.add_(d_p, alpha=-lr)
+            lr = as_scalar(group["lr"])
+            raw = not group["differentiable"]
+            for p in group["params"]:
+                grad = p._grad
+                if grad is None:
+                    continue
+                arrays = raw_arrays(p, grad) if raw else None
+                if arrays is not None:
+                    sgd_step(self, p, arrays, group, lr)
+                elif grad.is_sparse and group["momentum"] == 0 and group["weight_decay"] == 0:
+                    sgd_sparse_step(p, grad, lr, group["maximize"])
+                else:
+                    self._step_with_tensor_ops(p, grad, group, lr)
         return loss
+
+    def _step_with_tensor_ops(self, p, grad, group: dict, lr: float) -> None:
+        """The update as recorded tensor ops (``differentiable=True``), and for what the raw
+        path does not take (CuPy arrays, sparse gradients with momentum or decay)."""
+        momentum, dampening = group["momentum"], group["dampening"]
+        if grad.is_sparse:
+            grad = grad.to_dense()
+        d_p = -grad if group["maximize"] else grad
+        d_p = apply_weight_decay(p, d_p, group["weight_decay"])
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = d_p.clone()._detach()
+            else:
+                buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
+            d_p = d_p.add(buf, alpha=momentum) if group["nesterov"] else buf
+        p.add_(d_p, alpha=-lr)

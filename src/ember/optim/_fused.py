@@ -1,0 +1,247 @@
+"""Optimizer updates on a parameter's own NumPy arrays, in the fewest full-size passes.
+
+A step written with tensor ops (``buf.mul_(m).add_(g, alpha=...)``, ``p.add_(buf, alpha=-lr)``)
+allocates a temporary per op and reads and writes each array once per op. Here each update
+runs under ``no_grad`` semantics directly on the arrays: in place with ``out=``, with
+``y += a·x`` as one BLAS axpy where NumPy's OpenBLAS is reachable (one pass and PyTorch's
+fused multiply-add rounding, so SGD's parameters stay bit-identical to torch's), and with at
+most three scratch buffers reused across parameters. Version counters are bumped as the
+tensor ops would bump them, so a parameter saved for a backward pass and then stepped still
+raises the "modified by an inplace operation" error (except under ``fused=True``, whose PyTorch
+kernels leave versions as they were).
+
+The tensor-op paths stay for what this file does not cover: ``differentiable=True`` (the
+update is recorded), CuPy arrays, sparse gradients, and dtypes other than float32/float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _backend
+from .._tensor import Tensor
+
+_FLOAT_CHARS = "fd"
+
+
+def raw_arrays(param: Tensor, grad: Tensor):
+    """(parameter array, gradient array) when the update may run on them in place, else None."""
+    data, g = param._data, grad._data
+    if type(data) is not np.ndarray or type(g) is not np.ndarray:
+        return None
+    if data.dtype != g.dtype or data.dtype.char not in _FLOAT_CHARS or data.shape != g.shape:
+        return None
+    if not data.flags.writeable:
+        return None
+    return data, g
+
+
+def raw_state(value) -> np.ndarray | None:
+    """A state tensor's array when it can be updated in place next to a raw parameter."""
+    if not isinstance(value, Tensor):
+        return None
+    data = value._data
+    if type(data) is not np.ndarray or not data.flags.writeable or value._rg:
+        return None
+    return data
+
+
+class Scratch:
+    """Flat buffers per (slot, dtype), grown to the largest parameter and reused: a step
+    allocates nothing once every shape has been seen."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self) -> None:
+        self.buffers: dict = {}
+
+    def get(self, slot: int, like: np.ndarray) -> np.ndarray:
+        key = (slot, like.dtype.char)
+        flat = self.buffers.get(key)
+        if flat is None or flat.size < like.size:
+            flat = self.buffers[key] = np.empty(like.size, like.dtype)
+        return flat[: like.size].reshape(like.shape)
+
+
+def scratch_of(optimizer) -> Scratch:
+    """The optimizer's scratch buffers (not part of its state or its pickled form)."""
+    found = optimizer.__dict__.get("_scratch")
+    if found is None:
+        found = optimizer.__dict__["_scratch"] = Scratch()
+    return found
+
+
+def axpy(alpha: float, x: np.ndarray, y: np.ndarray, spare: np.ndarray | None = None) -> None:
+    """``y += alpha * x`` in place: one fused pass through BLAS when both are contiguous;
+    a non-contiguous ``x`` is first copied into ``spare`` (when given)."""
+    blas = _backend.numpy_blas()
+    # OpenBLAS returns early on alpha == 0, which would drop the NaNs that 0 * x propagates
+    if blas is not None and alpha != 0.0 and y.flags.c_contiguous:
+        if not x.flags.c_contiguous and spare is not None:
+            np.copyto(spare, x)
+            x = spare
+        if x.flags.c_contiguous:
+            blas.axpy(alpha, x, y)
+            return
+    if spare is not None and spare is not x:
+        np.multiply(x, alpha, out=spare)
+        y += spare
+    else:
+        y += x * alpha
+
+
+def bump(*tensors: Tensor) -> None:
+    for t in tensors:
+        t._vc[0] += 1
+
+
+def _no_bump(*tensors: Tensor) -> None:
+    pass
+
+
+def version_bumper(group: dict):
+    """``bump``, or nothing under ``fused=True``: PyTorch's fused kernels write parameters and
+    state without advancing their version counters."""
+    return _no_bump if group.get("fused") else bump
+
+
+def signed_grad(g: np.ndarray, maximize: bool, out: np.ndarray) -> np.ndarray:
+    """The gradient to descend along: ``-g`` (written into ``out``) when maximizing."""
+    if maximize:
+        return np.negative(g, out=out)
+    return g
+
+
+def l2_decayed(g: np.ndarray, p: np.ndarray, weight_decay: float, maximize: bool, out):
+    """``±g + weight_decay · p`` in ``out`` (PyTorch's ``grad.add(param, alpha=wd)``)."""
+    if maximize:
+        np.negative(g, out=out)
+    else:
+        np.copyto(out, g)
+    axpy(weight_decay, p, out)
+    return out
+
+
+# --------------------------------------------------------------------------------- SGD
+
+
+def sgd_step(optimizer, param: Tensor, arrays, group: dict, lr: float) -> None:
+    """One SGD update of ``param``, PyTorch's single-tensor rule; with momentum three passes
+    (``buf·m``, ``buf += (1-d)·g``, ``p -= lr·buf``), without it one."""
+    p, g = arrays
+    scratch = scratch_of(optimizer)
+    bump = version_bumper(group)
+    momentum, dampening = group["momentum"], group["dampening"]
+    weight_decay, maximize = group["weight_decay"], group["maximize"]
+    # ``sign`` folds maximize into the coefficients: negation is exact, so the bits agree
+    sign = -1.0 if maximize else 1.0
+    if weight_decay != 0:
+        g, sign = l2_decayed(g, p, weight_decay, maximize, scratch.get(0, p)), 1.0
+    if momentum != 0:
+        state = optimizer.state[param]
+        buf_tensor = state.get("momentum_buffer")
+        if buf_tensor is None:
+            buf = np.negative(g) if sign < 0 else g.copy(order="C")
+            state["momentum_buffer"] = Tensor._wrap(buf)
+        else:
+            buf = raw_state(buf_tensor)
+            if buf is None or buf.shape != p.shape or buf.dtype != p.dtype:
+                _sgd_momentum_with_tensor_ops(buf_tensor, g, sign, momentum, dampening)
+                buf = buf_tensor._data
+            else:
+                np.multiply(buf, momentum, out=buf)
+                axpy(sign * (1 - dampening), g, buf, scratch.get(1, p))
+                bump(buf_tensor, buf_tensor)
+        if group["nesterov"]:
+            # grad + m·buf, in slot 0 (which may already hold the decayed gradient)
+            ahead = scratch.get(0, p)
+            if sign < 0:
+                np.negative(g, out=ahead)
+            elif not np.may_share_memory(ahead, g):
+                np.copyto(ahead, g)
+            axpy(momentum, buf, ahead, scratch.get(1, p))
+            g = ahead
+        else:
+            g = buf
+        sign = 1.0
+    axpy(-lr * sign, g, p, scratch.get(1, p))
+    bump(param)
+
+
+def _sgd_momentum_with_tensor_ops(buf: Tensor, g, sign, momentum, dampening) -> None:
+    # a buffer loaded from elsewhere (another dtype, a read-only array): the tensor ops cast
+    step = Tensor._wrap(np.negative(g) if sign < 0 else g)
+    buf.mul_(momentum).add_(step, alpha=1 - dampening)
+
+
+def sgd_sparse_step(param: Tensor, grad: Tensor, lr: float, maximize: bool) -> None:
+    """``param -= lr · grad`` for a sparse COO gradient without momentum or weight decay:
+    only the gradient's rows are read and written."""
+    storage = grad._data
+    indices, values = storage.indices, storage.values
+    if maximize:
+        values = -values
+    p = param._data
+    alpha = -lr
+    if type(p) is np.ndarray and p.flags.writeable and indices.shape[0] == 1:
+        np.add.at(p, indices[0], values * np.asarray(alpha, dtype=p.dtype))
+        bump(param)
+        return
+    param.add_(grad.to_dense(), alpha=alpha)
+
+
+# --------------------------------------------------------------------------------- Adam
+
+
+def adam_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratch) -> bool:
+    """One Adam/AdamW update on raw arrays (PyTorch's single-tensor rule); False when the
+    state's arrays cannot be written in place (the caller then uses tensor ops)."""
+    exp_avg_t, exp_avg_sq_t = state["exp_avg"], state["exp_avg_sq"]
+    m, v = raw_state(exp_avg_t), raw_state(exp_avg_sq_t)
+    max_t = state.get("max_exp_avg_sq") if group["amsgrad"] else None
+    v_max = raw_state(max_t) if max_t is not None else None
+    p, g = arrays
+    bump = version_bumper(group)
+    for s in (m, v) + ((v_max,) if group["amsgrad"] else ()):
+        if s is None or s.shape != p.shape or s.dtype != p.dtype:
+            return False
+    beta1, beta2 = group["betas"]
+    eps, weight_decay, maximize = group["eps"], group["weight_decay"], group["maximize"]
+    step = state["step"].item()
+    d, t, u = scratch.get(0, p), scratch.get(1, p), scratch.get(2, p)
+    if weight_decay != 0:
+        if group.get("decoupled_weight_decay", False):
+            np.multiply(p, 1 - lr * weight_decay, out=p)
+            bump(param)
+            g = signed_grad(g, maximize, d)
+        else:
+            g = l2_decayed(g, p, weight_decay, maximize, d)
+    else:
+        g = signed_grad(g, maximize, d)
+    # m.lerp_(g, w): m + w·(g - m) for w < 0.5, else g - (1 - w)·(g - m), one rounding each
+    weight = 1 - beta1
+    np.subtract(g, m, out=t)
+    if abs(weight) < 0.5:
+        axpy(weight, t, m, u)
+    else:
+        np.copyto(m, g)
+        axpy(weight - 1, t, m, u)
+    # v.mul_(β2).addcmul_(g, g, value=1 - β2)
+    np.multiply(v, beta2, out=v)
+    np.multiply(g, g, out=u)
+    axpy(1 - beta2, u, v, t)
+    bump(exp_avg_t, exp_avg_sq_t, exp_avg_sq_t)
+    second = v
+    if v_max is not None:
+        np.maximum(v_max, v, out=v_max)
+        bump(max_t)
+        second = v_max
+    # denom = sqrt(v) / sqrt(1 - β2^t) + eps;  p += (-lr / (1 - β1^t)) · m / denom
+    np.sqrt(second, out=t)
+    np.divide(t, (1 - beta2**step) ** 0.5, out=t)
+    np.add(t, eps, out=t)
+    np.multiply(m, -lr / (1 - beta1**step), out=u)
+    np.divide(u, t, out=u)
+    np.add(p, u, out=p)
+    bump(param)
+    return True
