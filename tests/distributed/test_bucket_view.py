@@ -223,6 +223,87 @@ def case_half_precision_gradients_are_averaged(rank):
         assert ddp.module.bias.grad.float().tolist() == [3.0, 3.0]
 
 
+def case_join_context_over_ddp_equals_ddp_join(rank):
+    from ember.distributed.algorithms import Join
+
+    finals = []
+    for use_join_class in (False, True):
+        ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001)
+        opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
+        context = Join([ddp], divide_by_initial_world_size=False) if use_join_class else None
+        with context or ddp.join(divide_by_initial_world_size=False):
+            for step in range(3 - rank):
+                x, y = _batch(step)
+                opt.zero_grad()
+                F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+                opt.step()
+        finals.append(_params(ddp.module))
+    for a, b in zip(*finals):
+        np.testing.assert_array_equal(a, b)
+    assert ddp.join_process_group is dist.group.WORLD and ddp.join_device.type == "cpu"
+    assert ddp.join_hook(divide_by_initial_world_size=False).divide_by_initial_world_size is False
+
+
+def case_join_with_a_joinable_of_ones_own(rank):
+    from ember.distributed.algorithms import Join, Joinable, JoinHook
+
+    class Counter(Joinable):
+        """Sums, each iteration, a 1 from every rank that still has data."""
+
+        def __init__(self):
+            super().__init__()
+            self.sums, self.last = [], None
+
+        def step(self):
+            Join.notify_join_context(self)
+            t = ember.ones(1)
+            dist.all_reduce(t)
+            self.sums.append(t.item())
+
+        def join_hook(self, **kwargs):
+            counter = self
+
+            class Hook(JoinHook):
+                def main_hook(self):
+                    dist.all_reduce(ember.zeros(1))  # shadows step()'s allreduce
+
+                def post_hook(self, is_last_joiner):
+                    counter.last = is_last_joiner
+
+            return Hook()
+
+        join_device = property(lambda self: ember.device("cpu"))
+        join_process_group = property(lambda self: dist.group.WORLD)
+
+    counter = Counter()
+    with Join([counter]):
+        for _ in range(3 - 2 * rank):  # rank 0: 3 iterations, rank 1: 1
+            counter.step()
+    assert counter.sums == ([2.0, 1.0, 1.0] if rank == 0 else [2.0])
+    assert counter.last is (rank == 0)
+    thrower = Counter()
+    expected = "Detected at least one rank" if rank == 0 else "Rank 1 exhausted all inputs"
+    with pytest.raises(RuntimeError, match=expected):
+        with Join([thrower], throw_on_early_termination=True):
+            for _ in range(3 - 2 * rank):
+                thrower.step()
+    with pytest.raises(ValueError, match="at least one joinable"):
+        Join([])
+
+
+def case_ddp_logging_data(rank):
+    ddp = DDP(_model(0), bucket_cap_mb=0.001, gradient_as_bucket_view=True)
+    ddp.register_comm_hook(None, default_hooks.allreduce_hook)
+    x, y = _batch()
+    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    data = ddp._get_ddp_logging_data()
+    assert data["world_size"] == 2 and data["rank"] == rank and data["iteration"] == 1
+    assert data["gradient_as_bucket_view"] == 1 and data["comm_hook"] == "allreduce_hook"
+    assert data["num_parameter_tensors"] == 4 and data["dtypes"] == "float64"
+    assert data["total_parameter_size_bytes"] == (6 * 16 + 16 + 16 * 3 + 3) * 8
+    assert len(data["bucket_sizes"].split(", ")) == len(ddp._buckets) > 1
+
+
 CASES = {
     name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }

@@ -1,1 +1,5 @@
-"""``ember.distributed.algorithms``: DDP communication hooks (``ddp_comm_hooks``)."""
+"""``ember.distributed.algorithms``: ``Join`` for uneven inputs, DDP communication hooks."""
+
+from .join import Join, Joinable, JoinHook
+
+__all__ = ["Join", "JoinHook", "Joinable"]

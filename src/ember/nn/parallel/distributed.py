@@ -481,6 +481,50 @@ class DistributedDataParallel(Module):
                 self._divisor = self.process_group.size()
                 self._buffer_root = 0
 
+    def join_hook(self, **kwargs):
+        """The ``JoinHook`` of this module for ``ember.distributed.algorithms.Join``.
+
+        ``divide_by_initial_world_size`` (default True) as in ``join()``.
+        """
+        from ...distributed.algorithms.join import JoinHook
+
+        hook = JoinHook()
+        hook.divide_by_initial_world_size = kwargs.get("divide_by_initial_world_size", True)
+        return hook
+
+    @property
+    def join_device(self):
+        return self.device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _get_ddp_logging_data(self) -> dict:
+        """What this DDP was built with and has done (a subset of torch's logging data)."""
+        sizes = [b.size * np.dtype(b.dtype).itemsize for b in self._buckets]
+        return {
+            "world_size": self.process_group.size(),
+            "rank": self.process_group.rank(),
+            "module_name": type(self.module).__name__,
+            "device_ids": "" if not self.device_ids else ", ".join(map(str, self.device_ids)),
+            "output_device": -1 if self.output_device is None else self.output_device,
+            "broadcast_buffers": int(self.broadcast_buffers),
+            "bucket_cap_bytes": self.bucket_bytes_cap,
+            "find_unused_parameters": int(self.find_unused_parameters),
+            "gradient_as_bucket_view": int(self.gradient_as_bucket_view),
+            "static_graph": int(self.static_graph),
+            "backend_name": self.process_group.name(),
+            "iteration": self._iterations,
+            "num_parameter_tensors": len(self._params),
+            "total_parameter_size_bytes": sum(p._data.nbytes for p in self._params),
+            "dtypes": ", ".join(sorted({str(p.dtype).replace("ember.", "") for p in self._params})),
+            "bucket_sizes": ", ".join(str(n) for n in sizes),
+            "comm_hook": "" if self._comm_hook is None else self._comm_hook[0].__qualname__,
+            "is_multi_device_module": 0,
+            "has_rebuilt_buckets": 0,
+        }
+
     @watched
     def _join_round(self, state: int) -> list[int]:
         """Every rank's state this round (``_JOINED``, ``_ACTIVE`` or ``_SYNCING``)."""
