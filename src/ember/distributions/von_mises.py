@@ -37,13 +37,13 @@ def _rejection_sample(loc: np.ndarray, kappa: np.ndarray, shape, rng) -> np.ndar
     x = np.zeros(shape)
     done = np.zeros(shape, dtype=bool)
     while not done.all():
-        u1, u2, u3 = rng.random((3,) + tuple(shape))
+        u1, u2, u3 = rng.random((3,) + tuple(shape), dtype=np.float64)  # torch's draws
         z = np.cos(math.pi * u1)
         with np.errstate(all="ignore"):
             f = (1 + r * z) / (r + z)
             c = kappa * (r - f)
             accept = ((c * (2 - c) - u2) > 0) | (np.log(c / u2) + 1 - c >= 0)
-        accept &= ~done
+        # an entry accepted again in a later round takes the newer value, as in torch
         x = np.where(accept, np.sign(u3 - 0.5) * np.arccos(np.clip(f, -1, 1)), x)
         done |= accept
     return (x + math.pi + loc) % (2 * math.pi) - math.pi

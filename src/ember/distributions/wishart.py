@@ -152,34 +152,53 @@ class Wishart(ScaleTrilParams, ExponentialFamily):
         return self._df_matrix() * (V.pow(2) + diag_v.unsqueeze(-1) * diag_v.unsqueeze(-2))
 
     def _bartlett_sampling(self, sample_shape):
-        # A lower triangular: √Chi2(df - i) on the diagonal, standard normals below it;
-        # then L A (L A)ᵀ ~ Wishart(df, L Lᵀ)
+        # A lower triangular: √Chi2(df - i) on the diagonal, standard normals below it (drawn
+        # row by row, as torch fills them); then L A (L A)ᵀ ~ Wishart(df, L Lᵀ)
         p = self._event_shape[-1]
         eps = float(finfo(self._unbroadcasted_scale_tril).eps)
         diag = self._dist_chi2.rsample(sample_shape).sqrt().clamp(min=eps)
         L = self._unbroadcasted_scale_tril
-        normals = ember.randn(
-            tuple(sample_shape) + tuple(self._batch_shape) + (p, p), dtype=L.dtype, device=L.device
-        ).tril(-1)
-        chol = L @ (normals + ember.diag_embed(diag))
+        below = ember.randn(
+            tuple(sample_shape) + tuple(self._batch_shape) + (p * (p - 1) // 2,),
+            dtype=L.dtype,
+            device=L.device,
+        )
+        rows, cols = ember.tril_indices(p, p, -1)
+        noise = ember.diag_embed(diag)
+        noise[..., rows, cols] = below
+        chol = L @ noise
         return chol @ chol.mT
 
     def rsample(self, sample_shape=Size(), max_try_correction=None):
         """Bartlett samples; singular ones (possible for df < ndim) are redrawn up to
-        ``max_try_correction`` times (10 by default)."""
+        ``max_try_correction`` times (10 by default).
+
+        The redraws follow torch's: its check marks the non-singular samples, so those are
+        drawn once more (the stream advances as torch's), then the singular ones of each
+        redraw again; the warning is given only when a sample really is singular.
+        """
         max_try_correction = 10 if max_try_correction is None else max_try_correction
-        sample_shape = Size(sample_shape)
-        sample = self._bartlett_sampling(sample_shape)
-        singular = ~self.support.check(sample.detach())
-        if bool(singular.any()):
-            warnings.warn("Singular sample detected.", stacklevel=2)
+        sample = self._bartlett_sampling(Size(sample_shape))
+        marked = self._per_sample(self.support.check(sample.detach()))
+        truly_singular = bool((~marked).any())
+        if bool(marked.any()):
             for _ in range(max_try_correction):
-                redraw = self._bartlett_sampling(sample_shape)
-                sample = ember.where(singular.unsqueeze(-1).unsqueeze(-1), redraw, sample)
-                singular = singular & ~self.support.check(redraw.detach())
-                if not bool(singular.any()):
+                fresh = self._bartlett_sampling(Size((int(marked.sum().item()),)))
+                sample[marked.clone()] = fresh  # the mask changes below; backward keeps this one
+                fresh_singular = self._per_sample(~self.support.check(fresh.detach()))
+                truly_singular = truly_singular or bool(fresh_singular.any())
+                marked[marked.clone()] = fresh_singular
+                if not bool(marked.any()):
                     break
+        if truly_singular:
+            warnings.warn("Singular sample detected.", stacklevel=2)
         return sample
+
+    def _per_sample(self, flags):
+        """Reduce per-matrix flags over the batch dimensions (any), as torch does."""
+        if len(self._batch_shape):
+            flags = flags.amax(tuple(-(d + 1) for d in range(len(self._batch_shape))))
+        return flags
 
     def log_prob(self, value):
         if self._validate_args:
