@@ -7,6 +7,7 @@ engine, not here.
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as _np
@@ -853,6 +854,8 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     cond = to_tensor(condition)
+    if cond._data.dtype == _np.uint8:  # a byte mask still works (PyTorch warns)
+        cond = wrap(cond._data.astype(bool))
     if cond._data.dtype.kind != "b":
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
@@ -911,6 +914,24 @@ class ClampBackward1(Node):  # tensor bounds
         return g * keep, g_lo, g_hi
 
 
+_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int"}
+
+
+def _integer_bound(bound, t: Tensor):
+    """A Python int bound in an integer tensor's type: negative values wrap into unsigned
+    types (two's complement), anything else that does not fit raises, as in PyTorch."""
+    np_dtype = t._data.dtype
+    bits = np_dtype.itemsize * 8
+    if np_dtype.kind == "u":
+        fits = -(1 << bits) < bound < (1 << bits)
+    else:
+        fits = -(1 << (bits - 1)) <= bound < (1 << (bits - 1))
+    if not fits:
+        name = _C_INT_NAMES.get(t.dtype.name, "int64_t")
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return np_dtype.type(bound % (1 << bits)) if bound < 0 and np_dtype.kind == "u" else bound
+
+
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -918,6 +939,9 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = to_tensor(min, input) if min is not None else None
         hi = to_tensor(max, input) if max is not None else None
+        # the result takes the promoted dtype of the input and both bounds
+        rt = dt.result_type(*(t for t in (input, lo, hi) if t is not None))
+        input = input if input.dtype is rt else input.to(rt)
         data = input._data
         if lo is not None:
             data = xp.maximum(data, lo._data.astype(data.dtype, copy=False))
@@ -925,13 +949,23 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
             data = xp.minimum(data, hi._data.astype(data.dtype, copy=False))
         return result(ClampBackward1, data, (input, lo, hi), (input, lo, hi))
     data = input._data
-    if (
-        isinstance(min, float)
-        and data.dtype.kind in "biu"
-        or (isinstance(max, float) and data.dtype.kind in "biu")
-    ):
-        input = input.to(dt.get_default_dtype())
-        data = input._data
+    kind = data.dtype.kind
+    if kind in "biu":
+        bounds = [b for b in (min, max) if b is not None]
+        if kind == "b" and builtins.all(b.__class__ is bool for b in bounds):
+            kernel = (
+                "clamp_scalar_cpu"
+                if len(bounds) == 2
+                else ("clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu")
+            )
+            raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+        rt = dt.result_type(input, *bounds)
+        if rt is not input.dtype:
+            input = input.to(rt)
+            data = input._data
+        if data.dtype.kind in "iu":
+            min = _integer_bound(min, input) if isinstance(min, int) else min
+            max = _integer_bound(max, input) if isinstance(max, int) else max
     if min is not None:
         data = xp.maximum(data, min)
     if max is not None:

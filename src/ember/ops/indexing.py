@@ -48,8 +48,9 @@ def _index_array(xp, k, op: str):
     return data
 
 
-def normalize_key(input: Tensor, key, op: str = "index"):
-    """A NumPy index equal to PyTorch's reading of ``key``; and whether it is basic (a view)."""
+def normalize_key(input: Tensor, key, op: str = "index", check_bounds: bool = True):
+    """A NumPy index equal to PyTorch's reading of ``key``; and whether it is basic (a view).
+    ``check_bounds=False`` leaves tensor indices unchecked (index_put checks them last)."""
     if not isinstance(key, tuple):
         key = (key,)
     if _is_basic(key):
@@ -67,8 +68,18 @@ def normalize_key(input: Tensor, key, op: str = "index"):
         else:
             out.append(_index_array(xp, k, op))
     key = tuple(out)
-    _check_advanced_bounds(input._data.shape, key)
+    if check_bounds:
+        _check_advanced_bounds(input._data.shape, key)
     return key, False
+
+
+def _clipped_key(shape: tuple, key: tuple) -> tuple:
+    """``key`` with out-of-range integer indices moved in range: only its result shape counts."""
+    clipped = {}
+    for k, d in _expanded_dims(shape, key):
+        if hasattr(k, "dtype") and k.dtype.kind in "iu" and k.size and shape[d]:
+            clipped[id(k)] = array_module(k).clip(k, -shape[d], shape[d] - 1)
+    return tuple(clipped.get(id(k), k) for k in key)
 
 
 def _expanded_dims(shape: tuple, key: tuple):
@@ -196,13 +207,21 @@ class IndexPutBackward0(Node):
 
 def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     """Out-of-place ``input[indices] = values`` (``+=`` with accumulate, duplicates summed)."""
-    key, _ = normalize_key(input, indices if isinstance(indices, tuple) else (indices,))
+    raw = indices if isinstance(indices, tuple) else (indices,)
+    key, basic = normalize_key(input, raw, check_bounds=False)
+    if not basic and isinstance(values, Tensor) and values._data.dtype != input._data.dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{input.dtype.legacy_name} for the destination and {values.dtype.legacy_name} "
+            "for the source."
+        )
     values = to_tensor(values, input)
     if values._data.dtype != input._data.dtype:
         values = values.to(input.dtype)
     xp = array_module(input._data)
     out = input._data.copy()
-    target_shape = out[key].shape
+    # PyTorch checks the value's shape before the indices' bounds
+    target_shape = out[key if basic else _clipped_key(out.shape, key)].shape
     while values._data.ndim > len(target_shape) and values._data.shape[0] == 1:
         values = values.squeeze(0)  # PyTorch drops leading unit dims of the value
     try:
@@ -212,6 +231,8 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
             f"shape mismatch: value tensor of shape {list(values._data.shape)} cannot be "
             f"broadcast to indexing result of shape {list(target_shape)}"
         ) from None
+    if not basic:
+        _check_advanced_bounds(out.shape, key)
     if accumulate:
         xp.add.at(out, key, v)
     else:
