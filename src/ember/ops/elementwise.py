@@ -581,7 +581,7 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
         except ValueError:
             raise broadcast_error("div", ad, bd) from None
     if rounding_mode == "floor":
-        data = xp.floor_divide(ad, bd) if is_int else xp.floor(ad / bd)
+        data = xp.floor_divide(ad, bd)  # NumPy's float floor division is torch's (inf // 4 = nan)
     elif is_int:
         q = xp.floor_divide(ad, bd)
         data = q + ((xp.remainder(ad, bd) != 0) & ((xp.asarray(ad) < 0) != (xp.asarray(bd) < 0)))
@@ -676,13 +676,31 @@ def pow(input, exponent) -> Tensor:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if isinstance(a, Tensor):
         ad, bd = a._data, b._data
-        if ad.dtype.kind in "iu" and (bd < 0).any():
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        return result(PowBackward1, ad**bd, (a, b), (a, b), save_output=True)
-    data = a**b._data
+        if ad.dtype.kind in "iu":
+            data = _integer_power(array_module(ad), ad, bd)
+        else:
+            data = ad**bd
+        return result(PowBackward1, data, (a, b), (a, b), save_output=True)
+    bd = b._data
+    if bd.dtype.kind in "iu":
+        data = _integer_power(array_module(bd), _scalar_array(a, b), bd)
+    else:
+        data = a**bd
     if not isinstance(data, type(b._data)) or data.dtype != b._data.dtype:
         data = _backend.as_array(data).astype(b._data.dtype, copy=False)
     return result(PowBackward2, data, (None, b), (None, b), save_output=True, base=a)
+
+
+def _integer_power(xp, base, exponent):
+    """Integer powers with tensor exponents: a negative exponent gives 1/base truncated
+    (1 and -1 keep their magnitude, every other base gives 0), as in PyTorch."""
+    negative = exponent < 0
+    if not negative.any():
+        return base**exponent
+    out = base ** xp.where(negative, 0, exponent)
+    odd = (exponent % 2) != 0
+    inverse = xp.where(base == 1, 1, xp.where(base == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(negative, inverse, out).astype(out.dtype, copy=False)
 
 
 def float_power(input, exponent) -> Tensor:
