@@ -9,16 +9,301 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _backend, _creation
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, float_result, result, wrap, wrap_dim
+from ._dispatch import array_module, float_result, grad_state, result, wrap, wrap_dim
 from .elementwise import clamp, erf, sigmoid, tanh, where
 from .shape import cat
 
 SQRT_HALF = math.sqrt(0.5)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+GELU_TANH_A = 0.044715
+
+
+# --------------------------------------------------------------------------------------------
+# Cache-blocked NumPy kernels. A large activation done as whole-array NumPy passes streams
+# every temporary through main memory; done block by block, a block's temporaries stay in the
+# L2 cache and each pass is a few times cheaper. Blocks are shared among ember's intra-op
+# threads (NumPy releases the GIL inside its loops), as PyTorch splits its kernels.
+# --------------------------------------------------------------------------------------------
+_BLOCK = 1 << 15  # elements per block
+
+
+def _blockwise(kernel, out, inputs: tuple, scratch: int = 0, scratch_dtype=None, row: int = 1):
+    """``kernel(out_block, *input_blocks, *scratch_blocks)`` over the flattened arrays.
+
+    ``out`` is a fresh C-contiguous array; ``inputs`` have its shape; ``scratch`` is how many
+    block-sized work buffers each call gets; blocks hold whole rows of ``row`` elements.
+    """
+    xp = array_module(out)
+    if xp is not np:  # CuPy fuses nothing this way: one call over the whole arrays
+        work = [xp.empty(out.shape, scratch_dtype or out.dtype) for _ in range(scratch)]
+        kernel(out, *inputs, *work)
+        return out
+    flat_out = out.reshape(-1)
+    flat_in = [a.reshape(-1) for a in inputs]
+    n = flat_out.size
+    block = max(row, _BLOCK // row * row)
+
+    def run(lo: int, hi: int) -> None:
+        work = [np.empty(min(block, hi - lo), scratch_dtype or out.dtype) for _ in range(scratch)]
+        with np.errstate(all="ignore"):  # IEEE results, silently, as PyTorch's kernels
+            for s in range(lo, hi, block):
+                e = min(s + block, hi)
+                kernel(flat_out[s:e], *[a[s:e] for a in flat_in], *[w[: e - s] for w in work])
+
+    threads = _backend.get_num_threads() if n >= _backend.PARALLEL_MIN_ELEMENTS else 1
+    if threads < 2:
+        run(0, n)
+        return out
+    step = -(-n // threads // block) * block
+    spans = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+    pool = _backend._thread_pool()
+    futures = [pool.submit(run, lo, hi) for lo, hi in spans[1:]]
+    run(*spans[0])
+    for f in futures:
+        f.result()
+    return out
+
+
+def _compute_dtype(dtype):
+    """float16 / bfloat16 activations are computed in float32 (PyTorch's CPU opmath)."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+def _elementwise(kernel, data, *others, scratch: int = 0, scratch_dtype=None):
+    """A fresh array of ``data``'s dtype from ``kernel`` run block by block over ``data`` and
+    ``others`` (same shape), in float32 for half precision."""
+    dtype = data.dtype
+    work = _compute_dtype(dtype)
+    xp = array_module(data)
+    arrays = [a.astype(work, copy=False) for a in (data, *others)]
+    out = xp.empty(data.shape, work)
+    _blockwise(kernel, out, tuple(arrays), scratch, scratch_dtype)
+    return out.astype(dtype, copy=False)
+
+
+def _fast(t: Tensor) -> bool:
+    """Real floating NumPy tensors take the blocked kernels. Complex and CuPy tensors take the
+    generic formulas, and so do the arrays ember.compile records (a NumPy subclass): its replay
+    does not carry writes made through a view (``out=`` a reshaped buffer) into the buffer."""
+    data = t._data
+    return type(data) is np.ndarray and data.dtype.kind in "fV"
+
+
+# erf(x) ≈ x P(x²) / Q(x²) on |x| ≤ 4 (beyond, erf rounds to ±1 in float32), evaluated in
+# float64: within 0.54 ulp of the float32-rounded erf everywhere (a weighted least-squares fit
+# made for ember against scipy.special.erf). float64 inputs use scipy.special itself.
+_ERF_P = (
+    1.1283791693565142,
+    1.8518943958241316e-01,
+    5.4326002377192956e-02,
+    3.8505090858772170e-03,
+    3.8007657828474732e-04,
+    4.6973390745103018e-06,
+    -1.3265232315971825e-08,
+)
+_ERF_Q = (
+    1.0,
+    4.9745328258793203e-01,
+    1.1396239306499061e-01,
+    1.5465454399677701e-02,
+    1.3083893607198224e-03,
+    6.3230636570294404e-05,
+)
+
+
+def _erf_block(x, scale: float, c, t, p, q):
+    """erf(x · scale) of a float32 block into ``p`` (float64 buffers c, t, p, q)."""
+    np.multiply(x, scale, out=c)
+    np.clip(c, -4.0, 4.0, out=c)
+    np.multiply(c, c, out=t)
+    np.multiply(t, _ERF_P[6], out=p)
+    p += _ERF_P[5]
+    for k in _ERF_P[4::-1]:
+        p *= t
+        p += k
+    np.multiply(t, _ERF_Q[5], out=q)
+    q += _ERF_Q[4]
+    for k in _ERF_Q[3::-1]:
+        q *= t
+        q += k
+    p *= c
+    p /= q
+    return p
+
+
+def _last_axis_rows(data, d: int) -> int:
+    """The row length when ``d`` is the last axis of a C-contiguous array (blocks of whole
+    rows then hold every reduction), else 0."""
+    if d == data.ndim - 1 and data.flags.c_contiguous and data.shape[-1] > 0:
+        return data.shape[-1]
+    return 0
+
+
+def _row_max(x2):
+    return x2.max(axis=-1, keepdims=True)  # rows holding +inf, or only -inf, come out NaN
+
+
+def _softmax_block(row: int):
+    def kernel(o, x):
+        x2, o2 = x.reshape(-1, row), o.reshape(-1, row)
+        np.subtract(x2, _row_max(x2), out=o2)
+        np.exp(o2, out=o2)
+        o2 /= o2.sum(axis=1, keepdims=True)
+
+    return kernel
+
+
+def _log_softmax_block(row: int):
+    def kernel(o, x, u):
+        x2, o2, u2 = x.reshape(-1, row), o.reshape(-1, row), u.reshape(-1, row)
+        np.subtract(x2, _row_max(x2), out=o2)
+        np.exp(o2, out=u2)
+        total = u2.sum(axis=1, keepdims=True)
+        o2 -= np.log(total, out=total)
+
+    return kernel
+
+
+def _softmax_backward_block(row: int):
+    def kernel(o, g, y):  # y (g - Σ g y)
+        g2, y2, o2 = g.reshape(-1, row), y.reshape(-1, row), o.reshape(-1, row)
+        dot = np.einsum("ij,ij->i", g2, y2)[:, None]
+        np.subtract(g2, dot, out=o2)
+        o2 *= y2
+
+    return kernel
+
+
+def _log_softmax_backward_block(row: int):
+    def kernel(o, g, y):  # g - e^y Σ g
+        g2, y2, o2 = g.reshape(-1, row), y.reshape(-1, row), o.reshape(-1, row)
+        np.exp(y2, out=o2)
+        o2 *= g2.sum(axis=1, keepdims=True)
+        np.subtract(g2, o2, out=o2)
+
+    return kernel
+
+
+def _softmax_array(data, d: int, log: bool):
+    """softmax / log_softmax of a real array along ``d``: blocks of rows when ``d`` is the
+    last axis, else whole-array passes into one buffer."""
+    xp = array_module(data)
+    work = data.astype(_compute_dtype(data.dtype), copy=False)
+    if work.size == 0:
+        return xp.empty(work.shape, work.dtype)
+    row = _last_axis_rows(work, d)
+    if row:
+        out = xp.empty(work.shape, work.dtype)
+        if log:
+            return _blockwise(_log_softmax_block(row), out, (work,), scratch=1, row=row)
+        return _blockwise(_softmax_block(row), out, (work,), row=row)
+    with _backend.errstate(xp, all="ignore"):
+        out = xp.subtract(work, xp.max(work, axis=d, keepdims=True))
+        if log:
+            out -= xp.log(xp.exp(out).sum(axis=d, keepdims=True))
+        else:
+            xp.exp(out, out=out)
+            out /= out.sum(axis=d, keepdims=True)
+    return out
+
+
+def _softmax_grad_array(g, y, d: int, log: bool):
+    """The backward of softmax (``log=False``) or log-softmax on arrays."""
+    xp = array_module(y)
+    dtype = y.dtype
+    work = _compute_dtype(dtype)
+    g, y = g.astype(work, copy=False), y.astype(work, copy=False)
+    row = _last_axis_rows(y, d)
+    if row and y.size:
+        g = np.ascontiguousarray(g)
+        kernel = _log_softmax_backward_block(row) if log else _softmax_backward_block(row)
+        out = _blockwise(kernel, xp.empty(y.shape, work), (g, y), row=row)
+    elif log:
+        out = xp.exp(y)
+        out *= g.sum(axis=d, keepdims=True)
+        out = xp.subtract(g, out, out=out)
+    else:
+        out = xp.subtract(g, (g * y).sum(axis=d, keepdims=True))
+        out *= y
+    return out.astype(dtype, copy=False)
+
+
+def _gelu_tanh_block(o, x, u):  # x (1 + tanh(√(2/π)(x + a x³))) / 2
+    np.multiply(x, x, out=u)
+    u *= GELU_TANH_A * SQRT_2_OVER_PI
+    u += SQRT_2_OVER_PI
+    u *= x
+    np.tanh(u, out=u)
+    u += 1
+    np.multiply(u, x, out=o)
+    o *= 0.5
+
+
+def _gelu_tanh_backward_block(o, g, x, u, v):
+    # (1 + t) / 2 + x (1 - t²) k'(x) / 2 with t = tanh(k(x)), k' = √(2/π)(1 + 3a x²)
+    np.multiply(x, x, out=u)
+    np.multiply(u, 3 * GELU_TANH_A * SQRT_2_OVER_PI, out=o)
+    o += SQRT_2_OVER_PI
+    u *= GELU_TANH_A * SQRT_2_OVER_PI
+    u += SQRT_2_OVER_PI
+    u *= x
+    np.tanh(u, out=u)
+    o *= x
+    o *= 0.5
+    np.subtract(1, u, out=v)
+    o *= v
+    u += 1
+    o *= u
+    u *= 0.5
+    o += u
+    o *= g
+
+
+def _gelu_block(o, x, c, t, p, q):  # x Φ(x), Φ = (1 + erf(x/√2)) / 2
+    # erf rounded to float32 before 1 + erf, as float32 kernels do: the far negative tail is
+    # then PyTorch's (-0 below about -5.7) rather than the float64 fit's residue
+    np.copyto(o, _erf_block(x, SQRT_HALF, c, t, p, q), casting="same_kind")
+    o += 1
+    o *= 0.5
+    o *= x
+
+
+def _gelu_backward_block(o, g, x, c, t, p, q):  # Φ(x) + x φ(x)
+    np.copyto(o, _erf_block(x, SQRT_HALF, c, t, p, q), casting="same_kind")
+    o += 1
+    o *= 0.5
+    np.multiply(x, x, out=c)
+    c *= -0.5
+    np.exp(c, out=c)
+    c *= INV_SQRT_2PI
+    c *= x
+    np.add(o, c, out=o, casting="same_kind")
+    o *= g
+
+
+def _silu_block(o, x):  # x / (1 + e^-x); e^-x overflowing to inf gives the right -0
+    np.negative(x, out=o)
+    np.exp(o, out=o)
+    o += 1
+    np.divide(x, o, out=o)
+
+
+def _silu_backward_block(o, g, x, s):  # σ (1 + x (1 - σ))
+    np.negative(x, out=s)
+    np.exp(s, out=s)
+    s += 1
+    np.divide(1, s, out=s)
+    np.subtract(1, s, out=o)
+    o *= x
+    o += 1
+    o *= s
+    o *= g
 
 
 def _softmax_dim(input: Tensor, dim, op: str) -> int:
@@ -31,6 +316,8 @@ class SoftmaxBackward0(Node):
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
+        if not grad_state.enabled and _fast(y):
+            return wrap(_softmax_grad_array(g._data, y._data, d, log=False))
         return y * (g - (g * y).sum(d, keepdim=True))  # J = diag(y) - y yᵀ
 
 
@@ -38,6 +325,8 @@ class LogSoftmaxBackward0(Node):
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
+        if not grad_state.enabled and _fast(y):
+            return wrap(_softmax_grad_array(g._data, y._data, d, log=True))
         return g - y.exp() * g.sum(d, keepdim=True)  # d log softmax = I - softmax
 
 
@@ -46,36 +335,37 @@ def _stable_shift(xp, data, d):
     return data - xp.where(xp.isfinite(m), m, 0) if data.size else data
 
 
-def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
-    """exp(x) / Σ exp(x) along ``dim``, computed without overflow."""
+def _softmax_any(input: Tensor, dim, dtype, log: bool) -> Tensor:
+    op = "log_softmax" if log else "softmax"
     if dtype is not None:
         input = input.to(dtype)
-    input = float_result("softmax", input)
-    d = _softmax_dim(input, dim, "softmax")
+    input = float_result(op, input)
+    d = _softmax_dim(input, dim, op)
     data = input._data
     xp = array_module(data)
     if data.ndim == 0:
-        out = xp.ones_like(data)
-    else:
-        e = xp.exp(_stable_shift(xp, data, d))
-        out = e / e.sum(axis=d, keepdims=True)
-    return result(SoftmaxBackward0, out, (input,), save_output=True, dim=d)
+        out = xp.zeros_like(data) if log else xp.ones_like(data)
+    elif _fast(input):
+        out = _softmax_array(data, d, log).astype(data.dtype, copy=False)
+    else:  # complex, CuPy, or recorded by ember.compile
+        shifted = _stable_shift(xp, data, d)
+        if log:
+            out = shifted - xp.log(xp.exp(shifted).sum(axis=d, keepdims=True))
+        else:
+            e = xp.exp(shifted)
+            out = e / e.sum(axis=d, keepdims=True)
+    node_cls = LogSoftmaxBackward0 if log else SoftmaxBackward0
+    return result(node_cls, out, (input,), save_output=True, dim=d)
+
+
+def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
+    """exp(x) / Σ exp(x) along ``dim``, computed without overflow."""
+    return _softmax_any(input, dim, dtype, log=False)
 
 
 def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     """x - log Σ exp(x) along ``dim``, finite for logits of ±1e4 and beyond."""
-    if dtype is not None:
-        input = input.to(dtype)
-    input = float_result("log_softmax", input)
-    d = _softmax_dim(input, dim, "log_softmax")
-    data = input._data
-    xp = array_module(data)
-    if data.ndim == 0:
-        out = xp.zeros_like(data)
-    else:
-        shifted = _stable_shift(xp, data, d)
-        out = shifted - xp.log(xp.exp(shifted).sum(axis=d, keepdims=True))
-    return result(LogSoftmaxBackward0, out, (input,), save_output=True, dim=d)
+    return _softmax_any(input, dim, dtype, log=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,6 +670,8 @@ def logsigmoid(input: Tensor) -> Tensor:
 class SiluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
+        if not grad_state.enabled and _fast(x):
+            return wrap(_elementwise(_silu_backward_block, g._data, x._data, scratch=1))
         s = sigmoid(x)
         return g * s * (x * (1 - s) + 1)  # d/dx x σ(x) = σ (1 + x (1 - σ))
 
@@ -393,6 +685,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x σ(x)."""
     if inplace:
         return _in_place(input, silu)
+    if _fast(input):
+        out = _elementwise(_silu_block, input._data)
+        return result(SiluBackward0, out, (input,), (input,))
     return _pointwise(SiluBackward0, input, "silu", lambda xp, x: x * _sigmoid_array(xp, x))
 
 
@@ -417,6 +712,8 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 class GeluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
+        if not grad_state.enabled and _fast(x):
+            return wrap(_gelu_grad_array(g._data, x._data, self.approximate))
         if self.approximate == "tanh":
             inner = (x + x * x * x * 0.044715) * SQRT_2_OVER_PI
             t = tanh(inner)
@@ -438,7 +735,31 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
             return x * 0.5 * (xp.tanh(inner) + 1)
         return x * 0.5 * (_backend.erf(xp, x * SQRT_HALF) + 1)
 
+    if _fast(input):
+        data = input._data
+        if approximate == "tanh":
+            out = _elementwise(_gelu_tanh_block, data, scratch=1)
+        elif _compute_dtype(data.dtype) == np.float32:
+            out = _elementwise(_gelu_block, data, scratch=4, scratch_dtype=np.float64)
+        else:  # float64: scipy's erf, exact to the last bit
+            out = kernel(np, data)
+        return result(GeluBackward0, out, (input,), (input,), approximate=approximate)
     return _pointwise(GeluBackward0, input, "gelu", kernel, approximate=approximate)
+
+
+def _gelu_grad_array(g, x, approximate: str):
+    if approximate == "tanh":
+        return _elementwise(_gelu_tanh_backward_block, g, x, scratch=2)
+    if _compute_dtype(x.dtype) == np.float32:
+        return _elementwise(_gelu_backward_block, g, x, scratch=4, scratch_dtype=np.float64)
+    cdf = _backend.erf(np, x * SQRT_HALF)
+    cdf += 1
+    cdf *= 0.5
+    pdf = np.exp(x * x * -0.5)
+    pdf *= x * INV_SQRT_2PI
+    pdf += cdf
+    pdf *= g
+    return pdf
 
 
 class PreluKernelBackward0(Node):
