@@ -1,9 +1,9 @@
 """ember's CPU generator against PyTorch's: the same seed gives the same streams.
 
-Bit-identical: uniform (float32/float64), integers, randperm, normal (both of torch's
-paths), bernoulli, exponential, the generator state and the stream position after mixed
-calls. ``TorchSampler`` is driven directly where a public function does not yet say which
-dtype it draws for (see ``test_public_float64_rand_matches_torch``).
+Bit-identical: uniform (float32/float64, and float16/bfloat16), integers, randperm, normal
+(both of torch's paths), bernoulli, exponential, the generator state and the stream position
+after mixed calls. ``TorchSampler`` is driven directly where a public function does not yet
+say which dtype it draws for (see ``test_public_float64_rand_matches_torch``).
 """
 
 import numpy as np
@@ -389,3 +389,33 @@ def test_vectorised_fisher_yates_equals_the_swap_loop():
             for i, offset in enumerate(offsets.tolist()):
                 perm[i], perm[i + offset] = perm[i + offset], perm[i]
             assert np.array_equal(fisher_yates(offsets), perm)
+
+
+# --- float16 / bfloat16: float32 draws rounded, as torch ---------------------------------
+HALF_DRAWS = {
+    "rand": lambda m, dt, n: m.rand(n, dtype=dt),
+    "uniform_": lambda m, dt, n: m.empty(n, dtype=dt).uniform_(-0.3, 1.7),
+    "uniform_narrow": lambda m, dt, n: m.empty(n, dtype=dt).uniform_(0.1, 0.7),
+    "randn": lambda m, dt, n: m.randn(n, dtype=dt),
+    "normal_": lambda m, dt, n: m.empty(n, dtype=dt).normal_(1.5, 0.25),
+    "random_": lambda m, dt, n: m.empty(n, dtype=dt).random_(),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(HALF_DRAWS))
+def test_half_precision_draws_equal_torch(torch_mod, name, dtype):
+    draw = HALF_DRAWS[name]
+    for n in (1, 5, 16, 17, 100, 4100):
+        ember.manual_seed(n)
+        torch_mod.manual_seed(n)
+        ours = draw(ember, getattr(ember, dtype), n).float().numpy()
+        theirs = draw(torch_mod, getattr(torch_mod, dtype), n).float().numpy()
+        assert np.array_equal(ours, theirs), (name, n)
+        assert np.array_equal(ember.rand(3).numpy(), torch_mod.rand(3).numpy()), (name, n)
+
+
+def test_half_precision_uniform_never_reaches_the_upper_bound():
+    g = Generator().manual_seed(0)
+    values = ember.rand(10**5, dtype=ember.float16, generator=g).float().numpy()
+    assert values.max() < 1.0 and values.min() >= 0.0

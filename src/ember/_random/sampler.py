@@ -7,12 +7,15 @@ as torch's kernels (aten/src/ATen/core/DistributionsHelper.h, native/cpu/
 DistributionTemplates.h, randperm in native/TensorFactories.cpp):
 
 - uniform: ``(word & (2^digits - 1)) * 2^-digits`` with one 32-bit word per value for
-  float32/float16/bfloat16 (digits 24/11/8) and one 64-bit word (two words, high first) for
-  float64 (digits 53); ``u * (to - from) + from`` rounded once (a fused multiply-add).
+  float32 (digits 24) and one 64-bit word (two words, high first) for float64 (digits 53);
+  ``u * (to - from) + from`` rounded once (a fused multiply-add). float16 and bfloat16 take
+  the float32 value rounded to their precision, ``to`` mapped back to ``from``.
 - integers in ``[low, high)``: ``word % range + low``, 64-bit words once range >= 2^28.
 - randperm: Fisher-Yates, ``swap(p[i], p[i + word % (n - i)])`` for i = 0..n-2.
 - normal, 16 values or more: n uniforms, then Box-Muller on blocks of 16 (u1 = 1 - first 8,
   u2 = last 8; cos half then sin half); a ragged tail redraws 16 uniforms for the last 16.
+  float16 / bfloat16: float32 normals rounded, but only the whole blocks are filled with
+  uniforms before the tail's 16 fresh ones.
 - normal, fewer than 16: per value, Box-Muller on two float64 uniforms with the sin value
   cached on the generator for the next call.
 - exponential, geometric, cauchy, bernoulli (scalar p), log-normal: float64 uniforms (or the
@@ -69,6 +72,10 @@ def _libm(name: str):
 _log, _log1p, _cos, _sin, _tan, _exp = map(_libm, ("log", "log1p", "cos", "sin", "tan", "exp"))
 
 
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype.name == "bfloat16"  # ml_dtypes' bfloat16 is kind "V"
+
+
 def _float_dtype(dtype) -> np.dtype:
     if dtype is None:
         from .._dtype import get_default_dtype
@@ -93,14 +100,13 @@ class TorchSampler:
     # --- uniform ---------------------------------------------------------------------------
     def unit(self, n: int, dtype=None) -> np.ndarray:
         """``n`` uniforms in [0, 1) as torch makes them for a tensor of ``dtype``."""
-        np_dtype = _float_dtype(dtype)
-        bits = _BITS_OF.get(np_dtype.name, 24)
-        if bits == 53:
+        if _float_dtype(dtype) == np.float64:
             return (self.engine.words64(n) & _MASK53).astype(np.float64) * 2.0**-53
+        # float32, and float16 / bfloat16 too: torch draws those in float32 and rounds
         words = self.engine.words(n)
-        words &= np.uint32((1 << bits) - 1)
+        words &= np.uint32((1 << 24) - 1)
         out = words.view(np.int32).astype(np.float32)  # int32 converts faster than uint32
-        out *= np.float32(2.0**-bits)
+        out *= np.float32(2.0**-24)
         return out
 
     def random(self, size=None, dtype=None, out=None):
@@ -108,8 +114,8 @@ class TorchSampler:
         shape, n = _count(size)
         values = self.unit(n, dtype)
         target = _float_dtype(dtype)
-        if values.dtype != target and target.kind == "f":
-            values = values.astype(target)
+        if values.dtype != target and _is_float(target):
+            values = _round_uniform(values, target, 0.0, 1.0)
         if out is not None:
             out[...] = values.reshape(out.shape)
             return out
@@ -135,8 +141,8 @@ class TorchSampler:
                 values = (u.astype(np.float64) * np.float64(width)).astype(np.float32)
             else:
                 values = fma_float32(u, width, low32)
-        if values.dtype != target and target.kind == "f":
-            values = values.astype(target)
+        if values.dtype != target and _is_float(target):
+            values = _round_uniform(values, target, low, high)
         return _shaped(values, size, shape)
 
     # --- integers --------------------------------------------------------------------------
@@ -162,7 +168,7 @@ class TorchSampler:
         shape, n = _count(size)
         if target == np.bool_:
             return _shaped((self.engine.words(n) & np.uint64(1)).astype(bool), size, shape)
-        if target.kind == "f":
+        if _is_float(target):
             bits = _BITS_OF.get(target.name, 24)
             modulus = (1 << bits) + 1
         else:
@@ -215,11 +221,15 @@ class TorchSampler:
             values = self._normal_blocks(n, float(loc), float(scale), target)
         else:
             values = _scaled(self.scalar_normals(n), float(loc), float(scale))
-        if values.dtype != target and target.kind == "f":
+        if values.dtype != target and _is_float(target):
+            if target.itemsize == 2:  # torch rounds double to float, then to half
+                values = values.astype(np.float32)
             values = values.astype(target)
         return _shaped(values, size, shape)
 
     def _normal_blocks(self, n: int, mean: float, std: float, target) -> np.ndarray:
+        if target.itemsize == 2:  # float16 / bfloat16
+            return self._normal_blocks_reduced(n, mean, std).astype(target)
         data = self.unit(n, target)
         tail = self.unit(16, target) if n % 16 else None
         full = n - n % 16
@@ -232,6 +242,18 @@ class TorchSampler:
         if tail is not None:  # torch recomputes the last 16 values from fresh uniforms
             out[full:] = data[full:]
             out[n - 16 :] = box_muller(tail, mean, std)
+        return out
+
+    def _normal_blocks_reduced(self, n: int, mean: float, std: float) -> np.ndarray:
+        """float16 / bfloat16 normals, computed in float32: torch fills only the whole blocks
+        with uniforms first, then (for a ragged end) 16 fresh ones for the last 16 values."""
+        full = n - n % 16
+        out = np.empty(n, dtype=np.float32)
+        for start in range(0, full, _NORMAL_CHUNK):
+            stop = min(start + _NORMAL_CHUNK, full)
+            out[start:stop] = box_muller_16_float32(self.unit(stop - start), mean, std)
+        if n % 16:
+            out[n - 16 :] = box_muller_16_float32(self.unit(16), mean, std)
         return out
 
     def scalar_normals(self, n: int) -> np.ndarray:
@@ -346,6 +368,16 @@ def _parameter(values, size, dtype) -> np.ndarray:
     return array
 
 
+def _round_uniform(values: np.ndarray, target: np.dtype, low: float, high: float) -> np.ndarray:
+    """float32 uniforms on [low, high) rounded to float16 / bfloat16; a value that rounds up
+    to ``high`` becomes ``low``, as torch keeps the interval half-open."""
+    rounded = values.astype(target)
+    top = target.type(high)
+    if (rounded == top).any():
+        rounded[rounded == top] = target.type(np.float32(low))
+    return rounded
+
+
 def _scaled(normals: np.ndarray, mean: float, std: float) -> np.ndarray:
     """``normals * std + mean`` rounded once, as torch's compiled kernels fuse it."""
     if std == 1.0 and mean == 0.0:
@@ -404,25 +436,13 @@ def _previous_with_same_target(steps: np.ndarray, target: np.ndarray) -> np.ndar
 
 
 def _box_muller_16(uniform: np.ndarray, mean: float, std: float) -> np.ndarray:
-    """torch's portable normal_fill_16 over blocks of 16 uniforms (float64; float16 and
-    bfloat16 approximately, through correctly rounded float32 functions)."""
+    """torch's portable normal_fill_16 over blocks of 16 float64 uniforms: radius from the
+    first 8 (as 1 - u), angle from the last 8; cos values first, then sin values."""
     blocks = uniform.reshape(-1, 2, 8)
-    if uniform.dtype == np.float64:
-        u1 = 1.0 - blocks[:, 0]
-        radius = np.sqrt(-2.0 * _log(u1))
-        theta = 2.0 * np.pi * blocks[:, 1]
-        normals = np.stack([radius * _cos(theta), radius * _sin(theta)], axis=1)
-        if std != 1.0 or mean != 0.0:
-            normals = fma_float64(normals, std, mean)
-        return normals.reshape(-1)
-    # half precision: each libm call rounded to float32, as std::log/cos/sin on floats
-    u1 = (np.float32(1) - blocks[:, 0]).astype(np.float64)
-    log_u1 = np.log(u1).astype(np.float32)
-    radius = np.sqrt((np.float32(-2) * log_u1).astype(np.float64)).astype(np.float32)
-    theta = (2.0 * np.pi * blocks[:, 1].astype(np.float64)).astype(np.float32).astype(np.float64)
-    cos = np.cos(theta).astype(np.float32)
-    sin = np.sin(theta).astype(np.float32)
-    normals = np.stack([radius * cos, radius * sin], axis=1)
+    u1 = 1.0 - blocks[:, 0]
+    radius = np.sqrt(-2.0 * _log(u1))
+    theta = 2.0 * np.pi * blocks[:, 1]
+    normals = np.stack([radius * _cos(theta), radius * _sin(theta)], axis=1)
     if std != 1.0 or mean != 0.0:
-        normals = fma_float32(normals, np.float32(std), np.float32(mean))
+        normals = fma_float64(normals, std, mean)
     return normals.reshape(-1)
