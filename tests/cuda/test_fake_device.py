@@ -368,3 +368,14 @@ def test_backward_and_inplace_work_without_flags_writeable(strict_fake_cuda):
     x = ember.zeros(3, device="cuda")
     x.add_(1.0)
     assert x.cpu().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_convolution_with_weight_or_bias_on_another_device_raises(fake_cuda):
+    x, w = ember.randn(1, 1, 4, 4, device="cuda"), ember.randn(2, 1, 3, 3)
+    with pytest.raises(RuntimeError, match=r"\(ember.cuda.FloatTensor\) and weight type \(ember"):
+        F.conv2d(x, w)
+    with pytest.raises(RuntimeError, match="and bias type .* should be the same"):
+        F.conv2d(x, w.cuda(), ember.zeros(2))
+    with pytest.raises(RuntimeError, match="and weight type .* should be the same"):
+        F.conv_transpose2d(x.cpu(), ember.randn(1, 2, 3, 3, device="cuda"))
+    assert F.conv2d(x, w.cuda(), ember.zeros(2, device="cuda")).is_cuda

@@ -270,9 +270,19 @@ def _check_weight(input: Tensor, weight: Tensor, nd: int, op: str) -> None:
         )
 
 
+def _check_devices(input: Tensor, weight: Tensor, bias) -> None:
+    """torch's message for a weight or bias on another device than the input."""
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and type(t._data) is not type(input._data) and t.device != input.device:
+            raise RuntimeError(
+                f"Input type ({input.type()}) and {name} type ({t.type()}) should be the same"
+            )
+
+
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: int, op: str):
     x, unbatched = _batched(input, nd, op)
     _check_weight(x, weight, nd, op)
+    _check_devices(x, weight, bias)
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     out_ch, in_per_group = weight.shape[:2]
@@ -387,6 +397,7 @@ def _conv_transpose_nd(
 ):
     x, unbatched = _batched(input, nd, op)
     _check_weight(x, weight, nd, op)
+    _check_devices(x, weight, bias)
     if isinstance(padding, str):
         raise RuntimeError(f"{op}: padding='{padding}' is not supported for transposed convolution")
     in_ch, out_per_group = weight.shape[:2]
