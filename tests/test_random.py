@@ -419,3 +419,8 @@ def test_half_precision_uniform_never_reaches_the_upper_bound():
     g = Generator().manual_seed(0)
     values = ember.rand(10**5, dtype=ember.float16, generator=g).float().numpy()
     assert values.max() < 1.0 and values.min() >= 0.0
+
+
+def test_thread_safe_generator_is_none_outside_thread_workers(torch_mod):
+    assert ember.random.thread_safe_generator() is None
+    assert torch_mod.random.thread_safe_generator() is None

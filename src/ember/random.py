@@ -25,6 +25,7 @@ __all__ = [
     "manual_seed",
     "seed",
     "set_rng_state",
+    "thread_safe_generator",
 ]
 
 _fork_rng_warned_already = False
@@ -92,3 +93,19 @@ def _warn_many_devices(count: int, caller: str, devices_kw: str, device_type: st
         stacklevel=3,
     )
     _fork_rng_warned_already = True
+
+
+def thread_safe_generator() -> Generator | None:
+    """The calling DataLoader thread worker's own generator; None elsewhere (the main
+    process and process workers), which makes random functions use the default generator.
+
+    Example::
+        >>> g = ember.random.thread_safe_generator()  # None outside thread workers
+        >>> ember.randint(0, 10, (5,), generator=g)
+    """
+    from .utils.data import get_worker_info
+
+    info = get_worker_info()
+    if getattr(info, "worker_method", None) == "thread" and getattr(info, "rng", None) is not None:
+        return info.rng.torch_generator
+    return None
