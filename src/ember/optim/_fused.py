@@ -176,18 +176,25 @@ def _sgd_momentum_with_tensor_ops(buf: Tensor, g, sign, momentum, dampening) -> 
 
 def sgd_sparse_step(param: Tensor, grad: Tensor, lr: float, maximize: bool) -> None:
     """``param -= lr · grad`` for a sparse COO gradient without momentum or weight decay:
-    only the gradient's rows are read and written."""
+    only the rows the gradient holds are read and written (duplicates summed first)."""
+    from ..ops.embedding import sum_rows_compact
+
     storage = grad._data
     indices, values = storage.indices, storage.values
-    if maximize:
-        values = -values
     p = param._data
-    alpha = -lr
-    if type(p) is np.ndarray and p.flags.writeable and indices.shape[0] == 1:
-        np.add.at(p, indices[0], values * np.asarray(alpha, dtype=p.dtype))
+    if (
+        type(p) is np.ndarray
+        and type(values) is np.ndarray
+        and p.flags.writeable
+        and indices.shape[0] == 1
+        and values.dtype == p.dtype
+    ):
+        rows, sums = sum_rows_compact(indices[0], values.reshape(values.shape[0], -1))
+        sums *= lr if maximize else -lr
+        p[rows] += sums.reshape((rows.size,) + p.shape[1:])
         bump(param)
         return
-    param.add_(grad.to_dense(), alpha=alpha)
+    param.add_(grad.to_dense(), alpha=lr if maximize else -lr)
 
 
 # --------------------------------------------------------------------------------- Adam

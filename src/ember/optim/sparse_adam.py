@@ -1,9 +1,9 @@
 """SparseAdam: Adam that only touches the rows a gradient reaches, PyTorch's update rule.
 
-ember has no sparse tensors yet, so a dense gradient stands for PyTorch's row-sparse one
-(as ``nn.Embedding(sparse=True)`` produces): the rows along dim 0 holding any non-zero
-are the gradient's indices. The one difference: a row that PyTorch would carry as an
-explicit all-zero entry is skipped here (its moments are not decayed).
+A sparse COO gradient (``embedding(..., sparse=True)``) is coalesced and its rows updated as
+PyTorch does. A dense gradient is also taken (PyTorch refuses it): the rows along dim 0
+holding any non-zero stand for the gradient's indices, so a row PyTorch would carry as an
+explicit all-zero entry is skipped there (its moments are not decayed).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from .. import _creation
+from .._backend import array_module
 from ..autograd.grad_mode import no_grad
 from ._validation import as_scalar, check_betas
 from .optimizer import Closure, Optimizer, ParamsT, params_with_grads
@@ -63,6 +64,9 @@ class SparseAdam(Optimizer):
                     state["exp_avg"] = _creation.zeros_like(p)
                     state["exp_avg_sq"] = _creation.zeros_like(p)
                 state["step"] += 1
+                if grad.is_sparse:
+                    _sparse_rows_step(p, grad, state, lr, beta1, beta2, eps)
+                    continue
                 if p.dim() == 0:
                     rows = grad.ne(0)
                 else:
@@ -81,3 +85,25 @@ class SparseAdam(Optimizer):
                 update = exp_avg.div(exp_avg_sq.sqrt().add_(eps)).mul_(-step_size)
                 p.add_(update.masked_fill_(~rows, 0))
         return loss
+
+
+def _sparse_rows_step(p, grad, state: dict, lr, beta1, beta2, eps) -> None:
+    """PyTorch's sparse update on the coalesced gradient's entries (explicit zeros included)."""
+    storage = grad.coalesce()._data
+    index = tuple(storage.indices)
+    values = storage.values
+    if values.size == 0:
+        return
+    m, v, w = state["exp_avg"]._data, state["exp_avg_sq"]._data, p._data
+    # m, v ← old + (1 - β)·(new - old) at the gradient's entries; numer, denom from the new ones
+    m_update = (values - m[index]) * (1 - beta1)
+    v_update = (values**2 - v[index]) * (1 - beta2)
+    m[index] += m_update
+    v[index] += v_update
+    numer = m[index]
+    denom = array_module(w).sqrt(v[index]) + eps
+    step = state["step"]
+    step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
+    w[index] += -step_size * (numer / denom)
+    for t in (state["exp_avg"], state["exp_avg_sq"], p):
+        t._vc[0] += 1
