@@ -113,13 +113,36 @@ class NllLossBackward0(Node):
 
     The coefficients do not depend on the input (the loss is linear in it), so the gradient is
     ``coefficients * grad``: differentiable again in ``grad``, with no second derivative in
-    ``input``."""
+    ``input``. The node keeps one coefficient per target (``scale``) and scatters
+    ``scale * grad`` into zeros when it runs, so no full-size array lives between forward and
+    backward and none is multiplied."""
+
+    def _scatter(self, values):
+        """A zero array of the input's shape with ``values`` at each target class."""
+        xp = array_module(self.scale)
+        out = xp.zeros(self.input_shape, dtype=values.dtype)
+        safe, class_dim = self.safe, self.class_dim
+        if len(self.input_shape) == 2:
+            out[xp.arange(self.input_shape[0]), safe] = values
+        else:
+            index = xp.expand_dims(safe, class_dim)
+            xp.put_along_axis(out, index, xp.expand_dims(values, class_dim), class_dim)
+        return out
+
+    @property
+    def coeff(self) -> Tensor:
+        """d loss / d input as a full-size tensor (forward-mode AD reads it)."""
+        return wrap(self._scatter(self.scale))
 
     def backward(self, g):
-        coeff = self.coeff
-        if self.reduction == "none" and g.dim() > 0:
-            g = g.unsqueeze(self.class_dim)
-        return coeff * g
+        scale = self.scale
+        if grad_state.enabled:  # create_graph: coefficients · grad, differentiable in grad
+            coeff = self.coeff
+            if self.reduction == "none" and g.dim() > 0:
+                g = g.unsqueeze(self.class_dim)
+            return coeff * g
+        values = array_module(scale).asarray(scale * g._data, dtype=scale.dtype)
+        return wrap(self._scatter(values))
 
 
 class NllLoss2DBackward0(NllLossBackward0):
@@ -198,16 +221,14 @@ def nll_loss(
     node_cls = NllLoss2DBackward0 if data.ndim >= 3 else NllLossBackward0
     if not (input._rg and grad_state.enabled):
         return result(node_cls, out, (input,))
-    coeff = xp.zeros(data.shape, dtype=data.dtype)
-    if data.ndim == 2:
-        coeff[rows, safe] = -w / denominator
-    else:
-        xp.put_along_axis(coeff, index, xp.expand_dims(-w / denominator, class_dim), class_dim)
+    scale = xp.asarray(-w / denominator, dtype=data.dtype)
     return result(
         node_cls,
         out,
         (input,),
-        coeff=wrap(coeff),
+        scale=scale,
+        safe=safe,
+        input_shape=data.shape,
         reduction=reduction,
         class_dim=class_dim,
     )
