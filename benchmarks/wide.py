@@ -27,6 +27,7 @@ import argparse
 import fnmatch
 import gc
 import importlib
+import importlib.util
 import json
 import statistics
 import sys
@@ -173,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             counts = f"{w.warmup} warm-up + {w.steps} timed steps"
             print(f"{w.name:32} {w.what}; {counts}; {w.params or ''}")
         return 0
+    if importlib.util.find_spec("torch") is None:
+        raise SystemExit("wide.py measures ember against torch, and torch is not installed")
     if args.quick:
         args.rounds, args.check_steps = 1, 2
     extra = overrides(args.param)
