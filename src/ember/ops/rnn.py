@@ -25,13 +25,24 @@ __all__ = ["rnn_sequence"]
 _FUSED_DTYPES = ("float32", "float64")
 
 
-def _special(xp):
-    """scipy.special (or CuPy's) for the in-place logistic sigmoid ``expit``."""
-    if xp.__name__.startswith("cupy"):
-        import cupyx.scipy.special as special
-    else:
-        import scipy.special as special
-    return special
+def _halved(w, blocks, hidden: int):
+    """A copy of ``w`` with the gate blocks ``blocks`` (rows, or entries of a bias) times ½.
+
+    σ(x) = ½ tanh(x / 2) + ½: with the sigmoid gates' weights and biases halved (exact in
+    binary floating point) one ``tanh`` over all gates of a step activates them, and two cheap
+    in-place ops finish the sigmoids (scipy's ``expit`` costs several times a ``tanh``)."""
+    if w is None:
+        return None
+    w = w.copy()
+    for b in blocks:
+        w[b * hidden : (b + 1) * hidden] *= 0.5
+    return w
+
+
+def _finish_sigmoid(xp, v) -> None:
+    """½ t + ½ in place: the sigmoid from t = tanh(x / 2)."""
+    xp.multiply(v, 0.5, out=v)
+    xp.add(v, 0.5, out=v)
 
 
 # --------------------------------------------------------------------------------------------
@@ -41,12 +52,13 @@ def _lstm_forward(xp, arrays, steps, keep):
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = arrays
     hidden = w_hh.shape[0] // 4
     i_, f_, g_, o_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
-    sig = slice(0, 2 * hidden)  # i and f are adjacent: one sigmoid call for both
-    expit = _special(xp).expit
-    gates = x @ w_ih.T  # every step's input projection, activated in place below
+    i_f = slice(0, 2 * hidden)  # i and f are adjacent
+    sigmoids = (0, 1, 3)
+    gates = x @ _halved(w_ih, sigmoids, hidden).T  # all steps' input part, activated in place
     if b_ih is not None:
-        gates += b_ih
-        gates += b_hh
+        gates += _halved(b_ih + b_hh, sigmoids, hidden)
+    w_hh_t = _halved(w_hh, sigmoids, hidden).T
+    w_hr_t = w_hr.T if w_hr is not None else None
     rows = gates.shape[0]
     h, c = h0.copy(), c0.copy()
     out = xp.empty((rows, h.shape[1]), dtype=gates.dtype)
@@ -57,7 +69,6 @@ def _lstm_forward(xp, arrays, steps, keep):
         tanh_c = xp.empty_like(c_prev)
         if w_hr is not None:
             h_cell = xp.empty_like(c_prev)
-    w_hh_t = w_hh.T
     for start, n in steps:
         stop = start + n
         hp, cp = h[:n], c[:n]
@@ -66,25 +77,31 @@ def _lstm_forward(xp, arrays, steps, keep):
             c_prev[start:stop] = cp
         g = gates[start:stop]
         g += hp @ w_hh_t
-        expit(g[:, sig], out=g[:, sig])
-        xp.tanh(g[:, g_], out=g[:, g_])
-        expit(g[:, o_], out=g[:, o_])
+        xp.tanh(g, out=g)
+        _finish_sigmoid(xp, g[:, i_f])
+        _finish_sigmoid(xp, g[:, o_])
         cp *= g[:, f_]
         cp += g[:, i_] * g[:, g_]
         tc = xp.tanh(cp, out=tanh_c[start:stop]) if keep else xp.tanh(cp)
-        hn = g[:, o_] * tc
-        if w_hr is not None:
-            if keep:
-                h_cell[start:stop] = hn
-            hn = hn @ w_hr.T
+        if w_hr is None:
+            hn = xp.multiply(g[:, o_], tc, out=out[start:stop])
+        else:
+            cell = xp.multiply(g[:, o_], tc, out=h_cell[start:stop] if keep else None)
+            hn = xp.matmul(cell, w_hr_t, out=out[start:stop])
         hp[...] = hn
-        out[start:stop] = hn
-    return (out, h, c), (gates, h_prev, c_prev, tanh_c, h_cell)
+    kept = (gates, h_prev, c_prev, tanh_c, h_cell)
+    if keep:  # the derivatives of the activations, over the whole sequence at once
+        slopes = 1 - gates * gates  # d tanh = 1 - tanh²
+        slopes[:, i_f] = gates[:, i_f] * (1 - gates[:, i_f])  # d σ = σ (1 - σ)
+        slopes[:, o_] = gates[:, o_] * (1 - gates[:, o_])
+        out_slope = gates[:, o_] * (1 - tanh_c * tanh_c)  # d h / d c' = σ(o) tanh'(c')
+        kept += (slopes, out_slope)
+    return (out, h, c), kept
 
 
 def _lstm_backward(xp, arrays, kept, grads, steps, needs):
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = arrays
-    gates, h_prev, c_prev, tanh_c, h_cell = kept
+    gates, h_prev, c_prev, tanh_c, h_cell, slopes, out_slope = kept
     g_out, g_h, g_c = grads
     hidden = w_hh.shape[0] // 4
     i_, f_, g_, o_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
@@ -102,17 +119,16 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
                 d_hidden[start:stop] = dhn
             dhn = dhn @ w_hr
         g = gates[start:stop]
-        i, f, gg, o = g[:, i_], g[:, f_], g[:, g_], g[:, o_]
-        tc = tanh_c[start:stop]
         dcn = dc[:n]
-        dcn += dhn * o * (1 - tc * tc)  # d tanh = 1 - tanh²
+        dcn += dhn * out_slope[start:stop]
         dg = d_gates[start:stop]
-        xp.multiply(dhn * tc, o * (1 - o), out=dg[:, o_])  # d σ = σ (1 - σ)
-        xp.multiply(dcn * gg, i * (1 - i), out=dg[:, i_])
-        xp.multiply(dcn * c_prev[start:stop], f * (1 - f), out=dg[:, f_])
-        xp.multiply(dcn * i, 1 - gg * gg, out=dg[:, g_])
-        dcn *= f
-        dh[:n] = dg @ w_hh
+        xp.multiply(dhn, tanh_c[start:stop], out=dg[:, o_])
+        xp.multiply(dcn, g[:, g_], out=dg[:, i_])
+        xp.multiply(dcn, c_prev[start:stop], out=dg[:, f_])
+        xp.multiply(dcn, g[:, i_], out=dg[:, g_])
+        dg *= slopes[start:stop]
+        dcn *= g[:, f_]
+        xp.matmul(dg, w_hh, out=dh[:n])
     result = _weight_grads(xp, arrays, needs, d_gates, d_gates, h_prev)
     result[1], result[2] = dh, dc
     if d_hidden is not None:
@@ -128,10 +144,12 @@ def _gru_forward(xp, arrays, steps, keep):
     hidden = w_hh.shape[0] // 3
     r_, z_, n_ = (slice(k * hidden, (k + 1) * hidden) for k in range(3))
     rz = slice(0, 2 * hidden)
-    expit = _special(xp).expit
-    gates = x @ w_ih.T  # becomes r, z, n in place
+    sigmoids = (0, 1)
+    gates = x @ _halved(w_ih, sigmoids, hidden).T  # becomes r, z, n in place
     if b_ih is not None:
-        gates += b_ih
+        gates += _halved(b_ih, sigmoids, hidden)
+    w_hh_t = _halved(w_hh, sigmoids, hidden).T
+    b_hh = _halved(b_hh, sigmoids, hidden)
     rows = gates.shape[0]
     h = h0.copy()
     out = xp.empty((rows, hidden), dtype=gates.dtype)
@@ -139,7 +157,6 @@ def _gru_forward(xp, arrays, steps, keep):
     if keep:
         h_prev = xp.empty_like(out)
         hidden_n = xp.empty_like(out)  # W_hn h + b_hn, which the reset gate scales
-    w_hh_t = w_hh.T
     for start, n in steps:
         stop = start + n
         hp = h[:n]
@@ -150,22 +167,29 @@ def _gru_forward(xp, arrays, steps, keep):
             hh += b_hh
         g = gates[start:stop]
         g[:, rz] += hh[:, rz]
-        expit(g[:, rz], out=g[:, rz])
+        xp.tanh(g[:, rz], out=g[:, rz])
+        _finish_sigmoid(xp, g[:, rz])
         if keep:
             hidden_n[start:stop] = hh[:, n_]
         new = g[:, n_]
         new += g[:, r_] * hh[:, n_]
         xp.tanh(new, out=new)
-        hn = hp - new
+        hn = xp.subtract(hp, new, out=out[start:stop])
         hn *= g[:, z_]
         hn += new
         hp[...] = hn
-        out[start:stop] = hn
-    return (out, h, None), (gates, h_prev, hidden_n)
+    if not keep:
+        return (out, h, None), ()
+    # the backward's per-step factors, over the whole sequence at once
+    r, z, new = gates[:, r_], gates[:, z_], gates[:, n_]
+    new_slope = (1 - z) * (1 - new * new)  # d h' / d (pre-activation of n)
+    z_slope = (h_prev - new) * z * (1 - z)  # d h' / d (pre-activation of z)
+    r_slope = hidden_n * r * (1 - r)  # d (pre-activation of n) / d (pre-activation of r)
+    return (out, h, None), (gates, h_prev, new_slope, z_slope, r_slope)
 
 
 def _gru_backward(xp, arrays, kept, grads, steps, needs):
-    gates, h_prev, hidden_n = kept
+    gates, h_prev, new_slope, z_slope, r_slope = kept
     w_hh = arrays[4]
     g_out, g_h, _ = grads
     hidden = w_hh.shape[0] // 3
@@ -180,14 +204,14 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
         if g_out is not None:
             dhn += g_out[start:stop]
         g = gates[start:stop]
-        r, z, new = g[:, r_], g[:, z_], g[:, n_]
         dx, dhh = d_x[start:stop], d_hh[start:stop]
-        d_new = xp.multiply(dhn * (1 - z), 1 - new * new, out=dx[:, n_])
-        xp.multiply(dhn * (h_prev[start:stop] - new), z * (1 - z), out=dx[:, z_])
-        xp.multiply(d_new * hidden_n[start:stop], r * (1 - r), out=dx[:, r_])
+        d_new = xp.multiply(dhn, new_slope[start:stop], out=dx[:, n_])
+        xp.multiply(dhn, z_slope[start:stop], out=dx[:, z_])
+        xp.multiply(d_new, r_slope[start:stop], out=dx[:, r_])
         dhh[:, rz] = dx[:, rz]
-        xp.multiply(d_new, r, out=dhh[:, n_])
-        dh[:n] = dhn * z + dhh @ w_hh
+        xp.multiply(d_new, g[:, r_], out=dhh[:, n_])
+        dhn *= g[:, z_]
+        dhn += dhh @ w_hh
     result = _weight_grads(xp, arrays, needs, d_x, d_hh, h_prev)
     result[1] = dh
     return result
@@ -198,11 +222,9 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
 # --------------------------------------------------------------------------------------------
 def _rnn_forward(xp, arrays, steps, keep, relu):
     x, h0, _, w_ih, w_hh, b_ih, b_hh, _ = arrays
-    act = xp.tanh if not relu else None
     states = x @ w_ih.T  # pre-activations, then the new hidden states in place
     if b_ih is not None:
-        states += b_ih
-        states += b_hh
+        states += b_ih + b_hh
     h = h0.copy()
     h_prev = xp.empty_like(states) if keep else None
     w_hh_t = w_hh.T
@@ -216,30 +238,28 @@ def _rnn_forward(xp, arrays, steps, keep, relu):
         if relu:
             xp.maximum(s, 0, out=s)
         else:
-            act(s, out=s)
+            xp.tanh(s, out=s)
         hp[...] = s
-    # the caller may write into the output: the node keeps its own states
-    out = states.copy() if keep else states
-    return (out, h, None), (states, h_prev)
+    if not keep:
+        return (states, h, None), ()
+    slopes = states > 0 if relu else 1 - states * states  # d tanh = 1 - tanh²
+    # the caller may write into the output: the node keeps only what it derived from it
+    return (states, h, None), (slopes, h_prev)
 
 
-def _rnn_backward(xp, arrays, kept, grads, steps, needs, relu):
-    states, h_prev = kept
+def _rnn_backward(xp, arrays, kept, grads, steps, needs):
+    slopes, h_prev = kept
     w_hh = arrays[4]
     g_out, g_h, _ = grads
     dh = g_h.copy() if g_h is not None else xp.zeros_like(arrays[1])
-    d_pre = xp.empty_like(states)
+    d_pre = xp.empty(h_prev.shape, dtype=h_prev.dtype)
     for start, n in reversed(steps):
         stop = start + n
         dhn = dh[:n]
         if g_out is not None:
             dhn += g_out[start:stop]
-        y = states[start:stop]
-        if relu:
-            xp.multiply(dhn, y > 0, out=d_pre[start:stop])
-        else:
-            xp.multiply(dhn, 1 - y * y, out=d_pre[start:stop])  # d tanh = 1 - tanh²
-        dh[:n] = d_pre[start:stop] @ w_hh
+        dp = xp.multiply(dhn, slopes[start:stop], out=d_pre[start:stop])
+        xp.matmul(dp, w_hh, out=dh[:n])
     result = _weight_grads(xp, arrays, needs, d_pre, d_pre, h_prev)
     result[1] = dh
     return result
@@ -267,14 +287,8 @@ def _weight_grads(xp, arrays, needs, d_input_gates, d_hidden_gates, h_prev) -> l
 _KERNELS = {
     "LSTM": (_lstm_forward, _lstm_backward),
     "GRU": (_gru_forward, _gru_backward),
-    "RNN_TANH": (
-        lambda xp, a, s, k: _rnn_forward(xp, a, s, k, False),
-        lambda xp, a, k, g, s, n: _rnn_backward(xp, a, k, g, s, n, False),
-    ),
-    "RNN_RELU": (
-        lambda xp, a, s, k: _rnn_forward(xp, a, s, k, True),
-        lambda xp, a, k, g, s, n: _rnn_backward(xp, a, k, g, s, n, True),
-    ),
+    "RNN_TANH": (lambda xp, a, s, k: _rnn_forward(xp, a, s, k, False), _rnn_backward),
+    "RNN_RELU": (lambda xp, a, s, k: _rnn_forward(xp, a, s, k, True), _rnn_backward),
 }
 
 
