@@ -319,3 +319,11 @@ def test_zero_batch_matches_torch(mode, torch_mod):
     assert results[0][0] == results[1][0], results
     if results[0][0] == "ok":
         assert results[0][1] == results[1][1]
+
+
+def test_autocast_takes_the_composite_path():
+    layer = ember.nn.RNN(3, 4)
+    with ember.autocast("cpu"):
+        out, _ = layer(ember.randn(2, 1, 3))
+    assert "RNNTanhSequenceBackward0" not in _node_names(out)
+    assert out.dtype == ember.bfloat16  # the composite's matrix products ran in bfloat16
