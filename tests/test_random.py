@@ -424,3 +424,13 @@ def test_half_precision_uniform_never_reaches_the_upper_bound():
 def test_thread_safe_generator_is_none_outside_thread_workers(torch_mod):
     assert ember.random.thread_safe_generator() is None
     assert torch_mod.random.thread_safe_generator() is None
+
+
+def test_vectorised_sin_cos_in_use_equal_the_c_library():
+    import math
+
+    from ember._random.sampler import _cos, _sin
+
+    angles = np.random.default_rng(3).uniform(0.0, 2.0 * np.pi, 10**4)
+    assert np.array_equal(_cos(angles), [math.cos(a) for a in angles])
+    assert np.array_equal(_sin(angles), [math.sin(a) for a in angles])
