@@ -297,9 +297,14 @@ def all_kernel_sources() -> dict:
 # --- NumPy references: the kernels' arguments, outputs written in place -----------------------
 
 
+def _row_max(x2):
+    """Each row's max: the kernels' shift (an infinite max makes the row nan, as torch)."""
+    return x2.max(axis=1, keepdims=True)
+
+
 def _ref_softmax_forward(x, y, rows, cols, log_softmax):
     x2 = x.reshape(int(rows), int(cols))
-    shifted = x2 - x2.max(axis=1, keepdims=True)
+    shifted = x2 - _row_max(x2)
     total = np.exp(shifted).sum(axis=1, keepdims=True)
     out = shifted - np.log(total) if log_softmax else np.exp(shifted) / total
     y.reshape(x2.shape)[...] = out
@@ -318,7 +323,7 @@ def _ref_cross_entropy_forward(
     x, target, weight, loss, row_weight, lse, bad_target, rows, cols, ignore_index, has_weight
 ):
     x2 = x.reshape(int(rows), int(cols))
-    m = x2.max(axis=1, keepdims=True)
+    m = _row_max(x2)
     row_lse = (m + np.log(np.exp(x2 - m).sum(axis=1, keepdims=True)))[:, 0]
     lse[...] = row_lse
     ignored = target == ignore_index
