@@ -327,3 +327,24 @@ def test_autocast_takes_the_composite_path():
         out, _ = layer(ember.randn(2, 1, 3))
     assert "RNNTanhSequenceBackward0" not in _node_names(out)
     assert out.dtype == ember.bfloat16  # the composite's matrix products ran in bfloat16
+
+
+def test_noncontiguous_operands_and_input_without_grad():
+    mode, sizes = "LSTM", [2, 2, 1]
+    fn = _sequence_fn(mode, sizes, False, 0)
+    rng = np.random.default_rng(5)
+    shapes = [(2, 5), (3, 2), (3, 2), (2, 12), (3, 12), (12,), (12,)]  # transposed
+    arrays = [rng.standard_normal(s) for s in shapes]
+    plain = [ember.tensor(a.T.copy() if a.ndim == 2 else a) for a in arrays]
+    strided = [ember.tensor(a).t() if a.ndim == 2 else ember.tensor(a) for a in arrays]
+    assert not strided[0].is_contiguous()
+    results = []
+    for inputs in (plain, strided):
+        for t in inputs[1:]:
+            t.requires_grad_(True)
+        outs = fn(*inputs)
+        assert outs[0].grad_fn.name() == "LSTMSequenceBackward0"
+        grads = ember.autograd.grad(sum(o.sum() for o in outs), inputs[1:])
+        results.append([o.detach().numpy() for o in outs] + [g.numpy() for g in grads])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
