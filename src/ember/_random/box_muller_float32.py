@@ -96,4 +96,7 @@ def box_muller_16_float32(uniform: np.ndarray, mean: float, std: float) -> np.nd
     radius = np.sqrt(_f32(-2) * log_float32(_f32(1) - blocks[:, 0]))
     sin, cos = sincos_float32(_f32(2.0 * np.pi) * blocks[:, 1])
     normals = np.stack([radius * cos, radius * sin], axis=1).reshape(-1)
+    if std == 1.0 and mean == 0.0:  # fma(x, 1, 0) is x + 0: exact, and -0 becomes +0
+        normals += _f32(0)
+        return normals
     return _fma(normals, _f32(std), _f32(mean))
