@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.ops import normalization as normalization_ops
 from ember.ops.normalization import native_batch_norm, native_group_norm, native_layer_norm
 
 from ..helpers import arrays_for, check_gradients, compare_with_torch
@@ -304,3 +305,49 @@ def test_output_modified_in_place_keeps_gradients_right():
     out.mul_(2.0)
     (grad,) = ember.autograd.grad(out.sum(), x)
     np.testing.assert_allclose(grad.numpy(), expected.numpy(), atol=1e-12)
+
+
+# large enough (> 65,536 elements) to be shared among threads, cut into many slabs here
+LARGE_CASES = {
+    "layer_norm": ((300, 7, 40), lambda m, x, w, b: m.nn.functional.layer_norm(x, (40,), w, b)),
+    "group_norm": ((8, 6, 40, 40), lambda m, x, w, b: m.nn.functional.group_norm(x, 3, w, b)),
+    "batch_norm": (
+        (8, 6, 40, 40),
+        lambda m, x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, training=True),
+    ),
+    "batch_norm_eval": (
+        (8, 6, 40, 40),
+        lambda m, x, w, b: m.nn.functional.batch_norm(
+            x, m.arange(6.0, dtype=x.dtype), m.arange(1.0, 7.0, dtype=x.dtype), w, b
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", LARGE_CASES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_large_inputs_cut_into_slabs_match_torch(monkeypatch, name, dtype):
+    monkeypatch.setattr(normalization_ops, "_SLAB", 4096)
+    shape, fn = LARGE_CASES[name]
+    params = (40,) if name == "layer_norm" else (6,)
+    x, w, b = arrays_for([shape, params, params], seed=16)
+    tol = dict(atol=2e-5, rtol=1e-4) if dtype == np.float32 else dict(atol=1e-10, rtol=1e-9)
+    compare_with_torch(fn, [x * 3 + 1, w, b], dtype=dtype, **tol)
+
+
+def test_large_non_contiguous_input_matches_contiguous(monkeypatch):
+    monkeypatch.setattr(normalization_ops, "_SLAB", 4096)
+    (x,) = arrays_for([(40, 8, 300)], seed=17)
+    for fn in (
+        lambda t: F.layer_norm(t, (40,)),
+        lambda t: F.group_norm(t, 2),
+        lambda t: F.batch_norm(t, None, None, training=True),
+    ):
+        strided = ember.tensor(x).permute(2, 1, 0).requires_grad_()
+        dense = ember.tensor(np.ascontiguousarray(x.transpose(2, 1, 0))).requires_grad_()
+        out_s, out_d = fn(strided), fn(dense)
+        np.testing.assert_allclose(out_s.detach().numpy(), out_d.detach().numpy(), atol=1e-12)
+        seed = ember.tensor(np.cos(np.arange(out_d.numel())).reshape(tuple(out_d.shape)))
+        (g_s,) = ember.autograd.grad(out_s, strided, seed)
+        (g_d,) = ember.autograd.grad(out_d, dense, seed)
+        np.testing.assert_allclose(g_s.numpy(), g_d.numpy(), atol=1e-12)

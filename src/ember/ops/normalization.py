@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _backend
 from .._dtype import from_numpy_dtype
 from .._tensor import Tensor
@@ -49,11 +51,6 @@ def _sum_of_products(xp, a, b, keep: tuple):
     return xp.einsum(f"{letters},{letters}->{kept}", a, b)
 
 
-def _kept(reduced, layout: _Layout, axes: tuple):
-    """A reduction over all but ``axes`` reshaped so that it broadcasts against the input."""
-    return reduced.reshape(tuple(s if i in axes else 1 for i, s in enumerate(layout.shape)))
-
-
 def _work_dtype(xp, dtype):
     """float16 / bfloat16 are normalised in float32, as PyTorch's CPU kernels accumulate."""
     return xp.dtype(xp.float32) if dtype.itemsize < 4 else dtype
@@ -70,22 +67,118 @@ def _check_norm_input(input: Tensor, kernel: str, *params) -> None:
             raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
-def _moments(xp, x, layout: _Layout, eps: float):
-    """(x - mean) in a fresh buffer, the mean, the biased variance and 1/sqrt(var + eps), the
-    statistics kept as size-1 axes."""
-    with _backend.errstate(xp, divide="ignore", invalid="ignore"):
-        if layout.count == 0:  # PyTorch: mean 0 and a NaN 1/std over nothing
-            shape = tuple(1 if i in layout.stats else s for i, s in enumerate(layout.shape))
-            mean = xp.zeros(shape, x.dtype)
-            var = xp.full(shape, xp.nan, x.dtype)
-            return xp.subtract(x, mean), mean, var, var.copy()
-        mean = x.mean(axis=layout.stats, keepdims=True)
-        centred = xp.subtract(x, mean)
-        var = _kept(_sum_of_products(xp, centred, centred, layout.others), layout, layout.others)
-        var /= layout.count
-        rstd = xp.sqrt(var + eps)
+_SLAB = 1 << 17  # elements per slab: a slab and its temporaries stay in the caches
+
+
+def _slabs(shape: tuple, axis: int, plain: bool) -> list:
+    """Index tuples cutting ``shape`` along ``axis`` into cache-sized slabs (one slab, the
+    whole array, for CuPy and ember.compile's recorded arrays, whose replay does not carry
+    writes through views)."""
+    size = math.prod(shape)
+    if not plain or size == 0 or size <= _SLAB:
+        return [Ellipsis]
+    per = max(1, _SLAB * shape[axis] // size)
+    lead = (slice(None),) * axis
+    return [lead + (slice(s, s + per),) for s in range(0, shape[axis], per)]
+
+
+def _run_slabs(work, slabs: list, size: int) -> list:
+    """``work(index)`` for every slab, shared among ember's intra-op threads; the results in
+    slab order (so that sums of partial results do not depend on the threads)."""
+    threads = _backend.get_num_threads() if size >= _backend.PARALLEL_MIN_ELEMENTS else 1
+    if threads < 2 or len(slabs) < 2:
+        return [work(index) for index in slabs]
+
+    def span(part):
+        with np.errstate(all="ignore"):  # the caller's errstate does not reach the threads
+            return [work(index) for index in part]
+
+    step = -(-len(slabs) // threads)
+    parts = [slabs[i : i + step] for i in range(0, len(slabs), step)]
+    futures = [_backend._thread_pool().submit(span, part) for part in parts[1:]]
+    results = span(parts[0])
+    for f in futures:
+        results.extend(f.result())
+    return results
+
+
+def _pick(array, index):
+    """``array[index]`` for arrays that vary along the slab axis; others (size-1 there, or
+    None) broadcast against every slab as they are."""
+    if array is None or index is Ellipsis:
+        return array
+    axis = len(index) - 1
+    return array[index] if array.shape[axis] != 1 else array
+
+
+def _normalize_slab(xp, x, out, mean, var, rstd, w, b, layout: _Layout, eps, batch_stats):
+    """One slab of the forward: statistics into ``mean``/``var``/``rstd`` (when taken from
+    the batch), then ``out = (x - mean) · rstd · w + b``."""
+    if batch_stats:
+        count = layout.count
+        if count == 0:  # PyTorch: mean 0 and a NaN 1/std over nothing
+            mean[...] = 0
+            var[...] = xp.nan
+        else:
+            xp.mean(x, axis=layout.stats, keepdims=True, out=mean)
+        xp.subtract(x, mean, out=out)
+        if count:
+            squares = _sum_of_products(xp, out, out, layout.others).reshape(var.shape)
+            xp.divide(squares, count, out=var)
+        xp.add(var, eps, out=rstd)
+        xp.sqrt(rstd, out=rstd)
         xp.divide(1, rstd, out=rstd)
-    return centred, mean, var, rstd
+    else:
+        xp.subtract(x, mean, out=out)
+    out *= rstd
+    if w is not None:
+        out *= w
+    if b is not None:
+        out += b
+
+
+def _backward_slab(xp, g, x, mean, rstd, w, gx, layout: _Layout, need, batch_stats):
+    """One slab of the backward: the input's gradient into ``gx``; returns the slab's
+    (weight, bias) gradient sums over its part of the parameters' summed axes."""
+    xhat = xp.subtract(x, mean)
+    xhat *= rstd
+    gw = _sum_of_products(xp, g, xhat, layout.params) if need[1] else None
+    gb = g.sum(axis=layout.param_sums) if need[2] else None
+    if need[0]:
+        if not batch_stats:  # d/dx (x - μ)·r·w = r·w for constant μ, r
+            xp.multiply(g, rstd * w if w is not None else rstd, out=gx)
+        else:
+            # dx = r (gy - mean(gy) - x̂ mean(gy x̂)), gy = g·w, means over the statistics
+            if w is not None:
+                xp.multiply(g, w, out=gx)
+            else:
+                gx[...] = g
+            n = max(layout.count, 1)
+            mean_gy = gx.sum(axis=layout.stats, keepdims=True)
+            mean_gy /= n
+            mean_gy_xhat = _sum_of_products(xp, gx, xhat, layout.others).reshape(mean_gy.shape)
+            mean_gy_xhat /= n
+            xhat *= mean_gy_xhat
+            xhat += mean_gy
+            gx -= xhat
+            gx *= rstd
+    return gw, gb
+
+
+def _param_totals(parts: list, layout: _Layout, axis: int, xp):
+    """Gradient sums of the slabs to one array: added when the slab axis is summed over,
+    else laid side by side along it."""
+    if parts[0] is None:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    if axis in layout.param_sums:
+        total = parts[0].copy()
+        for p in parts[1:]:
+            total += p
+        return total
+    position = layout.params.index(axis)
+    return xp.concatenate(parts, axis=position)
 
 
 class _FusedNormBackward(Node):
@@ -108,33 +201,25 @@ class _FusedNormBackward(Node):
         work = mean.dtype
         xp = array_module(mean)
         gd = g._data.astype(work, copy=False).reshape(lay.shape)
-        xhat = xp.subtract(x._data.astype(work, copy=False).reshape(lay.shape), mean)
-        xhat *= rstd
-        gx = gw = gb = None
-        if need[1]:
-            gw = _sum_of_products(xp, gd, xhat, lay.params).reshape(self.affine_shape)
-            gw = wrap(gw.astype(weight._data.dtype, copy=False))
-        if need[2]:
-            gb = gd.sum(axis=lay.param_sums).reshape(self.affine_shape)
-            gb = wrap(gb.astype(self.bias_dtype, copy=False))
-        if need[0]:
-            w = None
-            if weight is not None:
-                w = weight._data.astype(work, copy=False).reshape(lay.param_shape)
-            if not self.batch_stats:  # d/dx (x - μ)·r·w = r·w for constant μ, r
-                gx = gd * (rstd * w if w is not None else rstd)
-            else:
-                # dx = r (gy - mean(gy) - x̂ mean(gy x̂)), gy = g·w, means over the statistics
-                gx = gd * w if w is not None else gd.copy()
-                n = max(lay.count, 1)
-                mean_gy = gx.sum(axis=lay.stats, keepdims=True)
-                mean_gy /= n
-                mean_gy_xhat = _kept(_sum_of_products(xp, gx, xhat, lay.others), lay, lay.others)
-                mean_gy_xhat /= n
-                xhat *= mean_gy_xhat
-                xhat += mean_gy
-                gx -= xhat
-                gx *= rstd
+        xd = x._data.astype(work, copy=False).reshape(lay.shape)
+        w = _param_array(weight, lay, work)
+        gx = xp.empty(lay.shape, work) if need[0] else None
+        plain = type(gd) is np.ndarray and type(xd) is np.ndarray
+        slabs = _slabs(lay.shape, self.slab_axis, plain)
+
+        def slab(i):
+            picked = (_pick(a, i) for a in (gd, xd, mean, rstd, w, gx))
+            return _backward_slab(xp, *picked, lay, need, self.batch_stats)
+
+        with _backend.errstate(xp, all="ignore"):
+            parts = _run_slabs(slab, slabs, xd.size)
+        gw = _param_totals([p[0] for p in parts], lay, self.slab_axis, xp)
+        gb = _param_totals([p[1] for p in parts], lay, self.slab_axis, xp)
+        if gw is not None:
+            gw = wrap(gw.reshape(self.affine_shape).astype(weight._data.dtype, copy=False))
+        if gb is not None:
+            gb = wrap(gb.reshape(self.affine_shape).astype(self.bias_dtype, copy=False))
+        if gx is not None:
             gx = wrap(gx.reshape(x._data.shape).astype(x._data.dtype, copy=False))
         return gx, gw, gb
 
@@ -187,24 +272,29 @@ def _param_array(p: Tensor | None, layout: _Layout, work):
     return None if p is None else p._data.astype(work, copy=False).reshape(layout.param_shape)
 
 
-def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, stats=None):
-    """Normalise ``input`` over ``layout``; ``stats`` = (mean, rstd) when they are given
-    (batch norm in evaluation). Returns the output tensor and the canonical mean, var, rstd."""
+def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, slab_axis, stats=None):
+    """Normalise ``input`` over ``layout`` slab by slab along ``slab_axis`` (an axis the
+    statistics do not span); ``stats`` = (mean, rstd) when they are given (batch norm in
+    evaluation). Returns the output tensor and the canonical mean, var, rstd."""
     data = input._data
     xp = array_module(data)
     work = _work_dtype(xp, data.dtype)
     x = data.astype(work, copy=False).reshape(layout.shape)
+    out = xp.empty(layout.shape, work)
     if stats is None:
-        out, mean, var, rstd = _moments(xp, x, layout, eps)
+        kept = tuple(1 if i in layout.stats else s for i, s in enumerate(layout.shape))
+        mean, var, rstd = (xp.empty(kept, work) for _ in range(3))
     else:
-        mean, rstd = stats
-        out, var = xp.subtract(x, mean), None
-    out *= rstd
+        (mean, rstd), var = stats, None
     w, b = _param_array(weight, layout, work), _param_array(bias, layout, work)
-    if w is not None:
-        out *= w
-    if b is not None:
-        out += b
+    slabs = _slabs(layout.shape, slab_axis, type(x) is np.ndarray)
+
+    def slab(i):
+        picked = (_pick(a, i) for a in (x, out, mean, var, rstd, w, b))
+        _normalize_slab(xp, *picked, layout, eps, stats is None)
+
+    with _backend.errstate(xp, all="ignore"):
+        _run_slabs(slab, slabs, x.size)
     out = out.reshape(data.shape).astype(data.dtype, copy=False)
     attrs = dict(
         layout=layout,
@@ -214,6 +304,7 @@ def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, stats=
         batch_stats=stats is None,
         affine_shape=affine_shape,
         bias_dtype=bias._data.dtype if bias is not None else None,
+        slab_axis=slab_axis,
     )
     output = result(node_cls, out, (input, weight, bias), (input, weight), **attrs)
     return output, mean, var, rstd
@@ -259,7 +350,7 @@ def native_layer_norm(
     lead = tuple(input.shape[: input.dim() - k])
     layout = _Layout((math.prod(lead), math.prod(shape)), (1,), (1,))
     out, mean, _, rstd = _fused_norm(
-        NativeLayerNormBackward0, input, layout, weight, bias, eps, shape
+        NativeLayerNormBackward0, input, layout, weight, bias, eps, shape, 0
     )
     stats_shape = lead + (1,) * k
     dtype = input._data.dtype
@@ -307,7 +398,7 @@ def native_batch_norm(
     dtype = data.dtype
     if training:
         out, mean, var, rstd = _fused_norm(
-            NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,)
+            NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), 1
         )
         if layout.count:
             _update_running(running_mean, running_var, mean, var, layout.count, momentum)
@@ -320,7 +411,7 @@ def native_batch_norm(
     rstd = xp.sqrt(running_var._data.astype(work) + work.type(eps)).reshape(layout.param_shape)
     xp.divide(1, rstd, out=rstd)
     out, *_ = _fused_norm(
-        NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), (mean, rstd)
+        NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), 1, (mean, rstd)
     )
     empty = wrap(xp.empty(0, dtype=dtype))
     return out, empty, wrap(xp.empty(0, dtype=dtype))
@@ -360,7 +451,7 @@ def native_group_norm(
     _check_norm_input(input, "GroupNormKernelImpl", weight, bias)
     layout = _Layout((N, group, C // group, HxW), (2, 3), (1, 2))
     out, mean, _, rstd = _fused_norm(
-        NativeGroupNormBackward0, input, layout, weight, bias, eps, (C,)
+        NativeGroupNormBackward0, input, layout, weight, bias, eps, (C,), 0
     )
     dtype = input._data.dtype
     return out, _statistic(mean, (N, group), dtype), _statistic(rstd, (N, group), dtype)
