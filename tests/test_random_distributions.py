@@ -93,6 +93,32 @@ def test_multinomial_without_replacement_skips_zero_weights_while_it_can(torch_m
     assert sorted(ours.tolist()) == [1, 3, 4]
 
 
+@pytest.mark.parametrize("shape,num_samples", [((7,), 7), ((3, 20), 15), ((2, 700), 9)])
+def test_multinomial_without_replacement_orders_tied_zero_weights_as_torch(
+    torch_mod, shape, num_samples
+):
+    weights = _weights(5, shape, zeros=False)
+    weights[np.random.RandomState(6).rand(*shape) < 0.9] = 0  # more draws than non-zeros
+    weights[..., 1] = 0.5
+    for seed in SEEDS:
+        ours, theirs = _both(
+            torch_mod, seed, lambda m: m.multinomial(m.tensor(weights), num_samples)
+        )
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("n", [2, 5, 16, 17, 40, 100, 700, 2000])
+def test_std_sort_topk_replays_torch_topk_ties(torch_mod, n):
+    from ember._random.std_sort import topk_largest
+
+    rs = np.random.RandomState(n)
+    for levels in (1, 2, 5):
+        values = rs.randint(0, levels, n).astype(np.float32)
+        for k in sorted({1, 2, n // 64 or 1, n // 3 or 1, n - 1 or 1, n}):
+            expected = torch_mod.topk(torch_mod.tensor(values), k).indices.tolist()
+            assert topk_largest(values.tolist(), k) == expected, (levels, k)
+
+
 def test_tensor_multinomial_and_generator_argument_equal_torch(torch_mod):
     weights = [[0.2, 0.3, 0.5], [1.0, 0.0, 1.0]]
     ours = ember.tensor(weights).multinomial(6, True, generator=ember.Generator().manual_seed(4))

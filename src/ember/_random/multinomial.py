@@ -6,7 +6,7 @@ native/cpu/MultinomialKernel.cpp, reproduced from their behaviour).
   one float64 uniform ``u`` and the first category whose cumulative weight is >= ``u``.
 - without replacement: one exponential draw ``q`` per weight (the whole tensor at once, in
   its dtype), then the ``num_samples`` largest ``p / q`` of each row, largest first (the
-  exponential form of the Gumbel-max trick).
+  exponential form of the Gumbel-max trick); ties in the order torch's topk leaves them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .sampler import TorchSampler
+from .std_sort import topk_largest
 
 MAX_CATEGORIES = 1 << 24  # torch keeps category counts exact in float32
 _SCALAR_TYPE = {  # torch's names for the dtypes its error messages print
@@ -116,7 +117,12 @@ def _without_replacement(rng: TorchSampler, rows: np.ndarray, num_samples: int) 
     ratio = rows / q
     if num_samples == 1:
         return np.argmax(ratio, axis=1)[:, None].astype(np.int64)
-    # largest first; equal ratios (zero weights) keep index order, which torch's partial
-    # sort does not promise
-    order = np.argsort(-ratio, axis=1, kind="stable")
-    return order[:, :num_samples].astype(np.int64)
+    ranked = np.argsort(-ratio, axis=1, kind="stable")
+    order = ranked[:, :num_samples].astype(np.int64)
+    # equal ratios (zero weights, once the others run out) come in the order torch's topk
+    # leaves them: replay its selection on the rows where a tie reaches the top num_samples
+    leading = np.take_along_axis(ratio, ranked[:, : num_samples + 1], axis=1)
+    tied = (leading[:, 1:] == leading[:, :-1]).any(axis=1)
+    for r in np.flatnonzero(tied):
+        order[r] = topk_largest(ratio[r].tolist(), num_samples)
+    return order
