@@ -32,7 +32,7 @@ def _forward(name: str):
 _SAME = (
     "adaptive_avg_pool1d adaptive_max_pool1d avg_pool1d bilinear celu channel_shuffle conv1d "
     "conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d cosine_similarity "
-    "group_norm hardshrink layer_norm max_pool1d max_pool1d_with_indices max_pool2d "
+    "hardshrink max_pool1d max_pool1d_with_indices max_pool2d "
     "max_pool3d pairwise_distance pdist pixel_shuffle pixel_unshuffle prelu rms_norm selu "
     "threshold"
 ).split()
@@ -88,6 +88,28 @@ def batch_norm(
     cudnn_enabled: bool = True,
 ) -> Tensor:
     return _F().batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enable: bool = True,
+) -> Tensor:
+    return _F().layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enabled: bool = True,
+) -> Tensor:
+    return _F().group_norm(input, num_groups, weight, bias, eps)
 
 
 def instance_norm(

@@ -351,3 +351,13 @@ def test_large_non_contiguous_input_matches_contiguous(monkeypatch):
         (g_s,) = ember.autograd.grad(out_s, strided, seed)
         (g_d,) = ember.autograd.grad(out_d, dense, seed)
         np.testing.assert_allclose(g_s.numpy(), g_d.numpy(), atol=1e-12)
+
+
+def test_top_level_aliases_take_atens_cudnn_flag():
+    x = ember.randn(2, 4, 3)
+    np.testing.assert_array_equal(
+        ember.layer_norm(x, (3,), None, None, 1e-5, True).numpy(), F.layer_norm(x, (3,)).numpy()
+    )
+    np.testing.assert_array_equal(
+        ember.group_norm(x, 2, None, None, 1e-5, True).numpy(), F.group_norm(x, 2).numpy()
+    )
