@@ -247,6 +247,23 @@ def test_binomial_equals_torch(torch_mod, seed, size, dtype):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+def test_samplers_keep_zero_dimensional_shapes(torch_mod):
+    def draw(m):
+        rate = m.tensor(3.0)
+        return [
+            m.poisson(rate),
+            m._standard_gamma(rate),
+            m.binomial(m.tensor(5.0), m.tensor(0.5)),
+            m.distributions.Gamma(rate, rate).rsample(),
+            m.distributions.Poisson(rate).sample(),
+        ]
+
+    ours, theirs = _both(torch_mod, 2, draw)
+    for o, t in zip(ours, theirs, strict=True):
+        assert tuple(o.shape) == tuple(t.shape) == ()
+        assert o.item() == t.item()
+
+
 def test_samplers_with_a_generator_leave_the_default_stream_alone(torch_mod):
     def draw(m):
         g = m.Generator().manual_seed(8)

@@ -44,7 +44,9 @@ def _host(t: Tensor) -> np.ndarray:
 def _to_device(array: np.ndarray, like: Tensor):
     from .. import _backend
 
-    data = np.ascontiguousarray(array)
+    data = np.asarray(array)
+    if not data.flags.c_contiguous:  # (ascontiguousarray would turn a 0-d array into 1-d)
+        data = np.ascontiguousarray(data)
     if like.device.type != "cpu":
         data = _backend.move(data, like.device)
     return data
