@@ -361,3 +361,21 @@ def test_top_level_aliases_take_atens_cudnn_flag():
     np.testing.assert_array_equal(
         ember.group_norm(x, 2, None, None, 1e-5, True).numpy(), F.group_norm(x, 2).numpy()
     )
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (2, 3, 2, 3)])
+def test_instance_norm_on_the_fused_batch_norm_gradcheck_and_matches_torch(shape):
+    x, w, b = arrays_for([shape, (3,), (3,)], seed=18)
+    fn = lambda m, x, w, b: m.nn.functional.instance_norm(x, weight=w, bias=b)
+    check_gradients(fn, [x, w, b])
+    compare_with_torch(fn, [x, w, b])
+    stats = {}
+
+    def with_running(m, x):
+        running = m.zeros(3, dtype=m.float64), m.ones(3, dtype=m.float64)
+        stats[m.__name__] = running
+        return m.nn.functional.instance_norm(x, *running, momentum=0.2)
+
+    compare_with_torch(with_running, [x])
+    for ours, theirs in zip(stats["ember"], stats["torch"]):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)

@@ -476,41 +476,37 @@ def instance_norm(
     if input.dim() < 2:
         raise ValueError(f"instance_norm expects at least 2D input, got {input.dim()}D")
     require_floating(input, "instance_norm")
-    channels = input.shape[1]
-    shape = (1, channels) + (1,) * (input.dim() - 2)
-    dims = tuple(range(2, input.dim()))
+    shape = tuple(input.shape)
+    n, channels = shape[:2]
     if use_input_stats:
-        count = 1
-        for s in input.shape[2:]:
-            count *= s
-        if count <= 1:
+        if math.prod(shape[2:]) <= 1:
             raise ValueError(
-                "Expected more than 1 spatial element when training, got input size "
-                f"{list(input.shape)}"
+                f"Expected more than 1 spatial element when training, got input size {list(shape)}"
             )
-        mean = input.mean(dims, keepdim=True)
-        var = input.var(dims, keepdim=True, correction=0)
-        if running_mean is not None or running_var is not None:
-            with no_grad():
-                if running_mean is not None:
-                    batch_mean = mean._detach().reshape(input.shape[0], channels).mean(0)
-                    running_mean.mul_(1 - momentum).add_(batch_mean * momentum)
-                if running_var is not None:
-                    unbiased = var._detach() * (count / (count - 1))
-                    batch_var = unbiased.reshape(input.shape[0], channels).mean(0)
-                    running_var.mul_(1 - momentum).add_(batch_var * momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError(
-                "Expected running_mean and running_var to be defined when use_input_stats is false"
-            )
-        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    out = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    elif running_mean is None or running_var is None:
+        raise ValueError(
+            "Expected running_mean and running_var to be defined when use_input_stats is false"
+        )
+    # batch norm over (1, N·C, *S): each (sample, channel) plane is one channel, with the
+    # parameters and running statistics repeated per sample (PyTorch does the same)
+    repeat = lambda t: t.repeat(n) if t is not None else None  # noqa: E731
+    with no_grad():
+        stats = [repeat(running_mean), repeat(running_var)]
+    out, _, _ = native_batch_norm(
+        input.reshape((1, n * channels) + shape[2:]),
+        repeat(weight),
+        repeat(bias),
+        *stats,
+        use_input_stats,
+        momentum,
+        eps,
+    )
+    if use_input_stats:
+        with no_grad():
+            for running, repeated in zip((running_mean, running_var), stats):
+                if running is not None and n:
+                    running.copy_(repeated.reshape(n, channels).mean(0))
+    return out.reshape(shape)
 
 
 def rms_norm(
