@@ -167,6 +167,34 @@ def test_multinomial_of_integers_raises_as_torch(torch_mod):
             m.multinomial(m.tensor([1, 2]), 1)
 
 
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_of_a_transposed_tensor_draws_in_its_memory_order(torch_mod, replacement):
+    weights = _weights(2, (6, 5), zeros=False)
+
+    def draw(m):
+        return m.multinomial(m.tensor(weights).t(), 3, replacement)
+
+    ours, theirs = _both(torch_mod, 8, draw)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_of_float16_weights_equals_torch(torch_mod, replacement):
+    weights = _weights(3, (4, 9), zeros=True)
+
+    def draw(m):
+        return m.multinomial(m.tensor(weights, dtype=m.float16), 5, replacement)
+
+    ours, theirs = _both(torch_mod, 1, draw)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_multinomial_of_zero_categories_raises_as_torch(torch_mod):
+    for m in (ember, torch_mod):
+        with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty dimension"):
+            m.multinomial(m.empty(3, 0), 1, True)
+
+
 def test_multinomial_of_zero_rows_draws_nothing(torch_mod):
     ours, theirs = _both(torch_mod, 0, lambda m: m.multinomial(m.empty(0, 3), 2, True))
     assert tuple(ours.shape) == tuple(theirs.shape) == (0, 2)

@@ -432,7 +432,7 @@ def multinomial(
     check_multinomial_args(
         data.shape, data.dtype, input.dtype.name, int(num_samples), bool(replacement)
     )
-    rows = data.reshape(-1, data.shape[-1])
+    rows = data.reshape(math.prod(data.shape[:-1]), data.shape[-1])
     drawn = multinomial_rows(resolve_generator(generator), rows, int(num_samples), replacement)
     out = drawn.reshape(data.shape[:-1] + (int(num_samples),))
     return _wrap(_place(out, input.device))

@@ -55,10 +55,13 @@ def multinomial_rows(
 ) -> np.ndarray:
     """Category indices (int64, shape ``(len(rows), num_samples)``) for a 2-D array of
     non-negative weights, drawn as torch draws them."""
-    if rows.size == 0 or rows.shape[0] == 0:
-        return np.zeros((rows.shape[0], num_samples), dtype=np.int64)
-    if rows.dtype == np.float16:
-        raise RuntimeError("multinomial is not implemented for half on CPU")
+    if rows.shape[0] == 0:
+        return np.zeros((0, num_samples), dtype=np.int64)
+    if rows.shape[1] == 0:  # torch's range check of the weights meets an empty row first
+        raise RuntimeError(
+            "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+            "identity."
+        )
     if replacement:
         return _with_replacement(rng, rows, num_samples)
     return _without_replacement(rng, rows, num_samples)
@@ -108,12 +111,26 @@ def _lower_bound(cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
         high = np.where(open_ & ~below, mid, high)
 
 
+def _exponentials_like(rng: TorchSampler, rows: np.ndarray) -> np.ndarray:
+    """Exp(1) draws shaped as ``rows`` and filled in its memory order, as torch fills
+    ``empty_like(self).exponential_()`` (which keeps a transposed layout)."""
+    draws = rng.exponential(1.0, size=rows.size).astype(rows.dtype)
+    shape, strides = np.array(rows.shape), np.array(rows.strides)
+    kept = shape > 1  # size-1 dimensions do not decide a layout
+    order = np.argsort(-strides[kept], kind="stable")
+    expected = rows.itemsize * np.cumprod(np.r_[1, shape[kept][order][::-1][:-1]])[::-1]
+    if kept.sum() < 2 or not np.array_equal(strides[kept][order], expected):
+        return draws.reshape(rows.shape)  # contiguous, or not dense: torch fills row-major
+    axes = np.argsort(-np.where(kept, strides, np.iinfo(np.int64).max), kind="stable")
+    return draws.reshape(tuple(shape[axes])).transpose(np.argsort(axes))
+
+
 def _without_replacement(rng: TorchSampler, rows: np.ndarray, num_samples: int) -> np.ndarray:
     if not (np.all(rows < np.inf) and np.all(rows >= 0)):  # NaN fails both
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (rows.sum(axis=1) == 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    q = rng.exponential(1.0, size=rows.size).astype(rows.dtype).reshape(rows.shape)
+    q = _exponentials_like(rng, rows)
     ratio = rows / q
     if num_samples == 1:
         return np.argmax(ratio, axis=1)[:, None].astype(np.int64)
