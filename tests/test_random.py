@@ -434,3 +434,41 @@ def test_vectorised_sin_cos_in_use_equal_the_c_library():
     angles = np.random.default_rng(3).uniform(0.0, 2.0 * np.pi, 10**4)
     assert np.array_equal(_cos(angles), [math.cos(a) for a in angles])
     assert np.array_equal(_sin(angles), [math.sin(a) for a in angles])
+
+
+# --- in-place fills of strided tensors: torch writes in memory order -------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.zeros(5, 40).t(),
+        lambda m: m.zeros(3, 4, 5).permute(2, 0, 1),
+        lambda m: m.zeros(6, 40)[::2].t(),
+        lambda m: m.zeros(5, 40)[:, 3:20],
+    ],
+)
+def test_draws_in_fill_order_equal_torchs_strided_fills(torch_mod, make):
+    from ember._random.layout import draw_in_fill_order
+
+    theirs = make(torch_mod)
+    torch_mod.manual_seed(0)
+    theirs.uniform_(-1.0, 2.0)
+    after_uniform = torch_mod.rand(2)
+    strides = tuple(s * 4 for s in theirs.stride())  # the same layout in bytes, as NumPy's
+    rng = _sampler(0)
+    ours = draw_in_fill_order(
+        lambda shape: rng.uniform(-1.0, 2.0, shape, dtype=np.float32), tuple(theirs.shape), strides
+    )
+    assert np.array_equal(ours, theirs.numpy())
+    assert np.array_equal(rng.random(2, dtype=np.float32), after_uniform.numpy())
+    # normal_ on a tensor that is not contiguous takes torch's scalar sampler for every value
+    theirs = make(torch_mod)
+    torch_mod.manual_seed(0)
+    theirs.normal_(0.5, 2.0)
+    rng = _sampler(0)
+    serial = not theirs.is_contiguous()
+    ours = draw_in_fill_order(
+        lambda shape: rng.normal(0.5, 2.0, shape, dtype=np.float32, serial=serial),
+        tuple(theirs.shape),
+        strides,
+    )
+    assert np.array_equal(ours, theirs.numpy())

@@ -235,15 +235,18 @@ class TorchSampler:
             return out
         return values
 
-    def normal(self, loc=0.0, scale=1.0, size=None, dtype=None):
-        """Tensor.normal_(loc, scale); array ``loc``/``scale`` scale standard draws."""
+    def normal(self, loc=0.0, scale=1.0, size=None, dtype=None, serial: bool = False):
+        """Tensor.normal_(loc, scale); array ``loc``/``scale`` scale standard draws.
+
+        ``serial``: the tensor being filled is not contiguous, where torch draws every value
+        from its scalar sampler (in the tensor's memory order, see :mod:`.layout`)."""
         if np.ndim(loc) or np.ndim(scale):
             if size is None:
                 size = np.broadcast_shapes(np.shape(loc), np.shape(scale))
-            return self.normal(0.0, 1.0, size, dtype) * scale + loc
+            return self.normal(0.0, 1.0, size, dtype, serial) * scale + loc
         shape, n = _count(size)
         target = _float_dtype(dtype)
-        if n >= 16:
+        if n >= 16 and not serial:
             values = self._normal_blocks(n, float(loc), float(scale), target)
         else:
             values = _scaled(self.scalar_normals(n), float(loc), float(scale))
