@@ -442,3 +442,23 @@ def test_rsample_gradients_equal_torch(torch_mod, name):
     ours, theirs = _both(torch_mod, 6, draw)
     for o, t in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-9)
+
+
+def test_state_after_a_mix_of_samplers_equals_torch(torch_mod):
+    def draw(m):
+        weights = m.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 2.0, 0.0, 1.0]])
+        return [
+            m.randn(3),  # leaves a cached normal that the gamma sampler picks up
+            m._standard_gamma(m.tensor([0.3, 2.0, 7.5])),
+            m.multinomial(weights, 3),
+            m.poisson(m.tensor([0.5, 12.0, 80.0])),
+            m.multinomial(weights, 6, True),
+            m._sample_dirichlet(m.tensor([[0.5, 1.0, 2.0]])),
+            m.binomial(m.tensor([7.0, 90.0]), m.tensor([0.2, 0.6])),
+            m.randn(33),
+        ]
+
+    ours, theirs = _both(torch_mod, 123, draw)
+    for o, t in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+    assert np.array_equal(ember.get_rng_state().numpy(), torch_mod.get_rng_state().numpy())
