@@ -1,5 +1,6 @@
 """GPU (or CPU) throughput of ember next to torch: big matmuls per dtype, MLP training steps with
-and without AMP.
+and without AMP, and (on a GPU) ember's fused CUDA kernels next to the CuPy call chains they
+replace.
 
     uv run python benchmarks/gpu_bench.py --device cuda --out gpu_out     # on a GPU machine
     uv run python benchmarks/gpu_bench.py --device cpu --quick            # smoke test anywhere
@@ -102,6 +103,72 @@ def bench_mlp(lib, device: str, batch: int, amp: bool, steps: int) -> dict:
     return {"ms_per_step": seconds * 1e3}
 
 
+def bench_fused(rows: int, cols: int, repeats: int) -> list:
+    """ember.cuda.kernels' fused kernels next to the chain of CuPy calls each one replaces
+    (float32, rows × cols), in ms; each pair's results are checked to agree first."""
+    import cupy
+
+    import ember
+    from ember.cuda import kernels
+
+    xp = cupy
+    rng = np.random.default_rng(0)
+    x = xp.asarray(rng.standard_normal((rows, cols), dtype=np.float32))
+    g = xp.asarray(rng.standard_normal((rows, cols), dtype=np.float32))
+    target = xp.asarray(rng.integers(0, cols, size=rows))
+
+    def softmax_chain():
+        e = xp.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def layer_norm_chain():
+        mu = x.mean(axis=1, keepdims=True)
+        return (x - mu) / xp.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+
+    def gelu_chain():
+        import cupyx.scipy.special
+
+        return 0.5 * x * (1 + cupyx.scipy.special.erf(x * 0.7071067811865476))
+
+    def cross_entropy_chain():
+        m = x.max(axis=1, keepdims=True)
+        lse = (m + xp.log(xp.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+        return (lse - x[xp.arange(rows), target]).mean()
+
+    p, m, v = x.copy(), xp.zeros_like(x), xp.zeros_like(x)
+
+    def adam_chain():
+        m[...] = 0.9 * m + 0.1 * g
+        v[...] = 0.999 * v + 0.001 * g * g
+        p[...] = p - 0.01 / 0.1 * m / (xp.sqrt(v) / xp.sqrt(0.001) + 1e-8)
+        return p
+
+    def adam_fused():
+        kernels.fused_adam_step(xp, p, g, m, v, step=1, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8)
+        return p
+
+    pairs = {
+        "softmax": (lambda: kernels.fused_softmax(xp, x), softmax_chain),
+        "layer_norm": (lambda: kernels.fused_layer_norm(xp, x, cols)[0], layer_norm_chain),
+        "gelu": (lambda: kernels.fused_gelu(xp, x), gelu_chain),
+        "cross_entropy": (
+            lambda: kernels.fused_cross_entropy(xp, x, target)[0],
+            cross_entropy_chain,
+        ),
+        "adam_step": (adam_fused, adam_chain),
+    }
+    rows_out = []
+    for name, (fused, chain) in pairs.items():
+        row = {"kernel": name, "shape": [rows, cols]}
+        if name != "adam_step":
+            row["max_abs_diff"] = float(xp.abs(fused() - chain()).max())
+        row["fused_ms"] = _median_time(fused, ember, "cuda", repeats) * 1e3
+        row["chain_ms"] = _median_time(chain, ember, "cuda", repeats) * 1e3
+        rows_out.append(row)
+        print(json.dumps(row), flush=True)
+    return rows_out
+
+
 def _header(device: str) -> dict:
     import ember
 
@@ -146,7 +213,7 @@ def run(args) -> dict:
     batches = [32, 512] if args.quick else [32, 512, 4096]
     repeats = 3 if args.quick else 10
     steps = 5 if args.quick else 20
-    results: dict = {"header": _header(device), "matmul": [], "mlp": []}
+    results: dict = {"header": _header(device), "matmul": [], "mlp": [], "fused": []}
     deadline = time.perf_counter() + args.budget
     for dtype_name in ("float32", "float16", "bfloat16"):
         variants = [False] if dtype_name == "float32" else [False, True]
@@ -170,6 +237,9 @@ def run(args) -> dict:
                 row.update(lib=name, dtype=dtype_name, autocast=autocast, size=size)
                 results["matmul"].append(row)
                 print(json.dumps(row), flush=True)
+    if device == "cuda" and time.perf_counter() < deadline:
+        fused = _safe(bench_fused, 8192, 4096 if not args.quick else 1024, repeats)
+        results["fused"] = fused if isinstance(fused, list) else [fused]
     for batch in batches:
         for amp in (False, True):
             for name, lib in _libraries(device):
@@ -200,6 +270,18 @@ def to_markdown(results: dict) -> str:
     for r in results["mlp"]:
         cell = f"{r['ms_per_step']:.2f}" if "ms_per_step" in r else r["error"]
         lines.append(f"| | {r['lib']} | {r['batch']} | {r['amp']} | {cell} |")
+    if results.get("fused"):
+        lines += ["", "| fused kernel | shape | fused ms | CuPy chain ms | max abs diff |"]
+        lines.append("|---|---|---|---|---|")
+        for r in results["fused"]:
+            if "error" in r:
+                lines.append(f"| | | {r['error']} | | |")
+                continue
+            shape = "x".join(map(str, r["shape"]))
+            diff = f"{r['max_abs_diff']:.2e}" if "max_abs_diff" in r else ""
+            lines.append(
+                f"| {r['kernel']} | {shape} | {r['fused_ms']:.3f} | {r['chain_ms']:.3f} | {diff} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check for a session that has an NVIDIA GPU (written for an H200): install the gpu extra,
-# run the CUDA tests, benchmark ember on the GPU. Everything it finds goes under the output
+# run the CUDA tests (tests/cuda on the device), the demo on cuda, and benchmark ember on the GPU
+# (matmuls, MLP steps, the fused kernels against the CuPy chains they replace). Everything it finds goes under the output
 # folder (first argument, else $OUT, else ./gpu_check_out); the whole run stays under 10 min.
 #
 #   bash benchmarks/gpu_check.sh "$OUT"
@@ -42,10 +43,21 @@ if ember.cuda.is_available():
 PY
 note "devices: $(tr '\n' ' ' < "$out/devices.txt" | cut -c1-300)"
 
-# 2. The CUDA tests: every test whose name mentions cuda or gpu, across the suite.
-timeout 240 uv run --no-sync pytest tests -q -p no:cacheprovider -k "cuda or gpu" --continue-on-collection-errors \
-  -rs > "$out/pytest_gpu.txt" 2>&1
+# 2. The CUDA tests. First tests/cuda on the GPU itself (EMBER_REAL_CUDA=1: the whole programs,
+#    fused kernels and DLPack tests that run on the fake CuPy elsewhere; NVRTC compiles every
+#    kernel; the kernels are checked against their NumPy references), then every test whose
+#    name mentions cuda or gpu across the suite.
+EMBER_REAL_CUDA=1 timeout 180 uv run --no-sync pytest tests/cuda tests/test_cuda.py -q \
+  -p no:cacheprovider -rsx > "$out/pytest_cuda_real.txt" 2>&1
+note "tests/cuda on the GPU (rc $?): $(tail -n 1 "$out/pytest_cuda_real.txt") ($(elapsed))"
+timeout 150 uv run --no-sync pytest tests -q -p no:cacheprovider -k "cuda or gpu" \
+  --continue-on-collection-errors --ignore=tests/cuda -rs > "$out/pytest_gpu.txt" 2>&1
 note "gpu tests (rc $?): $(tail -n 1 "$out/pytest_gpu.txt") ($(elapsed))"
+
+# The demo end to end on the GPU (2 epochs), its closing line kept.
+timeout 90 uv run --no-sync ember demo --device cuda --epochs 2 --no-progress \
+  --out "$out/demo_cuda" > "$out/demo_cuda.log" 2>&1
+note "ember demo --device cuda (rc $?): $(tail -n 1 "$out/demo_cuda.log" | cut -c1-200) ($(elapsed))"
 
 # 3. Throughput: 8192² matmuls per dtype, MLP steps with and without AMP (ember, and torch
 #    when it can use the GPU). The benchmark skips what would run past its budget.

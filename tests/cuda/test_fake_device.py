@@ -1,4 +1,5 @@
-"""Whole programs on ``cuda`` tensors over the fake CuPy: each equals the same program on the CPU.
+"""Whole programs on ``cuda`` tensors over the fake CuPy (or a real GPU with EMBER_REAL_CUDA=1):
+each equals the same program on the CPU.
 
 The fake refuses NumPy arrays as operands and implicit conversion to NumPy, as CuPy does, so
 an op that reaches for ``numpy`` instead of its array's module fails here as on a GPU.
@@ -54,7 +55,7 @@ def _train(model, optimizer, x, y, steps=3, loss_fn=F.cross_entropy):
 
 
 @pytest.mark.parametrize("optimizer", ["sgd_momentum", "adam"])
-def test_mlp_trains_on_cuda_as_on_cpu(fake_cuda, optimizer):
+def test_mlp_trains_on_cuda_as_on_cpu(cuda_device, optimizer):
     def program(device):
         model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)).to(device)
         if optimizer == "adam":
@@ -71,7 +72,7 @@ def test_mlp_trains_on_cuda_as_on_cpu(fake_cuda, optimizer):
     run_on_both(program)
 
 
-def test_cnn_with_batch_norm_pooling_and_dropout(fake_cuda):
+def test_cnn_with_batch_norm_pooling_and_dropout(cuda_device):
     def program(device):
         model = nn.Sequential(
             nn.Conv2d(2, 4, 3, padding=1),
@@ -96,7 +97,7 @@ def test_cnn_with_batch_norm_pooling_and_dropout(fake_cuda):
     run_on_both(program, rtol=1e-5, atol=1e-6)
 
 
-def test_max_pool_indices_stay_on_the_device(fake_cuda):
+def test_max_pool_indices_stay_on_the_device(cuda_device):
     x = ember.randn(1, 1, 4, 4, device="cuda")
     out, indices = F.max_pool2d(x, 2, return_indices=True)
     assert out.device == indices.device == ember.device("cuda:0")
@@ -105,7 +106,7 @@ def test_max_pool_indices_stay_on_the_device(fake_cuda):
     assert back.device == x.device
 
 
-def test_lstm_and_gru_train_on_cuda_as_on_cpu(fake_cuda):
+def test_lstm_and_gru_train_on_cuda_as_on_cpu(cuda_device):
     def program(device):
         lstm = nn.LSTM(3, 5, num_layers=2, batch_first=True).to(device)
         gru = nn.GRU(5, 4).to(device)
@@ -121,7 +122,7 @@ def test_lstm_and_gru_train_on_cuda_as_on_cpu(fake_cuda):
     run_on_both(program, rtol=1e-5)
 
 
-def test_transformer_encoder_layer_trains_on_cuda_as_on_cpu(fake_cuda):
+def test_transformer_encoder_layer_trains_on_cuda_as_on_cpu(cuda_device):
     def program(device):
         layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True).to(device)
         # SGD: the key bias's gradient is zero up to rounding, which Adam would blow up to ±lr
@@ -137,7 +138,7 @@ def test_transformer_encoder_layer_trains_on_cuda_as_on_cpu(fake_cuda):
     run_on_both(program, rtol=1e-5, atol=1e-6)
 
 
-def test_autocast_and_grad_scaler_on_cuda(fake_cuda):
+def test_autocast_and_grad_scaler_on_cuda(cuda_device):
     def program(device):
         model = nn.Linear(4, 3).to(device)
         opt = ember.optim.SGD(model.parameters(), lr=0.1)
@@ -157,7 +158,7 @@ def test_autocast_and_grad_scaler_on_cuda(fake_cuda):
     run_on_both(program, rtol=1e-3, atol=1e-4)
 
 
-def test_common_ops_and_their_gradients_match_cpu(fake_cuda):
+def test_common_ops_and_their_gradients_match_cpu(cuda_device):
     def program(device):
         x = ember.randn(3, 4).to(device).requires_grad_()
         idx = ember.tensor([2, 0]).to(device)
@@ -189,7 +190,7 @@ def test_common_ops_and_their_gradients_match_cpu(fake_cuda):
 @pytest.mark.parametrize(
     "name", ["RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Adam_amsgrad"]
 )
-def test_optimizers_step_on_cuda_as_on_cpu(fake_cuda, name):
+def test_optimizers_step_on_cuda_as_on_cpu(cuda_device, name):
     def program(device):
         p = nn.Parameter(ember.randn(4).to(device))
         if name == "Adam_amsgrad":
@@ -209,11 +210,11 @@ def test_optimizers_step_on_cuda_as_on_cpu(fake_cuda, name):
 # --- moving tensors and modules -------------------------------------------------------------
 
 
-def test_to_cuda_and_back(fake_cuda):
+def test_to_cuda_and_back(cuda_device):
     x = ember.arange(6.0).reshape(2, 3)
     for y in (x.to("cuda"), x.cuda(), x.to(ember.device("cuda", 0)), x.to("cuda", ember.float64)):
         assert y.is_cuda and y.device == ember.device("cuda:0") and str(y.device) == "cuda:0"
-        assert type(y._data) is _fake_cupy.ndarray
+        assert type(y._data) is cuda_device.ndarray
         assert y.cpu().tolist() == x.tolist()
     assert x.cuda().to(ember.float64).dtype == ember.float64
     assert x.to("cuda", ember.float64).dtype == ember.float64
@@ -230,12 +231,12 @@ def test_to_cuda_and_back(fake_cuda):
 
 
 @pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": 'cuda' means the current device")
-def test_to_cuda_without_index_keeps_a_tensor_on_the_current_device(fake_cuda):
+def test_to_cuda_without_index_keeps_a_tensor_on_the_current_device(cuda_device):
     y = ember.ones(2, device="cuda:0")
     assert y.to("cuda") is y  # torch: no copy, "cuda" is the current device
 
 
-def test_module_to_moves_parameters_buffers_and_grads(fake_cuda):
+def test_module_to_moves_parameters_buffers_and_grads(cuda_device):
     model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
     model(ember.randn(4, 2)).sum().backward()
     model.to("cuda")
@@ -247,7 +248,7 @@ def test_module_to_moves_parameters_buffers_and_grads(fake_cuda):
     assert not any(p.is_cuda for p in model.parameters())
 
 
-def test_state_dict_of_cuda_tensors_saves_and_loads(fake_cuda, tmp_path):
+def test_state_dict_of_cuda_tensors_saves_and_loads(cuda_device, tmp_path):
     model = nn.Linear(3, 2).cuda()
     path = tmp_path / "model.pt"
     ember.save(model.state_dict(), path)
@@ -263,13 +264,13 @@ def test_state_dict_of_cuda_tensors_saves_and_loads(fake_cuda, tmp_path):
 
 
 @pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": serialization keeps the device")
-def test_load_without_map_location_restores_cuda_tensors_as_torch(fake_cuda, tmp_path):
+def test_load_without_map_location_restores_cuda_tensors_as_torch(cuda_device, tmp_path):
     # torch records each storage's location ("cuda:0") and load puts it back there
     ember.save({"w": ember.ones(2, device="cuda")}, tmp_path / "w.pt")
     assert ember.load(tmp_path / "w.pt")["w"].is_cuda
 
 
-def test_dataloader_pin_memory_and_non_blocking_copy(fake_cuda):
+def test_dataloader_pin_memory_and_non_blocking_copy(cuda_device):
     data = ember.utils.data.TensorDataset(ember.randn(6, 2), ember.arange(6))
     loader = ember.utils.data.DataLoader(data, batch_size=4, pin_memory=True)
     seen = []
@@ -321,7 +322,7 @@ _NEEDS_PATCH = {"cat", "index_select", "cross_entropy_target_on_cpu"}
         ]  # fmt: skip
     ],
 )
-def test_mixing_devices_raises_torchs_error(fake_cuda, op):
+def test_mixing_devices_raises_torchs_error(cuda_device, op):
     with pytest.raises(RuntimeError, match=_SAME_DEVICE):
         _mixes()[op]()
 
@@ -354,7 +355,7 @@ def test_fake_refuses_numpy_operands_like_cupy(fake_cuda):
 
 
 @pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": ops/elementwise.py scalar cache")
-def test_python_number_cache_is_not_shared_with_cuda(fake_cuda):
+def test_python_number_cache_is_not_shared_with_cuda(cuda_device):
     ember.ones(2) * 0.25  # caches a 0-d NumPy array for (0.25, float32)
     assert (ember.ones(2, device="cuda") * 0.25).cpu().tolist() == [0.25, 0.25]
     assert (ember.ones(2, device="cuda") + 0.25).cpu().tolist() == [1.25, 1.25]
@@ -371,7 +372,7 @@ def test_backward_and_inplace_work_without_flags_writeable(strict_fake_cuda):
     assert x.cpu().tolist() == [1.0, 1.0, 1.0]
 
 
-def test_convolution_with_weight_or_bias_on_another_device_raises(fake_cuda):
+def test_convolution_with_weight_or_bias_on_another_device_raises(cuda_device):
     x, w = ember.randn(1, 1, 4, 4, device="cuda"), ember.randn(2, 1, 3, 3)
     with pytest.raises(RuntimeError, match=r"\(ember.cuda.FloatTensor\) and weight type \(ember"):
         F.conv2d(x, w)

@@ -19,7 +19,7 @@ def _pair(a, requires_grad=True):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_cross_entropy_matches_cpu_with_weight_and_ignore_index(fake_cuda, reduction):
+def test_cross_entropy_matches_cpu_with_weight_and_ignore_index(cuda_device, reduction):
     logits = rng.normal(size=(5, 4))
     target = np.array([1, -100, 3, 0, 3])
     weight = rng.uniform(0.5, 2, size=4)
@@ -36,7 +36,7 @@ def test_cross_entropy_matches_cpu_with_weight_and_ignore_index(fake_cuda, reduc
     np.testing.assert_allclose(x_gpu.grad.cpu().numpy(), x_cpu.grad.numpy(), rtol=1e-11)
 
 
-def test_cross_entropy_double_backward_uses_the_composite(fake_cuda):
+def test_cross_entropy_double_backward_uses_the_composite(cuda_device):
     logits = rng.normal(size=(3, 5))
     target = ember.tensor([4, 0, 2])
     grads = []
@@ -53,7 +53,7 @@ def test_cross_entropy_double_backward_uses_the_composite(fake_cuda):
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-10)
 
 
-def test_cross_entropy_leaves_other_cases_to_the_composite(fake_cuda):
+def test_cross_entropy_leaves_other_cases_to_the_composite(cuda_device):
     x = ember.randn(3, 4, device="cuda")
     t = ember.tensor([0, 1, 2], device="cuda")
     assert fused_ops.cross_entropy(x.cpu(), t.cpu()) is None
@@ -66,7 +66,7 @@ def test_cross_entropy_leaves_other_cases_to_the_composite(fake_cuda):
 
 
 @pytest.mark.parametrize("affine", [True, False])
-def test_layer_norm_matches_cpu(fake_cuda, affine):
+def test_layer_norm_matches_cpu(cuda_device, affine):
     a = rng.normal(size=(2, 3, 6)) * 2 + 0.5
     x_cpu, x_gpu = _pair(a)
     w_cpu, w_gpu = _pair(rng.normal(size=6)) if affine else (None, None)
@@ -84,7 +84,7 @@ def test_layer_norm_matches_cpu(fake_cuda, affine):
         np.testing.assert_allclose(b_gpu.grad.cpu().numpy(), b_cpu.grad.numpy(), rtol=1e-10)
 
 
-def test_layer_norm_double_backward_uses_the_composite(fake_cuda):
+def test_layer_norm_double_backward_uses_the_composite(cuda_device):
     a = rng.normal(size=(4, 5))
     w = rng.normal(size=5)
     results = []
@@ -103,7 +103,7 @@ def test_layer_norm_double_backward_uses_the_composite(fake_cuda):
         np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10)
 
 
-def test_layer_norm_leaves_cpu_and_half_tensors_alone(fake_cuda):
+def test_layer_norm_leaves_cpu_and_half_tensors_alone(cuda_device):
     assert fused_ops.layer_norm(ember.randn(2, 3), (3,), None, None, 1e-5) is None
     x = ember.randn(2, 3, device="cuda").half()
     assert fused_ops.layer_norm(x, (3,), None, None, 1e-5) is None
@@ -117,7 +117,7 @@ def test_layer_norm_leaves_cpu_and_half_tensors_alone(fake_cuda):
         ("AdamW", {"weight_decay": 0.05}),
     ],
 )
-def test_adam_step_matches_cpu(fake_cuda, monkeypatch, cls, options):
+def test_adam_step_matches_cpu(cuda_device, monkeypatch, cls, options):
     opt_cls = getattr(ember.optim, cls)
     original_step, original_fused = opt_cls._step_with_tensor_ops, fused_ops.adam_step
     calls = []
@@ -152,7 +152,7 @@ def test_adam_step_matches_cpu(fake_cuda, monkeypatch, cls, options):
             np.testing.assert_allclose(s_gpu[key].cpu().numpy(), s_cpu[key].numpy(), rtol=1e-12)
 
 
-def test_adam_step_leaves_cpu_and_differentiable_steps_alone(fake_cuda):
+def test_adam_step_leaves_cpu_and_differentiable_steps_alone(cuda_device):
     p = ember.nn.Parameter(ember.randn(3))
     state = {"step": ember.tensor(1.0), "exp_avg": ember.zeros(3), "exp_avg_sq": ember.zeros(3)}
     group = {"amsgrad": False, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,

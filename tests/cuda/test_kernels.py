@@ -33,14 +33,14 @@ def test_numpy_arrays_are_left_to_the_composite_path():
     )
 
 
-def test_unsupported_dtypes_are_left_to_the_composite_path(fake_cuda):
-    assert kernels.fused_softmax(fake_cuda, fake_cuda.ones((2, 3), dtype=np.float16)) is None
-    assert kernels.fused_gelu(fake_cuda, fake_cuda.ones(3, dtype=np.int64)) is None
+def test_unsupported_dtypes_are_left_to_the_composite_path(cuda_device):
+    assert kernels.fused_softmax(cuda_device, cuda_device.ones((2, 3), dtype=np.float16)) is None
+    assert kernels.fused_gelu(cuda_device, cuda_device.ones(3, dtype=np.int64)) is None
 
 
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_softmax_forward_and_backward(fake_cuda, log, dtype):
+def test_softmax_forward_and_backward(cuda_device, log, dtype):
     x = rng.normal(size=(3, 2, 5)).astype(dtype)
     x[0, 0, 1] = 40.0  # large logits must not overflow
     x[1, 0, 2] = np.inf  # rows with inf, -inf and nan answer as torch's softmax
@@ -50,10 +50,10 @@ def test_softmax_forward_and_backward(fake_cuda, log, dtype):
     t = ember.tensor(x, requires_grad=True)
     ref = (F.log_softmax if log else F.softmax)(t, -1)
     ref.backward(ember.tensor(g))
-    y = kernels.fused_softmax(fake_cuda, _dev(fake_cuda, x), log=log)
-    gx = kernels.fused_softmax_backward(fake_cuda, y, _dev(fake_cuda, g), log=log)
+    y = kernels.fused_softmax(cuda_device, _dev(cuda_device, x), log=log)
+    gx = kernels.fused_softmax_backward(cuda_device, y, _dev(cuda_device, g), log=log)
     tol = 1e-6 if dtype == np.float32 else 1e-12
-    assert y.dtype == dtype and isinstance(y, _fake_cupy.ndarray)
+    assert y.dtype == dtype and isinstance(y, cuda_device.ndarray)
     np.testing.assert_allclose(_host(y), ref.detach().numpy(), rtol=tol, atol=tol)
     finite = np.isfinite(x).all(axis=-1)  # where the gradient is nan, nan it is on both
     np.testing.assert_allclose(
@@ -63,7 +63,7 @@ def test_softmax_forward_and_backward(fake_cuda, log, dtype):
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_cross_entropy_forward_and_backward(fake_cuda, reduction, weighted):
+def test_cross_entropy_forward_and_backward(cuda_device, reduction, weighted):
     x = rng.normal(size=(6, 4))
     target = np.array([0, 3, -100, 1, 2, 3])
     weight = rng.uniform(0.5, 2.0, size=4) if weighted else None
@@ -72,25 +72,25 @@ def test_cross_entropy_forward_and_backward(fake_cuda, reduction, weighted):
     ref = F.cross_entropy(t, ember.tensor(target), weight=w, reduction=reduction)
     g = rng.normal(size=ref.shape)
     ref.backward(ember.tensor(g))
-    dw = _dev(fake_cuda, weight) if weighted else None
-    dx, dt = _dev(fake_cuda, x), _dev(fake_cuda, target)
-    loss, saved = kernels.fused_cross_entropy(fake_cuda, dx, dt, dw, -100, reduction)
-    gx = kernels.fused_cross_entropy_backward(fake_cuda, dx, dt, saved, _dev(fake_cuda, g))
+    dw = _dev(cuda_device, weight) if weighted else None
+    dx, dt = _dev(cuda_device, x), _dev(cuda_device, target)
+    loss, saved = kernels.fused_cross_entropy(cuda_device, dx, dt, dw, -100, reduction)
+    gx = kernels.fused_cross_entropy_backward(cuda_device, dx, dt, saved, _dev(cuda_device, g))
     np.testing.assert_allclose(_host(loss), ref.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(_host(gx), t.grad.numpy(), rtol=1e-12, atol=1e-15)
     assert not _host(gx)[2].any()  # the ignored row gets no gradient
 
 
-def test_cross_entropy_target_out_of_range_raises(fake_cuda):
-    x, target = fake_cuda.zeros((2, 3)), fake_cuda.asarray(np.array([1, 3]))
+def test_cross_entropy_target_out_of_range_raises(cuda_device):
+    x, target = cuda_device.zeros((2, 3)), cuda_device.asarray(np.array([1, 3]))
     with pytest.raises(IndexError, match="Target 3 is out of bounds"):
-        kernels.fused_cross_entropy(fake_cuda, x, target)
+        kernels.fused_cross_entropy(cuda_device, x, target)
     # a target it does not handle (class probabilities) goes to the composite path
-    assert kernels.fused_cross_entropy(fake_cuda, x, fake_cuda.zeros((2, 3))) is None
+    assert kernels.fused_cross_entropy(cuda_device, x, cuda_device.zeros((2, 3))) is None
 
 
 @pytest.mark.parametrize("affine", [False, True])
-def test_layer_norm_forward_and_backward(fake_cuda, affine):
+def test_layer_norm_forward_and_backward(cuda_device, affine):
     x = rng.normal(size=(2, 3, 4, 5)) * 3 + 1
     g = rng.normal(size=x.shape)
     w, b = rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
@@ -99,12 +99,12 @@ def test_layer_norm_forward_and_backward(fake_cuda, affine):
     tb = ember.tensor(b, requires_grad=True) if affine else None
     ref = F.layer_norm(t, (4, 5), tw, tb, eps=1e-5)
     ref.backward(ember.tensor(g))
-    dw = _dev(fake_cuda, w) if affine else None
-    db = _dev(fake_cuda, b) if affine else None
-    y, mean, rstd = kernels.fused_layer_norm(fake_cuda, _dev(fake_cuda, x), 20, dw, db, 1e-5)
+    dw = _dev(cuda_device, w) if affine else None
+    db = _dev(cuda_device, b) if affine else None
+    y, mean, rstd = kernels.fused_layer_norm(cuda_device, _dev(cuda_device, x), 20, dw, db, 1e-5)
     assert mean.shape == rstd.shape == (6,)
     gx, gw, gb = kernels.fused_layer_norm_backward(
-        fake_cuda, _dev(fake_cuda, x), _dev(fake_cuda, g), mean, rstd, dw, db
+        cuda_device, _dev(cuda_device, x), _dev(cuda_device, g), mean, rstd, dw, db
     )
     np.testing.assert_allclose(_host(y), ref.detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(_host(gx), t.grad.numpy(), rtol=1e-9, atol=1e-11)
@@ -116,14 +116,16 @@ def test_layer_norm_forward_and_backward(fake_cuda, affine):
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_forward_and_backward(fake_cuda, approximate):
+def test_gelu_forward_and_backward(cuda_device, approximate):
     x = rng.normal(size=(4, 7)) * 3
     g = rng.normal(size=x.shape)
     t = ember.tensor(x, requires_grad=True)
     ref = F.gelu(t, approximate=approximate)
     ref.backward(ember.tensor(g))
-    y = kernels.fused_gelu(fake_cuda, _dev(fake_cuda, x), approximate)
-    gx = kernels.fused_gelu_backward(fake_cuda, _dev(fake_cuda, x), _dev(fake_cuda, g), approximate)
+    y = kernels.fused_gelu(cuda_device, _dev(cuda_device, x), approximate)
+    gx = kernels.fused_gelu_backward(
+        cuda_device, _dev(cuda_device, x), _dev(cuda_device, g), approximate
+    )
     np.testing.assert_allclose(_host(y), ref.detach().numpy(), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(_host(gx), t.grad.numpy(), rtol=1e-10, atol=1e-12)
 
@@ -137,7 +139,7 @@ def test_gelu_forward_and_backward(fake_cuda, approximate):
         {"amsgrad": True, "maximize": True},
     ],
 )
-def test_adam_step_equals_ember_adam(fake_cuda, options):
+def test_adam_step_equals_ember_adam(cuda_device, options):
     options = dict(options)
     amsgrad = options.pop("amsgrad", False)
     decoupled = options.pop("decoupled", False)
@@ -146,13 +148,13 @@ def test_adam_step_equals_ember_adam(fake_cuda, options):
     grads = [rng.normal(size=p0.shape) for _ in range(3)]
     p = ember.nn.Parameter(ember.tensor(p0))
     opt = cls([p], lr=0.01, betas=(0.8, 0.95), eps=1e-6, amsgrad=amsgrad, **options)
-    dp, dm, dv = _dev(fake_cuda, p0), fake_cuda.zeros(p0.shape), fake_cuda.zeros(p0.shape)
-    dmax = fake_cuda.zeros(p0.shape) if amsgrad else None
+    dp, dm, dv = _dev(cuda_device, p0), cuda_device.zeros(p0.shape), cuda_device.zeros(p0.shape)
+    dmax = cuda_device.zeros(p0.shape) if amsgrad else None
     for step, g in enumerate(grads, 1):
         p.grad = ember.tensor(g)
         opt.step()
         out = kernels.fused_adam_step(
-            fake_cuda, dp, _dev(fake_cuda, g), dm, dv, dmax, step=step, lr=0.01, beta1=0.8,
+            cuda_device, dp, _dev(cuda_device, g), dm, dv, dmax, step=step, lr=0.01, beta1=0.8,
             beta2=0.95, eps=1e-6, weight_decay=options.get("weight_decay", 0.0),
             decoupled=decoupled, maximize=options.get("maximize", False),
         )  # fmt: skip

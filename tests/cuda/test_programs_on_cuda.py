@@ -12,7 +12,7 @@ from ember import cli
 
 
 @pytest.mark.parametrize("model", ["mlp", "cnn"])
-def test_demo_trains_on_cuda_as_on_cpu(fake_cuda, tmp_path, model, monkeypatch):
+def test_demo_trains_on_cuda_as_on_cpu(cuda_device, tmp_path, model, monkeypatch):
     from ember.cli import demo
 
     # the picture of the curves costs seconds (matplotlib) and has its own tests
@@ -38,7 +38,7 @@ def test_demo_refuses_a_gpu_index_that_does_not_exist(fake_cuda, tmp_path, capsy
     assert "there are 2 GPU(s)" in capsys.readouterr().err
 
 
-def test_compile_on_cuda_runs_the_step_eagerly_with_one_warning(fake_cuda):
+def test_compile_on_cuda_runs_the_step_eagerly_with_one_warning(cuda_device):
     def run(device, compiled):
         ember.manual_seed(0)
         model = nn.Linear(4, 2).to(device)
