@@ -30,11 +30,6 @@ class _Ember:
 EMBER = _Ember()
 
 
-def _ulps(a: np.ndarray, b: np.ndarray) -> int:
-    as_int = np.int32 if a.dtype == np.float32 else np.int64
-    return int(np.abs(a.view(as_int).astype(np.int64) - b.view(as_int).astype(np.int64)).max())
-
-
 def _both(torch, seed: int, draw):
     """``draw(module)`` under ``manual_seed(seed)`` in ember and torch, then the positions."""
     ember.manual_seed(seed)
@@ -230,7 +225,7 @@ def test_standard_gamma_of_zero_is_the_smallest_normal(torch_mod):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(2,), (5, 3), (40, 7), (3, 40)])
+@pytest.mark.parametrize("shape", [(2,), (5, 3), (40, 7), (3, 40), (2, 300)])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_sample_dirichlet_equals_torch(torch_mod, seed, shape, dtype):
     alpha = _concentrations(seed, int(np.prod(shape)), dtype).reshape(shape) + 0.05
@@ -239,10 +234,7 @@ def test_sample_dirichlet_equals_torch(torch_mod, seed, shape, dtype):
         return m._sample_dirichlet(m.tensor(alpha))
 
     ours, theirs = _both(torch_mod, seed, draw)
-    if dtype == "float32":
-        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-    else:  # the row sums may round differently from torch's vectorised reduction
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -100,12 +100,46 @@ def sample_dirichlet(rng: TorchSampler, alpha: np.ndarray) -> np.ndarray:
 
 
 def _row_sums(values: np.ndarray) -> np.ndarray:
-    """Sums over the last dimension in the order torch's vectorised reduction adds short rows:
-    four running lanes (element j into lane j mod 4), then the lanes left to right. Long rows
-    go through a cascade in torch and may differ from this in the last bit."""
-    if values.shape[-1] > 32:
-        return values.sum(axis=-1, keepdims=True)
-    lanes = [np.zeros(values.shape[:-1] + (1,)) for _ in range(4)]
-    for j in range(values.shape[-1]):
-        lanes[j % 4] = lanes[j % 4] + values[..., j : j + 1]
-    return ((lanes[0] + lanes[1]) + lanes[2]) + lanes[3]
+    """Sums over the last dimension (keepdims) added in the order of torch's vectorised inner
+    reduction on AVX2 (vectors of 4 doubles): the row as vectors, those as rows of 4 vectors
+    summed lane-wise in a cascade of levels of 16, leftover vectors into the first partial
+    sum, the 4 partial vectors added in turn; then the scalar tail summed first and the 4
+    lanes added to it one by one."""
+    shape = values.shape
+    rows = values.reshape(-1, shape[-1])
+    return _inner_sums(rows).reshape(shape[:-1] + (1,))
+
+
+def _inner_sums(x: np.ndarray) -> np.ndarray:
+    count, n = x.shape
+    vectors = x[:, : n - n % 4].reshape(count, n // 4, 4)
+    groups = vectors.shape[1] // 4  # rows of 4 vectors, reduced lane-wise
+    levels = 4
+    power = max(4, (int(groups - 1).bit_length() if groups > 1 else 0) // levels)
+    step, mask = 1 << power, (1 << power) - 1
+    acc = np.zeros((levels, count, 4, 4))
+    i = 0
+    while i + step <= groups:
+        for _ in range(step):
+            acc[0] = acc[0] + vectors[:, 4 * i : 4 * i + 4]
+            i += 1
+        for level in range(1, levels):  # carry into the next level, as a cascade sum does
+            acc[level] = acc[level] + acc[level - 1]
+            acc[level - 1] = 0.0
+            if i & (mask << (level * power)):
+                break
+    while i < groups:
+        acc[0] = acc[0] + vectors[:, 4 * i : 4 * i + 4]
+        i += 1
+    for level in range(1, levels):
+        acc[0] = acc[0] + acc[level]
+    first = acc[0][:, 0]
+    for m in range(groups * 4, vectors.shape[1]):
+        first = first + vectors[:, m]
+    first = ((first + acc[0][:, 1]) + acc[0][:, 2]) + acc[0][:, 3]
+    total = np.zeros(count)
+    for t in range(n - n % 4, n):
+        total = total + x[:, t]
+    for lane in range(4):
+        total = total + first[:, lane]
+    return total
