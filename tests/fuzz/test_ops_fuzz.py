@@ -137,10 +137,11 @@ def test_reductions_over_everything_match_torch(name, data):
 @FEW
 @given(data=st.data())
 def test_float32_std_and_var_of_huge_values_overflow_as_torch(data):
-    """torch accumulates float32 std/var in double: std of values near 1e30 stays finite,
-    var overflows to inf."""
+    """torch sums float32 squared deviations in double: std of values near 1e30 stays finite,
+    var overflows to inf. (Scales stop below where the float32 sum itself would overflow:
+    whether it does depends on the order of summation, which differs.)"""
     x = data.draw(arrays(dtypes=["float32"], special=False))
-    x.array *= data.draw(st.sampled_from([1e15, 1e19, 1e30, 3e37]))
+    x.array *= data.draw(st.sampled_from([1e15, 1e19, 1e25, 1e30, 1e35]))
     dim = data.draw(st.sampled_from([None, 0, -1]))
     same(lambda m, t: t.std() if dim is None else t.std(dim), x)
     same(lambda m, t: t.var() if dim is None else t.var(dim), x)

@@ -548,6 +548,8 @@ class DivBackward1(Node):  # rounding_mode given: piecewise constant
 
 
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode is None:
+        input, other = _integers_to_float("div", input, other)
     a, b = promote("div", input, other)
     if rounding_mode is None:
         if isinstance(a, Tensor):
@@ -592,6 +594,23 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
 
 
 divide = true_divide = div
+
+
+def _integers_to_float(op: str, input, other):
+    """Operands of a floating op whose common dtype is integral go to the default float dtype
+    each from its own values (uint8 3 / int32 -5 is -0.6, not 3 / 251), as in PyTorch."""
+    a_int = isinstance(input, Tensor) and input._data.dtype.kind in "biu"
+    b_int = isinstance(other, Tensor) and other._data.dtype.kind in "biu"
+    if not (a_int or b_int):
+        return input, other
+    rt = dt.result_type(input, other)
+    if rt.category > dt.INT:
+        return input, other
+    if a_int:
+        input = float_result(op, input)
+    if b_int:
+        other = float_result(op, other)
+    return input, other
 
 
 def _check_integer_divisor(xp, divisor, dividend=None) -> None:
@@ -719,7 +738,8 @@ class Atan2Backward0(Node):
 
 
 def atan2(input, other) -> Tensor:
-    a, b = promote("atan2", input, to_tensor(other, input))
+    a, b = _integers_to_float("atan2", input, to_tensor(other, input))
+    a, b = promote("atan2", a, b)
     a, b = float_result("atan2", a), float_result("atan2", b)
     xp = array_module(a._data)
     return result(Atan2Backward0, xp.arctan2(a._data, b._data), (a, b), (a, b))

@@ -31,6 +31,10 @@ def _is_basic(key: tuple) -> bool:
     return True
 
 
+def _is_integer_scalar_tensor(k) -> bool:
+    return isinstance(k, Tensor) and k._data.ndim == 0 and k._data.dtype.kind == "i"
+
+
 def _index_array(xp, k, op: str):
     if isinstance(k, Tensor):
         data = k._data
@@ -53,6 +57,9 @@ def normalize_key(input: Tensor, key, op: str = "index", check_bounds: bool = Tr
     ``check_bounds=False`` leaves tensor indices unchecked (index_put checks them last)."""
     if not isinstance(key, tuple):
         key = (key,)
+    if builtins.any(_is_integer_scalar_tensor(k) for k in key):
+        # a 0-d integer tensor indexes like the Python int it holds (a view), as in PyTorch
+        key = tuple(int(k._data) if _is_integer_scalar_tensor(k) else k for k in key)
     if _is_basic(key):
         _check_basic_bounds(input._data.shape, key)
         return key, True
@@ -75,11 +82,12 @@ def normalize_key(input: Tensor, key, op: str = "index", check_bounds: bool = Tr
 
 def _clipped_key(shape: tuple, key: tuple) -> tuple:
     """``key`` with out-of-range integer indices moved in range: only its result shape counts."""
-    clipped = {}
-    for k, d in _expanded_dims(shape, key):
+    positions = [p for p, k in enumerate(key) if k is not None and k is not Ellipsis]
+    out = list(key)
+    for p, (k, d) in zip(positions, _expanded_dims(shape, key)):
         if hasattr(k, "dtype") and k.dtype.kind in "iu" and k.size and shape[d]:
-            clipped[id(k)] = array_module(k).clip(k, -shape[d], shape[d] - 1)
-    return tuple(clipped.get(id(k), k) for k in key)
+            out[p] = array_module(k).clip(k, -shape[d], shape[d] - 1)
+    return tuple(out)
 
 
 def _expanded_dims(shape: tuple, key: tuple):
@@ -209,6 +217,13 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     """Out-of-place ``input[indices] = values`` (``+=`` with accumulate, duplicates summed)."""
     raw = indices if isinstance(indices, tuple) else (indices,)
     key, basic = normalize_key(input, raw, check_bounds=False)
+    if not basic:  # too many indices, mask shapes and integer bounds come first
+        shape = input._data.shape
+        for k, d in _expanded_dims(shape, key):
+            if isinstance(k, int) and not -shape[d] <= k < shape[d]:
+                raise IndexError(
+                    f"index {k} is out of bounds for dimension {d} with size {shape[d]}"
+                )
     if not basic and isinstance(values, Tensor) and values._data.dtype != input._data.dtype:
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "
@@ -242,7 +257,26 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
 
 def index_put_key(input: Tensor, key, values) -> Tensor:
     """``index_put`` for a raw ``__setitem__`` key (ints, slices, tensors ...)."""
-    return index_put(input, key if isinstance(key, tuple) else (key,), values)
+    key = key if isinstance(key, tuple) else (key,)
+    masks = [k for k in key if isinstance(k, Tensor) and k._data.dtype.kind in "bu"]
+    tensors = [k for k in key if isinstance(k, Tensor)]
+    if (
+        isinstance(values, Tensor)
+        and values._data.size == 1
+        and len(tensors) == 1
+        and masks
+        and masks[0]._data.ndim
+    ):
+        # PyTorch fills through one mask with one value (masked_fill_, which casts the value)
+        normalized, _ = normalize_key(input, key, check_bounds=False)
+        for _ in _expanded_dims(input._data.shape, normalized):  # the mask's shape first
+            pass
+        if masks[0]._data.dtype.kind == "u":
+            raise RuntimeError(
+                "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
+            )
+        values = values.to(input.dtype)
+    return index_put(input, key, values)
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,14 +299,17 @@ _INDEX_DTYPES = (dt.int64.np, dt.int32.np)
 
 
 def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=None) -> None:
-    """PyTorch's checks of gather/scatter's index: dtype, rank, sizes, then bounds."""
+    """PyTorch's checks of gather/scatter's index: src dtype, then (unless the index is empty)
+    index dtype, rank, sizes and bounds."""
     idx = index._data
+    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if idx.size == 0:
+        return
     if idx.dtype not in _INDEX_DTYPES:
         raise RuntimeError(
             f"{'gather' if op == 'gather' else 'scatter'}(): Expected dtype int32/int64 for index"
         )
-    if idx.size == 0:
-        return
     shape = input._data.shape
     if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
         which = "input" if op == "gather" else "self"
@@ -280,8 +317,6 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
             f"Index tensor must have the same number of dimensions as {which} tensor"
         )
     src_shape = src._data.shape if isinstance(src, Tensor) else None
-    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
-        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     for k in range(idx.ndim):
         too_big_self = k != dim and k < len(shape) and idx.shape[k] > shape[k]
         too_big_src = src_shape is not None and k < len(src_shape) and idx.shape[k] > src_shape[k]
@@ -323,7 +358,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     if data.ndim == 0:
         return result(
             GatherBackward0,
-            data.reshape(index._data.shape),
+            data.reshape(1)[index._data.reshape(-1)].reshape(index._data.shape),
             (input,),
             shape=data.shape,
             dim=d,
@@ -343,9 +378,19 @@ def _embed(small: Tensor, shape: tuple) -> Tensor:
     return index_put(zeros(shape, dtype=small.dtype, device=small.device), key, small)
 
 
+def _scatter_target(xp, out, index, d: int):
+    """Where scatter writes and the key addressing it; a 0-d ``out`` is written as one element
+    of a 1-d view (its index may be 0-d or hold one element)."""
+    if out.ndim == 0:
+        return out.reshape(1), (index.reshape(-1),)
+    return out, _along_dim_key(xp, index, d)
+
+
 def _src_part(src: Tensor, index) -> Tensor:
     if src._data.shape == index._data.shape:
         return src
+    if src._data.ndim == 0 or index._data.ndim == 0:
+        return src.reshape(-1)[: builtins.max(index._data.size, 1)].reshape(index._data.shape)
     return getitem(src, tuple(slice(0, s) for s in index._data.shape))
 
 
@@ -376,33 +421,35 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     if src is None:
         src = value
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter")
+    if index._data.size == 0 and not isinstance(src, Tensor):  # torch checks nothing then
+        return input.clone()
     _check_index_tensor("scatter", input, d, index, src)
     if index._data.size == 0:  # nothing is written (and nothing more is checked)
         return input.clone()
     xp = array_module(input._data)
     out = input._data.copy()
-    key = _along_dim_key(xp, index._data, d) if out.ndim else ()
+    target, key = _scatter_target(xp, out, index._data, d)
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
     if isinstance(src, Tensor):
         part = _src_part(src, index)._data.astype(out.dtype, copy=False)
         if reduce == "add":
-            xp.add.at(out, key, part)
+            xp.add.at(target, key, part)
         elif reduce == "multiply":
-            xp.multiply.at(out, key, part)
+            xp.multiply.at(target, key, part)
         else:
-            out[key] = part
+            target[key] = part.reshape(-1) if out.ndim == 0 else part
         if reduce is not None:
             return wrap(out)
         return result(
             ScatterBackward0, out, (input, src), dim=d, index=index, src_shape=src._data.shape
         )
     if reduce == "add":
-        xp.add.at(out, key, src)
+        xp.add.at(target, key, src)
     elif reduce == "multiply":
-        xp.multiply.at(out, key, src)
+        xp.multiply.at(target, key, src)
     else:
-        out[key] = src
+        target[key] = src
     return result(ScatterBackward1, out, (input,), dim=d, index=index)
 
 
@@ -413,8 +460,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         return input.clone()
     xp = array_module(input._data)
     out = input._data.copy()
-    key = _along_dim_key(xp, index._data, d) if out.ndim else ()
-    xp.add.at(out, key, _src_part(src, index)._data.astype(out.dtype, copy=False))
+    target, key = _scatter_target(xp, out, index._data, d)
+    xp.add.at(target, key, _src_part(src, index)._data.astype(out.dtype, copy=False))
     return result(
         ScatterAddBackward0, out, (input, src), dim=d, index=index, src_shape=src._data.shape
     )
@@ -521,6 +568,8 @@ def _check_index_add(input: Tensor, d: int, index: Tensor, source: Tensor) -> No
             f"index_add_(): self ({input.dtype.legacy_name}) and source "
             f"({source.dtype.legacy_name}) must have the same scalar type"
         )
+    if src.ndim == 0 and idx.size != 1:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     if src.ndim and d >= src.ndim:
         raise RuntimeError(
             f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim "

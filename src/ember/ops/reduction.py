@@ -356,18 +356,25 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
         n *= data.shape[d]
     xp = array_module(data)
     denom = n - c
-    # PyTorch accumulates in double: squares that overflow float32 still give a finite std,
-    # so a float32 result that is not finite is recomputed in float64 (half floats always are)
-    wide = data.dtype.kind != "c" and data.dtype.itemsize < 4
-    var_data = _two_pass_var(xp, data.astype(dt.float64.np) if wide else data, dims, keepdim, denom)
-    if data.dtype == dt.float32.np and not bool(xp.isfinite(var_data).all()):
+    # PyTorch takes the mean in the input's dtype and sums the squared deviations in double:
+    # squares that overflow float32 still give a finite std (a sum that overflows gives inf).
+    # A float32 result that is not finite is recomputed that way; half floats always are.
+    if data.dtype.kind != "c" and data.dtype.itemsize < 4:
         var_data = _two_pass_var(xp, data.astype(dt.float64.np), dims, keepdim, denom)
+    else:
+        var_data = _two_pass_var(xp, data, dims, keepdim, denom)
+        if data.dtype == dt.float32.np and not bool(xp.isfinite(var_data).all()):
+            var_data = _two_pass_var(xp, data, dims, keepdim, denom, dt.float64.np)
     return data, dims, var_data, denom, xp
 
 
-def _two_pass_var(xp, data, dims, keepdim, denom):
-    centred = data - xp.mean(data, axis=dims, keepdims=True)
-    ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
+def _two_pass_var(xp, data, dims, keepdim, denom, deviations_dtype=None):
+    with _backend.errstate(xp, over="ignore", invalid="ignore"):
+        mean = xp.mean(data, axis=dims, keepdims=True)
+        if deviations_dtype is not None:
+            data, mean = data.astype(deviations_dtype), mean.astype(deviations_dtype)
+        centred = data - mean
+        ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
     with _backend.errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
         return ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan
 
