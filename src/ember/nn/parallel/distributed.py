@@ -8,6 +8,17 @@ goes on. When the last bucket has started, every bucket is waited for, divided b
 and written back into the ``.grad`` of its parameters. Buckets start in index order on every rank
 so the collectives match across ranks.
 
+``register_comm_hook(state, hook)`` replaces the allreduce of each bucket by ``hook(state,
+GradBucket) -> Future`` (``ember.distributed.algorithms.ddp_comm_hooks``: allreduce, fp16/bf16
+compression, PowerSGD). ``gradient_as_bucket_view=True`` makes each ``.grad`` a view into its
+bucket's flat buffer, kept across iterations: backward accumulates straight into the bucket and
+the reduced values land in ``.grad`` without copies (``zero_grad(set_to_none=True)`` drops the
+views; the next backward makes them again). ``static_graph=True`` tells DDP the graph is the
+same every iteration: ember then finds the unused parameters once, in the first iteration (as
+``find_unused_parameters=True`` would), and marks them ready after every later forward without
+walking the graph again; a parameter whose gradient arrives twice in one backward (reentrant
+checkpointing) is not supported.
+
 ``join()`` handles uneven inputs as torch's Join: inside it, every forward starts with a small
 allgather saying which ranks still have data. A rank that ran out answers those rounds from the
 context's exit and shadows the others' collectives (the buffer broadcast and one allreduce of
