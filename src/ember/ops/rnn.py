@@ -25,18 +25,26 @@ __all__ = ["rnn_sequence"]
 _FUSED_DTYPES = ("float32", "float64")
 
 
-def _halved(w, blocks, hidden: int):
-    """A copy of ``w`` with the gate blocks ``blocks`` (rows, or entries of a bias) times ½.
+def _halved(xp, w, rows: int):
+    """A copy of ``w`` with its first ``rows`` rows (the sigmoid gates' blocks) times ½.
 
     σ(x) = ½ tanh(x / 2) + ½: with the sigmoid gates' weights and biases halved (exact in
     binary floating point) one ``tanh`` over all gates of a step activates them, and two cheap
     in-place ops finish the sigmoids (scipy's ``expit`` costs several times a ``tanh``)."""
     if w is None:
         return None
-    w = w.copy()
-    for b in blocks:
-        w[b * hidden : (b + 1) * hidden] *= 0.5
+    w = xp.array(w, copy=True)
+    w[:rows] *= 0.5
     return w
+
+
+def _lstm_blocks(xp, w, hidden: int):
+    """``w``'s gate blocks i, f, g, o as i, f, o, g (the sigmoid gates adjacent), a copy; the
+    reordering is its own inverse."""
+    if w is None:
+        return None
+    i, f, g, o = (w[k * hidden : (k + 1) * hidden] for k in range(4))
+    return xp.concatenate([i, f, o, g])
 
 
 def _bias_sum(b_ih, b_hh):
@@ -63,14 +71,14 @@ def _finish_sigmoid(xp, v) -> None:
 def _lstm_forward(xp, arrays, steps, keep):
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = arrays
     hidden = w_hh.shape[0] // 4
-    i_, f_, g_, o_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
-    i_f = slice(0, 2 * hidden)  # i and f are adjacent
-    sigmoids = (0, 1, 3)
-    gates = x @ _halved(w_ih, sigmoids, hidden).T  # all steps' input part, activated in place
+    # the kernels keep the gates in the order i, f, o, g: one call finishes the sigmoids
+    i_, f_, o_, g_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
+    sig = slice(0, 3 * hidden)
+    gates = x @ _halved(xp, _lstm_blocks(xp, w_ih, hidden), sig.stop).T  # activated in place
     bias = _bias_sum(b_ih, b_hh)
     if bias is not None:
-        gates += _halved(bias, sigmoids, hidden)
-    w_hh_t = _transposed(xp, _halved(w_hh, sigmoids, hidden))
+        gates += _halved(xp, _lstm_blocks(xp, bias, hidden), sig.stop)
+    w_hh_t = _transposed(xp, _halved(xp, _lstm_blocks(xp, w_hh, hidden), sig.stop))
     w_hr_t = w_hr.T if w_hr is not None else None
     rows = gates.shape[0]
     h, c = h0.copy(), c0.copy()
@@ -91,8 +99,7 @@ def _lstm_forward(xp, arrays, steps, keep):
         g = gates[start:stop]
         g += hp @ w_hh_t
         xp.tanh(g, out=g)
-        _finish_sigmoid(xp, g[:, i_f])
-        _finish_sigmoid(xp, g[:, o_])
+        _finish_sigmoid(xp, g[:, sig])
         cp *= g[:, f_]
         cp += g[:, i_] * g[:, g_]
         tc = xp.tanh(cp, out=tanh_c[start:stop]) if keep else xp.tanh(cp)
@@ -105,8 +112,7 @@ def _lstm_forward(xp, arrays, steps, keep):
     kept = (gates, h_prev, c_prev, tanh_c, h_cell)
     if keep:  # the derivatives of the activations, over the whole sequence at once
         slopes = 1 - gates * gates  # d tanh = 1 - tanh²
-        slopes[:, i_f] = gates[:, i_f] * (1 - gates[:, i_f])  # d σ = σ (1 - σ)
-        slopes[:, o_] = gates[:, o_] * (1 - gates[:, o_])
+        slopes[:, sig] = gates[:, sig] * (1 - gates[:, sig])  # d σ = σ (1 - σ)
         out_slope = gates[:, o_] * (1 - tanh_c * tanh_c)  # d h / d c' = σ(o) tanh'(c')
         kept += (slopes, out_slope)
     return (out, h, c), kept
@@ -117,7 +123,8 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
     gates, h_prev, c_prev, tanh_c, h_cell, slopes, out_slope = kept
     g_out, g_h, g_c = grads
     hidden = w_hh.shape[0] // 4
-    i_, f_, g_, o_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
+    i_, f_, o_, g_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))  # as forward's
+    w_hh = _lstm_blocks(xp, w_hh, hidden)
     dh = g_h.copy() if g_h is not None else xp.zeros_like(h0)
     dc = g_c.copy() if g_c is not None else xp.zeros_like(c0)
     d_gates = xp.empty_like(gates)
@@ -142,7 +149,12 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
         dg *= slopes[start:stop]
         dcn *= g[:, f_]
         xp.matmul(dg, w_hh, out=dh[:n])
-    result = _weight_grads(xp, arrays, needs, d_gates, d_gates, h_prev)
+    internal = list(arrays)
+    internal[3] = _lstm_blocks(xp, w_ih, hidden) if needs[0] else w_ih
+    result = _weight_grads(xp, internal, needs, d_gates, d_gates, h_prev)
+    for k in (3, 4, 5, 6):  # back to PyTorch's gate order
+        if result[k] is not None:
+            result[k] = _lstm_blocks(xp, result[k], hidden)
     result[1], result[2] = dh, dc
     if d_hidden is not None:
         result[7] = d_hidden.T @ h_cell
@@ -157,12 +169,11 @@ def _gru_forward(xp, arrays, steps, keep):
     hidden = w_hh.shape[0] // 3
     r_, z_, n_ = (slice(k * hidden, (k + 1) * hidden) for k in range(3))
     rz = slice(0, 2 * hidden)
-    sigmoids = (0, 1)
-    gates = x @ _halved(w_ih, sigmoids, hidden).T  # becomes r, z, n in place
+    gates = x @ _halved(xp, w_ih, rz.stop).T  # becomes r, z, n in place
     if b_ih is not None:
-        gates += _halved(b_ih, sigmoids, hidden)
-    w_hh_t = _transposed(xp, _halved(w_hh, sigmoids, hidden))
-    b_hh = _halved(b_hh, sigmoids, hidden)
+        gates += _halved(xp, b_ih, rz.stop)
+    w_hh_t = _transposed(xp, _halved(xp, w_hh, rz.stop))
+    b_hh = _halved(xp, b_hh, rz.stop)
     rows = gates.shape[0]
     h = h0.copy()
     out = xp.empty((rows, hidden), dtype=gates.dtype)
