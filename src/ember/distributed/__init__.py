@@ -1,8 +1,10 @@
 """``ember.distributed``: process groups and collectives over MPI (mpi4py).
 
 The CPU backends ``"gloo"`` and ``"mpi"`` both run on MPI, so PyTorch scripts that ask for gloo
-run unchanged. Start one process per rank with ``ember.multiprocessing.spawn`` (each rank under
-``mpiexec -n 1``) or all at once with ``mpiexec -n N python script.py``.
+run unchanged; ``"nccl"`` runs CUDA tensors through CuPy's NCCL bindings. DDP's communication
+hooks and ``Join`` live in ``ember.distributed.algorithms``. Start one process per rank with
+``ember.multiprocessing.spawn`` (each rank under ``mpiexec -n 1``), with ``ember run`` (torchrun's
+flags), or all at once with ``mpiexec -n N python script.py``.
 
 Example::
     >>> import ember, ember.distributed as dist
@@ -13,6 +15,7 @@ Example::
     >>> dist.destroy_process_group()
 """
 
+from . import algorithms
 from .collectives import (
     P2POp,
     RedOpType,
