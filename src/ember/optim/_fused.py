@@ -225,14 +225,7 @@ def adam_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratc
             g = l2_decayed(g, p, weight_decay, maximize, d)
     else:
         g = signed_grad(g, maximize, d)
-    # m.lerp_(g, w): m + w·(g - m) for w < 0.5, else g - (1 - w)·(g - m), one rounding each
-    weight = 1 - beta1
-    np.subtract(g, m, out=t)
-    if abs(weight) < 0.5:
-        axpy(weight, t, m, u)
-    else:
-        np.copyto(m, g)
-        axpy(weight - 1, t, m, u)
+    _lerp(m, g, 1 - beta1, t, u)
     # v.mul_(β2).addcmul_(g, g, value=1 - β2)
     np.multiply(v, beta2, out=v)
     np.multiply(g, g, out=u)
@@ -248,6 +241,109 @@ def adam_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratc
     np.divide(t, (1 - beta2**step) ** 0.5, out=t)
     np.add(t, eps, out=t)
     np.multiply(m, -lr / (1 - beta1**step), out=u)
+    np.divide(u, t, out=u)
+    np.add(p, u, out=p)
+    bump(param)
+    return True
+
+
+def _lerp(m: np.ndarray, g: np.ndarray, weight: float, t: np.ndarray, spare: np.ndarray) -> None:
+    """``m.lerp_(g, weight)`` as PyTorch rounds it: m + w·(g - m) for |w| < 0.5, else
+    g - (1 - w)·(g - m), each one fused multiply-add (``t`` and ``spare`` are scratch)."""
+    np.subtract(g, m, out=t)
+    if abs(weight) < 0.5:
+        axpy(weight, t, m, spare)
+    else:
+        np.copyto(m, g)
+        axpy(weight - 1, t, m, spare)
+
+
+def _states(state: dict, keys, like: np.ndarray):
+    """The raw arrays of ``state[key]`` for each key, or None if one cannot be updated here."""
+    arrays = []
+    for key in keys:
+        a = raw_state(state.get(key))
+        if a is None or a.shape != like.shape or a.dtype != like.dtype:
+            return None
+        arrays.append(a)
+    return arrays
+
+
+# --------------------------------------------------------------------------------- RMSprop
+
+
+def rmsprop_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratch) -> bool:
+    """One RMSprop update on raw arrays (PyTorch's single-tensor rule); False when the state
+    cannot be written in place."""
+    p, g = arrays
+    momentum, centered = group["momentum"], group["centered"]
+    keys = ["square_avg"] + (["momentum_buffer"] if momentum > 0 else [])
+    keys += ["grad_avg"] if centered else []
+    found = _states(state, keys, p)
+    if found is None:
+        return False
+    bump = version_bumper(group)
+    alpha, eps, weight_decay = group["alpha"], group["eps"], group["weight_decay"]
+    d, t, u = scratch.get(0, p), scratch.get(1, p), scratch.get(2, p)
+    if weight_decay != 0:
+        g = l2_decayed(g, p, weight_decay, group["maximize"], d)
+    else:
+        g = signed_grad(g, group["maximize"], d)
+    square_avg = found[0]
+    np.multiply(square_avg, alpha, out=square_avg)
+    np.multiply(g, g, out=u)
+    axpy(1 - alpha, u, square_avg, t)
+    bump(state["square_avg"], state["square_avg"])
+    if centered:
+        grad_avg = found[-1]
+        _lerp(grad_avg, g, 1 - alpha, t, u)
+        bump(state["grad_avg"])
+        np.multiply(grad_avg, grad_avg, out=t)
+        np.subtract(square_avg, t, out=t)
+        np.sqrt(t, out=t)
+    else:
+        np.sqrt(square_avg, out=t)
+    np.add(t, eps, out=t)
+    if momentum > 0:
+        buf = found[1]
+        np.multiply(buf, momentum, out=buf)
+        np.divide(g, t, out=u)
+        np.add(buf, u, out=buf)
+        bump(state["momentum_buffer"], state["momentum_buffer"])
+        axpy(-lr, buf, p, u)
+    else:
+        np.multiply(g, -lr, out=u)
+        np.divide(u, t, out=u)
+        np.add(p, u, out=p)
+    bump(param)
+    return True
+
+
+# --------------------------------------------------------------------------------- Adagrad
+
+
+def adagrad_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratch) -> bool:
+    """One Adagrad update on raw arrays (PyTorch's single-tensor rule); False when the state
+    cannot be written in place."""
+    p, g = arrays
+    found = _states(state, ["sum"], p)
+    if found is None:
+        return False
+    bump = version_bumper(group)
+    (total,) = found
+    d, t, u = scratch.get(0, p), scratch.get(1, p), scratch.get(2, p)
+    if group["weight_decay"] != 0:
+        g = l2_decayed(g, p, group["weight_decay"], group["maximize"], d)
+    else:
+        g = signed_grad(g, group["maximize"], d)
+    step = state["step"].item()
+    clr = lr / (1 + (step - 1) * group["lr_decay"])
+    np.multiply(g, g, out=u)
+    np.add(total, u, out=total)
+    bump(state["sum"])
+    np.sqrt(total, out=t)
+    np.add(t, group["eps"], out=t)
+    np.multiply(g, -clr, out=u)
     np.divide(u, t, out=u)
     np.add(p, u, out=p)
     bump(param)

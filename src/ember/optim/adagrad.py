@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import _creation
 from .._tensor import Tensor
+from ._fused import adagrad_step, raw_arrays, scratch_of
 from ._validation import as_scalar, check_fused, check_lr, check_non_negative
 from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
@@ -64,13 +65,25 @@ class Adagrad(Optimizer):
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):
         loss = self._closure_loss(closure)
+        scratch = scratch_of(self)
         for group in self.param_groups:
-            for p, grad, state in self._params_with_state(group):
-                step = state["step"].item()
-                grad = apply_weight_decay(p, grad, group["weight_decay"])
-                clr = as_scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
-                state["sum"].addcmul_(grad, grad, value=1)
-                std = state["sum"].sqrt()
-                std = std + group["eps"] if group["differentiable"] else std.add_(group["eps"])
-                p.addcdiv_(grad, std, value=-clr)
+            lr = as_scalar(group["lr"])
+            raw = not group["differentiable"]
+            for p, grad, state in self._params_with_state(group, negate=False):
+                arrays = raw_arrays(p, grad) if raw else None
+                if arrays is None or not adagrad_step(p, arrays, state, group, lr, scratch):
+                    self._step_with_tensor_ops(p, grad, state, group, lr)
         return loss
+
+    def _step_with_tensor_ops(self, p: Tensor, grad: Tensor, state: dict, group: dict, lr):
+        """The update as tensor ops: recorded under ``differentiable=True``, and for what the
+        raw path does not take (CuPy arrays, other dtypes)."""
+        if group["maximize"]:
+            grad = -grad
+        step = state["step"].item()
+        grad = apply_weight_decay(p, grad, group["weight_decay"])
+        clr = lr / (1 + (step - 1) * group["lr_decay"])
+        state["sum"].addcmul_(grad, grad, value=1)
+        std = state["sum"].sqrt()
+        std = std + group["eps"] if group["differentiable"] else std.add_(group["eps"])
+        p.addcdiv_(grad, std, value=-clr)
