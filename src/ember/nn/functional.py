@@ -1,7 +1,10 @@
 """ember.nn.functional: the functional forms of layers, activations and losses.
 
-Everything here composes differentiable ember ops (softmax and log-softmax have fused stable
-kernels in ``ember.ops.activation``), so every loss supports double backward.
+Everything here is built on differentiable ember ops, so every function supports double
+backward. Some are one fused node with its own kernels: softmax, log-softmax and the
+activations (``ember.ops.activation``), layer, batch and group norm
+(``ember.ops.normalization``); their backward formulas are written again in ember ops for
+``create_graph``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Normalisations: layer, batch and group norm as one fused node each (PyTorch's
-``native_*_norm``), and instance, RMS and local response norm composed of ember ops.
+``native_*_norm``), instance norm on top of batch norm, RMS and local response norm.
 
 The fused norms share one kernel over a canonical view of the input (``_Layout``): the input
 is reshaped so that the statistics run over some axes and the affine parameters vary along
-others. Forward takes the mean, centres into one fresh buffer, takes the variance from it and
+others. Forward takes the mean, centres into the output buffer, takes the variance from it and
 scales in place; backward recomputes the normalised input from the saved mean and 1/std (as
-PyTorch, which saves no full-size temporaries) and applies the closed form. Under
-``create_graph`` the same closed form is written with ember ops, so gradients of every order
-exist. The composed norms get theirs from the ops' formulas.
+PyTorch, which saves no full-size temporaries) and applies the closed form. Both run slab by
+slab along an axis the statistics do not span, so that a slab's passes stay in the caches, and
+share the slabs among the intra-op threads. Under ``create_graph`` the same closed form is
+written with ember ops, so gradients of every order exist. Instance norm is batch norm over
+(1, N·C, *S); RMS and local response norm are composed of ember ops.
 """
 
 from __future__ import annotations
