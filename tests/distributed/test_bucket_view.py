@@ -48,7 +48,7 @@ def _share(t, rank: int):
 
 
 def _train(rank: int, steps: int = 5, set_to_none: bool = True, **options) -> nn.Module:
-    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001, **options)
+    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003, **options)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     for step in range(steps):
         x, y = _batch(step)
@@ -84,7 +84,7 @@ def case_bucket_view_trains_exactly_as_copies(rank):
 
 
 def case_grads_are_views_into_the_bucket_buffers(rank):
-    ddp = DDP(_model(0), bucket_cap_mb=0.001, gradient_as_bucket_view=True)
+    ddp = DDP(_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
     x, y = _batch()
     F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
     for bucket in ddp._buckets:
@@ -109,7 +109,7 @@ def case_grads_are_views_into_the_bucket_buffers(rank):
 def case_bucket_view_with_no_sync_and_a_hook(rank):
     x, y = _batch()
     for hook in (None, default_hooks.allreduce_hook):
-        ddp = DDP(_model(0), bucket_cap_mb=0.001, gradient_as_bucket_view=True)
+        ddp = DDP(_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
         if hook is not None:
             ddp.register_comm_hook(None, hook)
         mine_x, mine_y = _share(x, rank), _share(y, rank)
@@ -228,7 +228,7 @@ def case_join_context_over_ddp_equals_ddp_join(rank):
 
     finals = []
     for use_join_class in (False, True):
-        ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001)
+        ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003)
         opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
         context = Join([ddp], divide_by_initial_world_size=False) if use_join_class else None
         with context or ddp.join(divide_by_initial_world_size=False):
@@ -292,7 +292,7 @@ def case_join_with_a_joinable_of_ones_own(rank):
 
 
 def case_ddp_logging_data(rank):
-    ddp = DDP(_model(0), bucket_cap_mb=0.001, gradient_as_bucket_view=True)
+    ddp = DDP(_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
     ddp.register_comm_hook(None, default_hooks.allreduce_hook)
     x, y = _batch()
     F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()

@@ -50,7 +50,7 @@ def _share(t, rank: int):
 
 def _grads_after_one_step(rank: int, register) -> list[np.ndarray]:
     x, y = _batch()
-    ddp = DDP(_model(0), bucket_cap_mb=0.001)  # several buckets
+    ddp = DDP(_model(0), bucket_cap_mb=0.0003)  # several buckets
     register(ddp)
     F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
     return [p.grad.numpy() for p in ddp.parameters()], ddp
@@ -65,7 +65,7 @@ def _reference_grads() -> list[np.ndarray]:
 
 def case_allreduce_hook_trains_as_without_a_hook(rank):
     x, y = _batch()
-    reference, ddp = _model(0), DDP(_model(100 * rank), bucket_cap_mb=0.001)
+    reference, ddp = _model(0), DDP(_model(100 * rank), bucket_cap_mb=0.0003)
     ddp.register_comm_hook(None, default_hooks.allreduce_hook)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
@@ -141,14 +141,14 @@ def case_hook_sees_each_bucket_with_its_local_gradients(rank):
         fut.set_result(buffer)  # no communication: each rank keeps its own gradients
         return fut
 
-    ddp = DDP(_model(0), bucket_cap_mb=0.001)
+    ddp = DDP(_model(0), bucket_cap_mb=0.0003)
     ddp.register_comm_hook(seen, local_only)
     F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
     assert [b.index() for b in seen] == list(range(len(seen))) and len(seen) > 1
     assert [b.is_last() for b in seen] == [False] * (len(seen) - 1) + [True]
     params = list(ddp.parameters())
-    # bucket 0 holds the last parameters (their gradients come first in backward)
-    assert seen[0].parameters()[-1] is params[-1]
+    # bucket 0 holds the last parameters, first the one whose gradient comes first in backward
+    assert seen[0].parameters()[0] is params[-1]
     assert {id(p) for b in seen for p in b.parameters()} == {id(p) for p in params}
     alone = _model(0)
     F.mse_loss(alone(_share(x, rank)), _share(y, rank)).backward()
@@ -252,7 +252,7 @@ def case_join_shadows_a_hooks_collectives(rank):
     rng = np.random.default_rng(11)
     xs = [ember.from_numpy(rng.standard_normal((BATCH, 6))) for _ in range(3)]
     ys = [ember.from_numpy(rng.standard_normal((BATCH, 3))) for _ in range(3)]
-    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.001)
+    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003)
     ddp.register_comm_hook(None, default_hooks.allreduce_hook)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
     with ddp.join():

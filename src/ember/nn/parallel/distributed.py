@@ -219,22 +219,24 @@ class DistributedDataParallel(Module):
         order = list(reversed(range(len(params))))
         for i in order:
             p = params[i]
-            nbytes = p._data.nbytes
-            # as torch, the first bucket is small so communication starts early in backward
-            cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap) if not buckets else None
-            if current and (
-                size + nbytes > (cap or self.bucket_bytes_cap)
-                or params[current[0]]._data.dtype != p._data.dtype
-            ):
+            if current and params[current[0]]._data.dtype != p._data.dtype:
                 buckets.append(current)
                 current, size = [], 0
             current.append(i)
-            size += nbytes
+            size += p._data.nbytes
+            # as torch, a bucket closes once it reaches its cap (the last gradient in it may
+            # overshoot), and the first one is small so communication starts early in backward
+            cap = self.bucket_bytes_cap
+            if not buckets:
+                cap = min(_FIRST_BUCKET_BYTES, cap)
+            if size >= cap:
+                buckets.append(current)
+                current, size = [], 0
         if current:
             buckets.append(current)
         made = []
         for b, indices in enumerate(buckets):
-            indices.sort()  # as torch, a bucket holds its parameters in registration order
+            # as torch's rebuilt buckets: parameters in the order backward makes their gradients
             bucket = _Bucket(b, [params[i] for i in indices], params[indices[0]]._data.dtype)
             made.append(bucket)
             for slot, i in enumerate(indices):
