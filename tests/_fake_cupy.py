@@ -19,6 +19,7 @@ from __future__ import annotations
 import operator
 import sys
 import types
+import warnings
 import weakref
 
 import numpy as np
@@ -108,6 +109,13 @@ def _wrap(value):
     if isinstance(value, np.ndarray):
         if value.__class__ is not np.ndarray:
             value = value.view(np.ndarray)
+        if not value.flags.writeable:  # CuPy's views (diagonal, broadcast_to) are writable
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # broadcast views
+                try:
+                    value.flags.writeable = True
+                except ValueError:  # NumPy refuses for some views of read-only memory
+                    pass
         return ndarray._of(value)
     if isinstance(value, np.generic):
         return ndarray._of(np.asarray(value))
@@ -223,8 +231,22 @@ class ndarray:
     device = property(lambda self: _Device(0))
     T = property(lambda self: _wrap(self._a.T))
     mT = property(lambda self: _wrap(np.swapaxes(self._a, -1, -2)))
-    real = property(lambda self: _wrap(self._a.real))
-    imag = property(lambda self: _wrap(self._a.imag))
+
+    @property
+    def real(self):
+        return _wrap(self._a.real)
+
+    @real.setter
+    def real(self, value):
+        self._a.real = _unwrap(value)
+
+    @property
+    def imag(self):
+        return _wrap(self._a.imag)
+
+    @imag.setter
+    def imag(self, value):
+        self._a.imag = _unwrap(value)
 
     @property
     def __cuda_array_interface__(self) -> dict:

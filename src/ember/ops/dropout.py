@@ -25,8 +25,9 @@ def _keep_mask(input: Tensor, p: float, per_channel: bool) -> Tensor:
     shape = tuple(input.shape)
     if per_channel:
         shape = shape[:2] + (1,) * (len(shape) - 2)
-    probs = _creation.full(shape, 1.0 - p, dtype=input.dtype, device=input.device)
-    return _creation.bernoulli(probs)
+    # drawn on the host, where the generator lives: the same mask on every device for a seed
+    probs = _creation.full(shape, 1.0 - p, dtype=input.dtype)
+    return _creation.bernoulli(probs).to(input.device)
 
 
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, unbatched: bool):
