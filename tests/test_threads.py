@@ -112,3 +112,15 @@ def test_numpy_blas_axpy_is_one_fused_pass(dtype, n):
 def test_numpy_blas_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("EMBER_NUMPY_BLAS", "0")
     assert _backend._find_numpy_blas() is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_blas_axpby_rounds_as_scale_then_fused_add(dtype, torch_mod):
+    blas = _backend.numpy_blas()
+    if blas is None or not blas.has_axpby:
+        pytest.skip("no OpenBLAS axpby here")
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(30011).astype(dtype), rng.standard_normal(30011).astype(dtype)
+    expected = torch_mod.tensor(y).mul_(0.9).add_(torch_mod.tensor(x), alpha=0.7).numpy()
+    blas.axpby(0.7, x, 0.9, y)
+    np.testing.assert_array_equal(y, expected)

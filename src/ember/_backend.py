@@ -372,22 +372,27 @@ def parallel_map(kernel, xp, data, ufunc=None):
 
 
 class NumpyBlas:
-    """Level-1 kernels and the thread count of the OpenBLAS that NumPy loaded."""
+    """axpy / axpby and the thread count of the OpenBLAS that NumPy loaded."""
 
     def __init__(self, lib, prefix: str, suffix: str, int_type) -> None:
         import ctypes
 
         self.path = lib._name
-        self._axpy, self._scal = {}, {}
+        self._axpy, self._axpby = {}, {}
+        pointer = ctypes.c_void_p
         for char, real in (("f", ctypes.c_float), ("d", ctypes.c_double)):
             letter = "s" if char == "f" else "d"
             axpy = getattr(lib, f"{prefix}cblas_{letter}axpy{suffix}")
-            axpy.argtypes = [int_type, real, ctypes.c_void_p, int_type, ctypes.c_void_p, int_type]
+            axpy.argtypes = [int_type, real, pointer, int_type, pointer, int_type]
             axpy.restype = None
-            scal = getattr(lib, f"{prefix}cblas_{letter}scal{suffix}")
-            scal.argtypes = [int_type, real, ctypes.c_void_p, int_type]
-            scal.restype = None
-            self._axpy[char], self._scal[char] = axpy, scal
+            self._axpy[char] = axpy
+            # axpby is an OpenBLAS extension: optional
+            axpby = getattr(lib, f"{prefix}cblas_{letter}axpby{suffix}", None)
+            if axpby is not None:
+                axpby.argtypes = [int_type, real, pointer, int_type, real, pointer, int_type]
+                axpby.restype = None
+                self._axpby[char] = axpby
+        self.has_axpby = len(self._axpby) == 2
         self._set_threads = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}")
         self._set_threads.argtypes = [ctypes.c_int]
         self._set_threads.restype = None
@@ -398,25 +403,25 @@ class NumpyBlas:
         """``y += alpha * x`` in place; both C-contiguous float32 or float64 of one dtype."""
         n = y.size
         if n:
-            self._one_thread(self._axpy[y.dtype.char], n, alpha, x.ctypes.data, 1, y.ctypes.data)
+            fn = self._axpy[y.dtype.char]
+            self._one_thread(fn, n, alpha, x.ctypes.data, 1, y.ctypes.data, 1)
 
-    def scal(self, alpha: float, x) -> None:
-        """``x *= alpha`` in place (C-contiguous float32 or float64)."""
-        n = x.size
+    def axpby(self, alpha: float, x, beta: float, y) -> None:
+        """``y = alpha * x + beta * y`` in place, one pass (rounded as ``y *= beta`` then a
+        fused ``y += alpha * x``); only where ``has_axpby``."""
+        n = y.size
         if n:
-            self._one_thread(self._scal[x.dtype.char], n, alpha, x.ctypes.data)
+            fn = self._axpby[y.dtype.char]
+            self._one_thread(fn, n, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
 
-    def _one_thread(self, fn, n, alpha, x_ptr, incx=1, y_ptr=None) -> None:
+    def _one_thread(self, fn, n, *args) -> None:
         # A level-1 kernel is memory-bound: a second thread gains little, and on a busy
         # machine a descheduled worker stalls the whole call (measured: 0.16 ms became 16 ms).
         threads = self._get_threads() if n > _BLAS_THREADED_FROM else 1
         if threads > 1:
             self._set_threads(1)
         try:
-            if y_ptr is None:
-                fn(n, alpha, x_ptr, incx)
-            else:
-                fn(n, alpha, x_ptr, incx, y_ptr, 1)
+            fn(n, *args)
         finally:
             if threads > 1:
                 self._set_threads(threads)
@@ -428,7 +433,7 @@ class NumpyBlas:
         self._set_threads(int(n))
 
 
-_BLAS_THREADED_FROM = 10000  # OpenBLAS runs axpy/scal on one thread up to this length
+_BLAS_THREADED_FROM = 10000  # OpenBLAS runs axpy/axpby on one thread up to this length
 _numpy_blas: list = []
 
 

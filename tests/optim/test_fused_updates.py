@@ -249,3 +249,20 @@ def test_differentiable_sgd_still_records_the_update(torch_mod):
         (d_start,) = m.autograd.grad(w.sum(), start)
         results.append(d_start.tolist())
     assert results[0] == results[1]
+
+
+def test_full_dampening_still_propagates_nan_into_the_momentum_buffer(torch_mod):
+    """dampening=1 makes the gradient's coefficient 0, which OpenBLAS would skip."""
+    results = []
+    for m in (ember, torch_mod):
+        p = m.ones(20000, requires_grad=True)
+        opt = m.optim.SGD([p], lr=0.1, momentum=0.5, dampening=1.0)
+        for bad in (False, True):
+            g = m.ones(20000)
+            if bad:
+                g[7] = float("nan")
+            p.grad = g
+            opt.step()
+        results.append(opt.state[p]["momentum_buffer"].numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    assert np.isnan(results[0][7])

@@ -90,6 +90,25 @@ def axpy(alpha: float, x: np.ndarray, y: np.ndarray, spare: np.ndarray | None = 
         y += x * alpha
 
 
+def scale_add(beta: float, y: np.ndarray, alpha: float, x: np.ndarray, spare=None) -> None:
+    """``y = beta * y + alpha * x`` in place, rounded as ``y *= beta; y += alpha * x`` with a
+    fused multiply-add (PyTorch's ``buf.mul_(m).add_(g, alpha=a)``): one pass through
+    OpenBLAS's axpby where it is there, else two."""
+    blas = _backend.numpy_blas()
+    if (
+        blas is not None
+        and blas.has_axpby
+        and alpha != 0.0  # OpenBLAS skips a zero coefficient's term, dropping 0 * NaN
+        and beta != 0.0
+        and y.flags.c_contiguous
+        and x.flags.c_contiguous
+    ):
+        blas.axpby(alpha, x, beta, y)
+        return
+    np.multiply(y, beta, out=y)
+    axpy(alpha, x, y, spare)
+
+
 def bump(*tensors: Tensor) -> None:
     for t in tensors:
         t._vc[0] += 1
@@ -126,8 +145,8 @@ def l2_decayed(g: np.ndarray, p: np.ndarray, weight_decay: float, maximize: bool
 
 
 def sgd_step(optimizer, param: Tensor, arrays, group: dict, lr: float) -> None:
-    """One SGD update of ``param``, PyTorch's single-tensor rule; with momentum three passes
-    (``buf·m``, ``buf += (1-d)·g``, ``p -= lr·buf``), without it one."""
+    """One SGD update of ``param``, PyTorch's single-tensor rule; with momentum two passes
+    (``buf = m·buf + (1-d)·g``, ``p -= lr·buf``), without it one."""
     p, g = arrays
     scratch = scratch_of(optimizer)
     bump = version_bumper(group)
@@ -149,8 +168,7 @@ def sgd_step(optimizer, param: Tensor, arrays, group: dict, lr: float) -> None:
                 _sgd_momentum_with_tensor_ops(buf_tensor, g, sign, momentum, dampening)
                 buf = buf_tensor._data
             else:
-                np.multiply(buf, momentum, out=buf)
-                axpy(sign * (1 - dampening), g, buf, scratch.get(1, p))
+                scale_add(momentum, buf, sign * (1 - dampening), g, scratch.get(1, p))
                 bump(buf_tensor, buf_tensor)
         if group["nesterov"]:
             # grad + m·buf, in slot 0 (which may already hold the decayed gradient)
@@ -227,9 +245,8 @@ def adam_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratc
         g = signed_grad(g, maximize, d)
     _lerp(m, g, 1 - beta1, t, u)
     # v.mul_(β2).addcmul_(g, g, value=1 - β2)
-    np.multiply(v, beta2, out=v)
     np.multiply(g, g, out=u)
-    axpy(1 - beta2, u, v, t)
+    scale_add(beta2, v, 1 - beta2, u, t)
     bump(exp_avg_t, exp_avg_sq_t, exp_avg_sq_t)
     second = v
     if v_max is not None:
@@ -290,9 +307,8 @@ def rmsprop_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scr
     else:
         g = signed_grad(g, group["maximize"], d)
     square_avg = found[0]
-    np.multiply(square_avg, alpha, out=square_avg)
     np.multiply(g, g, out=u)
-    axpy(1 - alpha, u, square_avg, t)
+    scale_add(alpha, square_avg, 1 - alpha, u, t)
     bump(state["square_avg"], state["square_avg"])
     if centered:
         grad_avg = found[-1]
