@@ -142,3 +142,21 @@ def test_bad_launcher_flags_are_refused(capsys, flags, message):
 
     assert main([*flags, "train.py"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_hostfile_lines_endpoints_and_process_counts(tmp_path):
+    from ember.distributed.run import _endpoint, _nproc_per_node, _parser, _read_hostfile
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# cluster\nnode-a slots=4\n\nnode-b:4  # MPICH's form\nnode-c\n")
+    assert _read_hostfile(str(hosts)) == [("node-a", 4), ("node-b", 4), ("node-c", None)]
+    hosts.write_text("# nobody\n")
+    with pytest.raises(ValueError, match="no hosts in it"):
+        _read_hostfile(str(hosts))
+    parse = _parser().parse_args
+    assert _endpoint(parse(["x.py"])) == ("127.0.0.1", 29500)
+    assert _endpoint(parse(["--rdzv-endpoint", "head", "x.py"])) == ("head", 29400)
+    assert _endpoint(parse(["--rdzv_endpoint", "head:1234", "x.py"])) == ("head", 1234)
+    assert _endpoint(parse(["--master-addr", "a", "--rdzv-endpoint", "b:7", "x.py"])) == ("a", 7)
+    assert _nproc_per_node(None) == 1 and _nproc_per_node("3") == 3
+    assert _nproc_per_node("cpu") == (os.cpu_count() or 1)
