@@ -25,9 +25,12 @@ _FLOAT_CHARS = "fd"
 
 
 def raw_arrays(param: Tensor, grad: Tensor):
-    """(parameter array, gradient array) when the update may run on them in place, else None."""
+    """(parameter array, gradient array) when the update may run on them in place, else None.
+
+    NumPy arrays only; ``ember.compile``'s recording arrays (an ndarray subclass) pass too, and
+    the BLAS calls below go through its recorder so that a replay makes them again."""
     data, g = param._data, grad._data
-    if type(data) is not np.ndarray or type(g) is not np.ndarray:
+    if not isinstance(data, np.ndarray) or not isinstance(g, np.ndarray):
         return None
     if data.dtype != g.dtype or data.dtype.char not in _FLOAT_CHARS or data.shape != g.shape:
         return None
@@ -41,7 +44,7 @@ def raw_state(value) -> np.ndarray | None:
     if not isinstance(value, Tensor):
         return None
     data = value._data
-    if type(data) is not np.ndarray or not data.flags.writeable or value._rg:
+    if not isinstance(data, np.ndarray) or not data.flags.writeable or value._rg:
         return None
     return data
 
@@ -56,6 +59,8 @@ class Scratch:
         self.buffers: dict = {}
 
     def get(self, slot: int, like: np.ndarray) -> np.ndarray:
+        if type(like) is not np.ndarray:  # recording for ember.compile: made inside the step
+            return np.empty_like(like)
         key = (slot, like.dtype.char)
         flat = self.buffers.get(key)
         if flat is None or flat.size < like.size:
@@ -81,7 +86,7 @@ def axpy(alpha: float, x: np.ndarray, y: np.ndarray, spare: np.ndarray | None = 
             np.copyto(spare, x)
             x = spare
         if x.flags.c_contiguous:
-            blas.axpy(alpha, x, y)
+            _blas_call(_axpy_into, (alpha, x), y)
             return
     if spare is not None and spare is not x:
         np.multiply(x, alpha, out=spare)
@@ -103,10 +108,32 @@ def scale_add(beta: float, y: np.ndarray, alpha: float, x: np.ndarray, spare=Non
         and y.flags.c_contiguous
         and x.flags.c_contiguous
     ):
-        blas.axpby(alpha, x, beta, y)
+        _blas_call(_axpby_into, (alpha, x, beta), y)
         return
     np.multiply(y, beta, out=y)
     axpy(alpha, x, y, spare)
+
+
+def _axpy_into(alpha: float, x: np.ndarray, *, out: np.ndarray) -> None:
+    _backend.numpy_blas().axpy(alpha, x, out)
+
+
+def _axpby_into(alpha: float, x: np.ndarray, beta: float, *, out: np.ndarray) -> None:
+    _backend.numpy_blas().axpby(alpha, x, beta, out)
+
+
+def _blas_call(kernel, args: tuple, out: np.ndarray) -> None:
+    """``kernel(*args, out=out)``; while ember.compile records a step (its arrays are an
+    ndarray subclass) through the recorder, which keeps the call (and its write into
+    ``out``) for replay, since a ctypes call is invisible to NumPy's dispatch."""
+    if type(out) is np.ndarray and all(
+        type(a) is np.ndarray or not isinstance(a, np.ndarray) for a in args
+    ):
+        kernel(*args, out=out)
+        return
+    from .._compile.trace import _call
+
+    _call(kernel, args, {"out": out})
 
 
 def bump(*tensors: Tensor) -> None:
