@@ -19,10 +19,7 @@ same every iteration: ember then finds the unused parameters once, in the first 
 walking the graph again; a parameter whose gradient arrives twice in one backward (reentrant
 checkpointing) is not supported.
 
-``join()`` handles uneven inputs as torch's Join: inside it, every forward starts with a small
-allgather saying which ranks still have data. A rank that ran out answers those rounds from the
-context's exit and shadows the others' collectives (the buffer broadcast and one allreduce of
-zeros per bucket) until no rank is left; then the last rank to join broadcasts its parameters.
+``join()`` (``_uneven_inputs.py``) handles uneven inputs as torch's Join.
 """
 
 from __future__ import annotations
@@ -35,7 +32,9 @@ import numpy as np
 
 from ...distributed.watchdog import watched
 from ..modules.module import Module
+from ._buckets import Bucket, all_reduce_async, coalesced_broadcast
 from ._comm_hooks import check_comm_hook, comm_hook_result, run_comm_hook
+from ._uneven_inputs import ACTIVE, SYNCING, UnevenInputs
 
 _UNFINISHED_REDUCTION = (
     "Expected to have finished reduction in the prior iteration before starting a new one. This "
@@ -54,76 +53,7 @@ _UNFINISHED_REDUCTION = (
 _FIRST_BUCKET_BYTES = 2**20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 
 
-class _Bucket:
-    """Parameters whose gradients travel in one allreduce."""
-
-    __slots__ = (
-        "index",
-        "params",
-        "offsets",
-        "size",
-        "dtype",
-        "xp",
-        "left",
-        "flat",
-        "views",
-        "work",
-    )
-
-    def __init__(self, index: int, params: list, dtype):
-        from ..._backend import array_module
-
-        self.index = index
-        self.params = params
-        self.dtype = dtype
-        self.xp = array_module(params[0]._data)  # NumPy, or CuPy for a module on a GPU
-        self.offsets, total = [], 0
-        for p in params:
-            self.offsets.append(total)
-            total += p._data.size
-        self.size = total
-        self.left = len(params)
-        self.flat = None  # the gradients side by side, reduced in one collective
-        self.views = None  # with gradient_as_bucket_view: each parameter's part of ``flat``
-        self.work = None  # the allreduce's Work, or the comm hook's Future
-
-    def new_flat(self):
-        """The buffer of this backward: a fresh one, or the persistent one ``.grad`` views."""
-        if self.views is None:
-            return self.xp.zeros(self.size, self.dtype)
-        return self.flat
-
-    def make_views(self) -> None:
-        """Keep ``flat`` across iterations and cut one view per parameter out of it."""
-        self.flat = self.xp.zeros(self.size, self.dtype)
-        self.views = [
-            self.flat[at : at + p._data.size].reshape(p._data.shape)
-            for p, at in zip(self.params, self.offsets)
-        ]
-
-
-def _coalesced_broadcast(pg, tensors: list, root: int = 0) -> None:
-    """Broadcast many tensors from group rank ``root`` as one message per device and dtype."""
-    from ..._backend import array_module
-    from ..._tensor import Tensor
-    from ...distributed.collectives import broadcast
-
-    by_kind: dict = {}
-    for t in tensors:
-        by_kind.setdefault((str(t.device), t._data.dtype.str), []).append(t)
-    for group in by_kind.values():
-        xp = array_module(group[0]._data)
-        flat = xp.concatenate([t._data.reshape(-1) for t in group])
-        broadcast(Tensor._wrap(flat), group=pg, group_src=root)
-        at = 0
-        for t in group:
-            n = t._data.size
-            xp.copyto(t._data, flat[at : at + n].reshape(t._data.shape))
-            t._vc[0] += 1
-            at += n
-
-
-class DistributedDataParallel(Module):
+class DistributedDataParallel(UnevenInputs, Module):
     """Data parallelism over a process group: each rank runs ``module`` on its share of a batch.
 
     Example::
@@ -180,7 +110,7 @@ class DistributedDataParallel(Module):
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
         self._params = params
         self._check_same_shapes(pg, params)
-        _coalesced_broadcast(pg, params + list(module.buffers()))
+        coalesced_broadcast(pg, params + list(module.buffers()))
         self._buckets, self._where = self._make_buckets(params)
         self._syncing = False  # a backward whose gradients must be reduced is expected
         self._joining = False  # inside join(): forwards take part in the join rounds
@@ -237,7 +167,7 @@ class DistributedDataParallel(Module):
         made = []
         for b, indices in enumerate(buckets):
             # as torch's rebuilt buckets: parameters in the order backward makes their gradients
-            bucket = _Bucket(b, [params[i] for i in indices], params[indices[0]]._data.dtype)
+            bucket = Bucket(b, [params[i] for i in indices], params[indices[0]]._data.dtype)
             made.append(bucket)
             for slot, i in enumerate(indices):
                 where[i] = (b, slot)
@@ -256,7 +186,7 @@ class DistributedDataParallel(Module):
                 _UNFINISHED_REDUCTION.format(rank=self.process_group.rank(), indices=missing)
             )
         if self._joining:
-            self._join_round(_SYNCING if grad_on and self.require_backward_grad_sync else _ACTIVE)
+            self._join_round(SYNCING if grad_on and self.require_backward_grad_sync else ACTIVE)
         self._sync_buffers()
         output = self.module(*inputs, **kwargs)
         if grad_on:
@@ -284,7 +214,7 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers and self.require_forward_param_sync:
             buffers = list(self.module.buffers())
             if buffers and self.process_group.size() > 1:
-                _coalesced_broadcast(self.process_group, buffers, self._buffer_root)
+                coalesced_broadcast(self.process_group, buffers, self._buffer_root)
 
     def _reset(self) -> None:
         self._next_bucket = 0
@@ -315,7 +245,7 @@ class DistributedDataParallel(Module):
         if self._next_bucket == len(self._buckets):
             self._finish()
 
-    def _start(self, bucket: _Bucket) -> None:
+    def _start(self, bucket: Bucket) -> None:
         flat = bucket.new_flat()
         views = bucket.views
         for slot, (p, at) in enumerate(zip(bucket.params, bucket.offsets)):
@@ -329,7 +259,7 @@ class DistributedDataParallel(Module):
                 part[...] = g._data.reshape(-1)
         bucket.flat = flat
         if self._comm_hook is None:
-            bucket.work = _all_reduce_async(flat, self.process_group)
+            bucket.work = all_reduce_async(flat, self.process_group)
         else:
             bucket.work = run_comm_hook(self._comm_hook, bucket, len(self._buckets))
 
@@ -349,7 +279,7 @@ class DistributedDataParallel(Module):
         self._syncing = False
         self._ready = [False] * len(self._params)
 
-    def _write_back(self, bucket: _Bucket, reduced) -> None:
+    def _write_back(self, bucket: Bucket, reduced) -> None:
         """Put the reduced gradients into ``.grad`` (or the bucket views that ``.grad`` is)."""
         from ..._tensor import Tensor
 
@@ -430,89 +360,6 @@ class DistributedDataParallel(Module):
                 stacklevel=2,
             )
 
-    # --- user controls ----------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def no_sync(self):
-        """Accumulate gradients locally; the first backward after the block averages them all.
-
-        Example::
-            >>> with ddp.no_sync():
-            ...     ddp(x1).sum().backward()     # no communication
-            >>> ddp(x2).sum().backward()         # averages the sum of both gradients
-        """
-        previous = self.require_backward_grad_sync
-        self.require_backward_grad_sync = False
-        try:
-            yield
-        finally:
-            self.require_backward_grad_sync = previous
-
-    # --- uneven inputs: join ------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def join(
-        self,
-        divide_by_initial_world_size: bool = True,
-        enable: bool = True,
-        throw_on_early_termination: bool = False,
-    ):
-        """Train on uneven inputs: a rank out of data shadows the others until all are done.
-
-        Inside the block every forward tells the other ranks this one still has data. On leaving
-        the block a rank answers for itself with "joined" and takes part in the others'
-        allreduces with zero gradients until every rank has left; then all ranks take the
-        parameters of the last rank to leave. Gradients are divided by the world size
-        (``divide_by_initial_world_size=True``, torch's default) or by the number of ranks that
-        still had data. ``throw_on_early_termination=True`` makes every rank raise as soon as one
-        runs out instead.
-
-        Example::
-            >>> with ddp.join():
-            ...     for x, y in loader_of_this_rank:      # ranks may have different lengths
-            ...         opt.zero_grad(); loss_fn(ddp(x), y).backward(); opt.step()
-        """
-        if not enable:
-            yield
-            return
-        self._joining = True
-        self._last_active = []
-        self._divide_by_world = divide_by_initial_world_size
-        self._throw_early = throw_on_early_termination
-        failed = False
-        try:
-            yield
-        except BaseException:
-            failed = True  # the others cannot be shadowed by a rank that is failing
-            raise
-        finally:
-            try:
-                if not failed:
-                    self._shadow_until_all_joined()
-            finally:
-                self._joining = False
-                self._divisor = self.process_group.size()
-                self._buffer_root = 0
-
-    def join_hook(self, **kwargs):
-        """The ``JoinHook`` of this module for ``ember.distributed.algorithms.Join``.
-
-        ``divide_by_initial_world_size`` (default True) as in ``join()``.
-        """
-        from ...distributed.algorithms.join import JoinHook
-
-        hook = JoinHook()
-        hook.divide_by_initial_world_size = kwargs.get("divide_by_initial_world_size", True)
-        return hook
-
-    @property
-    def join_device(self):
-        return self.device
-
-    @property
-    def join_process_group(self):
-        return self.process_group
-
     def _get_ddp_logging_data(self) -> dict:
         """What this DDP was built with and has done (a subset of torch's logging data)."""
         sizes = [b.size * np.dtype(b.dtype).itemsize for b in self._buckets]
@@ -538,63 +385,23 @@ class DistributedDataParallel(Module):
             "has_rebuilt_buckets": 0,
         }
 
-    @watched
-    def _join_round(self, state: int) -> list[int]:
-        """Every rank's state this round (``_JOINED``, ``_ACTIVE`` or ``_SYNCING``)."""
-        pg = self.process_group
-        mine = np.array([state], np.int8)
-        states = np.empty(pg.size(), np.int8)
-        pg.comm.Allgather(mine, states)
-        active = [r for r, s in enumerate(states) if s != _JOINED]
-        if self._throw_early and len(active) < pg.size():
-            raise RuntimeError(
-                "Detected at least one rank that exhausted inputs. Throwing across all ranks."
-            )
-        if active:
-            self._last_active = active
-            # as torch, buffers come from the highest rank that still has data
-            self._buffer_root = active[-1]
-            self._divisor = pg.size() if self._divide_by_world else len(active)
-        return [int(s) for s in states]
+    # --- user controls ----------------------------------------------------------------------
 
-    def _shadow_reduction(self) -> None:
-        """Take part in the others' bucket reductions with zero gradients."""
-        if self._comm_hook is not None:  # the hook's collectives, on zeros
-            for bucket in self._buckets:
-                shadow = _Bucket(bucket.index, bucket.params, bucket.dtype)
-                shadow.flat = bucket.xp.zeros(bucket.size, bucket.dtype)
-                comm_hook_result(run_comm_hook(self._comm_hook, shadow, len(self._buckets)), shadow)
-            return
-        works = [
-            _all_reduce_async(b.xp.zeros(b.size, b.dtype), self.process_group)
-            for b in self._buckets
-        ]
-        for work in works:
-            work.wait()
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Accumulate gradients locally; the first backward after the block averages them all.
 
-    @watched
-    def _shadow_until_all_joined(self) -> None:
-        while True:
-            states = self._join_round(_JOINED)
-            if all(s == _JOINED for s in states):
-                break
-            self._sync_buffers()
-            if any(s == _SYNCING for s in states):
-                self._shadow_reduction()
-        # the ranks may have drifted (a divisor that is not the world size): take the last one's
-        last = self._last_active[-1] if self._last_active else 0
-        _coalesced_broadcast(self.process_group, self._params + list(self.module.buffers()), last)
-
-
-_JOINED, _ACTIVE, _SYNCING = 0, 1, 2  # a rank's answer in a join round
-
-
-def _all_reduce_async(flat, pg):
-    """Start summing the flat array over the group (MPI for CPU arrays, NCCL for CUDA ones)."""
-    from ..._tensor import Tensor
-    from ...distributed.collectives import all_reduce
-
-    return all_reduce(Tensor._wrap(flat), group=pg, async_op=True)
+        Example::
+            >>> with ddp.no_sync():
+            ...     ddp(x1).sum().backward()     # no communication
+            >>> ddp(x2).sum().backward()         # averages the sum of both gradients
+        """
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
 
 
 def _device_index(device) -> int:
