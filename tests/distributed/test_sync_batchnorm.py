@@ -165,6 +165,32 @@ def case_a_rank_with_an_empty_batch_takes_part(rank):
         np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
 
 
+def case_options_match_batchnorm(rank):
+    x_all, c_all = _data((3,), seed=6)
+    for options in (
+        {"momentum": None},  # a cumulative average of the batches
+        {"affine": False},
+        {"track_running_stats": False},
+    ):
+        sync, reference = (
+            SyncBatchNorm(3, **options).double(),
+            nn.BatchNorm1d(3, **options).double(),
+        )
+        for step in range(2):
+            x = ember.from_numpy(x_all[_rows(rank)] + step).requires_grad_()
+            (sync(x) * ember.from_numpy(c_all[_rows(rank)])).sum().backward()
+            x_ref = ember.from_numpy(x_all + step).requires_grad_()
+            (reference(x_ref) * ember.from_numpy(c_all)).sum().backward()
+            np.testing.assert_allclose(
+                x.grad.numpy(), x_ref.grad.numpy()[_rows(rank)], rtol=1e-10, atol=1e-12
+            )
+        for name, buffer in reference.named_buffers():
+            np.testing.assert_allclose(
+                getattr(sync, name).numpy(), buffer.numpy(), rtol=1e-12, err_msg=str(options)
+            )
+        assert sync.running_mean is None if "track_running_stats" in options else True
+
+
 CASES = {
     name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }
