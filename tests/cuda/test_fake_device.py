@@ -381,3 +381,15 @@ def test_convolution_with_weight_or_bias_on_another_device_raises(cuda_device):
     with pytest.raises(RuntimeError, match="and weight type .* should be the same"):
         F.conv_transpose2d(x.cpu(), ember.randn(1, 2, 3, 3, device="cuda"))
     assert F.conv2d(x, w.cuda(), ember.zeros(2, device="cuda")).is_cuda
+
+
+@pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": ops/_dispatch.promote")
+def test_a_zero_dim_cpu_tensor_joins_cuda_ops_as_a_scalar_as_torch(cuda_device):
+    x = ember.ones(2, device="cuda", requires_grad=True)
+    scale = ember.tensor(3.0, requires_grad=True)
+    y = x * scale + ember.tensor(1.0)
+    assert y.is_cuda and y.cpu().tolist() == [4.0, 4.0]
+    y.sum().backward()
+    assert scale.grad.device == ember.device("cpu") and scale.grad.item() == 2.0
+    with pytest.raises(RuntimeError, match=_SAME_DEVICE):
+        x + ember.ones(1)  # one element, but not 0-d: torch refuses it too
