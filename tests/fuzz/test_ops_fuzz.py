@@ -18,6 +18,9 @@ Where ember still differs from torch on purpose or for now (kept out of the list
 - torch skips its checks for some empty tensors (cummax/cummin over an out-of-range dim of an
   empty tensor, ``empty[out_of_range_index]`` giving an empty result) and reads out of
   bounds in ``take_along_dim`` with a dim; ember raises there. The fuzzers avoid these.
+- matrix products (linalg.py): ``mv`` with a 0-d operand raises RuntimeError (torch:
+  IndexError), ``inner`` refuses a 0-d operand (torch multiplies), and a product of
+  mismatched dtypes whose result is empty raises (torch returns the empty result).
 - ties: indices of kthvalue/topk/sort among equal values are implementation-defined (compared
   by dtype and shape only).
 """

@@ -301,7 +301,8 @@ def expand(input: Tensor, *sizes) -> Tensor:
         if i < lead:
             if s < 0:
                 raise RuntimeError(
-                    f"expand: -1 is not allowed in a leading, non-existing dimension {i}"
+                    f"expand: the expanded size of the tensor ({s}) isn't allowed in a "
+                    f"leading, non-existing dimension {i}"
                 )
             target.append(s)
             continue
