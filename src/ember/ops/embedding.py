@@ -139,17 +139,18 @@ def sum_rows_by_index(index, rows, num_rows: int, factors=None):
     return out
 
 
-def sum_rows_compact(index, rows):
+def sum_rows_compact(index, rows, num_rows: int):
     """(the distinct indices, sorted; each one's sum of ``rows``): the rows a sparse
-    gradient touches, without a dense array of all rows."""
+    gradient touches, without a dense array of all ``num_rows`` rows."""
     xp = array_module(rows)
-    distinct, position = xp.unique(index, return_inverse=True)
-    position = position.reshape(-1)
     if _csr_pays(xp, rows):
-        ones = xp.ones(index.size, dtype=rows.dtype)
-        return distinct, _csr(ones, position, distinct.size) @ rows
+        # building the CSR matrix sorts by row in linear time (no argsort for unique)
+        matrix = _csr(xp.ones(index.size, dtype=rows.dtype), index, num_rows)
+        distinct = xp.flatnonzero(xp.diff(matrix.indptr))
+        return distinct, matrix[distinct] @ rows
+    distinct, position = xp.unique(index, return_inverse=True)
     out = xp.zeros((distinct.size, rows.shape[1]), dtype=rows.dtype)
-    xp.add.at(out, position, rows)
+    xp.add.at(out, position.reshape(-1), rows)
     return distinct, out
 
 

@@ -234,7 +234,8 @@ def sgd_sparse_step(param: Tensor, grad: Tensor, lr: float, maximize: bool) -> N
         and indices.shape[0] == 1
         and values.dtype == p.dtype
     ):
-        rows, sums = sum_rows_compact(indices[0], values.reshape(values.shape[0], -1))
+        flat_values = values.reshape(values.shape[0], -1)
+        rows, sums = sum_rows_compact(indices[0], flat_values, p.shape[0])
         sums *= lr if maximize else -lr
         p[rows] += sums.reshape((rows.size,) + p.shape[1:])
         bump(param)
