@@ -1,9 +1,11 @@
-"""The nccl backend's dispatch, on 2 ranks with a fake ``cupy.cuda.nccl``.
+"""The nccl backend on 2 ranks with a fake ``cupy.cuda.nccl``, and DDP on "CUDA" through it.
 
-No GPU here: the fake CuPy below holds NumPy arrays behind "device pointers", and its
-``NcclCommunicator`` carries each NCCL call out over the ranks' MPI world (checking that both
-ranks were given the same unique id). So the tests pin what ember asks of NCCL and what it does
-with the answer; ``test_real_nccl_on_one_gpu`` runs the real thing where CuPy sees a GPU.
+No GPU here: ember's CUDA tensors run on the NumPy-backed CuPy of ``tests/_fake_cupy.py``, whose
+arrays live in host memory, and the fake ``NcclCommunicator`` below reads and writes the memory
+behind the pointers ember hands it, carrying each NCCL call out over the ranks' MPI world (and
+checking both ranks were given the same unique id). So the tests pin what ember asks of NCCL
+and what it does with the answer; ``test_real_nccl_on_one_gpu`` runs the real thing where CuPy
+sees a GPU.
 """
 
 from __future__ import annotations
@@ -28,70 +30,23 @@ from ._harness import (
     run_cases,
 )
 
-# --- a NumPy-backed CuPy with just what ember.distributed.nccl touches -------------------------
+# --- NCCL over the fake CuPy of tests/_fake_cupy.py ---------------------------------------------
 
-_MEMORY: dict[int, np.ndarray] = {}  # "device pointer" -> the array behind it
 _CALLS: list[str] = []  # the NCCL functions called, in order
 _COMM_AT_INIT: list = []  # the world's NCCL communicator right after init_process_group
+_NAMES = ["INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "FLOAT32", "FLOAT64"]
+_DTYPES = {i: np.dtype(name.lower()) for i, name in enumerate(_NAMES)}
 
 
-class _Pointer:
-    def __init__(self, array: np.ndarray):
-        self.ptr = id(array)
-        _MEMORY[self.ptr] = array
+def _host(ptr: int, count: int, datatype: int) -> np.ndarray:
+    """The ``count`` elements at a "device pointer" (the fake's arrays live in host memory)."""
+    import ctypes
 
-
-class _Device:
-    id = 0
-
-
-class FakeDeviceArray:
-    """A CUDA array for ember's purposes: ``device.id`` and ``data.ptr``, NumPy inside."""
-
-    def __init__(self, array: np.ndarray):
-        self.a = array
-        self.data = _Pointer(array)
-        self.device = _Device()
-
-    dtype = property(lambda self: self.a.dtype)
-    shape = property(lambda self: self.a.shape)
-    size = property(lambda self: self.a.size)
-    ndim = property(lambda self: self.a.ndim)
-    flags = property(lambda self: self.a.flags)
-
-    def reshape(self, *shape):
-        return FakeDeviceArray(self.a.reshape(*shape))
-
-    def __iter__(self):
-        return (FakeDeviceArray(row) for row in self.a)
-
-    def __itruediv__(self, n):
-        self.a /= n
-        return self
-
-    def __ifloordiv__(self, n):
-        self.a //= n
-        return self
-
-
-class _Event:
-    def __init__(self):
-        self.recorded = False
-
-    def record(self, stream=None):
-        self.recorded = True
-
-    done = property(lambda self: self.recorded)
-
-    def synchronize(self):
-        assert self.recorded
-
-
-class _Stream:
-    ptr = 0
-
-    def wait_event(self, event):
-        assert event.recorded
+    dtype = _DTYPES[datatype]
+    if count == 0:
+        return np.empty(0, dtype)
+    raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
+    return np.frombuffer(raw, dtype=dtype, count=count)
 
 
 class _Communicator:
@@ -105,7 +60,11 @@ class _Communicator:
         assert ids[0] == ids[1] and ndev == WORLD_SIZE and rank == self.comm.Get_rank()
         _CALLS.append("init")
 
-    def _reduce(self, values: list, op: int):
+    def _gather(self, ptr, count, datatype) -> list:
+        return self.comm.allgather(_host(ptr, count, datatype).copy())
+
+    @staticmethod
+    def _reduce(values: list, op: int):
         functions = {0: np.add, 1: np.multiply, 2: np.maximum, 3: np.minimum, 4: np.add}
         out = values[0].copy()
         for v in values[1:]:
@@ -114,86 +73,64 @@ class _Communicator:
 
     def allReduce(self, send, recv, count, datatype, op, stream):
         _CALLS.append("allReduce")
-        values = self.comm.allgather(_MEMORY[send].reshape(-1)[:count].copy())
-        _MEMORY[recv].reshape(-1)[:count] = self._reduce(values, op)
+        _host(recv, count, datatype)[:] = self._reduce(self._gather(send, count, datatype), op)
 
     def broadcast(self, send, recv, count, datatype, root, stream):
         _CALLS.append("broadcast")
-        value = self.comm.bcast(_MEMORY[send].reshape(-1)[:count].copy(), root)
-        _MEMORY[recv].reshape(-1)[:count] = value
+        value = self.comm.bcast(_host(send, count, datatype).copy(), root)
+        _host(recv, count, datatype)[:] = value
 
     def reduce(self, send, recv, count, datatype, op, root, stream):
         _CALLS.append("reduce")
-        values = self.comm.allgather(_MEMORY[send].reshape(-1)[:count].copy())
+        values = self._gather(send, count, datatype)
         if self.comm.Get_rank() == root:
-            _MEMORY[recv].reshape(-1)[:count] = self._reduce(values, op)
+            _host(recv, count, datatype)[:] = self._reduce(values, op)
 
     def allGather(self, send, recv, count, datatype, stream):
         _CALLS.append("allGather")
-        values = self.comm.allgather(_MEMORY[send].reshape(-1)[:count].copy())
-        _MEMORY[recv].reshape(-1)[: count * len(values)] = np.concatenate(values)
+        values = self._gather(send, count, datatype)
+        _host(recv, count * len(values), datatype)[:] = np.concatenate(values)
 
     def reduceScatter(self, send, recv, count, datatype, op, stream):
         _CALLS.append("reduceScatter")
-        values = self.comm.allgather(_MEMORY[send].reshape(-1)[: count * WORLD_SIZE].copy())
+        total = self._reduce(self._gather(send, count * WORLD_SIZE, datatype), op)
         rank = self.comm.Get_rank()
-        _MEMORY[recv].reshape(-1)[:count] = self._reduce(values, op)[rank * count :][:count]
+        _host(recv, count, datatype)[:] = total[rank * count : (rank + 1) * count]
 
     def send(self, send, count, datatype, peer, stream):
         _CALLS.append("send")
-        self.comm.send(_MEMORY[send].reshape(-1)[:count].copy(), peer, tag=99)
+        self.comm.send(_host(send, count, datatype).copy(), peer, tag=99)
 
     def recv(self, recv, count, datatype, peer, stream):
         _CALLS.append("recv")
-        _MEMORY[recv].reshape(-1)[:count] = self.comm.recv(source=peer, tag=99)
+        _host(recv, count, datatype)[:] = self.comm.recv(source=peer, tag=99)
 
     def destroy(self):
         _CALLS.append("destroy")
 
 
-def _fake_cupy() -> types.ModuleType:
-    cupy = types.ModuleType("cupy")
-    cuda = types.ModuleType("cupy.cuda")
+def _install_fake_cupy_with_nccl() -> None:
+    """tests/_fake_cupy.py's CuPy for the rest of this process, with ``cupy.cuda.nccl``."""
+    from tests import _fake_cupy
+
+    fake = _fake_cupy.install(pytest.MonkeyPatch(), lenient_flags=True)
     nccl = types.ModuleType("cupy.cuda.nccl")
     for i, name in enumerate(["SUM", "PROD", "MAX", "MIN", "AVG"]):
         setattr(nccl, f"NCCL_{name}", i)
-    for i, name in enumerate(["INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16"]):
+    for i, name in enumerate(_NAMES):
         setattr(nccl, f"NCCL_{name}", i)
-    nccl.NCCL_FLOAT32, nccl.NCCL_FLOAT64, nccl.NCCL_BFLOAT16 = 7, 8, 9
     nccl.get_unique_id = lambda: tuple(np.random.default_rng().integers(0, 255, 128).tolist())
     nccl.NcclCommunicator = _Communicator
-    stream = _Stream()
-    cuda.nccl = nccl
-    cuda.Event = _Event
-    cuda.get_current_stream = lambda: stream
-    cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
-    cupy.cuda = cuda
-    cupy.ndarray = FakeDeviceArray
-    cupy.empty = lambda shape, dtype: FakeDeviceArray(np.empty(shape, dtype))
-    cupy.ascontiguousarray = lambda x: FakeDeviceArray(np.ascontiguousarray(x.a))
-    cupy.stack = lambda xs: FakeDeviceArray(np.stack([x.a for x in xs]))
-
-    def copyto(dst, src):
-        np.copyto(dst.a, src.a)
-
-    cupy.copyto = copyto
-    return cupy
-
-
-def _install_fake_cupy() -> None:
-    from ember import _backend
-
-    cupy = _fake_cupy()
-    sys.modules.update({"cupy": cupy, "cupy.cuda": cupy.cuda, "cupy.cuda.nccl": cupy.cuda.nccl})
-    _backend._MODULE_OF_TYPE[FakeDeviceArray] = cupy
+    fake.cuda.nccl = nccl
+    sys.modules.update({"cupy.cuda": fake.cuda, "cupy.cuda.nccl": nccl})
 
 
 def cuda_tensor(values, dtype=np.float32):
-    return ember.Tensor._wrap(FakeDeviceArray(np.array(values, dtype)))
+    return ember.from_numpy(np.array(values, dtype)).to("cuda")
 
 
 def host(t) -> list:
-    return t._data.a.tolist()
+    return t.cpu().tolist()
 
 
 # --- the cases, run on 2 ranks -----------------------------------------------------------------
@@ -291,13 +228,65 @@ def case_a_group_with_both_backends_routes_by_device(rank):
         dist.all_reduce(cuda_tensor([1.0]), group=gloo_only)
 
 
+def case_ddp_on_cuda_trains_as_one_process_on_the_cpu(rank):
+    import ember.nn as nn
+    import ember.nn.functional as F
+    from ember.nn.parallel import DistributedDataParallel as DDP
+
+    def model(seed):
+        ember.manual_seed(seed)
+        return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 2)).double()
+
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((6, 5)), rng.standard_normal((6, 2))
+    mine = slice(3 * rank, 3 * rank + 3)
+    before = _CALLS.count("broadcast")
+    ddp = DDP(model(10 + rank).to("cuda"), bucket_cap_mb=0.0001)  # 2 buckets
+    assert _CALLS.count("broadcast") > before  # rank 0's weights, through NCCL
+    reference = model(10)
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    reduced = _CALLS.count("allReduce")
+    for _ in range(3):
+        opt.zero_grad()
+        F.mse_loss(
+            ddp(cuda_tensor(x[mine], np.float64)), cuda_tensor(y[mine], np.float64)
+        ).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        F.mse_loss(reference(ember.from_numpy(x)), ember.from_numpy(y)).backward()
+        ref_opt.step()
+    assert _CALLS.count("allReduce") - reduced == 3 * len(ddp._buckets) > 3
+    for p, q in zip(ddp.parameters(), reference.parameters()):
+        assert p.device.type == "cuda"
+        np.testing.assert_allclose(np.array(host(p.detach())), q.detach().numpy(), atol=1e-12)
+
+
+def case_sync_batchnorm_on_cuda_equals_batchnorm_on_the_cpu(rank):
+    import ember.nn as nn
+    from ember.nn.modules.sync_batchnorm import SyncBatchNorm
+
+    x_all = np.random.default_rng(2).standard_normal((6, 3)) * 2 + 1
+    mine = slice(4 * rank, 6 if rank else 4)  # uneven: 4 rows and 2
+    x = cuda_tensor(x_all[mine], np.float64).requires_grad_()
+    out = SyncBatchNorm(3).double().to("cuda")(x)
+    (out * out).sum().backward()
+    x_ref = ember.from_numpy(x_all).requires_grad_()
+    out_ref = nn.BatchNorm1d(3).double()(x_ref)
+    (out_ref * out_ref).sum().backward()
+    np.testing.assert_allclose(
+        np.array(host(out.detach())), out_ref.detach().numpy()[mine], atol=1e-12
+    )
+    np.testing.assert_allclose(np.array(host(x.grad)), x_ref.grad.numpy()[mine], atol=1e-10)
+
+
 CASES = {
     name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
 }
 
 
 def _worker(rank: int, out_dir: str) -> None:
-    _install_fake_cupy()
+    _install_fake_cupy_with_nccl()
     dist.init_process_group("nccl")
     _COMM_AT_INIT.append(dist.group.WORLD.nccl._comm)
     run_cases(rank, out_dir, CASES)
