@@ -135,10 +135,12 @@ def test_sparse_with_scale_grad_by_freq_raises_as_torch(torch_mod):
 
 
 @pytest.mark.parametrize("maximize", [False, True])
-def test_sgd_steps_on_sparse_gradients_equal_torch(maximize, torch_mod):
+@pytest.mark.parametrize("rows,width,lookups", [(300, 80, (30, 8)), (10, 3, (4, 2))])
+def test_sgd_steps_on_sparse_gradients_equal_torch(maximize, rows, width, lookups, torch_mod):
+    """Large gradients sum their rows through a CSR matrix, small ones through add.at."""
     rng = np.random.default_rng(5)
-    weight = rng.standard_normal((300, 80))
-    batches = [rng.integers(0, 300, (30, 8)) for _ in range(3)]
+    weight = rng.standard_normal((rows, width))
+    batches = [rng.integers(0, rows, lookups) for _ in range(3)]
     results = []
     for m, fn in ((ember, embedding), (torch_mod, _torch_embedding(torch_mod))):
         w = m.tensor(weight, requires_grad=True)
