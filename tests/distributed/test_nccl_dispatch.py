@@ -262,6 +262,34 @@ def case_ddp_on_cuda_trains_as_one_process_on_the_cpu(rank):
         np.testing.assert_allclose(np.array(host(p.detach())), q.detach().numpy(), atol=1e-12)
 
 
+def case_ddp_on_cuda_with_bucket_views_hooks_and_join(rank):
+    import ember.nn as nn
+    import ember.nn.functional as F
+    from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from ember.nn.parallel import DistributedDataParallel as DDP
+
+    rng = np.random.default_rng(3)
+    xs = [cuda_tensor(rng.standard_normal((3, 4)), np.float64) for _ in range(3)]
+    results = []
+    for options, hook in [({}, None), ({"gradient_as_bucket_view": True}, "allreduce_hook")]:
+        ember.manual_seed(0)
+        ddp = DDP(nn.Linear(4, 2).double().to("cuda"), **options)
+        if hook:
+            ddp.register_comm_hook(None, getattr(default_hooks, hook))
+        opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
+        with ddp.join():
+            for x in xs[: 3 - rank]:  # rank 1 runs out one step early
+                opt.zero_grad()
+                F.mse_loss(ddp(x * (rank + 1)), x[:, :2]).backward()
+                opt.step()
+        results.append([np.array(host(p.detach())) for p in ddp.parameters()])
+        if options:
+            grad = ddp.module.weight.grad
+            assert grad.device.type == "cuda" and ddp._buckets[0].views is not None
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+
+
 def case_sync_batchnorm_on_cuda_equals_batchnorm_on_the_cpu(rank):
     import ember.nn as nn
     from ember.nn.modules.sync_batchnorm import SyncBatchNorm
