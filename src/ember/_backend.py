@@ -448,12 +448,10 @@ def _find_numpy_blas() -> NumpyBlas | None:
     except OSError:
         return None
     # (symbol prefix, suffix, integer type): NumPy's wheels (ILP64, prefixed), then plain builds
-    layouts = (
-        ("scipy_", "64_", ctypes.c_int64),
-        ("", "64_", ctypes.c_int64),
-        ("scipy_", "", ctypes.c_int),
-        ("", "", ctypes.c_int),
-    )
+    # NumPy's wheels prefix their symbols and suffix the 64-bit-integer (ILP64) ones; plain
+    # builds do neither. The integer width is read from the library's own configuration,
+    # never guessed: a 32-bit count where the library reads 64 bits would be garbage.
+    layouts = (("scipy_", "64_"), ("", "64_"), ("scipy_", ""), ("", ""))
     # NumPy's own copy first (SciPy's wheels bring another, loaded once scipy.linalg is)
     found = (p for p in paths if ".so" in p and _os.path.exists(p))
     for path in sorted(found, key=lambda p: ("numpy" not in p, p)):
@@ -461,9 +459,14 @@ def _find_numpy_blas() -> NumpyBlas | None:
             lib = ctypes.CDLL(path)  # already loaded by NumPy: the same handle, no second copy
         except OSError:
             continue
-        for prefix, suffix, int_type in layouts:
+        for prefix, suffix in layouts:
+            config = getattr(lib, f"{prefix}openblas_get_config{suffix}", None)
+            if config is None:
+                continue
+            config.restype = ctypes.c_char_p
+            wide = b"USE64BITINT" in (config() or b"")
             try:
-                return NumpyBlas(lib, prefix, suffix, int_type)
+                return NumpyBlas(lib, prefix, suffix, ctypes.c_int64 if wide else ctypes.c_int)
             except AttributeError:
                 continue
     return None
