@@ -23,6 +23,7 @@ LAYER_CASES = [
     ((2, 5), (5,), False, True),
     ((0, 5), (5,), True, True),
     ((3, 0), (0,), True, True),
+    ((5,), (5,), True, True),
 ]
 
 

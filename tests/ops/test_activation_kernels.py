@@ -139,3 +139,17 @@ def test_cross_entropy_large_batch_matches_torch(torch_mod):
         results.append((loss.item(), x.grad.numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
     np.testing.assert_allclose(results[0][1], results[1][1], atol=1e-7, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "gelu", "silu"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_zero_dim_inputs_match_torch(torch_mod, name, dtype):
+    results = []
+    for m in (ember, torch_mod):
+        x = m.tensor(0.7, dtype=getattr(m, dtype), requires_grad=True)
+        f = getattr(m.nn.functional, name)
+        y = f(x, 0) if "softmax" in name else f(x)
+        y.backward()
+        assert tuple(y.shape) == () and str(y.dtype).endswith(dtype)
+        results.append((y.detach().float().numpy(), x.grad.float().numpy()))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-3 if dtype == "float16" else 1e-6)

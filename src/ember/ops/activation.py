@@ -317,7 +317,7 @@ class SoftmaxBackward0(Node):
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
-        if not grad_state.enabled and _fast(y):
+        if not grad_state.enabled and _fast(y) and y._data.ndim:
             return wrap(_softmax_grad_array(g._data, y._data, d, log=False))
         return y * (g - (g * y).sum(d, keepdim=True))  # J = diag(y) - y yᵀ
 
@@ -326,7 +326,7 @@ class LogSoftmaxBackward0(Node):
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
-        if not grad_state.enabled and _fast(y):
+        if not grad_state.enabled and _fast(y) and y._data.ndim:
             return wrap(_softmax_grad_array(g._data, y._data, d, log=True))
         return g - y.exp() * g.sum(d, keepdim=True)  # d log softmax = I - softmax
 
