@@ -432,7 +432,13 @@ def sub(input, other, *, alpha=1) -> Tensor:
             if input._rg and grad_state.enabled:
                 return record(SubNumberBackward(), data, (input,))
             return wrap(data)
-    _check_no_bool_subtraction(input, other)
+    if (
+        input.__class__ is bool
+        or other.__class__ is bool
+        or (isinstance(input, Tensor) and input._data.dtype.kind == "b")
+        or (isinstance(other, Tensor) and other._data.dtype.kind == "b")
+    ):
+        _refuse_bool_subtraction(input, other)
     a, b = promote("sub", input, other)
     if not isinstance(a, Tensor):
         return _rsub(b, a, alpha)
@@ -453,7 +459,7 @@ def _is_bool(x) -> bool:
     return x.__class__ is bool or (isinstance(x, Tensor) and x._data.dtype.kind == "b")
 
 
-def _check_no_bool_subtraction(input, other) -> None:
+def _refuse_bool_subtraction(input, other) -> None:
     """PyTorch refuses subtraction with any bool operand, tensor or number."""
     a_bool, b_bool = _is_bool(input), _is_bool(other)
     if a_bool and b_bool:
@@ -548,7 +554,10 @@ class DivBackward1(Node):  # rounding_mode given: piecewise constant
 
 
 def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
-    if rounding_mode is None:
+    if rounding_mode is None and (
+        (isinstance(input, Tensor) and input._data.dtype.kind in "biu")
+        or (isinstance(other, Tensor) and other._data.dtype.kind in "biu")
+    ):
         input, other = _integers_to_float("div", input, other)
     a, b = promote("div", input, other)
     if rounding_mode is None:

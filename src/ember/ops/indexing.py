@@ -497,9 +497,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     size = data.shape[d] if data.ndim else 1
     bad = _out_of_range(idx, size)
     if bad is not None:
-        # PyTorch's kernels differ in how they say it: IndexError from the vector and dim-0
-        # kernels, RuntimeError from the others and from the empty-tensor check
-        if data.ndim > 1 and (data.size == 0 or d != 0):
+        # PyTorch's kernels differ in how they say it: RuntimeError from its dim-1 kernel and
+        # from the empty-tensor check, IndexError from the others
+        if data.ndim > 1 and (data.size == 0 or d == 1):
             if size == 0:
                 raise RuntimeError("index_select(): self indexing axis dim should be positive")
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
@@ -592,7 +592,9 @@ def _check_index_add(input: Tensor, d: int, index: Tensor, source: Tensor) -> No
     bad = _out_of_range(idx, size)
     if bad is None or (data.ndim > 1 and data.size == 0):  # PyTorch skips an empty self
         return
-    if data.ndim <= 1 or idx.dtype != dt.int64.np:  # PyTorch's int32 kernel says IndexError
+    # PyTorch adds int64 indices along its first or last dim through index_put (RuntimeError);
+    # its other kernels say IndexError
+    if data.ndim <= 1 or idx.dtype != dt.int64.np or 0 < d < data.ndim - 1:
         raise IndexError(f"index out of range in self (index_add: index {bad}, size {size})")
     raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
 
