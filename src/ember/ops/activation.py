@@ -138,100 +138,85 @@ def _erf_block(x, scale: float, c, t, p, q):
     return p
 
 
-def _last_axis_rows(data, d: int) -> int:
-    """The row length when ``d`` is the last axis of a C-contiguous array (blocks of whole
-    rows then hold every reduction), else 0."""
-    if d == data.ndim - 1 and data.flags.c_contiguous and data.shape[-1] > 0:
-        return data.shape[-1]
-    return 0
+def _lanes(a, classes: int, inner: int):
+    """A block of whole slices as (slices, classes) or (slices, classes, inner): the softmax
+    runs along axis 1 either way."""
+    return a.reshape(-1, classes) if inner == 1 else a.reshape(-1, classes, inner)
 
 
-def _row_max(x2):
-    return x2.max(axis=-1, keepdims=True)  # rows holding +inf, or only -inf, come out NaN
+def _dot_along_classes(a, b, inner: int):
+    """Σ a·b over axis 1, kept as a size-1 axis, without a full-size product."""
+    if inner == 1:
+        return np.einsum("ij,ij->i", a, b)[:, None]
+    return np.einsum("icj,icj->ij", a, b)[:, None, :]
 
 
-def _softmax_block(row: int):
+def _softmax_block(classes: int, inner: int):
     def kernel(o, x):
-        x2, o2 = x.reshape(-1, row), o.reshape(-1, row)
-        np.subtract(x2, _row_max(x2), out=o2)
-        np.exp(o2, out=o2)
-        o2 /= o2.sum(axis=1, keepdims=True)
+        x3, o3 = _lanes(x, classes, inner), _lanes(o, classes, inner)
+        # slices holding +inf, or only -inf, come out NaN (as PyTorch)
+        np.subtract(x3, x3.max(axis=1, keepdims=True), out=o3)
+        np.exp(o3, out=o3)
+        o3 /= o3.sum(axis=1, keepdims=True)
 
     return kernel
 
 
-def _log_softmax_block(row: int):
+def _log_softmax_block(classes: int, inner: int):
     def kernel(o, x, u):
-        x2, o2, u2 = x.reshape(-1, row), o.reshape(-1, row), u.reshape(-1, row)
-        np.subtract(x2, _row_max(x2), out=o2)
-        np.exp(o2, out=u2)
-        total = u2.sum(axis=1, keepdims=True)
-        o2 -= np.log(total, out=total)
+        x3, o3, u3 = (_lanes(a, classes, inner) for a in (x, o, u))
+        np.subtract(x3, x3.max(axis=1, keepdims=True), out=o3)
+        np.exp(o3, out=u3)
+        total = u3.sum(axis=1, keepdims=True)
+        o3 -= np.log(total, out=total)
 
     return kernel
 
 
-def _softmax_backward_block(row: int):
+def _softmax_backward_block(classes: int, inner: int):
     def kernel(o, g, y):  # y (g - Σ g y)
-        g2, y2, o2 = g.reshape(-1, row), y.reshape(-1, row), o.reshape(-1, row)
-        dot = np.einsum("ij,ij->i", g2, y2)[:, None]
-        np.subtract(g2, dot, out=o2)
-        o2 *= y2
+        g3, y3, o3 = (_lanes(a, classes, inner) for a in (g, y, o))
+        np.subtract(g3, _dot_along_classes(g3, y3, inner), out=o3)
+        o3 *= y3
 
     return kernel
 
 
-def _log_softmax_backward_block(row: int):
+def _log_softmax_backward_block(classes: int, inner: int):
     def kernel(o, g, y):  # g - e^y Σ g
-        g2, y2, o2 = g.reshape(-1, row), y.reshape(-1, row), o.reshape(-1, row)
-        np.exp(y2, out=o2)
-        o2 *= g2.sum(axis=1, keepdims=True)
-        np.subtract(g2, o2, out=o2)
+        g3, y3, o3 = (_lanes(a, classes, inner) for a in (g, y, o))
+        np.exp(y3, out=o3)
+        o3 *= g3.sum(axis=1, keepdims=True)
+        np.subtract(g3, o3, out=o3)
 
     return kernel
 
 
 def _softmax_array(data, d: int, log: bool):
-    """softmax / log_softmax of a real array along ``d``: blocks of rows when ``d`` is the
-    last axis, else whole-array passes into one buffer."""
-    xp = array_module(data)
-    work = data.astype(_compute_dtype(data.dtype), copy=False)
+    """softmax / log_softmax of a real NumPy array along ``d``, in blocks of whole slices
+    ``[i, :, j]`` of its (before d, d, after d) view."""
+    work = np.ascontiguousarray(data, dtype=_compute_dtype(data.dtype))
+    out = np.empty(work.shape, work.dtype)
     if work.size == 0:
-        return xp.empty(work.shape, work.dtype)
-    row = _last_axis_rows(work, d)
-    if row:
-        out = xp.empty(work.shape, work.dtype)
-        if log:
-            return _blockwise(_log_softmax_block(row), out, (work,), scratch=1, row=row)
-        return _blockwise(_softmax_block(row), out, (work,), row=row)
-    with _backend.errstate(xp, all="ignore"):
-        out = xp.subtract(work, xp.max(work, axis=d, keepdims=True))
-        if log:
-            out -= xp.log(xp.exp(out).sum(axis=d, keepdims=True))
-        else:
-            xp.exp(out, out=out)
-            out /= out.sum(axis=d, keepdims=True)
-    return out
+        return out
+    classes, inner = work.shape[d], math.prod(work.shape[d + 1 :])
+    row = classes * inner
+    if log:
+        return _blockwise(_log_softmax_block(classes, inner), out, (work,), scratch=1, row=row)
+    return _blockwise(_softmax_block(classes, inner), out, (work,), row=row)
 
 
 def _softmax_grad_array(g, y, d: int, log: bool):
-    """The backward of softmax (``log=False``) or log-softmax on arrays."""
-    xp = array_module(y)
+    """The backward of softmax (``log=False``) or log-softmax on NumPy arrays."""
     dtype = y.dtype
     work = _compute_dtype(dtype)
-    g, y = g.astype(work, copy=False), y.astype(work, copy=False)
-    row = _last_axis_rows(y, d)
-    if row and y.size:
-        g = np.ascontiguousarray(g)
-        kernel = _log_softmax_backward_block(row) if log else _softmax_backward_block(row)
-        out = _blockwise(kernel, xp.empty(y.shape, work), (g, y), row=row)
-    elif log:
-        out = xp.exp(y)
-        out *= g.sum(axis=d, keepdims=True)
-        out = xp.subtract(g, out, out=out)
-    else:
-        out = xp.subtract(g, (g * y).sum(axis=d, keepdims=True))
-        out *= y
+    g = np.ascontiguousarray(g, dtype=work)
+    y = np.ascontiguousarray(y, dtype=work)
+    out = np.empty(y.shape, work)
+    if y.size:
+        classes, inner = y.shape[d], math.prod(y.shape[d + 1 :])
+        make = _log_softmax_backward_block if log else _softmax_backward_block
+        _blockwise(make(classes, inner), out, (g, y), row=classes * inner)
     return out.astype(dtype, copy=False)
 
 
