@@ -4,25 +4,32 @@ each call either matches torch (values, dtype, shape) or raises torch's exceptio
 never crashes. Bounded in the default run; EMBER_FUZZ_EXAMPLES raises the number of examples
 per op. The other files here cover promotion, indexing and shape ops.
 
-Where ember still differs from torch on purpose or for now (kept out of the lists below):
+Where ember still differs from torch (kept out of the fuzzed cases, with the reason):
 - a Python int that does not fit an integer tensor's dtype (``uint8_tensor + 300``,
-  ``uint8_tensor - 1``) raises OverflowError in ember: the wrap-around belongs in
-  ``ops/_dispatch.py`` (promote_scalar), outside the fuzzed files; scalars here fit.
+  ``uint8_tensor * -2``) raises OverflowError in ember where torch wraps it around: the fix
+  belongs in ``ops/_dispatch.py`` (promote_scalar), outside the fuzzed files; scalars here fit.
 - ``maximum``/``minimum``/``atan2`` accept a Python number where torch wants a tensor
   (TypeError), and ``logsumexp`` has a default ``dim`` where torch requires one: ember is
   more permissive, never different in value.
-- ``~`` of a floating tensor raises NotImplementedError (torch: TypeError from the operator):
-  the operator lives in ``_tensor_methods.py``.
-- ``sinc``, ``angle`` of half floats and ``xlogy``/``ldexp`` of mixed dtypes (special.py,
-  complex.py) differ in dtype or in rounding of half-float results.
-- torch skips its checks for some empty tensors (cummax/cummin over an out-of-range dim of an
-  empty tensor, ``empty[out_of_range_index]`` giving an empty result) and reads out of
-  bounds in ``take_along_dim`` with a dim; ember raises there. The fuzzers avoid these.
-- matrix products (linalg.py): ``mv`` with a 0-d operand raises RuntimeError (torch:
+- ``~`` of a floating tensor raises NotImplementedError (torch: TypeError from the operator,
+  which lives in ``_tensor_methods.py``).
+- ``F.one_hot`` of an empty tensor with ``num_classes=0`` and ``F.embedding``'s checks of
+  ``padding_idx`` (AssertionError) and of a 1-d weight live in ``nn/functional.py``.
+- matrix products (``linalg.py``): ``mv`` with a 0-d operand raises RuntimeError (torch:
   IndexError), ``inner`` refuses a 0-d operand (torch multiplies), and a product of
   mismatched dtypes whose result is empty raises (torch returns the empty result).
-- ties: indices of kthvalue/topk/sort among equal values are implementation-defined (compared
-  by dtype and shape only).
+- ``sinc`` and ``angle`` of half floats, ``xlogy``/``ldexp`` of mixed dtypes (special.py,
+  complex.py, numeric.py's ldexp) differ in dtype or in the rounding of half-float results.
+- torch divides half floats in float32: floor division and remainder of two nearly equal
+  half-float values may land on the other side of an integer (compared by dtype and shape).
+- torch skips its checks for some empty tensors (cummax/cummin over an out-of-range dim of an
+  empty tensor, ``empty[out_of_range_index]`` giving an empty result, ``expand`` of a 0-d
+  tensor to ``(0, -1)``) and reads out of bounds in ``take_along_dim`` with a dim; ember
+  raises there. The fuzzers avoid these.
+- sums that overflow float32 (values near 3e38): whether they do depends on the order of
+  summation, which differs between NumPy and torch.
+- ties: indices of kthvalue/topk among equal values are implementation-defined (compared by
+  dtype and shape only).
 """
 
 from __future__ import annotations
