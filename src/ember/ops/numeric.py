@@ -8,14 +8,15 @@ import math
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._dispatch import array_module, non_differentiable, promote, to_tensor, wrap
-from .elementwise import float_result, logaddexp, signbit, trunc, where
+from .elementwise import _integers_to_float, float_result, logaddexp, signbit, trunc, where
 
 LN2 = math.log(2.0)
 
 
 def copysign(input, other) -> Tensor:
     """|input| with the sign of ``other`` (the sign bit, so -0.0 counts as negative)."""
-    a, b = promote("copysign", to_tensor(input), other)
+    a, b = _integers_to_float("copysign", to_tensor(input), other)
+    a, b = promote("copysign", a, b)
     a = float_result("copysign", a)
     b = float_result("copysign", b) if isinstance(b, Tensor) else b
     negative = signbit(b) if isinstance(b, Tensor) else math.copysign(1.0, b) < 0
@@ -33,9 +34,18 @@ def rad2deg(input: Tensor) -> Tensor:
 
 
 def ldexp(input: Tensor, other) -> Tensor:
-    """input · 2^other."""
+    """input · 2^other, in the promoted floating dtype of both."""
     other = to_tensor(other, input)
-    return float_result("ldexp", input) * (float_result("ldexp", other) * LN2).exp()
+    if input.dtype.is_floating_point and other._data.dtype.kind == "b":
+        # PyTorch's kernel for a floating mantissa takes integer exponents, not bools
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    input = to_tensor(input)
+    if input.dtype.is_floating_point and other._data.dtype.kind in "iu":
+        return input * (2.0 ** other.to(input.dtype))  # integer exponents keep input's dtype
+    # otherwise, as PyTorch: 2 ** other in other's floating dtype (the default one for
+    # integers), then the product with the usual promotion
+    exponent = other if other.dtype.is_floating_point else other.to(dt.get_default_dtype())
+    return input * (2.0**exponent)
 
 
 def frexp(input: Tensor):

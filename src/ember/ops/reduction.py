@@ -447,8 +447,25 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=
     xp = array_module(data)
     a = xp.abs(data)
     ord_ = float(ord)
+    if (ord_ < 0 or ord_ == math.inf) and data.size == 0:
+        if dim is None:
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+                "the operation does not have an identity"
+            )
+        for d in dims:
+            if data.shape[d] == 0:
+                raise RuntimeError(
+                    f"linalg.vector_norm cannot compute the {ord} norm on the dimension {d} "
+                    "because this dimension is empty and the operation does not have an identity"
+                )
     if ord_ == math.inf:
-        out = xp.max(a, axis=dims, keepdims=keepdim) if a.size else xp.zeros(())
+        # (an empty input reaching here reduces only non-empty dims: its result is empty)
+        out = (
+            xp.max(a, axis=dims, keepdims=keepdim)
+            if a.size
+            else xp.sum(a, dims, None, None, keepdim)
+        )
     elif ord_ == -math.inf:
         out = xp.min(a, axis=dims, keepdims=keepdim)
     elif ord_ == 0:

@@ -237,9 +237,9 @@ def _cumulative_extreme(input: Tensor, dim: int, accumulate: str, op: str, resul
         if dim not in (-1, 0):
             raise IndexError(f"{op}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
         return result_type(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
-    d = wrap_dim(dim, data.ndim, op)
-    if data.size == 0:
+    if data.size == 0:  # PyTorch returns before looking at the dim
         return result_type(input.clone(), wrap(xp.zeros(data.shape, dtype=dt.int64.np)))
+    d = wrap_dim(dim, data.ndim, op)
     running = getattr(xp, accumulate).accumulate(data, axis=d)
     positions = xp.arange(data.shape[d]).reshape([-1 if i == d else 1 for i in range(data.ndim)])
     # the latest position where the running extreme was reached (or a NaN met), as torch
