@@ -66,6 +66,8 @@ def test_gather_scatter_and_scatter_add_match_torch(data):
     same(lambda m, t, i, s: t.scatter(dim, i, s), x, index, src)
     same(lambda m, t, i, s: t.scatter_add(dim, i, s), x, index, src)
     same(lambda m, t, i: t.scatter(dim, i, 2.5), x, index)
+    reduce = pick(rng, ["sum", "prod", "mean", "amax", "amin"])
+    same(lambda m, t, i, s: t.scatter_reduce(dim, i, s, reduce), x, index, src)
 
 
 @FUZZ

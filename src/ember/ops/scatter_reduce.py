@@ -96,9 +96,21 @@ def scatter_reduce(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
         )
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_reduce")
-    _check_index_tensor("scatter_reduce", input, d, index)
     if src.dtype != input.dtype:
         raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+    _check_index_tensor("scatter_reduce", input, d, index, src)
+    if index._data.size == 0:  # nothing is reduced (and torch checks nothing more)
+        return input.clone()
+    if input._data.ndim == 0:  # one element: reduce into a 1-d view of it
+        flat = scatter_reduce(
+            input.reshape(1),
+            0,
+            index.reshape(-1),
+            src.reshape(-1),
+            reduce,
+            include_self=include_self,
+        )
+        return flat.reshape(())
     xp = array_module(input._data)
     data = input._data
     out = data.copy()
