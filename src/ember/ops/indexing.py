@@ -204,6 +204,10 @@ def getitem(input: Tensor, key) -> Tensor:
 
 class IndexPutBackward0(Node):
     def backward(self, g):
+        if self._saved_versions:
+            # the index tensors are saved: an in-place change since forward would silently
+            # route the gradient to other positions, so it raises as in PyTorch
+            self.saved_tensors()
         key, accumulate = self.key, self.accumulate
         edges = self._edges
         g_self = None
@@ -252,7 +256,15 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
         xp.add.at(out, key, v)
     else:
         out[key] = v
-    return result(IndexPutBackward0, out, (input, values), key=key, accumulate=accumulate)
+    saved_indices = tuple(k for k in raw if isinstance(k, Tensor))
+    return result(
+        IndexPutBackward0,
+        out,
+        (input, values),
+        saved_indices,
+        key=key,
+        accumulate=accumulate,
+    )
 
 
 def index_put_key(input: Tensor, key, values) -> Tensor:
