@@ -65,7 +65,7 @@ from ._dtype import (
 )
 from ._factories import *
 from ._functional_aliases import *
-from ._host_functions import binomial, histogramdd, to_dlpack
+from ._host_functions import histogramdd, to_dlpack
 from ._legacy import *
 from ._memory_scope import memory_scope
 from ._method_functions import *
@@ -376,6 +376,7 @@ _LAZY = frozenset(
         "distributions",
         "fft",
         "func",
+        "futures",
         "jit",
         "multiprocessing",
         "nn",
@@ -393,6 +394,14 @@ _LAZY_ATTRIBUTES = {
     "save": "serialization",
     "load": "serialization",
     "compile": "_compile",
+    "binomial": "distributions._sampling",
+    "_dirichlet_grad": "distributions._sampling",
+    "_sample_dirichlet": "distributions._sampling",
+    "_standard_gamma": "distributions._sampling",
+    "_standard_gamma_grad": "distributions._sampling",
+    "native_batch_norm": "ops.normalization",
+    "native_group_norm": "ops.normalization",
+    "native_layer_norm": "ops.normalization",
     "gru_cell": "nn.modules.rnn_cells",
     "lstm_cell": "nn.modules.rnn_cells",
     "rnn_relu_cell": "nn.modules.rnn_cells",

@@ -1,4 +1,4 @@
-"""Top-level functions computed on the host by NumPy: binomial draws, D-dimensional
+"""Top-level functions computed on the host by NumPy: D-dimensional
 histograms, DLPack export."""
 
 from __future__ import annotations
@@ -16,16 +16,6 @@ histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
 def to_dlpack(tensor: Tensor):
     """A DLPack capsule sharing ``tensor``'s memory."""
     return tensor.detach()._data.__dlpack__()
-
-
-def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
-    """Draws from Binomial(count, prob), elementwise (not differentiable)."""
-    from ._creation import tensor
-    from ._random import resolve_generator
-
-    rng = resolve_generator(generator)
-    draws = rng.binomial(count.detach().cpu()._data.astype(np.int64), prob.detach().cpu()._data)
-    return tensor(draws, dtype=prob.dtype, device=prob.device)
 
 
 def histogramdd(input: Tensor, bins=10, *, range=None, weight=None, density: bool = False):

@@ -81,6 +81,7 @@ POLICY: tuple = (
     (f"{_E}:pow", FP32, None),
     (f"{_F}:softplus", FP32, None),
     (f"{_F}:layer_norm", FP32, None),
+    (f"{_E}:native_layer_norm", FP32, None),
     (f"{_F}:group_norm", FP32, None),
     (f"{_F}:rms_norm", FP32, None),
     (f"{_F}:cosine_similarity", FP32, None),
