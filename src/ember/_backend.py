@@ -162,6 +162,19 @@ def device_of(data) -> device:
     return device("cuda", data.device.id)
 
 
+def writeable(data) -> bool:
+    """Whether ``data`` may be written in place: NumPy's flag (broadcast views and diagonals
+    are read-only); always for CuPy arrays, which have no read-only state (nor the flag).
+
+    >>> import numpy
+    >>> writeable(numpy.broadcast_to(numpy.ones(1), (3,)))
+    False
+    """
+    if isinstance(data, _np.ndarray):  # subclasses too (ember.compile's traced arrays)
+        return data.flags.writeable
+    return True
+
+
 def as_array(value):
     """Make sure a kernel result is an array (NumPy turns 0-d results into scalars)."""
     if type(value) is _np.ndarray:

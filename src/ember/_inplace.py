@@ -8,6 +8,7 @@ through CopySlices) takes the new node as its grad_fn.
 
 from __future__ import annotations
 
+from . import _backend
 from . import _dtype as dt
 from ._tensor import Tensor
 from .autograd import _cuts
@@ -45,7 +46,7 @@ def _write(self: Tensor, new: Tensor, op: str) -> None:
                 f"result type {have.legacy_name} can't be cast to the desired output type "
                 f"{want.legacy_name}"
             )
-    if not data.flags.writeable:
+    if not _backend.writeable(data):
         raise RuntimeError(
             f"{op}: unsupported operation: more than one element of the written-to tensor refers "
             "to a single memory location. Please clone() the tensor before performing the "

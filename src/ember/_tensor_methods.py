@@ -363,7 +363,7 @@ def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
             data = self._data
             value = other._data if isinstance(other, Tensor) else other
             if (
-                data.flags.writeable
+                _backend.writeable(data)
                 and data.dtype.kind == "f"
                 and (value.__class__ in NUMBERS or value.dtype == data.dtype)
             ):

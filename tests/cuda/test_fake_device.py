@@ -299,27 +299,16 @@ def _mixes():
     }
 
 
-_NEEDS_PATCH = {"cat", "index_select", "cross_entropy_target_on_cpu"}
-
-
 @pytest.mark.parametrize(
     "op",
     [
-        pytest.param(
-            name,
-            marks=[pytest.mark.xfail(strict=False, reason=LEAD_PATCH)]
-            if name in _NEEDS_PATCH
-            else [],
-        )
-        for name in [
-            "add",
-            "mul_reflected",
-            "matmul",
-            "cat",
-            "index_select",
-            "cross_entropy_target_on_cpu",
-            "linear_weight_on_cpu",
-        ]  # fmt: skip
+        "add",
+        "mul_reflected",
+        "matmul",
+        "cat",
+        "index_select",
+        "cross_entropy_target_on_cpu",
+        "linear_weight_on_cpu",
     ],
 )
 def test_mixing_devices_raises_torchs_error(cuda_device, op):
@@ -354,14 +343,12 @@ def test_fake_refuses_numpy_operands_like_cupy(fake_cuda):
     assert fake_cuda.asnumpy(a * 2).tolist() == [2.0, 4.0]
 
 
-@pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": ops/elementwise.py scalar cache")
 def test_python_number_cache_is_not_shared_with_cuda(cuda_device):
     ember.ones(2) * 0.25  # caches a 0-d NumPy array for (0.25, float32)
     assert (ember.ones(2, device="cuda") * 0.25).cpu().tolist() == [0.25, 0.25]
     assert (ember.ones(2, device="cuda") + 0.25).cpu().tolist() == [1.25, 1.25]
 
 
-@pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": CuPy's flags have no 'writeable'")
 def test_backward_and_inplace_work_without_flags_writeable(strict_fake_cuda):
     w = ember.randn(3, device="cuda", requires_grad=True)
     (w * 2).sum().backward()

@@ -334,7 +334,6 @@ FAMILIES = {
 
 # (family, position): calls that need a patch in a file another helper owns (see the report)
 PENDING = {
-    ("unary", 43): "angle of a real tensor: ops/elementwise.where puts scalars on the CPU",
     ("random", 4): "bernoulli(probs on cuda): _creation.bernoulli reads probs with NumPy",
     ("random", 6): "normal(tensor mean/std on cuda): _creation.normal",
     ("random", 7): "poisson(rates on cuda): _creation.poisson",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from time import perf_counter_ns
 
+from .. import _backend
 from . import _cuts, _watch, anomaly
 from . import grad_mode as _gm
 from .node import AccumulateGrad, Node, _tensor_class, check_hook_result
@@ -55,7 +56,7 @@ def _accumulate_locked(leaf, g, create_graph: bool, claimed, shared: bool) -> No
             return
         data = g._data
         root = _memory_root(data)
-        if shared or claimed is None or id(root) in claimed or not data.flags.writeable:
+        if shared or claimed is None or id(root) in claimed or not _writeable(data):
             leaf._grad = g._detach().clone()
         else:
             claimed.add(id(root))
@@ -64,7 +65,7 @@ def _accumulate_locked(leaf, g, create_graph: bool, claimed, shared: bool) -> No
         leaf._grad = old + g
     else:
         old_data = old._data
-        if old_data.flags.writeable and old_data.dtype == g._data.dtype:
+        if _writeable(old_data) and old_data.dtype == g._data.dtype:
             old_data += g._data
             old._vc[0] += 1
         else:
@@ -79,6 +80,9 @@ def _post_accumulate(leaf) -> None:
             if result is not None:  # torch checks the result as a tensor hook's, then refuses it
                 check_hook_result(fn, leaf, result)
                 raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+_writeable = _backend.writeable
 
 
 def _plain_tensor():

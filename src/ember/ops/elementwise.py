@@ -22,6 +22,7 @@ from ._dispatch import (
 )
 from ._dispatch import (
     NUMBERS,
+    NUMPY_ARRAY,
     array_module,
     broadcast_error,
     data_of,
@@ -397,7 +398,7 @@ class RsubBackward1(Node):  # number - tensor * alpha
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     if other.__class__ is float and input.__class__ is Tensor and alpha == 1:
         ad = input._data
-        if ad.dtype.kind == "f":
+        if ad.dtype.kind == "f" and ad.__class__ is NUMPY_ARRAY:  # the cache holds NumPy's
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad + (scalar if scalar is not None else data_of(other, ad))
             if input._rg:
@@ -426,7 +427,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 def sub(input, other, *, alpha=1) -> Tensor:
     if other.__class__ is float and input.__class__ is Tensor and alpha == 1:
         ad = input._data
-        if ad.dtype.kind == "f":
+        if ad.dtype.kind == "f" and ad.__class__ is NUMPY_ARRAY:  # the cache holds NumPy's
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad - (scalar if scalar is not None else data_of(other, ad))
             if input._rg and grad_state.enabled:
@@ -499,7 +500,8 @@ class MulBackward0(Node):
 def mul(input, other) -> Tensor:
     if other.__class__ is float and input.__class__ is Tensor:
         ad = input._data
-        if ad.dtype.kind == "f":  # the hot case: floating tensor times a Python float
+        # the hot case: floating NumPy tensor times a Python float (the cache holds NumPy's)
+        if ad.dtype.kind == "f" and ad.__class__ is NUMPY_ARRAY:
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad * (scalar if scalar is not None else data_of(other, ad))
             if input._rg:
@@ -916,8 +918,8 @@ def where(condition, input=None, other=None):
         b, a = promote("where", other, input)
     else:
         rt = dt.result_type(input, other)
-        a = to_tensor(input).to(rt)
-        b = to_tensor(other).to(rt)
+        a = to_tensor(input, cond).to(rt)
+        b = to_tensor(other, cond).to(rt)
     a = a if isinstance(a, Tensor) else wrap(_scalar_array(a, b))
     b = b if isinstance(b, Tensor) else wrap(_scalar_array(b, a))
     xp = array_module(cond._data)

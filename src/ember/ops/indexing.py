@@ -9,7 +9,7 @@ from .. import _dtype as dt
 from .._creation import zeros
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, result, to_tensor, wrap, wrap_dim
+from ._dispatch import array_module, check_same_device, result, to_tensor, wrap, wrap_dim
 from .shape import broadcast_shapes, make_view
 
 sort_result = namedtuple("sort", ["values", "indices"])
@@ -497,6 +497,8 @@ class IndexSelectBackward0(Node):
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     data, idx = input._data, index._data
+    if idx.__class__ is not data.__class__:
+        check_same_device("index_select", input, index)
     d = wrap_dim(dim, builtins.max(data.ndim, 1), "index_select")
     if idx.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")

@@ -11,7 +11,7 @@ import math
 
 from .._backend import errstate
 from .._tensor import Tensor
-from ._dispatch import array_module, promote
+from ._dispatch import array_module, check_same_device, promote
 from .activation import log_softmax, logsigmoid
 from .elementwise import clamp, sigmoid
 from .loss import (
@@ -167,6 +167,11 @@ def cross_entropy(
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    data = input._data
+    if target._data.__class__ is not data.__class__:
+        check_same_device("cross_entropy", input, target)
+    if weight is not None and weight._data.__class__ is not data.__class__:
+        check_same_device("cross_entropy", input, weight)
     class_dim = 1 if input.dim() > 1 else 0
     log_probs = log_softmax(input, class_dim)
     classes = input.shape[class_dim]

@@ -17,6 +17,7 @@ from ..autograd.node import Node
 from ._dispatch import (
     NUMPY_ARRAY,
     array_module,
+    check_same_device,
     grad_state,
     no_grad_result,
     non_differentiable,
@@ -431,6 +432,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
     d = wrap_dim(dim, ref.ndim, "cat")
     for i, t in enumerate(kept):
         tdata = t._data
+        if tdata.__class__ is not ref.__class__:
+            check_same_device("cat", kept[0], t)
         if tdata.ndim != ref.ndim:
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {ref.ndim} and {tdata.ndim}"
@@ -716,7 +719,7 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
 def _diagonal_view(data, offset: int, d1: int, d2: int):
     """A writable view of a diagonal (NumPy hands out a read-only one)."""
     view = data.diagonal(offset, d1, d2)
-    if data.flags.writeable and not view.flags.writeable:
+    if _backend.writeable(data) and not _backend.writeable(view):
         try:
             view.flags.writeable = True
         except ValueError:  # the memory below is read-only itself (an expanded tensor)
