@@ -55,3 +55,74 @@ def assert_case(outcomes: list[dict], name: str) -> None:
     for rank, per_rank in enumerate(outcomes):
         assert name in per_rank, f"case {name} did not run on rank {rank}"
         assert per_rank[name] == "ok", f"rank {rank}, {name}:\n{per_rank[name]}"
+
+
+def collect_cases(namespace: dict) -> dict:
+    """The module's ``case_*`` functions by name (without the prefix), in name order."""
+    return {
+        name[len("case_") :]: fn
+        for name, fn in sorted(namespace.items())
+        if name.startswith("case_")
+    }
+
+
+def _world_worker(rank: int, out_dir: str, module_name: str, backend: str) -> None:
+    import importlib
+
+    import ember.distributed as dist
+
+    module = importlib.import_module(module_name)
+    if hasattr(module, "before_init"):
+        module.before_init()
+    dist.init_process_group(backend)  # env:// from spawn's variables
+    if hasattr(module, "after_init"):
+        module.after_init()
+    run_cases(rank, out_dir, module.CASES)
+    dist.destroy_process_group()
+
+
+def spawn_world(tmp_path_factory, module_name: str, backend: str = "gloo") -> list[dict]:
+    """Start WORLD_SIZE ranks that run ``CASES`` of the test module ``module_name`` (its
+    optional ``before_init``/``after_init`` around ``init_process_group``); their outcomes."""
+    import ember.multiprocessing as mp
+
+    needs_mpi()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MASTER_PORT", str(free_port()))
+        out_dir = str(tmp_path_factory.mktemp(module_name.rsplit(".", 1)[-1]))
+        mp.spawn(
+            _world_worker,
+            args=(out_dir, module_name, backend),
+            nprocs=WORLD_SIZE,
+            timeout=SPAWN_TIMEOUT,
+        )
+    return read_outcomes(out_dir)
+
+
+# --- the small data-parallel problem several test modules train ------------------------------
+BATCH = 8  # the whole batch; each rank trains on BATCH / WORLD_SIZE of it
+
+
+def tiny_model(seed: int):
+    import ember
+    import ember.nn as nn
+
+    ember.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).double()
+
+
+def whole_batch(seed: int = 7):
+    import numpy as np
+
+    import ember
+
+    rng = np.random.default_rng(seed)
+    x = ember.from_numpy(rng.standard_normal((BATCH, 6)))
+    y = ember.from_numpy(rng.standard_normal((BATCH, 3)))
+    return x, y
+
+
+def share(t, rank: int):
+    """Rank ``rank``'s rows of the whole batch."""
+    n = BATCH // WORLD_SIZE
+    return t[rank * n : (rank + 1) * n]

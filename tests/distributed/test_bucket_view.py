@@ -10,7 +10,6 @@ import pytest
 
 import ember
 import ember.distributed as dist
-import ember.multiprocessing as mp
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -18,51 +17,32 @@ from ember.nn.parallel import DistributedDataParallel as DDP
 from ember.nn.parallel import distributed as ddp_module
 
 from ._harness import (
-    SPAWN_TIMEOUT,
     WORLD_SIZE,
     assert_case,
-    free_port,
-    needs_mpi,
-    read_outcomes,
-    run_cases,
+    collect_cases,
+    share,
+    spawn_world,
+    tiny_model,
+    whole_batch,
 )
-
-BATCH = 8
-
-
-def _model(seed: int) -> nn.Module:
-    ember.manual_seed(seed)
-    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).double()
-
-
-def _batch(seed: int = 7):
-    rng = np.random.default_rng(seed)
-    x = ember.from_numpy(rng.standard_normal((BATCH, 6)))
-    y = ember.from_numpy(rng.standard_normal((BATCH, 3)))
-    return x, y
-
-
-def _share(t, rank: int):
-    n = BATCH // WORLD_SIZE
-    return t[rank * n : (rank + 1) * n]
 
 
 def _train(rank: int, steps: int = 5, set_to_none: bool = True, **options) -> nn.Module:
-    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003, **options)
+    ddp = DDP(tiny_model(100 * rank), bucket_cap_mb=0.0003, **options)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     for step in range(steps):
-        x, y = _batch(step)
+        x, y = whole_batch(step)
         opt.zero_grad(set_to_none=set_to_none)
-        F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+        F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
         opt.step()
     return ddp.module
 
 
 def _reference(steps: int = 5) -> nn.Module:
-    model = _model(0)
+    model = tiny_model(0)
     opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     for step in range(steps):
-        x, y = _batch(step)
+        x, y = whole_batch(step)
         opt.zero_grad()
         F.mse_loss(model(x), y).backward()
         opt.step()
@@ -84,39 +64,39 @@ def case_bucket_view_trains_exactly_as_copies(rank):
 
 
 def case_grads_are_views_into_the_bucket_buffers(rank):
-    ddp = DDP(_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
-    x, y = _batch()
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    ddp = DDP(tiny_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
+    x, y = whole_batch()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     for bucket in ddp._buckets:
         for p in bucket.params:
             assert np.shares_memory(p.grad.numpy(), bucket.flat)
     first = [p.grad for p in ddp.parameters()]
     ddp.zero_grad(set_to_none=False)  # zeroed in place: still the views
     assert all(p.grad is g and not g.numpy().any() for p, g in zip(ddp.parameters(), first))
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     assert all(p.grad is g for p, g in zip(ddp.parameters(), first))
     ddp.zero_grad()  # set_to_none: the next backward makes them views again
     assert all(p.grad is None for p in ddp.parameters())
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     for bucket in ddp._buckets:
         assert all(np.shares_memory(p.grad.numpy(), bucket.flat) for p in bucket.params)
-    reference = _model(0)
+    reference = tiny_model(0)
     F.mse_loss(reference(x), y).backward()
     for p, q in zip(ddp.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12, atol=1e-14)
 
 
 def case_bucket_view_with_no_sync_and_a_hook(rank):
-    x, y = _batch()
+    x, y = whole_batch()
     for hook in (None, default_hooks.allreduce_hook):
-        ddp = DDP(_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
+        ddp = DDP(tiny_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
         if hook is not None:
             ddp.register_comm_hook(None, hook)
-        mine_x, mine_y = _share(x, rank), _share(y, rank)
+        mine_x, mine_y = share(x, rank), share(y, rank)
         with ddp.no_sync():
             F.mse_loss(ddp(mine_x[:2]), mine_y[:2]).backward()
         F.mse_loss(ddp(mine_x[2:]), mine_y[2:]).backward()
-        reference = _model(0)
+        reference = tiny_model(0)
         (2 * F.mse_loss(reference(x), y)).backward()
         for p, q in zip(ddp.parameters(), reference.parameters()):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-12)
@@ -190,23 +170,23 @@ def case_buffers_are_broadcast_from_rank_0_at_every_forward(rank):
 
 def case_device_ids_of_a_cpu_module_raise_torchs_error(rank):
     with pytest.raises(ValueError, match="device_ids and output_device arguments only work"):
-        DDP(_model(0), device_ids=[0])
+        DDP(tiny_model(0), device_ids=[0])
     with pytest.raises(ValueError, match="device_ids can only be None or contain a single"):
-        DDP(_model(0), device_ids=[0, 1])
-    ddp = DDP(_model(0), device_ids=[], output_device=None)
+        DDP(tiny_model(0), device_ids=[0, 1])
+    ddp = DDP(tiny_model(0), device_ids=[], output_device=None)
     assert ddp.device_ids is None and ddp.output_device is None
     assert ddp.device.type == "cpu"
 
 
 def case_require_backward_grad_sync_is_what_no_sync_sets(rank):
-    ddp = DDP(_model(0))
+    ddp = DDP(tiny_model(0))
     assert ddp.require_backward_grad_sync
     with ddp.no_sync():
         assert not ddp.require_backward_grad_sync
     assert ddp.require_backward_grad_sync
     ddp.require_backward_grad_sync = False  # set by hand, as some training loops do
-    x, y = _batch()
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    x, y = whole_batch()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     everyone = [None] * WORLD_SIZE
     dist.all_gather_object(everyone, next(iter(ddp.parameters())).grad.tolist())
     assert everyone[0] != everyone[1]  # not synchronised
@@ -228,14 +208,14 @@ def case_join_context_over_ddp_equals_ddp_join(rank):
 
     finals = []
     for use_join_class in (False, True):
-        ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003)
+        ddp = DDP(tiny_model(100 * rank), bucket_cap_mb=0.0003)
         opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
         context = Join([ddp], divide_by_initial_world_size=False) if use_join_class else None
         with context or ddp.join(divide_by_initial_world_size=False):
             for step in range(3 - rank):
-                x, y = _batch(step)
+                x, y = whole_batch(step)
                 opt.zero_grad()
-                F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+                F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
                 opt.step()
         finals.append(_params(ddp.module))
     for a, b in zip(*finals):
@@ -292,10 +272,10 @@ def case_join_with_a_joinable_of_ones_own(rank):
 
 
 def case_ddp_logging_data(rank):
-    ddp = DDP(_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
+    ddp = DDP(tiny_model(0), bucket_cap_mb=0.0003, gradient_as_bucket_view=True)
     ddp.register_comm_hook(None, default_hooks.allreduce_hook)
-    x, y = _batch()
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    x, y = whole_batch()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     data = ddp._get_ddp_logging_data()
     assert data["world_size"] == 2 and data["rank"] == rank and data["iteration"] == 1
     assert data["gradient_as_bucket_view"] == 1 and data["comm_hook"] == "allreduce_hook"
@@ -304,25 +284,12 @@ def case_ddp_logging_data(rank):
     assert len(data["bucket_sizes"].split(", ")) == len(ddp._buckets) > 1
 
 
-CASES = {
-    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
-}
-
-
-def _worker(rank: int, out_dir: str) -> None:
-    dist.init_process_group("gloo")
-    run_cases(rank, out_dir, CASES)
-    dist.destroy_process_group()
+CASES = collect_cases(globals())
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    needs_mpi()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MASTER_PORT", str(free_port()))
-        out_dir = tmp_path_factory.mktemp("bucket_view")
-        mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
-    return read_outcomes(str(out_dir))
+    return spawn_world(tmp_path_factory, __name__)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -7,8 +7,6 @@ import pytest
 
 import ember
 import ember.distributed as dist
-import ember.multiprocessing as mp
-import ember.nn as nn
 import ember.nn.functional as F
 from ember.distributed.algorithms.ddp_comm_hooks import (
     DDPCommHookType,
@@ -19,59 +17,41 @@ from ember.futures import Future
 from ember.nn.parallel import DistributedDataParallel as DDP
 
 from ._harness import (
-    SPAWN_TIMEOUT,
+    BATCH,
     WORLD_SIZE,
     assert_case,
-    free_port,
-    needs_mpi,
-    read_outcomes,
-    run_cases,
+    collect_cases,
+    share,
+    spawn_world,
+    tiny_model,
+    whole_batch,
 )
-
-BATCH = 8
-
-
-def _model(seed: int) -> nn.Module:
-    ember.manual_seed(seed)
-    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).double()
-
-
-def _batch():
-    rng = np.random.default_rng(7)
-    x = ember.from_numpy(rng.standard_normal((BATCH, 6)))
-    y = ember.from_numpy(rng.standard_normal((BATCH, 3)))
-    return x, y
-
-
-def _share(t, rank: int):
-    n = BATCH // WORLD_SIZE
-    return t[rank * n : (rank + 1) * n]
 
 
 def _grads_after_one_step(rank: int, register) -> list[np.ndarray]:
-    x, y = _batch()
-    ddp = DDP(_model(0), bucket_cap_mb=0.0003)  # several buckets
+    x, y = whole_batch()
+    ddp = DDP(tiny_model(0), bucket_cap_mb=0.0003)  # several buckets
     register(ddp)
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     return [p.grad.numpy() for p in ddp.parameters()], ddp
 
 
 def _reference_grads() -> list[np.ndarray]:
-    x, y = _batch()
-    reference = _model(0)
+    x, y = whole_batch()
+    reference = tiny_model(0)
     F.mse_loss(reference(x), y).backward()
     return [p.grad.numpy() for p in reference.parameters()]
 
 
 def case_allreduce_hook_trains_as_without_a_hook(rank):
-    x, y = _batch()
-    reference, ddp = _model(0), DDP(_model(100 * rank), bucket_cap_mb=0.0003)
+    x, y = whole_batch()
+    reference, ddp = tiny_model(0), DDP(tiny_model(100 * rank), bucket_cap_mb=0.0003)
     ddp.register_comm_hook(None, default_hooks.allreduce_hook)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
     for _ in range(4):
         opt.zero_grad()
-        F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+        F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
         opt.step()
         ref_opt.zero_grad()
         F.mse_loss(reference(x), y).backward()
@@ -83,9 +63,9 @@ def case_allreduce_hook_trains_as_without_a_hook(rank):
 def case_fp16_and_bf16_hooks_send_each_half_rounded(rank):
     import ml_dtypes
 
-    x, y = _batch()
-    alone = _model(0)
-    F.mse_loss(alone(_share(x, rank)), _share(y, rank)).backward()
+    x, y = whole_batch()
+    alone = tiny_model(0)
+    F.mse_loss(alone(share(x, rank)), share(y, rank)).backward()
     everyone = [None] * WORLD_SIZE
     dist.all_gather_object(everyone, [p.grad.numpy() for p in alone.parameters()])
     for hook, wire in [
@@ -127,7 +107,7 @@ def case_fp16_wrapper_of_allreduce_equals_fp16_hook(rank):
 
 
 def case_hook_sees_each_bucket_with_its_local_gradients(rank):
-    x, y = _batch()
+    x, y = whole_batch()
     seen = []
 
     def local_only(state, bucket: dist.GradBucket) -> Future:
@@ -141,17 +121,17 @@ def case_hook_sees_each_bucket_with_its_local_gradients(rank):
         fut.set_result(buffer)  # no communication: each rank keeps its own gradients
         return fut
 
-    ddp = DDP(_model(0), bucket_cap_mb=0.0003)
+    ddp = DDP(tiny_model(0), bucket_cap_mb=0.0003)
     ddp.register_comm_hook(seen, local_only)
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     assert [b.index() for b in seen] == list(range(len(seen))) and len(seen) > 1
     assert [b.is_last() for b in seen] == [False] * (len(seen) - 1) + [True]
     params = list(ddp.parameters())
     # bucket 0 holds the last parameters, first the one whose gradient comes first in backward
     assert seen[0].parameters()[0] is params[-1]
     assert {id(p) for b in seen for p in b.parameters()} == {id(p) for p in params}
-    alone = _model(0)
-    F.mse_loss(alone(_share(x, rank)), _share(y, rank)).backward()
+    alone = tiny_model(0)
+    F.mse_loss(alone(share(x, rank)), share(y, rank)).backward()
     for p, q in zip(ddp.parameters(), alone.parameters()):
         np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
 
@@ -184,7 +164,7 @@ def case_hooks_by_name(rank):
 
 
 def case_registering_errors_are_torchs(rank):
-    ddp = DDP(_model(0))
+    ddp = DDP(tiny_model(0))
     with pytest.raises(TypeError, match="Communication hook must be callable."):
         ddp.register_comm_hook(None, 3)
 
@@ -204,9 +184,9 @@ def case_registering_errors_are_torchs(rank):
 
 
 def case_a_hook_registered_after_a_backward_is_used_from_then_on(rank):
-    x, y = _batch()
-    ddp = DDP(_model(0))
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    x, y = whole_batch()
+    ddp = DDP(tiny_model(0))
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     calls = []
 
     def counting(state, bucket):
@@ -215,7 +195,7 @@ def case_a_hook_registered_after_a_backward_is_used_from_then_on(rank):
 
     ddp.register_comm_hook(None, counting)
     ddp.zero_grad()
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     assert calls == [0]
     for p, want in zip(ddp.parameters(), _reference_grads()):
         np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-12, atol=1e-14)
@@ -242,7 +222,7 @@ def case_a_hook_returning_no_future_or_no_tensor_raises(rank):
         (future_of_int, "Unable to cast 5 to Tensor"),
         (wrong_size, "has 3 elements but bucket 0 holds"),
     ]:
-        ddp = DDP(_model(0))
+        ddp = DDP(tiny_model(0))
         ddp.register_comm_hook(None, hook)
         with pytest.raises(RuntimeError, match=error):
             ddp(x).sum().backward()
@@ -252,22 +232,22 @@ def case_join_shadows_a_hooks_collectives(rank):
     rng = np.random.default_rng(11)
     xs = [ember.from_numpy(rng.standard_normal((BATCH, 6))) for _ in range(3)]
     ys = [ember.from_numpy(rng.standard_normal((BATCH, 3))) for _ in range(3)]
-    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003)
+    ddp = DDP(tiny_model(100 * rank), bucket_cap_mb=0.0003)
     ddp.register_comm_hook(None, default_hooks.allreduce_hook)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
     with ddp.join():
         for x, y in list(zip(xs, ys))[: 3 - rank]:
             opt.zero_grad()
-            F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+            F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
             opt.step()
-    reference = _model(0)
+    reference = tiny_model(0)
     ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1)
     for step in range(3):
         ref_opt.zero_grad()
         if step < 2:
             F.mse_loss(reference(xs[step]), ys[step]).backward()
         else:  # rank 0 alone; the hook divides by the world size, rank 1 adds zeros
-            (0.5 * F.mse_loss(reference(_share(xs[2], 0)), _share(ys[2], 0))).backward()
+            (0.5 * F.mse_loss(reference(share(xs[2], 0)), share(ys[2], 0))).backward()
         ref_opt.step()
     for p, q in zip(ddp.parameters(), reference.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=0, atol=1e-12)
@@ -277,20 +257,20 @@ def _powerSGD_steps(rank: int, state, steps: int, record=None) -> tuple:
     """``steps`` backward passes under PowerSGD; the DDP model and the per-step grads."""
     from ember.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
 
-    ddp = DDP(_model(0))
+    ddp = DDP(tiny_model(0))
     ddp.register_comm_hook(state, powerSGD.powerSGD_hook)
     grads = []
     for step in range(steps):
-        x, y = _batch()
+        x, y = whole_batch()
         ddp.zero_grad()
-        F.mse_loss(ddp(_share(x * (step + 1), rank)), _share(y, rank)).backward()
+        F.mse_loss(ddp(share(x * (step + 1), rank)), share(y, rank)).backward()
         grads.append([p.grad.numpy().copy() for p in ddp.parameters()])
     return ddp, grads
 
 
 def _reference_grads_at(step: int) -> list[np.ndarray]:
-    x, y = _batch()
-    reference = _model(0)
+    x, y = whole_batch()
+    reference = tiny_model(0)
     F.mse_loss(reference(x * (step + 1)), y).backward()
     return [p.grad.numpy() for p in reference.parameters()]
 
@@ -350,25 +330,12 @@ def case_powerSGD_rank_1_with_error_feedback(rank):
     assert copy.process_group is None and copy.start_powerSGD_iter == 5
 
 
-CASES = {
-    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
-}
-
-
-def _worker(rank: int, out_dir: str) -> None:
-    dist.init_process_group("gloo")
-    run_cases(rank, out_dir, CASES)
-    dist.destroy_process_group()
+CASES = collect_cases(globals())
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    needs_mpi()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MASTER_PORT", str(free_port()))
-        out_dir = tmp_path_factory.mktemp("comm_hooks")
-        mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
-    return read_outcomes(str(out_dir))
+    return spawn_world(tmp_path_factory, __name__)
 
 
 @pytest.mark.parametrize("name", list(CASES))

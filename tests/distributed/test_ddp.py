@@ -7,39 +7,20 @@ import pytest
 
 import ember
 import ember.distributed as dist
-import ember.multiprocessing as mp
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.nn.parallel import DistributedDataParallel as DDP
 
 from ._harness import (
-    SPAWN_TIMEOUT,
+    BATCH,
     WORLD_SIZE,
     assert_case,
-    free_port,
-    needs_mpi,
-    read_outcomes,
-    run_cases,
+    collect_cases,
+    share,
+    spawn_world,
+    tiny_model,
+    whole_batch,
 )
-
-BATCH = 8  # the whole batch; each rank trains on BATCH / WORLD_SIZE of it
-
-
-def _model(seed: int) -> nn.Module:
-    ember.manual_seed(seed)
-    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).double()
-
-
-def _batch():
-    rng = np.random.default_rng(7)
-    x = ember.from_numpy(rng.standard_normal((BATCH, 6)))
-    y = ember.from_numpy(rng.standard_normal((BATCH, 3)))
-    return x, y
-
-
-def _share(t, rank: int):
-    n = BATCH // WORLD_SIZE
-    return t[rank * n : (rank + 1) * n]
 
 
 def _max_difference(a: nn.Module, b: nn.Module) -> float:
@@ -50,20 +31,20 @@ def _max_difference(a: nn.Module, b: nn.Module) -> float:
 
 
 def _training_matches_one_process(rank: int, make_optimizer) -> None:
-    x, y = _batch()
-    reference = _model(0)  # rank 0's initial weights, which DDP broadcasts at wrap
-    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003)  # several buckets
+    x, y = whole_batch()
+    reference = tiny_model(0)  # rank 0's initial weights, which DDP broadcasts at wrap
+    ddp = DDP(tiny_model(100 * rank), bucket_cap_mb=0.0003)  # several buckets
     assert _max_difference(ddp.module, reference) == 0.0
     opt, ref_opt = make_optimizer(ddp.parameters()), make_optimizer(reference.parameters())
     for _ in range(5):
         opt.zero_grad()
-        F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+        F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
         opt.step()
         ref_opt.zero_grad()
         F.mse_loss(reference(x), y).backward()
         ref_opt.step()
     assert _max_difference(ddp.module, reference) < 1e-6
-    assert _max_difference(ddp.module, _model(0)) > 1e-3  # it did train
+    assert _max_difference(ddp.module, tiny_model(0)) > 1e-3  # it did train
 
 
 def case_sgd_momentum_equals_big_batch(rank):
@@ -75,10 +56,10 @@ def case_adam_equals_big_batch(rank):
 
 
 def case_no_sync_accumulates_like_one_big_batch(rank):
-    x, y = _batch()
-    reference = _model(0)
-    ddp = DDP(_model(0))
-    mine_x, mine_y = _share(x, rank), _share(y, rank)
+    x, y = whole_batch()
+    reference = tiny_model(0)
+    ddp = DDP(tiny_model(0))
+    mine_x, mine_y = share(x, rank), share(y, rank)
     with ddp.no_sync():
         F.mse_loss(ddp(mine_x[:2]), mine_y[:2]).backward()
     local = [p.grad.numpy().copy() for p in ddp.parameters()]
@@ -93,9 +74,9 @@ def case_no_sync_accumulates_like_one_big_batch(rank):
 
 
 def case_an_evaluation_forward_between_does_not_drop_the_reduction(rank):
-    x, y = _batch()
-    reference, ddp = _model(0), DDP(_model(0))
-    loss = F.mse_loss(ddp(_share(x, rank)), _share(y, rank))
+    x, y = whole_batch()
+    reference, ddp = tiny_model(0), DDP(tiny_model(0))
+    loss = F.mse_loss(ddp(share(x, rank)), share(y, rank))
     with ember.no_grad():
         ddp(x)
     loss.backward()
@@ -105,7 +86,7 @@ def case_an_evaluation_forward_between_does_not_drop_the_reduction(rank):
 
 
 def case_module_and_state_dict_prefix(rank):
-    inner = _model(0)
+    inner = tiny_model(0)
     ddp = DDP(inner)
     assert ddp.module is inner
     assert sorted(ddp.state_dict()) == sorted(f"module.{k}" for k in inner.state_dict())
@@ -119,14 +100,14 @@ def case_buffers_come_from_rank_0(rank):
 
 
 def case_first_bucket_starts_before_backward_ends(rank):
-    ddp = DDP(_model(0), bucket_cap_mb=0.0001)  # one parameter per bucket
+    ddp = DDP(tiny_model(0), bucket_cap_mb=0.0001)  # one parameter per bucket
     events = []
     start = ddp._start
     ddp._start = lambda bucket: (events.append("allreduce started"), start(bucket))[1]
     first = next(iter(ddp.module.parameters()))  # its gradient is the last one backward makes
     first.register_post_accumulate_grad_hook(lambda p: events.append("last gradient"))
-    x, y = _batch()
-    F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+    x, y = whole_batch()
+    F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
     assert events[0] == "allreduce started" and "last gradient" in events
 
 
@@ -158,14 +139,14 @@ def _uneven_training(rank: int, divide_by_initial_world_size: bool) -> None:
     rng = np.random.default_rng(11)
     xs = [ember.from_numpy(rng.standard_normal((BATCH, 6))) for _ in range(3)]
     ys = [ember.from_numpy(rng.standard_normal((BATCH, 3))) for _ in range(3)]
-    ddp = DDP(_model(100 * rank), bucket_cap_mb=0.0003)
+    ddp = DDP(tiny_model(100 * rank), bucket_cap_mb=0.0003)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     with ddp.join(divide_by_initial_world_size=divide_by_initial_world_size):
         for x, y in list(zip(xs, ys))[: 3 - rank]:
             opt.zero_grad()
-            F.mse_loss(ddp(_share(x, rank)), _share(y, rank)).backward()
+            F.mse_loss(ddp(share(x, rank)), share(y, rank)).backward()
             opt.step()
-    reference = _model(0)
+    reference = tiny_model(0)
     ref_opt = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
     for step in range(3):
         ref_opt.zero_grad()
@@ -173,7 +154,7 @@ def _uneven_training(rank: int, divide_by_initial_world_size: bool) -> None:
             F.mse_loss(reference(xs[step]), ys[step]).backward()
         else:  # rank 0 alone; rank 1 adds zeros, and the sum is divided by 2 or by 1
             scale = 0.5 if divide_by_initial_world_size else 1.0
-            (scale * F.mse_loss(reference(_share(xs[2], 0)), _share(ys[2], 0))).backward()
+            (scale * F.mse_loss(reference(share(xs[2], 0)), share(ys[2], 0))).backward()
         ref_opt.step()
     assert _max_difference(ddp.module, reference) < 1e-6  # rank 1 too: it took rank 0's weights
 
@@ -191,11 +172,11 @@ def case_join_shadows_the_buffer_broadcast_and_ends_with_one_model(rank):
     model = nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4)).double()
     ddp = DDP(model)
     opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
-    x, _ = _batch()
+    x, _ = whole_batch()
     with ddp.join():
         for step in range(3 - 2 * rank):  # rank 0: 3 batches, rank 1: 1
             opt.zero_grad()
-            ddp(_share(x, rank) * (step + 1)).sum().backward()
+            ddp(share(x, rank) * (step + 1)).sum().backward()
             opt.step()
     state = {k: v.tolist() for k, v in model.state_dict().items()}
     everyone = [None] * WORLD_SIZE
@@ -205,7 +186,7 @@ def case_join_shadows_the_buffer_broadcast_and_ends_with_one_model(rank):
 
 
 def case_join_can_throw_on_every_rank_when_one_runs_out(rank):
-    ddp = DDP(_model(0))
+    ddp = DDP(tiny_model(0))
     x = ember.ones(2, 6, dtype=ember.float64)
     with pytest.raises(RuntimeError, match="Detected at least one rank that exhausted inputs"):
         with ddp.join(throw_on_early_termination=True):
@@ -214,30 +195,12 @@ def case_join_can_throw_on_every_rank_when_one_runs_out(rank):
     dist.barrier()  # the ranks are still in step
 
 
-CASES = {
-    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
-}
-
-
-def _worker(rank: int, out_dir: str) -> None:
-    dist.init_process_group("gloo")  # env:// from spawn's variables
-    run_cases(rank, out_dir, CASES)
-    dist.destroy_process_group()
+CASES = collect_cases(globals())
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory, monkeypatch_module):
-    needs_mpi()
-    monkeypatch_module.setenv("MASTER_PORT", str(free_port()))
-    out_dir = tmp_path_factory.mktemp("ddp")
-    mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
-    return read_outcomes(str(out_dir))
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp_:
-        yield mp_
+def outcomes(tmp_path_factory):
+    return spawn_world(tmp_path_factory, __name__)
 
 
 @pytest.mark.parametrize("name", list(CASES))

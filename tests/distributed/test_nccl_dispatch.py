@@ -18,16 +18,14 @@ import pytest
 
 import ember
 import ember.distributed as dist
-import ember.multiprocessing as mp
 
 from ._harness import (
-    SPAWN_TIMEOUT,
     WORLD_SIZE,
     assert_case,
+    collect_cases,
     free_port,
     needs_mpi,
-    read_outcomes,
-    run_cases,
+    spawn_world,
 )
 
 # --- NCCL over the fake CuPy of tests/_fake_cupy.py ---------------------------------------------
@@ -308,27 +306,20 @@ def case_sync_batchnorm_on_cuda_equals_batchnorm_on_the_cpu(rank):
     np.testing.assert_allclose(np.array(host(x.grad)), x_ref.grad.numpy()[mine], atol=1e-10)
 
 
-CASES = {
-    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
-}
-
-
-def _worker(rank: int, out_dir: str) -> None:
+def before_init() -> None:
     _install_fake_cupy_with_nccl()
-    dist.init_process_group("nccl")
+
+
+def after_init() -> None:
     _COMM_AT_INIT.append(dist.group.WORLD.nccl._comm)
-    run_cases(rank, out_dir, CASES)
-    dist.destroy_process_group()
+
+
+CASES = collect_cases(globals())
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    needs_mpi()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MASTER_PORT", str(free_port()))
-        out_dir = tmp_path_factory.mktemp("nccl")
-        mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
-    return read_outcomes(str(out_dir))
+    return spawn_world(tmp_path_factory, __name__, "nccl")
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -7,20 +7,16 @@ import pytest
 
 import ember
 import ember.distributed as dist
-import ember.multiprocessing as mp
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.nn.modules.sync_batchnorm import SyncBatchNorm
 from ember.nn.parallel import DistributedDataParallel as DDP
 
 from ._harness import (
-    SPAWN_TIMEOUT,
     WORLD_SIZE,
     assert_case,
-    free_port,
-    needs_mpi,
-    read_outcomes,
-    run_cases,
+    collect_cases,
+    spawn_world,
 )
 
 ROWS = (3, 5)  # rank 0's and rank 1's batch sizes: uneven on purpose
@@ -191,25 +187,12 @@ def case_options_match_batchnorm(rank):
         assert sync.running_mean is None if "track_running_stats" in options else True
 
 
-CASES = {
-    name[len("case_") :]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")
-}
-
-
-def _worker(rank: int, out_dir: str) -> None:
-    dist.init_process_group("gloo")
-    run_cases(rank, out_dir, CASES)
-    dist.destroy_process_group()
+CASES = collect_cases(globals())
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    needs_mpi()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MASTER_PORT", str(free_port()))
-        out_dir = tmp_path_factory.mktemp("sync_bn")
-        mp.spawn(_worker, args=(str(out_dir),), nprocs=WORLD_SIZE, timeout=SPAWN_TIMEOUT)
-    return read_outcomes(str(out_dir))
+    return spawn_world(tmp_path_factory, __name__)
 
 
 @pytest.mark.parametrize("name", list(CASES))
