@@ -151,6 +151,12 @@ def require_module(d: device):
     return cupy
 
 
+def current_cuda_device() -> device:
+    """``cuda:<index>`` of the current GPU: what a bare ``"cuda"`` means when moving a tensor."""
+    cupy = require_module(device("cuda"))
+    return device("cuda", int(cupy.cuda.runtime.getDevice()))
+
+
 def array_module(data):
     """NumPy for CPU arrays, CuPy for GPU arrays."""
     return _MODULE_OF_TYPE[type(data)]

@@ -144,7 +144,11 @@ class Tensor:
         return False
 
     def data_ptr(self) -> int:
-        return int(self._data.__array_interface__["data"][0]) if self.device.type == "cpu" else 0
+        """The address of the tensor's first element (on the GPU for a CUDA tensor)."""
+        data = self._data
+        if self.device.type == "cpu":
+            return int(data.__array_interface__["data"][0])
+        return int(data.data.ptr)  # CuPy's pointer already includes a view's offset
 
     @property
     def layout(self) -> str:
@@ -347,7 +351,7 @@ class Tensor:
 
     def __dlpack__(self, *args, **kwargs):
         if self._rg:
-            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):

@@ -47,7 +47,6 @@ def test_capsules_from_torch_and_ember(torch_mod):
     assert through_torch.tolist() == [5.0, 1.0, 2.0]
 
 
-@pytest.mark.xfail(strict=False, reason="_tensor.py raises RuntimeError (patch in the report)")
 def test_export_of_a_tensor_requiring_grad_raises_buffer_error_as_torch(torch_mod):
     with pytest.raises(BufferError, match="Can't export tensors that require gradient"):
         torch_mod.ones(2, requires_grad=True).__dlpack__()

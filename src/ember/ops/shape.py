@@ -815,6 +815,8 @@ def to_dtype_device(input: Tensor, dtype=None, device=None, copy: bool = False) 
     data = input._data
     target_dtype = dt.to_dtype(dtype) if dtype is not None else None
     target_device = _backend.to_device(device) if device is not None else None
+    if target_device is not None and target_device.index is None and target_device.type == "cuda":
+        target_device = _backend.current_cuda_device()
     same_dtype = target_dtype is None or target_dtype.np == data.dtype
     same_device = target_device is None or target_device == input.device
     if same_dtype and same_device and not copy:

@@ -1,3 +1,3 @@
 """ember.utils: data loading and activation checkpointing."""
 
-from . import checkpoint, data
+from . import checkpoint, data, dlpack
