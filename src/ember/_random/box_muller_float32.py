@@ -1,102 +1,169 @@
-"""torch's float32 Box-Muller for 16 values or more, bit for bit.
+"""torch's float32 Box-Muller for 16 values or more, bit for bit, in NumPy.
 
-On x86 CPUs with AVX2 (and AVX-512) torch's ``normal_`` on a float32 tensor runs
-``normal_fill_16_AVX2``: ``log`` and ``sincos`` are the Cephes single-precision polynomials of
-``avx_mathfun.h``, evaluated in float32, and the compiler fuses each ``a * b + c`` into one
-fused multiply-add (the first product feeding an add, where two do). The functions below
-replay that arithmetic step by step in float32; ``_fma`` rounds ``a * b + c`` once.
+torch's ``normal_fill_16_AVX2`` evaluates Cephes' float32 ``log`` and ``sincos`` with fused
+multiply-adds (:mod:`.cephes_float32` replays them for any input). Here the same arithmetic
+runs on float64 arrays that hold float32 values: a product of two float32 values is exact in
+float64, so ``a * b + c`` rounds once in float64 and once more to float32. That second
+rounding is wrong only when the float64 sum lands on a float32 tie it did not reach exactly;
+Box-Muller's inputs are the 2^24 uniforms k·2^-24, and for every one of them no step does
+(tests/test_random_box_muller.py checks all of them against :mod:`.cephes_float32`), so the
+tie check is left out. Buffers are reused across blocks: fresh large arrays cost page faults.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .fma import fma_float32
-
-_f32 = np.float32
-_SQRT_HALF = _f32(0.707106781186547524)
-_LOG_POLY = [
-    7.0376836292e-2,
-    -1.1514610310e-1,
-    1.1676998740e-1,
-    -1.2420140846e-1,
-    1.4249322787e-1,
-    -1.6668057665e-1,
-    2.0000714765e-1,
-    -2.4999993993e-1,
-    3.3333331174e-1,
-]
-_LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)  # ln 2 split in two parts
-_FOUR_OVER_PI = _f32(1.27323954473516)
-_PI_OVER_4_PARTS = (
-    _f32(-0.78515625),
-    _f32(-2.4187564849853515625e-4),
-    _f32(-3.77489497744594108e-8),
+from .cephes_float32 import (
+    _COS_POLY,
+    _FOUR_OVER_PI,
+    _LOG_POLY,
+    _LOG_Q1,
+    _LOG_Q2,
+    _PI_OVER_4_PARTS,
+    _SIN_POLY,
+    _SQRT_HALF,
+    _fma,
 )
-_COS_POLY = (_f32(2.443315711809948e-5), _f32(-1.388731625493765e-3), _f32(4.166664568298827e-2))
-_SIN_POLY = (_f32(-1.9515295891e-4), _f32(8.3321608736e-3), _f32(-1.6666654611e-1))
+
+_f32, _f64 = np.float32, np.float64
+_LOG_POLY_32 = [_f32(c) for c in _LOG_POLY]
+_TWO_PI = _f32(2.0 * np.pi)
+_CHUNK = 1 << 15  # normals per block of work: its float64 temporaries stay in the L2 cache
 
 
-def _fma(a, b, c) -> np.ndarray:
-    return fma_float32(np.asarray(a, dtype=_f32), b, c)
+class _Workspace:
+    """float64 buffers of one chunk's half (8 of every 16 values, as (blocks, 8)) and a
+    float32 scratch of the same shape."""
+
+    def __init__(self, blocks: int):
+        self.scratch = np.empty((blocks, 8), dtype=_f32)
+        self.a, self.b, self.c, self.d, self.e = (np.empty((blocks, 8)) for _ in range(5))
+
+    def head(self, blocks: int) -> _Workspace:
+        """The same buffers cut to the first ``blocks`` rows (the last, shorter chunk)."""
+        part = object.__new__(_Workspace)
+        for name in ("scratch", "a", "b", "c", "d", "e"):
+            setattr(part, name, getattr(self, name)[:blocks])
+        return part
+
+    def round(self, t: np.ndarray) -> np.ndarray:
+        """``t`` rounded to float32, in place (held as float64)."""
+        np.copyto(self.scratch, t, casting="same_kind")
+        np.copyto(t, self.scratch)
+        return t
+
+    def fma(self, a: np.ndarray, b, c, out: np.ndarray) -> np.ndarray:
+        """float32 ``a*b + c`` into ``out`` (which may be ``a``, not ``c``), without the tie
+        check."""
+        np.multiply(a, b, out=out)
+        out += c
+        return self.round(out)
 
 
-def log_float32(x: np.ndarray) -> np.ndarray:
-    """Natural log of positive float32 values: x = m·2^e with m in [√½, √2), a degree-9
-    polynomial in m - 1, and e·ln 2 added in two parts."""
-    x = np.maximum(x, _f32(np.finfo(_f32).tiny))
+def _log_of_one_minus(u: np.ndarray, w: _Workspace, out: np.ndarray) -> None:
+    """``log(1 - u)`` as torch computes it, into ``out`` (float32)."""
+    x = _f32(1) - u
     bits = x.view(np.int32)
-    exponent = ((bits >> 23) - 0x7F).astype(_f32) + _f32(1)
     mantissa = ((bits & ~np.int32(0x7F800000)) | np.int32(0x3F000000)).view(_f32)  # [0.5, 1)
     small = mantissa < _SQRT_HALF
-    exponent = exponent - np.where(small, _f32(1), _f32(0))
-    m = (mantissa - _f32(1)) + np.where(small, mantissa, _f32(0))
-    z = m * m
-    y = np.full_like(m, _f32(_LOG_POLY[0]))
-    for coefficient in _LOG_POLY[1:]:
-        y = _fma(y, m, _f32(coefficient))
-    y = y * m
-    y = _fma(y, z, exponent * _LOG_Q1)
-    y = y - z * _f32(0.5)  # exact product: fused or not, the same
-    return _fma(exponent, _LOG_Q2, m + y)
+    exponent = ((bits >> 23) - (0x7F - 1) - small).astype(_f32)
+    m32 = mantissa - _f32(1)
+    m32 += mantissa * small  # np.where is several times slower
+    m, z, y, e = w.a, w.b, w.c, w.d
+    np.copyto(m, m32)
+    np.multiply(m32, m32, out=w.scratch)
+    np.copyto(z, w.scratch)
+    w.fma(m, _LOG_POLY_32[0], _LOG_POLY_32[1], y)
+    for coefficient in _LOG_POLY_32[2:]:
+        w.fma(y, m, coefficient, y)
+    y *= m
+    w.round(y)
+    np.multiply(exponent, _LOG_Q1, out=w.scratch)
+    np.copyto(e, w.scratch)
+    w.fma(y, z, e, y)
+    z *= 0.5  # exact
+    y -= z
+    w.round(y)
+    y += m
+    w.round(y)
+    np.copyto(e, exponent)
+    e *= _LOG_Q2  # exact: a small integer times a short constant
+    e += y
+    np.copyto(out, e, casting="same_kind")
 
 
-def sincos_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sin x, cos x) for float32 x: reduce by multiples of π/4 (π/4 in three parts), then
-    Cephes' sin and cos polynomials, swapped and signed by the octant."""
-    sin_negative = np.signbit(x)
-    x = np.abs(x)
-    octant = (x * _FOUR_OVER_PI).astype(np.int32)
-    octant = (octant + 1) & ~np.int32(1)
-    y = octant.astype(_f32)
-    for part in _PI_OVER_4_PARTS:
-        x = _fma(y, part, x)
-    sin_negative = sin_negative ^ ((octant & 4) != 0)
-    cos_negative = (~(octant - 2) & 4) != 0
-    use_sin_poly = (octant & 2) == 0
-    z = x * x
-    cos_poly = np.full_like(x, _COS_POLY[0])
-    for coefficient in _COS_POLY[1:]:
-        cos_poly = _fma(cos_poly, z, coefficient)
-    cos_poly = cos_poly * z
-    cos_poly = _fma(cos_poly, z, -(z * _f32(0.5))) + _f32(1)
-    sin_poly = np.full_like(x, _SIN_POLY[0])
-    for coefficient in _SIN_POLY[1:]:
-        sin_poly = _fma(sin_poly, z, coefficient)
-    sin_poly = _fma(sin_poly * z, x, x)
-    sin = np.where(use_sin_poly, sin_poly, cos_poly)
-    cos = np.where(use_sin_poly, cos_poly, sin_poly)
-    return np.where(sin_negative, -sin, sin), np.where(cos_negative, -cos, cos)
+def _sincos_of_angle(u: np.ndarray, w: _Workspace, sin: np.ndarray, cos: np.ndarray) -> None:
+    """``sin`` and ``cos`` of ``2π·u`` as torch computes them (non-negative angles)."""
+    x32 = _TWO_PI * u
+    octant = (x32 * _FOUR_OVER_PI).astype(np.int32)
+    octant += 1
+    octant &= ~np.int32(1)
+    x, z, spare, sin_poly, y = w.a, w.b, w.c, w.d, w.e
+    np.copyto(y, octant)
+    np.copyto(x, x32)
+    for part in _PI_OVER_4_PARTS:  # x reduced by y·π/4, into the spare buffer (out ≠ c)
+        w.fma(y, _f64(part), x, spare)
+        x, spare = spare, x
+    cos_poly = spare
+    np.multiply(x, x, out=z)
+    w.round(z)
+    w.fma(z, _f64(_COS_POLY[0]), _COS_POLY[1], cos_poly)
+    w.fma(cos_poly, z, _COS_POLY[2], cos_poly)
+    cos_poly *= z
+    w.round(cos_poly)
+    np.multiply(z, -0.5, out=y)  # exact
+    w.fma(cos_poly, z, y, cos_poly)
+    cos_poly += 1.0
+    w.fma(z, _f64(_SIN_POLY[0]), _SIN_POLY[1], sin_poly)
+    w.fma(sin_poly, z, _SIN_POLY[2], sin_poly)
+    sin_poly *= z
+    w.round(sin_poly)
+    w.fma(sin_poly, x, x, sin_poly)
+    # select and sign with bit operations: np.where and masked negation are far slower
+    np.copyto(cos, cos_poly, casting="same_kind")
+    np.copyto(sin, sin_poly, casting="same_kind")
+    cos_bits, sin_bits = cos.view(np.int32), sin.view(np.int32)
+    swap = -((octant >> 1) & 1)  # all ones where sin takes the cos polynomial
+    swap &= sin_bits ^ cos_bits
+    sin_bits ^= swap
+    cos_bits ^= swap
+    sin_bits ^= (octant & 4) << 29  # bit 2 of the octant to the sign bit
+    octant -= 2
+    np.invert(octant, out=octant)
+    octant &= 4
+    octant <<= 29
+    cos_bits ^= octant
 
 
-def box_muller_16_float32(uniform: np.ndarray, mean: float, std: float) -> np.ndarray:
-    """Blocks of 16 float32 uniforms to 16 normals: radius from the first 8 (as 1 - u),
-    angle from the last 8; cos values first, then sin values."""
+def standard_normal_blocks(uniform: np.ndarray, out: np.ndarray) -> None:
+    """Box-Muller on blocks of 16 float32 uniforms into ``out``: radius from the first 8 (as
+    1 - u), angle from the last 8; cos values first, then sin values."""
     blocks = uniform.reshape(-1, 2, 8)
-    radius = np.sqrt(_f32(-2) * log_float32(_f32(1) - blocks[:, 0]))
-    sin, cos = sincos_float32(_f32(2.0 * np.pi) * blocks[:, 1])
-    normals = np.stack([radius * cos, radius * sin], axis=1).reshape(-1)
-    if std == 1.0 and mean == 0.0:  # fma(x, 1, 0) is x + 0: exact, and -0 becomes +0
-        normals += _f32(0)
-        return normals
-    return _fma(normals, _f32(std), _f32(mean))
+    normals = out.reshape(-1, 2, 8)
+    per_chunk = _CHUNK // 16
+    w = _Workspace(min(len(blocks), per_chunk))
+    radius = np.empty_like(w.scratch)
+    for start in range(0, len(blocks), per_chunk):
+        stop = min(start + per_chunk, len(blocks))
+        part = w if stop - start == per_chunk else w.head(stop - start)
+        r = radius[: stop - start]
+        _log_of_one_minus(blocks[start:stop, 0], part, r)
+        r *= _f32(-2)
+        np.sqrt(r, out=r)
+        cos, sin = normals[start:stop, 0], normals[start:stop, 1]
+        _sincos_of_angle(blocks[start:stop, 1], part, sin, cos)
+        sin *= r
+        cos *= r
+    out += _f32(0)  # fma(x, 1, 0) is x + 0: exact, and -0 becomes +0
+
+
+def box_muller_16_float32(
+    uniform: np.ndarray, mean: float, std: float, out: np.ndarray | None = None
+) -> np.ndarray:
+    """torch's float32 normals from blocks of 16 uniforms, ``* std + mean`` fused."""
+    normals = np.empty_like(uniform) if out is None else out
+    standard_normal_blocks(uniform, normals)
+    if std != 1.0 or mean != 0.0:
+        normals[...] = _fma(normals, _f32(std), _f32(mean))
+    return normals

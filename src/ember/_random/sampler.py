@@ -263,11 +263,15 @@ class TorchSampler:
         tail = self.unit(16, target) if n % 16 else None
         full = n - n % 16
         out = np.empty_like(data)
-        box_muller = box_muller_16_float32 if target == np.float32 else _box_muller_16
-        # in chunks whose temporaries stay in the CPU caches (25 % faster at 10^6 values)
-        for start in range(0, full, _NORMAL_CHUNK):
-            stop = min(start + _NORMAL_CHUNK, full)
-            out[start:stop] = box_muller(data[start:stop], mean, std)
+        if target == np.float32:  # works in cache-sized chunks itself
+            box_muller = box_muller_16_float32
+            box_muller_16_float32(data[:full], mean, std, out=out[:full])
+        else:
+            box_muller = _box_muller_16
+            # in chunks whose temporaries stay in the CPU caches (25 % faster at 10^6 values)
+            for start in range(0, full, _NORMAL_CHUNK):
+                stop = min(start + _NORMAL_CHUNK, full)
+                out[start:stop] = box_muller(data[start:stop], mean, std)
         if tail is not None:  # torch recomputes the last 16 values from fresh uniforms
             out[full:] = data[full:]
             out[n - 16 :] = box_muller(tail, mean, std)
@@ -278,9 +282,7 @@ class TorchSampler:
         with uniforms first, then (for a ragged end) 16 fresh ones for the last 16 values."""
         full = n - n % 16
         out = np.empty(n, dtype=np.float32)
-        for start in range(0, full, _NORMAL_CHUNK):
-            stop = min(start + _NORMAL_CHUNK, full)
-            out[start:stop] = box_muller_16_float32(self.unit(stop - start), mean, std)
+        box_muller_16_float32(self.unit(full), mean, std, out=out[:full])
         if n % 16:
             out[n - 16 :] = box_muller_16_float32(self.unit(16), mean, std)
         return out
