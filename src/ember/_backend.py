@@ -169,8 +169,9 @@ def device_of(data) -> device:
 
 
 def writeable(data) -> bool:
-    """Whether ``data`` may be written in place: NumPy's flag (broadcast views and diagonals
-    are read-only); always for CuPy arrays, which have no read-only state (nor the flag).
+    """Whether ``data`` may be written in place: its ``flags.writeable`` (NumPy's broadcast views
+    and diagonals are read-only, sparse storage says False); CuPy arrays have no read-only state
+    and no such flag: always True.
 
     >>> import numpy
     >>> writeable(numpy.broadcast_to(numpy.ones(1), (3,)))
@@ -178,7 +179,7 @@ def writeable(data) -> bool:
     """
     if isinstance(data, _np.ndarray):  # subclasses too (ember.compile's traced arrays)
         return data.flags.writeable
-    return True
+    return getattr(data.flags, "writeable", True)
 
 
 def as_array(value):

@@ -308,7 +308,14 @@ T.__ge__ = ew.ge
 
 
 def _invert(self: Tensor) -> Tensor:
-    return ew.logical_not(self) if self._data.dtype.kind == "b" else ew.bitwise_not(self)
+    kind = self._data.dtype.kind
+    if kind == "b":
+        return ew.logical_not(self)
+    if kind not in "iu":
+        raise TypeError(
+            "~ (operator.invert) is only implemented on integer and Boolean-type tensors"
+        )
+    return ew.bitwise_not(self)
 
 
 def _eq(self: Tensor, other):

@@ -369,7 +369,6 @@ def test_convolution_with_weight_or_bias_on_another_device_raises(cuda_device):
     assert F.conv2d(x, w.cuda(), ember.zeros(2, device="cuda")).is_cuda
 
 
-@pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": ops/_dispatch.promote")
 def test_a_zero_dim_cpu_tensor_joins_cuda_ops_as_a_scalar_as_torch(cuda_device):
     x = ember.ones(2, device="cuda", requires_grad=True)
     scale = ember.tensor(3.0, requires_grad=True)

@@ -145,6 +145,20 @@ def check_same_device(op: str, a: Tensor, b: Tensor) -> None:
         )
 
 
+def _on_one_device(op: str, a: Tensor, b: Tensor) -> tuple:
+    """(a, b) on one device: a 0-d CPU tensor joins the other's device as a scalar would (as
+    torch; its gradient flows back to the CPU), any other mix raises torch's error."""
+    a_device, b_device = a.device, b.device
+    if a_device == b_device:
+        return a, b
+    if a_device.type == "cpu" and a._data.ndim == 0:
+        return a.to(b_device), b
+    if b_device.type == "cpu" and b._data.ndim == 0:
+        return a, b.to(a_device)
+    check_same_device(op, a, b)
+    return a, b
+
+
 def to_tensor(value, like: Tensor | None = None) -> Tensor:
     """Python numbers, lists and arrays to a tensor (on ``like``'s device)."""
     if isinstance(value, Tensor):
@@ -174,11 +188,10 @@ def promote(op: str, a, b):
     if isinstance(b, Tensor):
         if not isinstance(a, Tensor):
             return promote_scalar(op, b, a, reflected=True)
+        if type(a._data) is not type(b._data):
+            a, b = _on_one_device(op, a, b)
         if a._data.dtype is b._data.dtype or a._data.dtype == b._data.dtype:
-            if type(a._data) is not type(b._data):
-                check_same_device(op, a, b)
             return a, b
-        check_same_device(op, a, b)
         rt = dt.result_type(a, b)
         return cast(a, rt), cast(b, rt)
     return promote_scalar(op, a, b)
@@ -210,9 +223,8 @@ def promote_scalar(op: str, t: Tensor, s, reflected: bool = False):
     if s_cat > cat:
         t = cast(t, dt.result_type(t, s))
     elif s_cat == INT and cat == INT and s.__class__ is int:
-        info_ok = _fits(s, t._data.dtype)
-        if not info_ok:
-            s = t._data.dtype.type(s)  # wraps around like PyTorch's integer overflow
+        if not _fits(s, t._data.dtype):
+            s = _wrapped(s, t._data.dtype)
     return (s, t) if reflected else (t, s)
 
 
@@ -221,6 +233,16 @@ def _fits(value: int, np_dtype) -> bool:
     if np_dtype.kind == "u":
         return 0 <= value < (1 << bits)
     return -(1 << (bits - 1)) <= value < (1 << (bits - 1))
+
+
+def _wrapped(value: int, np_dtype) -> int:
+    """``value`` modulo 2**bits in the dtype's range: torch casts an integer scalar to an integer
+    tensor's dtype that way (``uint8 tensor + 300`` adds 44)."""
+    bits = np_dtype.itemsize * 8
+    value &= (1 << bits) - 1
+    if np_dtype.kind == "i" and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return value
 
 
 _SCALAR_ARRAYS: dict = {}
