@@ -36,8 +36,6 @@ from ..ops.activation import (
     relu,
     relu6,
     relu_,
-    rrelu,
-    rrelu_,
     selu,
     selu_,
     silu,
@@ -61,6 +59,7 @@ from ..ops.conv import (
     unfold,
 )
 from ..ops.distance import cosine_similarity, pairwise_distance, pdist
+from ..ops.dropout import dropout, dropout2d
 from ..ops.elementwise import clamp, where
 from ..ops.elementwise import sigmoid as _sigmoid
 from ..ops.elementwise import tanh as _tanh
@@ -94,11 +93,14 @@ from ..ops.loss_regression import (
     poisson_nll_loss,
     smooth_l1_loss,
 )
+from ._functional_random import rrelu, rrelu_
 
-# The losses and distances live in ember.ops (one file per family); like PyTorch's, they
-# present themselves under their public module, where tools that walk this namespace (the
-# profiler's op list) look for them.
+# The losses and distances live in ember.ops (one file per family), rrelu in
+# _functional_random; like PyTorch's, they present themselves under their public module,
+# where tools that walk this namespace (the profiler's op list) look for them.
 for _fn in (
+    rrelu,
+    rrelu_,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
@@ -204,66 +206,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return out + bias if bias is not None else out
 
 
-def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero each element with probability p and scale the rest by 1/(1-p) while training."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        out = input * 0.0
-    else:
-        keep = _creation.bernoulli(input, 1.0 - p)  # torch's mask: bernoulli_(1 - p)
-        out = input * (keep / (1.0 - p))
-    return input.copy_(out) if inplace else out
-
-
-_DROPOUT2D_DIM_WARNING = (
-    "dropout2d: Received a {}-D input to dropout2d, which is deprecated and will result in an "
-    "error in a future release. To retain the behavior and silence this warning, please use "
-    "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with "
-    "2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
-    "inputs)."
-)
-_DROPOUT2D_3D_WARNING = (
-    "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
-    "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
-    "This behavior will change in a future release to interpret the input as one without a "
-    "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
-    "please switch to using dropout1d instead."
-)
-
-
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool) -> Tensor:
-    """Zero whole features (dims 2..) of each (sample, channel), scaling the rest by 1/(1-p)."""
-    if input.dim() < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        out = input * 0.0
-    else:
-        shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
-        keep = _creation.bernoulli(
-            _creation.full(shape, 1.0 - p, dtype=input.dtype, device=input.device)
-        )
-        out = input * (keep / (1.0 - p))
-    return input.copy_(out) if inplace else out
-
-
-def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero whole channels of an (N, C, H, W) input. As PyTorch, a 3-D input is read as
-    (N, C, L) (with a warning) and inputs of other ranks warn that they are deprecated."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    dim = input.dim()
-    if dim not in (3, 4):
-        warnings.warn(_DROPOUT2D_DIM_WARNING.format(dim), stacklevel=2)
-    if dim == 3:
-        warnings.warn(_DROPOUT2D_3D_WARNING, stacklevel=2)
-    return _feature_dropout(input, p, training, inplace)
-
-
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot vectors of ``num_classes`` (inferred as max + 1 when -1) along a new last
     dim."""
@@ -292,9 +234,8 @@ def gumbel_softmax(
     gradient is that of the soft sample (straight-through)."""
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    uniform = _creation.rand_like(logits)
-    # -log(E) with E ~ Exp(1) = -log(-log(1 - U)) is Gumbel(0, 1)
-    gumbels = -((1 - uniform).log().neg().log())
+    # -log(E) with E ~ Exp(1) is Gumbel(0, 1); drawn as torch draws it, in C order
+    gumbels = -_creation.empty_like(logits).exponential_().log()
     y_soft = _activation.softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
