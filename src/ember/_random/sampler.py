@@ -43,6 +43,7 @@ import numpy as np
 from .box_muller_float32 import box_muller_16_float32
 from .fma import fma_float32, fma_float64
 from .mt19937 import MT19937
+from .permutation import fisher_yates
 
 _BITS_OF = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 _WIDE_RANGE = 1 << 28  # torch draws 64-bit words from this range up (limits modulo skew)
@@ -414,56 +415,6 @@ def _scaled(normals: np.ndarray, mean: float, std: float) -> np.ndarray:
     if std == 1.0 and mean == 0.0:
         return normals
     return fma_float64(normals, std, mean)
-
-
-def fisher_yates(offsets: np.ndarray) -> np.ndarray:
-    """The permutation left by swapping p[i] and p[i + offsets[i]] for i = 0, 1, ...,
-    starting from the identity, computed without a Python loop over the swaps.
-
-    Step i moves the value then at position i (call it cur[i]) to its target j_i >= i, and
-    position i is final after step i. So p[i] is the value at j_i just before step i: cur[t]
-    for the last earlier step t with target j_i, else j_i itself. And cur[i] is, likewise,
-    cur of the last earlier step that targeted i, else i: a chain resolved by pointer doubling.
-    "The last earlier step with the same target" comes from peeling the groups of equal
-    targets from their ends (an assignment with repeated indices keeps the last, largest step).
-    """
-    n = offsets.size + 1
-    steps = np.arange(n, dtype=np.int64)
-    target = steps.copy()
-    target[:-1] += offsets  # the last step is a no-op: j = n - 1
-    previous_same = _previous_with_same_target(steps, target)
-    # writer of position t: the last step before t that targeted t (all such steps are <= t)
-    origin = steps.copy()
-    moved = target != steps
-    origin[target[moved]] = steps[moved]
-    active = np.flatnonzero(origin != steps)
-    while active.size:  # pointer doubling, only on chains not yet at their root
-        hop = origin[origin[active]]
-        origin[active] = hop
-        active = active[origin[hop] != hop]
-    earlier = previous_same >= 0
-    perm = target.copy()
-    perm[earlier] = origin[previous_same[earlier]]
-    return perm
-
-
-def _previous_with_same_target(steps: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """For each step, the last earlier step with the same target, or -1."""
-    previous = np.full(steps.size, -1, dtype=np.int64)
-    last = np.full(steps.size, -1, dtype=np.int64)
-    remaining, remaining_targets = steps, target
-    ends = ends_targets = None
-    while remaining.size:
-        last[remaining_targets] = remaining  # the largest remaining step of each target
-        if ends is not None:  # the group's new end precedes the end peeled last round
-            previous[ends] = last[ends_targets]
-            last[ends_targets] = -1
-        is_end = last[remaining_targets] == remaining
-        ends, ends_targets = remaining[is_end], remaining_targets[is_end]
-        last[ends_targets] = -1
-        keep = ~is_end
-        remaining, remaining_targets = remaining[keep], remaining_targets[keep]
-    return previous
 
 
 def _box_muller_16(uniform: np.ndarray, mean: float, std: float) -> np.ndarray:
