@@ -390,8 +390,9 @@ def normal(
     """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers with ``size``."""
     rng = resolve_generator(generator)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        m = mean._data if isinstance(mean, Tensor) else mean
-        s = std._data if isinstance(std, Tensor) else std
+        # drawn on the host by the CPU generator (torch's stream), then moved to the device
+        m = _backend.to_host(mean._data) if isinstance(mean, Tensor) else mean
+        s = _backend.to_host(std._data) if isinstance(std, Tensor) else std
         ref = mean if isinstance(mean, Tensor) else std
         if isinstance(s, (int, float)) and s < 0 or hasattr(s, "min") and s.size and s.min() < 0:
             raise RuntimeError("normal expects all elements of std >= 0.0")
@@ -399,7 +400,7 @@ def normal(
 
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         data = (rng.standard_normal(shape, dtype=ref._data.dtype) * s + m).astype(ref._data.dtype)
-        return _finish(data, requires_grad)
+        return _finish(_place(data, ref.device), requires_grad)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     d = _float_dtype(dtype)
@@ -410,7 +411,10 @@ def normal(
 
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     rng = resolve_generator(generator)
-    probs = input._data if p is None else p  # torch.bernoulli(probs) or the scalar-p form
+    # torch.bernoulli(probs) or the scalar-p form; drawn on the host by the CPU generator
+    probs = _backend.to_host(input._data) if p is None else p
+    if isinstance(probs, Tensor):
+        probs = _backend.to_host(probs._data)
     data = rng.bernoulli(probs, input._data.shape).astype(input._data.dtype)
     return _wrap(_place(data, input.device))
 
@@ -440,7 +444,8 @@ def multinomial(
 
 def poisson(input: Tensor, generator=None) -> Tensor:
     rng = resolve_generator(generator)
-    return _wrap(rng.poisson(input._data).astype(input._data.dtype))
+    data = rng.poisson(_backend.to_host(input._data)).astype(input._data.dtype)
+    return _wrap(_place(data, input.device))
 
 
 __all__ = [

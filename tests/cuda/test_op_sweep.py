@@ -1,5 +1,6 @@
 """A sweep of ~300 ops and functions on fake-CuPy ``cuda`` tensors: each runs, leaves its
-result on the device and (random draws aside) equals the CPU result. An op that calls NumPy on
+result on the device and equals the CPU result (random draws too: CUDA tensors draw from the
+CPU generator on the host, then move). An op that calls NumPy on
 device data fails here (the fake refuses implicit conversion and NumPy operands, as CuPy)."""
 
 import numpy as np
@@ -332,13 +333,6 @@ FAMILIES = {
     ],
 }
 
-# (family, position): calls that need a patch in a file another helper owns (see the report)
-PENDING = {
-    ("random", 4): "bernoulli(probs on cuda): _creation.bernoulli reads probs with NumPy",
-    ("random", 6): "normal(tensor mean/std on cuda): _creation.normal",
-    ("random", 7): "poisson(rates on cuda): _creation.poisson",
-}
-
 
 def _host(value):
     if isinstance(value, E.Tensor):
@@ -364,8 +358,6 @@ def _check(family: str, k: int) -> None:
     got = FAMILIES[family]("cuda")[k]()
     for t in _leaves(got):
         assert t.device.type == "cuda" or family == "misc", f"{family}[{k}] left the device"
-    if family == "random":
-        return
     for a, b in zip(_leaves(expected), _leaves(got)):
         np.testing.assert_allclose(_host(b), _host(a), rtol=1e-4, atol=1e-5)
 
@@ -374,16 +366,8 @@ def _check(family: str, k: int) -> None:
 def test_every_op_of_the_family_runs_on_cuda_as_on_cpu(fake_cuda, family):
     failures = []
     for k in range(len(FAMILIES[family]("cpu"))):
-        if (family, k) in PENDING:
-            continue
         try:
             _check(family, k)
         except Exception as exc:  # noqa: BLE001 - collected, then reported together
             failures.append(f"{family}[{k}]: {type(exc).__name__}: {str(exc)[:200]}")
     assert not failures, "\n".join(failures)
-
-
-@pytest.mark.xfail(strict=False, reason="needs the patches listed in the issue-10 report")
-@pytest.mark.parametrize("case", sorted(PENDING), ids=lambda c: f"{c[0]}-{c[1]}")
-def test_pending_ops_run_on_cuda(fake_cuda, case):
-    _check(*case)
