@@ -37,7 +37,8 @@ def _user_line() -> str:
     while frame is not None:
         code = frame.f_code
         path = os.path.abspath(code.co_filename)
-        trampoline = "_ember_op" in code.co_varnames  # the profiler's patched op code
+        # the profiler's or autocast's patched op code
+        trampoline = "_ember_op" in code.co_varnames or "_ember_amp" in code.co_varnames
         if not trampoline and not path.startswith(_EMBER_DIR + os.sep):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
@@ -67,9 +68,16 @@ def canonical_signatures() -> dict:
 
 
 def _unpatched(fn):
-    """The op behind a patched op's trampoline (a profile may be open during an export)."""
-    while fn.__kwdefaults__ and "_ember_op" in fn.__kwdefaults__:
-        fn = fn.__kwdefaults__["_ember_op"][1][0]
+    """The op behind a patched op's trampolines: the profiler's (a profile may be open during
+    an export) and autocast's, which stays on an op that was not called since an autocast
+    region closed inside a profile, until that op's next call restores it."""
+    while fn.__kwdefaults__:
+        if "_ember_op" in fn.__kwdefaults__:
+            fn = fn.__kwdefaults__["_ember_op"][1][0]
+        elif "_ember_amp" in fn.__kwdefaults__:
+            fn = fn.__kwdefaults__["_ember_amp"][1].original
+        else:
+            break
     return fn
 
 
