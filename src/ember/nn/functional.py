@@ -219,10 +219,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             num_classes = largest + 1
         elif largest >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    elif num_classes == -1:
+    elif num_classes <= 0:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
-    elif num_classes < 0:
-        raise RuntimeError("Class values must be smaller than num_classes.")
     eye = _creation.eye(num_classes, dtype=tensor.dtype, device=tensor.device)
     return eye[tensor]
 
@@ -343,30 +341,14 @@ def group_norm(
 def embedding(
     input: Tensor,
     weight: Tensor,
-    padding_idx=None,
-    max_norm=None,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
     norm_type: float = 2.0,
     scale_grad_by_freq: bool = False,
     sparse: bool = False,
 ) -> Tensor:
-    """Rows of ``weight`` picked by ``input``; the padding row receives no gradient."""
-    if input.dtype.name not in ("int64", "int32"):
-        raise RuntimeError(
-            "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got {input.dtype.legacy_name} instead"
-        )
-    if max_norm is not None:
-        from ..autograd.grad_mode import no_grad
+    """Rows of ``weight`` picked by ``input``; the padding row receives no gradient, and
+    ``sparse=True`` gives ``weight`` a sparse gradient (see ``ember.ops.embedding``)."""
+    from ..ops.embedding import embedding as _embedding
 
-        with no_grad():
-            rows = weight[input.reshape(-1)]
-            norms = rows.norm(norm_type, dim=1, keepdim=True)
-            scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
-            weight[input.reshape(-1)] = rows * scale
-    out = weight.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.shape[1],))
-    if padding_idx is not None:
-        if padding_idx < 0:
-            padding_idx += weight.shape[0]
-        keep = (input != padding_idx).unsqueeze(-1)
-        out = where(keep, out, out._detach())
-    return out
+    return _embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)

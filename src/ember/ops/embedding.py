@@ -87,18 +87,23 @@ def embedding(
         >>> embedding(ember.tensor([[2, 0]]), w).tolist()
         [[[4.0, 5.0], [0.0, 1.0]]]
     """
+    # torch's order: padding_idx (checked against size(0) only when nonzero), the weight's
+    # rank, the indices' dtype
+    if padding_idx is not None and padding_idx != 0:
+        if weight.dim() == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if not -weight.shape[0] <= padding_idx < weight.shape[0]:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
     if input.dtype.name not in _INDEX_DTYPES:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got {input.type()} instead (while checking arguments for "
             "embedding)"
         )
-    if weight.dim() != 2:
-        raise RuntimeError("'weight' must be 2-D")
     num_weights = weight.shape[0]
     if padding_idx is not None:
-        if not -num_weights <= padding_idx < num_weights:
-            raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= num_weights
     idx = input._data
     flat = idx.reshape(-1)
