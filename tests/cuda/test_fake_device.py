@@ -262,7 +262,6 @@ def test_state_dict_of_cuda_tensors_saves_and_loads(cuda_device, tmp_path):
     np.testing.assert_array_equal(fresh.weight.detach().cpu().numpy(), on_cpu["weight"].numpy())
 
 
-@pytest.mark.xfail(strict=False, reason=LEAD_PATCH + ": serialization keeps the device")
 def test_load_without_map_location_restores_cuda_tensors_as_torch(cuda_device, tmp_path):
     # torch records each storage's location ("cuda:0") and load puts it back there
     ember.save({"w": ember.ones(2, device="cuda")}, tmp_path / "w.pt")

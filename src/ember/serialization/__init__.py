@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 
 from .._tensor import Tensor
-from . import _safetensors, _torch_zip
+from . import _location, _safetensors, _torch_zip
 from ._errors import SerializationError
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._safetensors import load_file, save_file
@@ -89,20 +89,12 @@ def load(
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{os.fspath(f)}'")
     blob = _safetensors.read_all(f)
     if blob[:4] == b"PK\x03\x04":
-        obj = _torch_zip.loads(blob, weights_only=weights_only)
-    else:
-        obj = _safetensors.load(blob)
+        # each tensor goes back to its saved location ("cuda:0"), or where map_location says
+        return _torch_zip.loads(blob, weights_only=weights_only, map_location=map_location)
+    obj = _safetensors.load(blob)  # safetensors records no location: CPU tensors
     if map_location is not None:
-        obj = _map(obj, lambda t: _place(t, map_location))
+        obj = _map(obj, lambda t: _location.restore(t, "cpu", map_location))
     return obj
-
-
-def _place(t: Tensor, map_location):
-    if callable(map_location):
-        return map_location(t, "cpu")
-    if isinstance(map_location, dict):
-        return t.to(map_location.get("cpu", "cpu"))
-    return t.to(map_location)
 
 
 def _map(obj, fn):

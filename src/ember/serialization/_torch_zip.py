@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from . import _safe_globals
+from . import _location, _safe_globals
 from ._errors import SerializationError
 
 _STORAGE_OF_DTYPE = {d.name: dt.LEGACY_NAMES[d.name] + "Storage" for d in dt.ALL}
@@ -50,8 +50,9 @@ REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 
 
 class _Storage:
-    def __init__(self, key: str, array, dtype_name: str):
+    def __init__(self, key: str, array, dtype_name: str, location: str):
         self.key, self.array, self.dtype_name = key, array, dtype_name
+        self.location = location  # torch's tag of the saved tensor's device: "cpu", "cuda:0"
 
 
 def _root_array(data):
@@ -87,7 +88,7 @@ class _TorchPickler(pickle._Pickler):  # the Python pickler lets us write torch'
     def persistent_id(self, obj):
         if isinstance(obj, _Storage):
             storage_type = _Global("torch", _STORAGE_OF_DTYPE[obj.dtype_name])
-            return ("storage", storage_type, obj.key, "cpu", int(obj.array.size))
+            return ("storage", storage_type, obj.key, obj.location, int(obj.array.size))
         return None
 
     def _storage_of(self, t: Tensor):
@@ -103,7 +104,8 @@ class _TorchPickler(pickle._Pickler):  # the Python pickler lets us write torch'
             root, offset, strides = described
         storage = self.storages.get(id(root))
         if storage is None:
-            storage = _Storage(str(len(self.storages)), root, t.dtype.name)
+            location = _location.location_of(t)
+            storage = _Storage(str(len(self.storages)), root, t.dtype.name, location)
             self.storages[id(root)] = storage
         return storage, offset, strides
 
@@ -163,7 +165,7 @@ class _StorageType:
 def _rebuild_tensor_v2(
     storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None
 ):
-    array, _ = storage
+    array = storage[0]
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise SerializationError(
@@ -252,9 +254,17 @@ WEIGHTS_ONLY_HELP = (
 class _Unpickler(pickle._Unpickler):
     dispatch = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, pickled: bytes, archive: zipfile.ZipFile, prefix: str, weights_only: bool):
+    def __init__(
+        self,
+        pickled: bytes,
+        archive: zipfile.ZipFile,
+        prefix: str,
+        weights_only: bool,
+        map_location=None,
+    ):
         super().__init__(io.BytesIO(pickled))
         self.archive, self.prefix, self.weights_only = archive, prefix, weights_only
+        self.map_location = map_location
         self.pickle_size = len(pickled)
         self.storages: dict = {}
 
@@ -272,7 +282,19 @@ class _Unpickler(pickle._Unpickler):
 
     dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
 
+    def _rebuild_tensor(self, storage, *args):
+        """torch's _rebuild_tensor_v2, then the tensor goes where its storage was saved (or
+        where map_location sends it), before requires_grad makes it a leaf."""
+        requires_grad = len(args) > 3 and args[3]
+        t = _rebuild_tensor_v2(storage, *args[:3])
+        t = _location.restore(t, storage[2], self.map_location)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
     def find_class(self, module: str, name: str):
+        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+            return self._rebuild_tensor
         if (module, name) in _TENSOR_GLOBALS:
             return _TENSOR_GLOBALS[(module, name)]
         if module == "torch" and name in _DTYPE_OF_STORAGE:
@@ -304,7 +326,9 @@ class _Unpickler(pickle._Unpickler):
     def persistent_load(self, pid):
         if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
             raise SerializationError(f"ember.load: unsupported persistent id {pid!r}")
-        _, storage_type, key, _location, numel = pid[:5]
+        _, storage_type, key, location, numel = pid[:5]
+        if not isinstance(location, str):
+            raise SerializationError(f"ember.load: invalid storage location {location!r}")
         if not isinstance(storage_type, _StorageType):
             raise SerializationError(f"ember.load: unknown storage type {storage_type!r}")
         if key not in self.storages:
@@ -331,7 +355,8 @@ class _Unpickler(pickle._Unpickler):
                 )
             raw = self.archive.read(name)
             order = d.np.newbyteorder("<") if d.np.itemsize > 1 else d.np
-            self.storages[key] = (np.frombuffer(raw, dtype=order).astype(d.np, copy=False), numel)
+            array = np.frombuffer(raw, dtype=order).astype(d.np, copy=False)
+            self.storages[key] = (array, numel, location)
         return self.storages[key]
 
 
@@ -354,7 +379,7 @@ _MALFORMED = (
 )
 
 
-def loads(blob: bytes, weights_only: bool = True):
+def loads(blob: bytes, weights_only: bool = True, map_location=None):
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
     except _MALFORMED as exc:
@@ -371,9 +396,9 @@ def loads(blob: bytes, weights_only: bool = True):
         )
     try:
         with archive.open(info) as fh:
-            unpickler = _Unpickler(fh.read(), archive, prefix, weights_only)
+            unpickler = _Unpickler(fh.read(), archive, prefix, weights_only, map_location)
             return unpickler.load()
-    except (pickle.UnpicklingError, SerializationError):
+    except (pickle.UnpicklingError, SerializationError, _location.DeviceUnavailableError):
         raise
     except _MALFORMED as exc:
         raise SerializationError(
