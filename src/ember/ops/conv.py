@@ -14,6 +14,7 @@ from .._tensor import Tensor
 from ..autograd.node import Node
 from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, record, result, wrap
+from ._scratch import scratch
 
 
 def _pair(value, n: int = 2, name: str = "") -> tuple:
@@ -33,32 +34,40 @@ def _window_slices(offsets, stride, out) -> tuple:
     return tuple(slice(o, o + s * (n - 1) + 1, s) for o, s, n in zip(offsets, stride, out))
 
 
-def _im2col(xp, data, kernel, stride, pads, dilation, channels_first=False):
+def _im2col(xp, data, kernel, stride, pads, dilation, channels_first=False, out=None):
     """(N, C, *S) -> (N, C, *K, *O) windows (a copy, C-contiguous); with ``channels_first``
     the layout is (C, *K, N, *O), whose (C·∏K, N·∏O) matrix makes a convolution one large
-    GEMM instead of N small ones. Loops over kernel offsets only, never over pixels."""
+    GEMM instead of N small ones. ``out``: a C-contiguous array of that size to fill. Loops
+    over kernel offsets only, never over pixels."""
     if any(hi < 0 for _, hi in pads):  # a transposed conv's output_padding beyond its padding
         data = data[
             (slice(None), slice(None)) + tuple(slice(0, min(hi, 0) or None) for _, hi in pads)
         ]
         pads = tuple((lo, max(hi, 0)) for lo, hi in pads)
-    if any(lo or hi for lo, hi in pads):
-        data = xp.pad(data, ((0, 0), (0, 0)) + tuple(pads))
     n, c = data.shape[:2]
-    out = tuple(
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(data.shape[2:], pads))
+    out_size = tuple(
         max((size - d * (k - 1) - 1) // s + 1, 0)
-        for size, k, s, d in zip(data.shape[2:], kernel, stride, dilation)
+        for size, k, s, d in zip(padded, kernel, stride, dilation)
     )
     if channels_first:
-        cols = xp.empty((c,) + tuple(kernel) + (n,) + out, dtype=data.dtype)
+        shape = (c,) + tuple(kernel) + (n,) + out_size
         source = data.swapaxes(0, 1)
+        if any(lo or hi for lo, hi in pads):  # pad straight into the (C, N, *S) layout
+            framed = xp.zeros((c, n) + padded, dtype=data.dtype)
+            inner = tuple(slice(lo, lo + s) for s, (lo, _) in zip(data.shape[2:], pads))
+            framed[(slice(None), slice(None)) + inner] = source
+            source = framed
     else:
-        cols = xp.empty((n, c) + tuple(kernel) + out, dtype=data.dtype)
+        shape = (n, c) + tuple(kernel) + out_size
+        if any(lo or hi for lo, hi in pads):
+            data = xp.pad(data, ((0, 0), (0, 0)) + tuple(pads))
         source = data
+    cols = xp.empty(shape, dtype=data.dtype) if out is None else out.reshape(shape)
     lead = (slice(None),) if channels_first else (slice(None), slice(None))
     for where in itertools.product(*(range(k) for k in kernel)):
         offsets = tuple(i * d for i, d in zip(where, dilation))
-        window = source[(slice(None), slice(None)) + _window_slices(offsets, stride, out)]
+        window = source[(slice(None), slice(None)) + _window_slices(offsets, stride, out_size)]
         cols[lead + where] = window
     return cols
 
@@ -118,12 +127,15 @@ class ConvolutionOneGemmBackward0(Node):
         if self.unbatched:
             gd = gd[None]
         n, out_ch = gd.shape[:2]
-        g_rows = xp.ascontiguousarray(gd.swapaxes(0, 1)).reshape(out_ch, -1)  # (O, N·∏O)
+        g_rows = _scratch_empty(xp, (out_ch, cols.shape[1]), gd.dtype)  # (O, N·∏O)
+        g_rows.reshape((out_ch, n) + gd.shape[2:])[...] = gd.swapaxes(0, 1)
         gx = gw = gb = None
         if edges[0] is not None:
             wmat = weight._data.reshape(out_ch, -1)
+            g_cols = _scratch_empty(xp, cols.shape, cols.dtype)
+            xp.matmul(wmat.T, g_rows, out=g_cols)
             channels = cols.shape[0] // math.prod(self.kernel)
-            g_cols = (wmat.T @ g_rows).reshape((channels,) + self.kernel + (n,) + self.out)
+            g_cols = g_cols.reshape((channels,) + self.kernel + (n,) + self.out)
             size = tuple(x._data.shape[-len(self.kernel) :])
             gx = _col2im(
                 xp,
@@ -135,14 +147,22 @@ class ConvolutionOneGemmBackward0(Node):
                 self.dilation,
                 channels_first=True,
             )
+            del g_cols
             if self.unbatched:
                 gx = gx[0]
             gx = wrap(gx)
         if edges[1] is not None:
             gw = wrap((g_rows @ cols.T).reshape(weight._data.shape))
         if len(edges) > 2 and edges[2] is not None:
-            gb = wrap(gd.sum(axis=(0,) + tuple(range(2, gd.ndim))))
+            gb = wrap(g_rows.sum(axis=1))
         return gx, gw, gb
+
+
+def _scratch_empty(xp, shape, dtype):
+    """A reusable NumPy scratch array (see :mod:`._scratch`); CuPy has its own pool."""
+    if xp.__name__ == "numpy":
+        return scratch.empty(shape, dtype)
+    return xp.empty(shape, dtype=dtype)
 
 
 def _conv_one_gemm(
@@ -151,12 +171,10 @@ def _conv_one_gemm(
     """groups=1: (O, C·∏K) @ (C·∏K, N·∏O), recorded as one node that keeps the columns."""
     inputs = (input, weight, bias)
     needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
-    if not needs:
-        return compute(input, weight, bias)
     x = input._data[None] if unbatched else input._data
     xp = array_module(x)
-    cols = _im2col(xp, x, kernel, stride, pads, dilation, channels_first=True)
-    cols = cols.reshape(taps, -1)
+    cols = _scratch_empty(xp, (taps, n * math.prod(out)), x.dtype)
+    _im2col(xp, x, kernel, stride, pads, dilation, channels_first=True, out=cols)
     y = (weight._data.reshape(out_ch, taps) @ cols).reshape((out_ch, n) + out).swapaxes(0, 1)
     if bias is not None:
         y = y + bias._data.reshape((1, out_ch) + (1,) * len(kernel))
@@ -164,6 +182,8 @@ def _conv_one_gemm(
         y = xp.ascontiguousarray(y)
     if unbatched:
         y = y[0]
+    if not needs:
+        return wrap(y)
     node = ConvolutionOneGemmBackward0()
     node.compute, node.unbatched, node.kernel, node.stride = compute, unbatched, kernel, stride
     node.pads, node.dilation, node.out = pads, dilation, out
