@@ -456,6 +456,7 @@ def fuse(*args, **kwargs):
 
 _REFERENCES: dict = {}  # kernel name -> NumPy function with the kernel's calling convention
 compiled_sources: list = []  # (kind, name, source) of every kernel built, for tests to inspect
+launched: list = []  # the name of every RawKernel launch, in order (install() empties it)
 
 
 def _reference(name: str):
@@ -503,6 +504,7 @@ class RawKernel:
         compiled_sources.append(("raw", name, code))
 
     def __call__(self, grid, block, args, shared_mem=0, **kwargs):
+        launched.append(self.name)
         _reference(self.name)(*_unwrap(args))  # writes its outputs in place, as the kernel does
 
 
@@ -724,6 +726,7 @@ def install(monkeypatch, lenient_flags: bool = False) -> _FakeCupy:
 
     fake = _FakeCupy()
     _FAKE = fake
+    launched.clear()
     monkeypatch.setattr(_backend, "_cupy", fake)
     monkeypatch.setattr(_backend, "_cupy_error", None)
     monkeypatch.setitem(_backend._MODULE_OF_TYPE, ndarray, fake)

@@ -96,6 +96,17 @@ def _fast(t: Tensor) -> bool:
     return type(data) is np.ndarray and data.dtype.kind in "fV"
 
 
+def _cuda_kernels(data):
+    """``ember.cuda.kernels`` when ``data`` is a CuPy array (its fused kernels may apply), else
+    None: on the CPU one attribute read and a comparison."""
+    cupy = _backend._cupy
+    if cupy is None or data.__class__ is not cupy.ndarray:
+        return None
+    from ..cuda import kernels
+
+    return kernels
+
+
 # erf(x) ≈ x P(x²) / Q(x²) on |x| ≤ 4 (beyond, erf rounds to ±1 in float32), evaluated in
 # float64: within 0.54 ulp of the float32-rounded erf everywhere (a weighted least-squares fit
 # made for ember against scipy.special.erf). float64 inputs use scipy.special itself.
@@ -302,8 +313,12 @@ class SoftmaxBackward0(Node):
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
-        if not grad_state.enabled and _fast(y) and y._data.ndim:
-            return wrap(_softmax_grad_array(g._data, y._data, d, log=False))
+        if not grad_state.enabled and y._data.ndim:
+            if _fast(y):
+                return wrap(_softmax_grad_array(g._data, y._data, d, log=False))
+            fused = _fused_softmax_grad(g._data, y._data, d, log=False)
+            if fused is not None:
+                return wrap(fused)
         return y * (g - (g * y).sum(d, keepdim=True))  # J = diag(y) - y yᵀ
 
 
@@ -311,9 +326,29 @@ class LogSoftmaxBackward0(Node):
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
-        if not grad_state.enabled and _fast(y) and y._data.ndim:
-            return wrap(_softmax_grad_array(g._data, y._data, d, log=True))
+        if not grad_state.enabled and y._data.ndim:
+            if _fast(y):
+                return wrap(_softmax_grad_array(g._data, y._data, d, log=True))
+            fused = _fused_softmax_grad(g._data, y._data, d, log=True)
+            if fused is not None:
+                return wrap(fused)
         return g - y.exp() * g.sum(d, keepdim=True)  # d log softmax = I - softmax
+
+
+def _fused_softmax(data, d: int, log: bool):
+    """The fused CUDA softmax over the last dim of a CuPy array, or None."""
+    kernels = _cuda_kernels(data)
+    if kernels is None or d != data.ndim - 1:
+        return None
+    return kernels.fused_softmax(array_module(data), data, log=log)
+
+
+def _fused_softmax_grad(g, y, d: int, log: bool):
+    """The fused CUDA backward over the last dim of CuPy arrays, or None."""
+    kernels = _cuda_kernels(y)
+    if kernels is None or d != y.ndim - 1 or g.__class__ is not y.__class__:
+        return None
+    return kernels.fused_softmax_backward(array_module(y), y, g, log=log)
 
 
 def _stable_shift(xp, data, d):
@@ -333,13 +368,15 @@ def _softmax_any(input: Tensor, dim, dtype, log: bool) -> Tensor:
         out = xp.zeros_like(data) if log else xp.ones_like(data)
     elif _fast(input):
         out = _softmax_array(data, d, log).astype(data.dtype, copy=False)
-    else:  # complex, CuPy, or recorded by ember.compile
-        shifted = _stable_shift(xp, data, d)
-        if log:
-            out = shifted - xp.log(xp.exp(shifted).sum(axis=d, keepdims=True))
-        else:
-            e = xp.exp(shifted)
-            out = e / e.sum(axis=d, keepdims=True)
+    else:
+        out = _fused_softmax(data, d, log)  # one CUDA kernel per row, where it applies
+        if out is None:  # complex, CuPy over another dim, or recorded by ember.compile
+            shifted = _stable_shift(xp, data, d)
+            if log:
+                out = shifted - xp.log(xp.exp(shifted).sum(axis=d, keepdims=True))
+            else:
+                e = xp.exp(shifted)
+                out = e / e.sum(axis=d, keepdims=True)
     node_cls = LogSoftmaxBackward0 if log else SoftmaxBackward0
     return result(node_cls, out, (input,), save_output=True, dim=d)
 
@@ -698,8 +735,15 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 class GeluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
-        if not grad_state.enabled and _fast(x):
-            return wrap(_gelu_grad_array(g._data, x._data, self.approximate))
+        if not grad_state.enabled:
+            if _fast(x):
+                return wrap(_gelu_grad_array(g._data, x._data, self.approximate))
+            kernels = _cuda_kernels(x._data)
+            if kernels is not None and g._data.__class__ is x._data.__class__:
+                xp = array_module(x._data)
+                fused = kernels.fused_gelu_backward(xp, x._data, g._data, self.approximate)
+                if fused is not None:
+                    return wrap(fused)
         if self.approximate == "tanh":
             inner = (x + x * x * x * 0.044715) * SQRT_2_OVER_PI
             t = tanh(inner)
@@ -730,6 +774,11 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         else:  # float64: scipy's erf, exact to the last bit
             out = kernel(np, data)
         return result(GeluBackward0, out, (input,), (input,), approximate=approximate)
+    kernels = _cuda_kernels(input._data)
+    if kernels is not None:
+        out = kernels.fused_gelu(array_module(input._data), input._data, approximate)
+        if out is not None:  # one CUDA kernel
+            return result(GeluBackward0, out, (input,), (input,), approximate=approximate)
     return _pointwise(GeluBackward0, input, "gelu", kernel, approximate=approximate)
 
 

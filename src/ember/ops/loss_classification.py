@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _backend
 from .._backend import errstate
 from .._tensor import Tensor
 from ._dispatch import array_module, check_same_device, promote
@@ -172,6 +173,15 @@ def cross_entropy(
         check_same_device("cross_entropy", input, target)
     if weight is not None and weight._data.__class__ is not data.__class__:
         check_same_device("cross_entropy", input, weight)
+    cupy = _backend._cupy
+    if cupy is not None and data.__class__ is cupy.ndarray:
+        from ..cuda import fused_ops
+
+        fused = fused_ops.cross_entropy(
+            input, target, weight, ignore_index, reduction, label_smoothing
+        )
+        if fused is not None:  # (N, C) logits and class indices: one CUDA kernel
+            return fused
     class_dim = 1 if input.dim() > 1 else 0
     log_probs = log_softmax(input, class_dim)
     classes = input.shape[class_dim]

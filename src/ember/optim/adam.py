@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from .. import _creation
+from .. import _backend, _creation
 from .._tensor import Tensor
 from ._fused import adam_step, raw_arrays, scratch_of
 from ._validation import as_scalar, check_adam_hyperparameters, check_fused
@@ -36,6 +36,17 @@ def update_moments(state: dict, grad: Tensor, beta1: float, beta2: float) -> Non
     """``m ← β1·m + (1-β1)·g`` (as PyTorch's lerp) and ``v ← β2·v + (1-β2)·g²``."""
     state["exp_avg"].lerp_(grad, 1 - beta1)
     state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+
+
+def _cuda_adam_step(p: Tensor, grad: Tensor, state: dict, group: dict, lr) -> bool:
+    """The step of a CUDA parameter in one fused kernel; False where it does not apply (a CPU
+    parameter, differentiable=True, half precision): the caller then uses tensor ops."""
+    cupy = _backend._cupy
+    if cupy is None or p._data.__class__ is not cupy.ndarray:
+        return False
+    from ..cuda import fused_ops
+
+    return fused_ops.adam_step(p, grad, state, group, lr)
 
 
 class Adam(Optimizer):
@@ -92,7 +103,8 @@ class Adam(Optimizer):
             for p, grad, state in self._params_with_state(group, negate=False):
                 arrays = raw_arrays(p, grad) if raw else None
                 if arrays is None or not adam_step(p, arrays, state, group, lr, scratch):
-                    self._step_with_tensor_ops(p, grad, state, group, lr)
+                    if not _cuda_adam_step(p, grad, state, group, lr):
+                        self._step_with_tensor_ops(p, grad, state, group, lr)
         return loss
 
     def _step_with_tensor_ops(self, p: Tensor, grad: Tensor, state: dict, group: dict, lr):
