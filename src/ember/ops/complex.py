@@ -247,15 +247,29 @@ def sgn(input: Tensor) -> Tensor:
 class AngleBackward0(Node):
     def backward(self, g):
         (z,) = self.saved_tensors()
+        if z._data.dtype.kind != "c":  # piecewise constant on the reals
+            return g * 0
         # ∇ atan2(y, x) = (-y + i x)/|z|² = i z/|z|², taken as 0 at z = 0 (as PyTorch)
         squared = real(z) ** 2 + imag(z) ** 2
         return (z * 1j) * (g / squared.masked_fill(squared == 0, 1.0))
 
 
 def angle(input: Tensor) -> Tensor:
-    """The argument of z in (-π, π], real."""
+    """The argument of z in (-π, π], real: π for negative reals, 0 for the others (-0.0
+    included), NaN for NaN. Integers and bools give the default float dtype.
+
+    >>> ember.angle(ember.tensor([-2.0, 0.0, 3.0]))
+    tensor([3.1416, 0.0000, 0.0000])
+    """
     data = input._data
-    return result(AngleBackward0, array_module(data).angle(data), (input,), (input,))
+    xp = array_module(data)
+    if data.dtype.kind == "c":
+        return result(AngleBackward0, xp.angle(data), (input,), (input,))
+    if data.dtype.kind in "biu":
+        data = data.astype(dt.get_default_dtype().np)
+    out = xp.where(data < 0, data.dtype.type(builtins.float(xp.pi)), data.dtype.type(0))
+    out = xp.where(data != data, data, out)  # NaN stays NaN
+    return result(AngleBackward0, out.astype(data.dtype, copy=False), (input,), (input,))
 
 
 # --- holomorphic elementwise ops on complex tensors -------------------------------------------

@@ -89,6 +89,14 @@ def gemm(xp, a, b):
     return xp.matmul(a, b)
 
 
+def _empty_batched_product(a_shape: tuple, b_shape: tuple) -> bool:
+    """Whether torch runs ``a @ b`` as a batched product (both operands batched, or a matrix
+    times a batch, which it does not fold into one mm) with nothing to sum or compute."""
+    if len(b_shape) < 3 or len(a_shape) < 2 or len(a_shape) == 2 and a_shape[-1] != b_shape[-2]:
+        return False
+    return 0 in a_shape or 0 in b_shape[:-2] or b_shape[-1] == 0
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(
@@ -96,6 +104,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"{type(other if isinstance(input, Tensor) else input).__name__}"
         )
     a, b = input._data, other._data
+    if a.dtype != b.dtype and _empty_batched_product(a.shape, b.shape):
+        # torch's bmm returns before its dtype check: zeros in the second operand's dtype
+        return matmul(input.to(other.dtype), other)
     _same_dtype("matmul", input, other)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
@@ -162,9 +173,11 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    if input._data.ndim == 0:  # torch sizes its result by input.size(0) first
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if input._data.ndim != 2 or vec._data.ndim != 1:
         raise RuntimeError(
-            f"vector + matrix @ vector expected, got {input._data.ndim}, {vec._data.ndim}"
+            f"vector + matrix @ vector expected, got 1, {input._data.ndim}, {vec._data.ndim}"
         )
     if input._data.shape[1] != vec._data.shape[0]:
         raise RuntimeError(
@@ -188,7 +201,31 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
     return matmul(input, tensor)
 
 
-inner_product = dot
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Sums of products over the last dims: shape ``input.shape[:-1] + other.shape[:-1]``; a
+    0-d operand multiplies.
+
+    >>> ember.inner(ember.tensor([[1.0, 2.0]]), ember.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([[11.,  1.]])
+    """
+    if input._data.ndim == 0 or other._data.ndim == 0:
+        return input * other
+    k = input.shape[-1]
+    if k != other.shape[-1]:
+        raise RuntimeError(
+            "inner() the last dimension must match on both input tensors but got shapes "
+            f"{list(input.shape)} and {list(other.shape)}"
+        )
+    if input.dtype != other.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    if input._data.ndim == 1 and other._data.ndim == 1:
+        return dot(input, other)
+    rows, columns = math.prod(input.shape[:-1]), math.prod(other.shape[:-1])
+    out = matmul(input.reshape(rows, k), other.reshape(columns, k).mT)
+    return out.reshape(tuple(input.shape[:-1]) + tuple(other.shape[:-1]))
+
+
+inner_product = inner  # ember.inner
 
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:

@@ -162,8 +162,10 @@ def _sinc_derivative(g, x, y):
 
 def _sinc_kernel(x):
     xp = array_module(x)
-    at_zero = x == 0
-    px = xp.where(at_zero, 1, x) * x.dtype.type(math.pi)  # no 0/0 (and no warning) at zero
+    # half floats in float32 and rounded once, as torch's CPU kernel computes them
+    work = x.astype(xp.float32) if x.dtype.itemsize < 4 else x
+    at_zero = work == 0
+    px = xp.where(at_zero, 1, work) * work.dtype.type(math.pi)  # no 0/0 (and no warning) at 0
     return xp.where(at_zero, 1, xp.sin(px) / px).astype(x.dtype, copy=False)
 
 
@@ -369,6 +371,20 @@ class XlogyBackward0(Node):
         return gx, gy
 
 
+def _xlogy_kernel(x, y, dtype):
+    if dtype.itemsize >= 4:
+        return _compute("xlogy", x, y, dtype=dtype)
+    # half floats: torch rounds both operands and log(y) to the half type, then x · log(y)
+    xp = array_module(x if not isinstance(x, (int, float)) else y)
+    x, y = xp.asarray(x).astype(dtype), xp.asarray(y).astype(dtype)
+    single = xp.float32
+    with _HOST.errstate(all="ignore"):
+        log_y = xp.log(y.astype(single)).astype(dtype).astype(single)
+        out = (x.astype(single) * log_y).astype(dtype)
+    out = xp.where(x == 0, dtype.type(0), out)
+    return xp.where(y != y, y, out)  # NaN y wins over x = 0
+
+
 def xlogy(input, other) -> Tensor:
     """x · log(y), with 0 where x = 0 (unless y is nan).
 
@@ -377,7 +393,7 @@ def xlogy(input, other) -> Tensor:
         tensor([0.0000, 2.1972])
     """
     a, b, _ = _binary_operands("xlogy", input, other)
-    out = _binary_kernel("xlogy", "xlogy", a, b)
+    out = _binary_kernel("xlogy", _xlogy_kernel, a, b)
     return result(XlogyBackward0, out, (a, b), (a, b))
 
 
