@@ -167,10 +167,12 @@ def fill_value(old: Tensor, value) -> Tensor:
 
 
 def random_value(old: Tensor, sample) -> Tensor:
-    """A constant (non-differentiable) value drawn by ``sample(shape)``."""
-    data = sample(old._data.shape).astype(old._data.dtype)
-    from . import _backend
+    """A constant (non-differentiable) value drawn by ``sample(shape)``, placed in the order
+    torch's in-place kernels fill ``old``'s memory (a transposed view gets torch's values)."""
+    from ._random.layout import draw_in_fill_order
 
+    array = old._data
+    data = draw_in_fill_order(sample, array.shape, array.strides).astype(array.dtype)
     if old.device.type != "cpu":
         data = _backend.move(data, old.device)
     return result(FillBackward0, data, (old,))

@@ -529,15 +529,19 @@ T.index_put_ = _index_put_
 T.zero_ = _zero_
 
 
-def _random_fill(name: str, sampler):
+def _random_fill(name: str, sampler, serial_when_strided: bool = False):
     """An in-place random method; ``sampler(rng, shape, dtype, *args)`` draws in the tensor's
-    dtype (float32 and float64 draws differ in PyTorch's streams)."""
+    dtype (float32 and float64 draws differ in PyTorch's streams). ``serial_when_strided``:
+    the sampler takes ``serial=True`` for a non-contiguous tensor, which torch fills from its
+    scalar sampler."""
 
     def method(self, *args, generator=None, **kwargs):
         from ._random import resolve_generator
 
         rng = resolve_generator(generator)
         dtype = self._data.dtype
+        if serial_when_strided:
+            kwargs["serial"] = not self._data.flags.c_contiguous
         sample = lambda shape: sampler(rng, shape, dtype, *args, **kwargs)
         return _inplace.apply_inplace(
             self, lambda old: _inplace.random_value(old, sample), (), name, needs_old=False
@@ -560,7 +564,10 @@ T.uniform_ = _random_fill(
 )
 T.normal_ = _random_fill(
     "normal_",
-    lambda rng, shape, dtype, mean=0.0, std=1.0: rng.normal(mean, std, shape, dtype=dtype),
+    lambda rng, shape, dtype, mean=0.0, std=1.0, serial=False: rng.normal(
+        mean, std, shape, dtype=dtype, serial=serial
+    ),
+    serial_when_strided=True,
 )
 T.bernoulli_ = _random_fill(
     "bernoulli_",
