@@ -11,10 +11,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.ops import _dispatch
 from tests import _fake_cupy
-
-LEAD_PATCH = "needs the patch listed in the issue-10 report (a file another helper owns)"
 
 
 def _host(value):
@@ -30,9 +27,6 @@ def run_on_both(program, rtol=1e-6, atol=1e-6):
     results = {}
     for device in ("cpu", "cuda"):
         ember.manual_seed(0)
-        # the CPU run leaves cached 0-d NumPy arrays that the hot mul/add/sub paths would hand
-        # to CuPy (test_python_number_cache_is_not_shared_with_cuda pins that bug)
-        _dispatch._SCALAR_ARRAYS.clear()
         results[device] = program(device)
     cpu, cuda = results["cpu"], results["cuda"]
     assert len(cpu) == len(cuda)
