@@ -130,7 +130,14 @@ class ConvolutionOneGemmBackward0(Node):
         g_rows = _scratch_empty(xp, (out_ch, cols.shape[1]), gd.dtype)  # (O, N·∏O)
         g_rows.reshape((out_ch, n) + gd.shape[2:])[...] = gd.swapaxes(0, 1)
         gx = gw = gb = None
-        if edges[0] is not None:
+        if edges[0] is not None and _transposes_as_a_conv(
+            self.stride, self.pads, self.dilation, self.kernel, weight._data.shape
+        ):
+            gx = _input_grad_as_conv(xp, gd, weight._data, self.kernel, self.pads, self.dilation)
+            if self.unbatched:
+                gx = gx[0]
+            gx = wrap(gx)
+        elif edges[0] is not None:
             wmat = weight._data.reshape(out_ch, -1)
             g_cols = _scratch_empty(xp, cols.shape, cols.dtype)
             xp.matmul(wmat.T, g_rows, out=g_cols)
@@ -158,6 +165,47 @@ class ConvolutionOneGemmBackward0(Node):
         return gx, gw, gb
 
 
+def _transposes_as_a_conv(stride, pads, dilation, kernel, weight_shape) -> bool:
+    """Whether the input gradient is a unit-stride convolution of the output gradient with
+    non-negative padding (d·(k-1) - p on each side), and one that is worth it: its columns
+    (O·∏K rows) no more than the C·∏K rows of the GEMM and col2im it replaces."""
+    return (
+        weight_shape[0] <= weight_shape[1]
+        and all(s == 1 for s in stride)
+        and all(
+            lo <= d * (k - 1) and hi <= d * (k - 1)
+            for (lo, hi), d, k in zip(pads, dilation, kernel)
+        )
+    )
+
+
+def _input_grad_as_conv(xp, gd, weight, kernel, pads, dilation):
+    """d input of a unit-stride convolution: the output gradient convolved with the kernel
+    flipped and its channel axes swapped, padded by d·(k-1) - p. One im2col and one GEMM,
+    cheaper than the GEMM to columns and the col2im that adds them back."""
+    nd = len(kernel)
+    flipped = weight[(slice(None), slice(None)) + (slice(None, None, -1),) * nd].swapaxes(0, 1)
+    wmat = xp.ascontiguousarray(flipped).reshape(flipped.shape[0], -1)
+    grad_pads = tuple(
+        (d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), d, k in zip(pads, dilation, kernel)
+    )
+    return _gemm_conv(xp, gd, wmat, kernel, (1,) * nd, grad_pads, dilation)[0]
+
+
+def _gemm_conv(xp, x, wmat, kernel, stride, pads, dilation):
+    """groups=1 convolution of (N, C, *S) ``x`` by the (O, C·∏K) matrix ``wmat``, and the
+    columns it used (a scratch array): (O, C·∏K) @ (C·∏K, N·∏O), then (N, O, *O) contiguous."""
+    n = x.shape[0]
+    out = tuple(
+        _out_size(sz, k, s, lo, hi, d)
+        for sz, k, s, (lo, hi), d in zip(x.shape[2:], kernel, stride, pads, dilation)
+    )
+    cols = _scratch_empty(xp, (wmat.shape[1], n * math.prod(out)), x.dtype)
+    _im2col(xp, x, kernel, stride, pads, dilation, channels_first=True, out=cols)
+    y = (wmat @ cols).reshape((wmat.shape[0], n) + out).swapaxes(0, 1)
+    return xp.ascontiguousarray(y), cols
+
+
 def _scratch_empty(xp, shape, dtype):
     """A reusable NumPy scratch array (see :mod:`._scratch`); CuPy has its own pool."""
     if xp.__name__ == "numpy":
@@ -173,13 +221,9 @@ def _conv_one_gemm(
     needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
     x = input._data[None] if unbatched else input._data
     xp = array_module(x)
-    cols = _scratch_empty(xp, (taps, n * math.prod(out)), x.dtype)
-    _im2col(xp, x, kernel, stride, pads, dilation, channels_first=True, out=cols)
-    y = (weight._data.reshape(out_ch, taps) @ cols).reshape((out_ch, n) + out).swapaxes(0, 1)
+    y, cols = _gemm_conv(xp, x, weight._data.reshape(out_ch, taps), kernel, stride, pads, dilation)
     if bias is not None:
-        y = y + bias._data.reshape((1, out_ch) + (1,) * len(kernel))
-    else:
-        y = xp.ascontiguousarray(y)
+        y += bias._data.reshape((1, out_ch) + (1,) * len(kernel))
     if unbatched:
         y = y[0]
     if not needs:
