@@ -173,10 +173,14 @@ def _gru_forward(xp, arrays, steps, keep):
     if b_ih is not None:
         gates += _halved(xp, b_ih, rz.stop)
     w_hh_t = _transposed(xp, _halved(xp, w_hh, rz.stop))
-    b_hh = _halved(xp, b_hh, rz.stop)
+    b_hn = None
+    if b_hh is not None:  # b_hr, b_hz add to every step's gates; b_hn is scaled by r
+        gates[:, rz] += _halved(xp, b_hh[rz], rz.stop)
+        b_hn = b_hh[n_]
     rows = gates.shape[0]
     h = h0.copy()
     out = xp.empty((rows, hidden), dtype=gates.dtype)
+    recurrent = xp.empty((h.shape[0], 3 * hidden), dtype=gates.dtype)  # h W_hhᵀ, reused
     h_prev = hidden_n = None
     if keep:
         h_prev = xp.empty_like(out)
@@ -186,17 +190,19 @@ def _gru_forward(xp, arrays, steps, keep):
         hp = h[:n]
         if keep:
             h_prev[start:stop] = hp
-        hh = hp @ w_hh_t
-        if b_hh is not None:
-            hh += b_hh
+        hh = xp.matmul(hp, w_hh_t, out=recurrent[:n])
         g = gates[start:stop]
         g[:, rz] += hh[:, rz]
         xp.tanh(g[:, rz], out=g[:, rz])
         _finish_sigmoid(xp, g[:, rz])
+        reset = hh[:, n_]
+        if b_hn is not None:
+            reset += b_hn
         if keep:
-            hidden_n[start:stop] = hh[:, n_]
+            hidden_n[start:stop] = reset
+        reset *= g[:, r_]
         new = g[:, n_]
-        new += g[:, r_] * hh[:, n_]
+        new += reset
         xp.tanh(new, out=new)
         hn = xp.subtract(hp, new, out=out[start:stop])
         hn *= g[:, z_]
