@@ -8,7 +8,9 @@ bit. The signature (the guards) covers the shapes, dtypes and devices of tensor 
 other arguments' values, grad mode, training flags, optimizer hyperparameters and state, and
 whether each gradient exists. A value read into Python during recording (``bool``, ``int``,
 ``item`` ...) must come out the same at replay, or the call runs eagerly and is recorded again,
-as does a call that breaks a guard; both warn once. Replayed outputs carry no graph.
+as does a call that breaks a guard; both warn once. The exception is an optimizer's step count
+(Adam's bias corrections): read into Python, it stays a value of the replay (``symbolic``).
+Replayed outputs carry no graph.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from .plan import GuardFailure, Plan
+from .symbolic import Symbolic
 from .trace import Recorder, Traced, TracingGenerator, TracingModule, untrace
 
 
@@ -203,6 +206,10 @@ class CompiledFunction:
             for where, t in arguments:
                 if id(t) not in seen:  # the same tensor as a parameter: read it there
                     recorder.external(t, "_data", argument=where)
+            for o in optimizers:  # step counts: Adam folds them into Python scalars
+                for t in _state_tensors(o):
+                    if t._data.size == 1:
+                        recorder.symbolic_slots.add(recorder.slot_of[id(t._data)])
             out = self.fn(*args, **kwargs)
         finally:
             _watch.remove(recorder)
@@ -268,6 +275,9 @@ def _output_builder(out, recorder):
             slot = recorder.slot_of[id(value._data)]
             recorder.returned_slots.add(slot)
             return lambda values: Tensor._wrap(values[slot])
+        if isinstance(value, Symbolic) and value._recorder is recorder:
+            slot, kind = value.slot, type(value.value)
+            return lambda values: kind(values[slot])
         if isinstance(value, float) and id(value) in floats:
             index = floats[id(value)]
             _, convert, slot, _ = recorder.steps[index]
@@ -286,14 +296,18 @@ def _output_builder(out, recorder):
 
 
 def _plain_outputs(out):
+    """What the recording call hands back: plain arrays, and numbers for symbolic ones."""
     if isinstance(out, Tensor):
         untrace(out)
+    elif isinstance(out, Symbolic):
+        return out.value
     elif isinstance(out, (tuple, list)):
-        for v in out:
-            _plain_outputs(v)
+        plain = [_plain_outputs(v) for v in out]
+        if any(p is not v for p, v in zip(plain, out)):
+            return type(out)(plain)
     elif isinstance(out, dict):
-        for v in out.values():
-            _plain_outputs(v)
+        for k, v in out.items():
+            out[k] = _plain_outputs(v)
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .trace import CONST, NESTED, SLOT
+from .trace import CONST, SLOT, slots_in
 
 
 class GuardFailure(Exception):
@@ -34,16 +34,6 @@ def _resolve(resolver, values):
     return container(v if c else _resolve(v, values) for c, v in parts)
 
 
-def _slots_of(spec, found: set) -> None:
-    kind, payload = spec
-    if kind == SLOT:
-        found.add(payload)
-    elif kind == NESTED:
-        parts = payload[1].values() if payload[0] is dict else payload[1]
-        for part in parts:
-            _slots_of(part, found)
-
-
 def _escaping(recorder, kept: set) -> set:
     """Slots whose arrays outlive a replay: what the step hands back or stores (``kept``),
     and every array those may be views of. Their memory must be new at every replay."""
@@ -56,7 +46,7 @@ def _escaping(recorder, kept: set) -> set:
         # a ufunc makes a new array unless it writes into ``out=``; anything else may view
         if outs & escaping and (not isinstance(fn, np.ufunc) or "out" in kw_specs):
             for spec in list(arg_specs) + list(kw_specs.values()):
-                _slots_of(spec, escaping)
+                slots_in(spec, escaping)
     return escaping
 
 
@@ -97,7 +87,7 @@ class Plan:
                     isinstance(fn, np.ufunc)
                     and fn.nout == 1
                     and out.__class__ is int
-                    and not scalar
+                    and scalar is False  # an array result (not 0-d, not a Python number)
                     and out not in escaping
                 ):
                     self.steps.append((3, fn, slots, len(self.buffers), out, False))

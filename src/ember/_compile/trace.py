@@ -8,6 +8,13 @@ is run on plain arrays and appended to the recording with its arguments as slots
 during the step), external arrays (parameters, gradients, optimizer state, inputs) or
 constants. A Python value read out of an array (``bool``, ``int``, ``float``, ``item``)
 becomes a guard: replay checks that it comes out the same.
+
+Kernels may also make plain arrays themselves (``np.empty`` as an ``out=`` buffer, a creation
+function's zeros) and write into them, through any view. Such an array is adopted when a
+recorded call writes into it or a tensor is made of it: its memory root becomes a slot, made
+afresh at every replay from a copy of what it held then, and each view of it a slot rebuilt
+over that root at the same offset and strides, so that writes through views reach the same
+memory at replay as they did while recording.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import operator
 import numpy as np
 
 from ..autograd import _watch
+from .symbolic import Symbolic
 
 
 class Untraceable(RuntimeError):
@@ -111,10 +119,10 @@ class Traced(np.ndarray):
         return _escape(self, operator.index)
 
     def __float__(self):
-        return _escape(self, float)
+        return _escape(self, float, symbolic=True)
 
     def item(self, *args):
-        return _escape(self, lambda a: a.item(*args))
+        return _escape(self, lambda a: a.item(*args), symbolic=True)
 
     def tolist(self):
         return _escape(self, lambda a: a.tolist())
@@ -132,11 +140,11 @@ def _call(fn, args, kwargs):
     return recorder.call(fn, args, kwargs)
 
 
-def _escape(array, convert):
+def _escape(array, convert, symbolic: bool = False):
     recorder = Traced._recorder
     if recorder is None:
         return convert(np.ndarray.view(array, np.ndarray))
-    return recorder.escape(array, convert)
+    return recorder.escape(array, convert, symbolic)
 
 
 class TracingModule:
@@ -187,7 +195,11 @@ class Recorder(_watch.Observer):
     """Runs intercepted calls on plain arrays and keeps them as steps."""
 
     def __init__(self):
-        self.created: dict = {}  # id -> array: buffers of tensors made during the step
+        # id(memory root) -> (root, slot): plain arrays made in the step and adopted
+        self.adopted: dict = {}
+        # ids of the memory roots of the arrays recorded calls made or read (kept alive by
+        # ``keep``): a plain view of one was made outside the recording
+        self.traced_roots: set = set()
         self.steps: list = []  # ("call", fn, args_spec, kwargs_spec, out_spec) / ("guard", ...)
         self.slot_of: dict = {}  # id(traced array) -> slot number
         self.keep: list = []  # the traced arrays (their ids must stay unique)
@@ -199,6 +211,8 @@ class Recorder(_watch.Observer):
         self.writes: list = []  # (step index, external slot) for each write into an external
         self.draws: list = []  # step indexes of random draws
         self.arguments: dict = {}  # external slot -> argument position/keyword (or None)
+        # external slots whose numbers read into Python stay replay values (optimizer counts)
+        self.symbolic_slots: set = set()
 
     # --- arrays ----------------------------------------------------------------------------
     def new_slot(self) -> int:
@@ -209,7 +223,44 @@ class Recorder(_watch.Observer):
         traced = np.ndarray.view(array, Traced)
         self.slot_of[id(traced)] = slot
         self.keep.append(traced)
+        root = _watch.memory_root(array)
+        if id(root) not in self.adopted:
+            self.traced_roots.add(id(root))
         return traced
+
+    def adopt(self, value: np.ndarray) -> Traced:
+        """The traced stand-in of ``value``, a plain array made in the step: its memory root
+        becomes a slot (made at every replay from a copy of what it holds now) and ``value``
+        a view of that slot at the same offset and strides."""
+        root = _watch.memory_root(value)
+        entry = self.adopted.get(id(root))
+        if entry is None:
+            if id(root) in self.traced_roots:
+                raise Untraceable("a kernel used a recorded array's memory outside the recording")
+            if not isinstance(root, np.ndarray):
+                raise Untraceable("an array over a foreign buffer reached a traced op")
+            snapshot = np.array(root, order="K", copy=True)
+            if _fresh(snapshot).strides != root.strides:
+                raise Untraceable("a kernel made an array whose layout a copy cannot repeat")
+            slot = self.new_slot()
+            self.steps.append(("call", _fresh, [(CONST, snapshot)], {}, (slot, False)))
+            entry = self.adopted[id(root)] = (self.register(root, slot), slot)
+        traced_root, root_slot = entry
+        if value is root:
+            return traced_root
+        offset = value.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        geometry = (value.shape, value.dtype, offset, value.strides)
+        try:
+            _view_into(root, geometry)
+        except (TypeError, ValueError):
+            raise Untraceable(
+                "a kernel made a view that cannot be rebuilt over its buffer"
+            ) from None
+        slot = self.new_slot()
+        self.steps.append(
+            ("call", _view_into, [(SLOT, root_slot), (CONST, geometry)], {}, (slot, False))
+        )
+        return self.register(value, slot)
 
     def external(self, holder, attribute: str, argument=None) -> None:
         """Make ``holder.<attribute>`` (an array) an input read afresh at every replay; for a
@@ -225,19 +276,23 @@ class Recorder(_watch.Observer):
         setattr(holder, attribute, self.register(array, slot))
 
     def spec(self, value):
+        if isinstance(value, Symbolic):
+            return (SLOT, value.slot) if value._recorder is self else (CONST, value.value)
         if isinstance(value, Traced):
             slot = self.slot_of.get(id(value))
             if slot is None:
                 raise Untraceable("an array made outside the recording reached a traced op")
             return (SLOT, slot)
         if isinstance(value, np.ndarray):
-            if value.size > 1 and id(_watch.memory_root(value)) not in self.created:
+            if id(_watch.memory_root(value)) in self.adopted:
+                return (SLOT, self.slot_of[id(self.adopt(value))])
+            if value.size > 1:
                 # an array from before the step: it could change between calls unseen
                 raise Untraceable(
                     "a tensor the step reaches other than through its arguments, closure, "
                     "globals, modules or optimizers"
                 )
-            return (CONST, value.copy())  # made in the step from Python values, or a scalar
+            return (CONST, value.copy())  # a scalar made in the step from Python values
         if isinstance(value, (tuple, list)):
             parts = [self.spec(v) for v in value]
             if all(kind == CONST for kind, _ in parts):
@@ -253,6 +308,9 @@ class Recorder(_watch.Observer):
     def call(self, fn, args, kwargs):
         if not self.broken:
             try:
+                for target in _write_targets(fn, args, kwargs):
+                    if type(target) is np.ndarray:  # a kernel's own buffer: now recorded
+                        self.adopt(target)
                 arg_specs = [self.spec(a) for a in args]
                 kw_specs = {k: self.spec(v) for k, v in kwargs.items()}
             except Untraceable as why:
@@ -266,8 +324,10 @@ class Recorder(_watch.Observer):
         if isinstance(out, (bool, int, float, np.bool_)):  # a Python answer: replay checks it
             if fn in _STRUCTURAL:  # about memory layout, the same for the same shapes
                 return out
-            slot = self.new_slot()
-            self.steps.append(("call", fn, arg_specs, kw_specs, (slot, False)))
+            slot = self.new_slot()  # ``None``: a Python number, never a reusable buffer
+            self.steps.append(("call", fn, arg_specs, kw_specs, (slot, None)))
+            if not isinstance(out, (bool, np.bool_)) and _has_symbolic(args, kwargs):
+                return Symbolic(self, slot, out)  # arithmetic on a replay value
             self.steps.append(("guard", _same, slot, out))
             return out
         try:
@@ -276,23 +336,29 @@ class Recorder(_watch.Observer):
             self.broken = str(why)
             return out
         self.steps.append(("call", fn, arg_specs, kw_specs, out_spec))
+        if self.symbolic_slots and out_spec[0].__class__ is int and out.size == 1:
+            # a count updated out of place (``step.add_(1)``) is a count still
+            read = set()
+            for spec in list(arg_specs) + list(kw_specs.values()):
+                slots_in(spec, read)
+            if read & self.symbolic_slots:
+                self.symbolic_slots.add(out_spec[0])
         return result
 
     def tensor_created(self, t) -> None:
-        """(As a watch observer) a tensor made by the step: a constant if no op made it."""
+        """(As a watch observer) a tensor made by the step around a plain array (a creation
+        function's, or a kernel's own buffer): the array is adopted, the tensor traced."""
         data = t._data
-        if isinstance(data, np.ndarray) and not isinstance(data, Traced):
-            root = _watch.memory_root(data)
-            self.created[id(root)] = root
+        if type(data) is np.ndarray and data.size and not self.broken:
+            try:
+                t._data = self.adopt(data)
+            except Untraceable as why:
+                self.broken = str(why)
 
     def _note_write(self, fn, args, kwargs) -> None:
         """Remember the steps that change external arrays (parameters, gradients, state): a
         replay that fails a guard after one of them must undo it before running eagerly."""
-        targets = kwargs.get("out")
-        targets = list(targets) if isinstance(targets, tuple) else [targets]
-        if fn in _WRITERS or isinstance(fn, _WritingMethod) or getattr(fn, "__name__", "") == "at":
-            targets.append(args[0])
-        for target in targets:
+        for target in _write_targets(fn, args, kwargs):
             if not isinstance(target, np.ndarray):
                 continue
             for slot, _holder, _attr, original in self.externals:
@@ -314,20 +380,51 @@ class Recorder(_watch.Observer):
             return (None, False), None
         raise Untraceable(f"a traced call returned {type(out).__name__}")
 
-    def escape(self, array, convert):
+    def escape(self, array, convert, symbolic: bool = False):
         value = convert(np.ndarray.view(array, np.ndarray))
         slot = self.slot_of.get(id(array))
         if slot is None and not self.broken:
             self.broken = "an array made outside the recording was read into Python"
         if self.broken:
             return value
+        if symbolic and slot in self.symbolic_slots and isinstance(value, (int, float)):
+            if not isinstance(value, bool):  # a count the replay reads afresh, not a guard
+                out = self.new_slot()
+                self.steps.append(("call", convert, [(SLOT, slot)], {}, (out, None)))
+                return Symbolic(self, out, value)
         self.escapes.append((value, len(self.steps)))
         self.steps.append(("guard", convert, slot, value))
+        return value
+
+    def read_symbolic(self, number: Symbolic, convert):
+        """The concrete value of a symbolic number, guarded like any value read out."""
+        value = convert(number.value)
+        self.steps.append(("guard", convert, number.slot, value))
         return value
 
 
 def _same(value):
     return value
+
+
+def _fresh(snapshot: np.ndarray) -> np.ndarray:
+    """An adopted buffer made anew: a copy of what it held when adopted, in its layout."""
+    return np.array(snapshot, order="K", copy=True)
+
+
+def _view_into(root: np.ndarray, geometry: tuple) -> np.ndarray:
+    """The view of ``root`` with ``geometry`` (shape, dtype, byte offset, strides)."""
+    shape, dtype, offset, strides = geometry
+    return np.ndarray(shape, dtype, buffer=root, offset=offset, strides=strides)
+
+
+def _write_targets(fn, args, kwargs) -> list:
+    """The arrays a call writes into: ``out=``, and the first argument of in-place writers."""
+    targets = kwargs.get("out")
+    targets = list(targets) if isinstance(targets, tuple) else [targets]
+    if fn in _WRITERS or isinstance(fn, _WritingMethod) or getattr(fn, "__name__", "") == "at":
+        targets.append(args[0])
+    return [t for t in targets if isinstance(t, np.ndarray)]
 
 
 _STRUCTURAL = {np.may_share_memory, np.shares_memory}
@@ -340,9 +437,27 @@ def untrace(t) -> None:
         t._data = np.ndarray.view(t._data, np.ndarray)
 
 
+def slots_in(spec, found: set) -> None:
+    """Add the slots an argument spec reads to ``found``."""
+    kind, payload = spec
+    if kind == SLOT:
+        found.add(payload)
+    elif kind == NESTED:
+        for part in payload[1].values() if payload[0] is dict else payload[1]:
+            slots_in(part, found)
+
+
+def _has_symbolic(args, kwargs) -> bool:
+    return any(isinstance(a, Symbolic) for a in args) or any(
+        isinstance(v, Symbolic) for v in kwargs.values()
+    )
+
+
 def _plain(value):
     if isinstance(value, Traced):
         return np.ndarray.view(value, np.ndarray)
+    if isinstance(value, Symbolic):
+        return value.value
     if isinstance(value, (tuple, list)):
         return type(value)(_plain(v) for v in value)
     if isinstance(value, dict):
