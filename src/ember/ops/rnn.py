@@ -90,6 +90,10 @@ def _lstm_forward(xp, arrays, steps, keep):
         tanh_c = xp.empty_like(c_prev)
         if w_hr is not None:
             h_cell = xp.empty_like(c_prev)
+    # per-step scratch, reused: h W_hhᵀ, σ(i) tanh(g), and tanh(c') when nothing is kept
+    recurrent = xp.empty((c.shape[0], 4 * hidden), dtype=gates.dtype)
+    product = xp.empty_like(c)
+    tanh_now = None if keep else xp.empty_like(c)
     for start, n in steps:
         stop = start + n
         hp, cp = h[:n], c[:n]
@@ -97,12 +101,12 @@ def _lstm_forward(xp, arrays, steps, keep):
             h_prev[start:stop] = hp
             c_prev[start:stop] = cp
         g = gates[start:stop]
-        g += hp @ w_hh_t
+        g += xp.matmul(hp, w_hh_t, out=recurrent[:n])
         xp.tanh(g, out=g)
         _finish_sigmoid(xp, g[:, sig])
         cp *= g[:, f_]
-        cp += g[:, i_] * g[:, g_]
-        tc = xp.tanh(cp, out=tanh_c[start:stop]) if keep else xp.tanh(cp)
+        cp += xp.multiply(g[:, i_], g[:, g_], out=product[:n])
+        tc = xp.tanh(cp, out=tanh_c[start:stop] if keep else tanh_now[:n])
         if w_hr is None:
             hn = xp.multiply(g[:, o_], tc, out=out[start:stop])
         else:
