@@ -14,7 +14,7 @@ from .._tensor import Tensor
 from ..autograd.node import Node
 from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, record, result, wrap
-from ._scratch import scratch
+from .._scratch import scratch
 
 
 def _pair(value, n: int = 2, name: str = "") -> tuple:
@@ -207,7 +207,7 @@ def _gemm_conv(xp, x, wmat, kernel, stride, pads, dilation):
 
 
 def _scratch_empty(xp, shape, dtype):
-    """A reusable NumPy scratch array (see :mod:`._scratch`); CuPy has its own pool."""
+    """A reusable NumPy scratch array (see :mod:`ember._scratch`); CuPy has its own pool."""
     if xp.__name__ == "numpy":
         return scratch.empty(shape, dtype)
     return xp.empty(shape, dtype=dtype)
