@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 import math
 
+from .._scratch import scratch
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, record, result, wrap
-from .._scratch import scratch
 
 
 def _pair(value, n: int = 2, name: str = "") -> tuple:
