@@ -6,7 +6,15 @@ Run with ``benchmarks/issue17.py`` (each library in its own processes, as ``wide
 from __future__ import annotations
 
 import numpy as np
-from wide_workloads import Step, Workload, _table, conv1d_step, data, resnet_step
+from wide_workloads import (
+    Step,
+    Workload,
+    _table,
+    conv1d_step,
+    data,
+    recurrent_step,
+    resnet_step,
+)
 
 
 def random_factory(m, what: str = "randn", n: int = 10**6) -> Step:
@@ -59,6 +67,8 @@ WORKLOADS = _table(
     Workload(
         "gru-infer", "GRU 2x128 seq 50 b32, no_grad", recurrent_inference, {"cell": "GRU"}, 5, 50
     ),
+    Workload("lstm-train", "as wide.py's lstm", recurrent_step, {"cell": "LSTM"}, 5, 50),
+    Workload("gru-train", "as wide.py's gru", recurrent_step, {"cell": "GRU"}, 5, 50),
     Workload("conv2d-32", "Conv2d 32->32 3x3 fwd+bwd, 64x32x32", conv2d_step, {}, 3, 15),
     Workload("resnet", "as wide.py's resnet", resnet_step, {}, 3, 20),
     Workload("conv1d", "as wide.py's conv1d", conv1d_step, {}, 3, 30),
