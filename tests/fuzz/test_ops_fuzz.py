@@ -5,23 +5,17 @@ never crashes. Bounded in the default run; EMBER_FUZZ_EXAMPLES raises the number
 per op. The other files here cover promotion, indexing and shape ops.
 
 Where ember still differs from torch (kept out of the fuzzed cases, with the reason):
-- a Python int that does not fit an integer tensor's dtype (``uint8_tensor + 300``,
-  ``uint8_tensor * -2``) raises OverflowError in ember where torch wraps it around: the fix
-  belongs in ``ops/_dispatch.py`` (promote_scalar), outside the fuzzed files; scalars here fit.
+- ``integer_tensor ** 300`` and ``uint8_tensor ** -1`` (a Python int outside the tensor's
+  dtype): torch refuses (RuntimeError), ember wraps the exponent into the dtype as it does
+  for other operators (``ops/_dispatch.py``, promote_scalar).
 - ``maximum``/``minimum``/``atan2`` accept a Python number where torch wants a tensor
   (TypeError), and ``logsumexp`` has a default ``dim`` where torch requires one: ember is
-  more permissive, never different in value.
-- ``~`` of a floating tensor raises NotImplementedError (torch: TypeError from the operator,
-  which lives in ``_tensor_methods.py``).
-- ``F.one_hot`` of an empty tensor with ``num_classes=0`` and ``F.embedding``'s checks of
-  ``padding_idx`` (AssertionError) and of a 1-d weight live in ``nn/functional.py``.
-- matrix products (``linalg.py``): ``mv`` with a 0-d operand raises RuntimeError (torch:
-  IndexError), ``inner`` refuses a 0-d operand (torch multiplies), and a product of
-  mismatched dtypes whose result is empty raises (torch returns the empty result).
+  more permissive, never different in value (the fix belongs in ``ops/elementwise.py``).
 - ``copysign`` by a NaN: the sign bit of a NaN converted to bfloat16 differs (kept out).
-- ``sinc`` and ``angle`` of half floats and ``xlogy`` of mixed dtypes (special.py,
-  complex.py) differ in dtype; ``ldexp`` with a half-float exponent rounds 2**exponent
-  differently (a few 1e-4 relative).
+- ``angle`` of a real tensor (``Tensor.angle`` in ``_tensor_misc_methods.py``) answers in
+  float32 for half floats and NaN for -inf; ``ember.ops.complex.angle`` has torch's
+  behaviour and waits to be called from there. ``ldexp`` with a half-float exponent rounds
+  2**exponent differently (a few 1e-4 relative).
 - torch divides half floats in float32: floor division and remainder of two nearly equal
   half-float values may land on the other side of an integer (compared by dtype and shape).
 - torch skips its checks for some empty tensors (cummax/cummin over an out-of-range dim of an
@@ -67,6 +61,7 @@ UNARY = [
     "isinf",
     "logical_not",
     "bitwise_not",
+    "sinc",
 ]
 
 
@@ -75,6 +70,13 @@ UNARY = [
 @given(data=st.data())
 def test_unary_ops_match_torch(name, data):
     same(lambda m, x: getattr(m, name)(x), data.draw(arrays(dtypes=ALL_DTYPES)))
+
+
+@FUZZ
+@given(data=st.data())
+def test_invert_operator_matches_torch(data):
+    """``~`` inverts bools and integers; torch's operator refuses floats with TypeError."""
+    same(lambda m, x: ~x, data.draw(arrays(dtypes=ALL_DTYPES)))
 
 
 BINARY = [
@@ -96,6 +98,7 @@ BINARY = [
     "logaddexp",
     "bitwise_and",
     "nextafter",
+    "xlogy",
 ]
 
 

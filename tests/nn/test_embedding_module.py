@@ -92,3 +92,18 @@ def test_functional_embedding_checks_arguments_in_torchs_order(
             lib.nn.functional.embedding(
                 lib.tensor([0.5]), lib.ones(weight_shape), padding_idx=padding_idx
             )
+
+
+@pytest.mark.parametrize("weight_shape", [(0, 3), (1, 0), (0, 0), (2, 0)])
+@pytest.mark.parametrize("indices", [[0], [-2], [1], []])
+def test_embedding_of_an_empty_weight_matches_torch(torch_mod, weight_shape, indices):
+    outcomes = []
+    for lib in (torch_mod, ember):
+        try:
+            out = lib.nn.functional.embedding(
+                lib.tensor(indices, dtype=lib.int64), lib.ones(weight_shape), padding_idx=0
+            )
+            outcomes.append(tuple(out.shape))
+        except (RuntimeError, IndexError) as exc:
+            outcomes.append((type(exc), str(exc).split(",")[0]))
+    assert outcomes[1] == outcomes[0]

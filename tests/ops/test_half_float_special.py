@@ -60,3 +60,9 @@ def test_xlogy_of_half_floats_and_numbers_matches_torch(torch_mod, dtype, number
             t = _values(lib, dtype, 3, positive=not first)
             results.append(lib.xlogy(number, t) if first else lib.xlogy(t, number))
         _assert_same(*results)
+
+
+def test_xlogy_casts_each_integer_operand_to_float_itself(torch_mod):
+    for lib in (ember, torch_mod):
+        out = lib.xlogy(lib.tensor([3, 3], dtype=lib.uint8), lib.tensor(-4, dtype=lib.int32))
+        assert out.dtype == lib.float32 and bool(out.isnan().all())  # log(-4), not log(252)

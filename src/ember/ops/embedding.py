@@ -103,12 +103,12 @@ def embedding(
             "embedding)"
         )
     num_weights = weight.shape[0]
-    if padding_idx is not None:
+    if padding_idx is not None and num_weights:
         padding_idx %= num_weights
     idx = input._data
     flat = idx.reshape(-1)
     if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= num_weights):
-        raise IndexError("index out of range in self")
+        _index_error(flat, weight)
     if max_norm is not None:
         embedding_renorm_(weight, flat, max_norm, norm_type)
     xp = array_module(weight._data)
@@ -117,6 +117,21 @@ def embedding(
         return result(EmbeddingBackward0, out, (weight,))
     lookup = Lookup(flat, tuple(idx.shape), num_weights, padding_idx, scale_grad_by_freq)
     return result(EmbeddingBackward0, out, (weight,), lookup=lookup, sparse=bool(sparse))
+
+
+def _index_error(flat, weight: Tensor):
+    """torch's error for an index outside ``weight``'s rows: an empty weight takes other
+    kernels, which raise RuntimeError."""
+    num_weights = weight.shape[0]
+    if not num_weights:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
+    if not weight.numel():
+        xp = array_module(flat)
+        bad = int(flat[xp.flatnonzero((flat < 0) | (flat >= num_weights))[0]])
+        raise RuntimeError(
+            f"INDICES element is out of DATA bounds, id={bad} axis_dim={num_weights}"
+        )
+    raise IndexError("index out of range in self")
 
 
 def embedding_dense_backward(g: Tensor, lookup: Lookup) -> Tensor:

@@ -328,9 +328,11 @@ def _binary_operands(op: str, input, other):
     a, b = promote(op, input, other)
     tensor = a if isinstance(a, Tensor) else b
     if tensor._data.dtype.kind in "biu":
+        # torch casts each integer operand to float itself: -4 in int32 stays -4 next to a
+        # uint8 tensor, where the common integer dtype would have wrapped it
         floating = dt.get_default_dtype()
-        a = a.to(floating) if isinstance(a, Tensor) else float(a)
-        b = b.to(floating) if isinstance(b, Tensor) else float(b)
+        a = input.to(floating) if isinstance(input, Tensor) else float(input)
+        b = other.to(floating) if isinstance(other, Tensor) else float(other)
         tensor = a if isinstance(a, Tensor) else b
     return a, b, tensor._data
 
