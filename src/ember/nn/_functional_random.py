@@ -50,7 +50,7 @@ def rrelu(
 
     >>> ember.manual_seed(0)
     >>> F.rrelu(ember.tensor([-1.0, 2.0, -3.0]), training=True)
-    tensor([-0.3271,  2.0000, -0.8178])
+    tensor([-0.3271,  2.0000, -0.8174])
     """
     if inplace:
         return _activation._in_place(input, lambda t: rrelu(t, lower, upper, training))
