@@ -198,7 +198,9 @@ def move(data, d: device):
         if type(data) is _np.ndarray:
             return data
         return data.get()
-    with xp.cuda.Device(d.index or 0):
+    if d.index is None:  # the current GPU
+        return xp.asarray(data)
+    with xp.cuda.Device(d.index):
         return xp.asarray(data)
 
 

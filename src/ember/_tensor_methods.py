@@ -614,18 +614,22 @@ def _to(self, *args, **kwargs) -> Tensor:
 
 T.to = _to
 T.cpu = lambda self, memory_format=None: sh.to_dtype_device(self, None, "cpu")
-T.cuda = lambda self, device=None, non_blocking=False, memory_format=None: sh.to_dtype_device(
-    self,
-    None,
-    _backend.device(
-        "cuda",
-        device
-        if isinstance(device, int)
-        else 0
-        if device is None
-        else _backend.to_device(device).index,
-    ),
-)
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None) -> Tensor:
+    """A copy on GPU ``device`` (None: the current GPU, as torch), or ``self`` already there."""
+    if device is None:
+        # without CuPy, cuda:0 names the device in the error that moving raises
+        available = _backend.cuda_available()
+        target = _backend.current_cuda_device() if available else _backend.device("cuda", 0)
+    elif isinstance(device, int):
+        target = _backend.device("cuda", device)
+    else:
+        target = _backend.device("cuda", _backend.to_device(device).index)
+    return sh.to_dtype_device(self, None, target)
+
+
+T.cuda = _cuda
 
 
 def _caster(d):

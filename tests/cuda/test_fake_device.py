@@ -226,7 +226,14 @@ def test_to_cuda_and_back(cuda_device):
 
 def test_to_cuda_without_index_keeps_a_tensor_on_the_current_device(cuda_device):
     y = ember.ones(2, device="cuda:0")
-    assert y.to("cuda") is y  # torch: no copy, "cuda" is the current device
+    assert y.to("cuda") is y and y.cuda() is y  # torch: no copy, "cuda" is the current device
+    ember.cuda.set_device(1)
+    try:
+        assert ember._backend.current_cuda_device() == ember.device("cuda:1")
+        assert y.to("cuda") is not y and y.cuda() is not y  # copied to the current GPU
+        assert y.cuda(0) is y and y.to("cuda:0") is y
+    finally:
+        ember.cuda.set_device(0)
 
 
 def test_module_to_moves_parameters_buffers_and_grads(cuda_device):
