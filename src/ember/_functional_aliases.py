@@ -230,10 +230,14 @@ def affine_grid_generator(theta: Tensor, size, align_corners: bool) -> Tensor:
 
 def _dropout(name: str, functional: str):
     def function(input: Tensor, p: float, train: bool) -> Tensor:
-        return getattr(_F(), functional)(input, p, train)
+        from .ops import dropout as ops
+
+        return getattr(ops, functional)(input, p, train)
 
     def in_place(input: Tensor, p: float, train: bool) -> Tensor:
-        return input.copy_(getattr(_F(), functional)(input, p, train))
+        from .ops import dropout as ops
+
+        return getattr(ops, functional)(input, p, train, True)
 
     function.__name__ = function.__qualname__ = name
     in_place.__name__ = in_place.__qualname__ = name + "_"
@@ -245,7 +249,7 @@ alpha_dropout, alpha_dropout_ = _dropout("alpha_dropout", "alpha_dropout")
 feature_alpha_dropout, feature_alpha_dropout_ = _dropout(
     "feature_alpha_dropout", "feature_alpha_dropout"
 )
-feature_dropout, feature_dropout_ = _dropout("feature_dropout", "dropout2d")
+feature_dropout, feature_dropout_ = _dropout("feature_dropout", "feature_dropout")
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:

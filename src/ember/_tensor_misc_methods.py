@@ -8,7 +8,6 @@ from __future__ import annotations
 import builtins
 
 from . import _creation
-from . import _dtype as dt
 from ._backend import array_module
 from ._tensor import Tensor
 from .autograd import grad_mode
@@ -117,12 +116,7 @@ def conj_physical_(self: Tensor) -> Tensor:
 def angle(self: Tensor) -> Tensor:
     """The argument of each element: atan2(imag, real) for complex tensors; for real ones 0
     for non-negative values and π for negative ones (NaN stays NaN), gradient zero."""
-    if self._data.dtype.kind == "c":
-        return cx.angle(self)
-    x = self if self._data.dtype.kind == "f" else self.to(dt.get_default_dtype())
-    import math
-
-    return ew.where(x < 0, math.pi, 0.0) + x * 0
+    return cx.angle(self)
 
 
 def _set_part(getter):
