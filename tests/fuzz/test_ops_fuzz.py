@@ -12,9 +12,7 @@ Where ember still differs from torch (kept out of the fuzzed cases, with the rea
   (TypeError), and ``logsumexp`` has a default ``dim`` where torch requires one: ember is
   more permissive, never different in value (the fix belongs in ``ops/elementwise.py``).
 - ``copysign`` by a NaN: the sign bit of a NaN converted to bfloat16 differs (kept out).
-- ``angle`` of a real tensor (``Tensor.angle`` in ``_tensor_misc_methods.py``) answers in
-  float32 for half floats and NaN for -inf; ``ember.ops.complex.angle`` has torch's
-  behaviour and waits to be called from there. ``ldexp`` with a half-float exponent rounds
+- ``ldexp`` with a half-float exponent rounds
   2**exponent differently (a few 1e-4 relative).
 - torch divides half floats in float32: floor division and remainder of two nearly equal
   half-float values may land on the other side of an integer (compared by dtype and shape).
@@ -62,6 +60,7 @@ UNARY = [
     "logical_not",
     "bitwise_not",
     "sinc",
+    "angle",
 ]
 
 
@@ -70,6 +69,12 @@ UNARY = [
 @given(data=st.data())
 def test_unary_ops_match_torch(name, data):
     same(lambda m, x: getattr(m, name)(x), data.draw(arrays(dtypes=ALL_DTYPES)))
+
+
+@FUZZ
+@given(data=st.data())
+def test_angle_method_matches_torch(data):
+    same(lambda m, x: x.angle(), data.draw(arrays(dtypes=ALL_DTYPES)))
 
 
 @FUZZ
