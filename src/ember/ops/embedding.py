@@ -14,7 +14,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
-from ._dispatch import array_module, result, wrap
+from ._dispatch import array_module, check_same_device, result, wrap
 
 # below this many gradient elements the CSR matrix costs more to build than add.at takes
 _CSR_FROM_ELEMENTS = 1 << 14
@@ -102,6 +102,8 @@ def embedding(
             f"types: Long, Int; but got {input.type()} instead (while checking arguments for "
             "embedding)"
         )
+    if input._data.__class__ is not weight._data.__class__:
+        check_same_device("embedding", weight, input)
     num_weights = weight.shape[0]
     if padding_idx is not None and num_weights:
         padding_idx %= num_weights

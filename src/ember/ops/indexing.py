@@ -360,6 +360,8 @@ class GatherBackward0(Node):
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    if index._data.__class__ is not input._data.__class__:
+        check_same_device("gather", input, index)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "gather")
     xp = array_module(input._data)
     data = input._data
@@ -430,6 +432,8 @@ class ScatterAddBackward0(Node):
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None):
+    if index._data.__class__ is not input._data.__class__:
+        check_same_device("scatter", input, index)
     if src is None:
         src = value
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter")
@@ -535,6 +539,8 @@ class IndexAddBackward0(Node):
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    if index._data.__class__ is not input._data.__class__:
+        check_same_device("index_add", input, index)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_add")
     _check_index_add(input, d, index, source)
     xp = array_module(input._data)
@@ -634,6 +640,10 @@ class MaskedFillBackward0(Node):
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    if mask._data.__class__ is not input._data.__class__:
+        if mask._data.ndim:
+            check_same_device("masked_fill", input, mask)
+        mask = mask.to(input.device)  # a 0-d CPU mask joins as a scalar would, as torch
     if mask._data.dtype.kind != "b":
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype.name}"

@@ -13,7 +13,7 @@ import warnings
 
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, grad_state, result, wrap
+from ._dispatch import array_module, check_same_device, grad_state, result, wrap
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -168,6 +168,10 @@ def nll_loss(
     if reduction not in REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     data, t = input._data, target._data
+    if t.__class__ is not data.__class__:
+        check_same_device("nll_loss", input, target)
+    if weight is not None and weight._data.__class__ is not data.__class__:
+        check_same_device("nll_loss", input, weight)
     xp = array_module(data)
     if data.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {data.ndim})")
