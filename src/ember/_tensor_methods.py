@@ -262,7 +262,7 @@ T.softmax = _act.softmax
 T.hardshrink = _act.hardshrink
 T.prelu = _act.prelu
 T.log_softmax = _act.log_softmax
-T.inner = la.dot
+T.inner = la.inner
 T.det = la.det
 T.inverse = la.inv
 T.logdet = lambda self: la.det(self).log()
@@ -529,6 +529,42 @@ T.index_put_ = _index_put_
 T.zero_ = _zero_
 
 
+# torch's refusals of a non-floating tensor, per fill: (error type, message with {} for the
+# dtype's name); bool counts as an integer type here
+_FLOATING_ONLY = {
+    "exponential_": (
+        RuntimeError,
+        "Exponential distribution is a continuous probability distribution. dtype must be a "
+        "floating point but you specified {}",
+    ),
+    "cauchy_": (
+        RuntimeError,
+        "Cauchy distribution is a continuous probability distribution. dtype must be a "
+        "floating point but you specified {}",
+    ),
+    "log_normal_": (NotImplementedError, "\"log_normal_cpu\" not implemented for '{}'"),
+    "normal_": (NotImplementedError, "\"normal_kernel_cpu\" not implemented for '{}'"),
+    "uniform_": (NotImplementedError, "\"check_uniform_bounds\" not implemented for '{}'"),
+}
+_TORCH_TYPE_NAMES = {
+    "int64": ("Long", "long int"),
+    "int32": ("Int", "int"),
+    "int16": ("Short", "short int"),
+    "int8": ("Char", "signed char"),
+    "uint8": ("Byte", "unsigned char"),
+    "bool": ("Bool", "bool"),
+}
+
+
+def _refuse_non_floating(name: str, dtype) -> None:
+    if name == "geometric_" and dtype.kind == "b":
+        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
+    if name in _FLOATING_ONLY and dtype.kind in "iub":
+        error, message = _FLOATING_ONLY[name]
+        short, c_name = _TORCH_TYPE_NAMES[dtype.name]
+        raise error(message.format(c_name if name == "cauchy_" else short))
+
+
 def _random_fill(name: str, sampler, serial_when_strided: bool = False):
     """An in-place random method; ``sampler(rng, shape, dtype, *args)`` draws in the tensor's
     dtype (float32 and float64 draws differ in PyTorch's streams). ``serial_when_strided``:
@@ -540,6 +576,7 @@ def _random_fill(name: str, sampler, serial_when_strided: bool = False):
 
         rng = resolve_generator(generator)
         dtype = self._data.dtype
+        _refuse_non_floating(name, dtype)
         if serial_when_strided:
             kwargs["serial"] = not self._data.flags.c_contiguous
         sample = lambda shape: sampler(rng, shape, dtype, *args, **kwargs)

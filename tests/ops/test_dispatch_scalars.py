@@ -59,3 +59,29 @@ def test_invert_of_integer_and_bool_tensors():
     assert (~ember.tensor([0, 5], dtype=ember.int16)).tolist() == [-1, -6]
     assert (~ember.tensor([0, 5], dtype=ember.uint8)).tolist() == [255, 250]
     assert (~ember.tensor([True, False])).tolist() == [False, True]
+
+
+_EXPONENTS = [2, 0, 127, 128, 255, 256, 300, -1, 2**31, 2**40, 2**63, 2**64, -(2**63) - 1]
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_integer_powers_refuse_exponents_torch_cannot_convert(torch_mod, name):
+    """Unlike the other operators, pow converts its Python int exponent to the tensor's type
+    and refuses overflow and negative powers as torch does."""
+    for exponent in _EXPONENTS:
+        outcomes = []
+        for m in (torch_mod, ember):
+            try:
+                outcomes.append((m.tensor([2, 3], dtype=getattr(m, name)) ** exponent).tolist())
+            except (RuntimeError, OverflowError) as error:
+                outcomes.append((type(error).__name__, str(error).split("(")[0]))
+        assert outcomes[0] == outcomes[1], (name, exponent)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum", "atan2"])
+def test_two_tensor_ops_take_no_python_numbers(torch_mod, op):
+    for m in (torch_mod, ember):
+        with pytest.raises(TypeError, match=rf"{op}\(\): argument 'other' \(position 2\) must be"):
+            getattr(m, op)(m.ones(2), 2)
+        with pytest.raises(TypeError, match=rf"{op}\(\): argument 'input' \(position 1\) must be"):
+            getattr(m, op)(2.0, m.ones(2))

@@ -681,6 +681,29 @@ class PowBackward2(Node):  # number ** tensor
         return None, g * _conj(y * math.log(base))
 
 
+_C_INTEGER_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int"}
+
+
+def _check_integer_exponent(dtype, exponent: int) -> None:
+    """torch converts a Python int exponent to the integer tensor's type, refusing overflow
+    (other operators wrap the scalar instead)."""
+    if exponent < -(2**63):
+        raise OverflowError("can't convert negative int to unsigned")
+    if exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if exponent >= 2**64:  # not even an unsigned 64-bit integer
+        raise OverflowError("int too big to convert")
+    if exponent >= 2**63:
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    if dtype.name == "int64":
+        return
+    info = _np.iinfo(dtype)
+    if not info.min <= exponent <= info.max:
+        raise RuntimeError(
+            f"value cannot be converted to type {_C_INTEGER_NAMES[dtype.name]} without overflow"
+        )
+
+
 def pow(input, exponent) -> Tensor:
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         if isinstance(exponent, bool):
@@ -689,6 +712,8 @@ def pow(input, exponent) -> Tensor:
                 data = input._data.copy() if exponent else xp.ones_like(input._data)
                 return result(PowBackward0, data, (input,), (input,), exponent=int(exponent))
             exponent = int(exponent)
+        if isinstance(exponent, int) and input._data.dtype.kind in "iu":
+            _check_integer_exponent(input._data.dtype, exponent)
         a, e = promote("pow", input, exponent)
         ad = a._data
         if ad.dtype.kind in "iu" and isinstance(e, int) and e < 0:
@@ -749,7 +774,8 @@ class Atan2Backward0(Node):
 
 
 def atan2(input, other) -> Tensor:
-    a, b = _integers_to_float("atan2", input, to_tensor(other, input))
+    _require_tensors("atan2", input, other)
+    a, b = _integers_to_float("atan2", input, other)
     a, b = promote("atan2", a, b)
     a, b = float_result("atan2", a), float_result("atan2", b)
     xp = array_module(a._data)
@@ -776,9 +802,20 @@ class MinimumBackward0(Node):
         return g * wins, g * (1 - wins)
 
 
+def _require_tensors(name: str, input, other) -> None:
+    """torch's binding of these two-tensor ops takes no Python numbers."""
+    for position, (argument, value) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"{name}(): argument '{argument}' (position {position}) must be Tensor, "
+                f"not {type(value).__name__}"
+            )
+
+
 def _selection(name: str, kernel: str, node_cls):
     def op(input, other) -> Tensor:
-        a, b = promote(name, input, to_tensor(other, input))
+        _require_tensors(name, input, other)
+        a, b = promote(name, input, other)
         if a._data.dtype.kind == "c":
             raise RuntimeError(f"{name} not implemented for complex tensors.")
         xp = array_module(a._data)
