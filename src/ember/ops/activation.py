@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .. import _backend, _creation
+from .. import _backend
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, float_result, grad_state, result, wrap, wrap_dim
@@ -500,41 +500,6 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 class RreluWithNoiseBackward0(Node):
     def backward(self, g):
         return g * self.noise  # the slope each element got in forward
-
-
-def rrelu(
-    input: Tensor,
-    lower: float = 1.0 / 8,
-    upper: float = 1.0 / 3,
-    training: bool = False,
-    inplace: bool = False,
-) -> Tensor:
-    """Leaky ReLU whose negative slope is drawn from U(lower, upper) in training and is
-    (lower + upper) / 2 in evaluation."""
-    if inplace:
-        return _in_place(input, lambda t: rrelu(t, lower, upper, training))
-    _floating(input, "rrelu_with_noise")
-    if lower > upper:
-        raise RuntimeError(
-            f"Lower bound should be less than or equal to the upper bound, but got lower="
-            f"{lower} and upper={upper}"
-        )
-    data = input._data
-    xp = array_module(data)
-    if training:
-        slopes = (
-            _creation.rand(*data.shape, dtype=input.dtype, device=input.device)._data
-            * (upper - lower)
-            + lower
-        )
-    else:
-        slopes = (lower + upper) / 2
-    noise = xp.where(data >= 0, 1, slopes).astype(data.dtype, copy=False)
-    return result(RreluWithNoiseBackward0, data * noise, (input,), noise=wrap(noise))
-
-
-def rrelu_(input: Tensor, lower=1.0 / 8, upper=1.0 / 3, training: bool = False) -> Tensor:
-    return rrelu(input, lower, upper, training, inplace=True)
 
 
 class HardtanhBackward0(Node):
