@@ -443,9 +443,10 @@ def multinomial(
 
 
 def poisson(input: Tensor, generator=None) -> Tensor:
-    rng = resolve_generator(generator)
-    data = rng.poisson(_backend.to_host(input._data)).astype(input._data.dtype)
-    return _wrap(_place(data, input.device))
+    """Poisson counts, one per rate in ``input`` (torch's sampler and checks)."""
+    from .distributions._sampling import poisson as sample
+
+    return sample(input, generator)
 
 
 __all__ = [
