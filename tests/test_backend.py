@@ -9,7 +9,6 @@ import ember
 OPS_DIR = pathlib.Path(ember.__file__).parent / "ops"
 
 
-@pytest.mark.xfail(strict=False, reason="activation/elementwise/normalization kernels now import numpy directly for their fused CPU paths; to move behind _backend")
 def test_no_op_module_imports_numpy():
     offenders = []
     for path in OPS_DIR.glob("*.py"):

@@ -72,6 +72,7 @@ from ._method_functions import *
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ._settings import *
 from ._tensor import Size, Tensor
+from ._type_info import finfo, iinfo
 from ._windows import *
 from .amp.autocast_mode import autocast
 from .amp.state import (

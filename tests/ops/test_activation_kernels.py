@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.ops import activation as activation_ops
+from ember._kernels import blocked
 
 from ..helpers import arrays_for, check_gradients, compare_with_torch
 
@@ -35,7 +35,7 @@ SHAPES = [(3, 7, 5), (300, 7, 40), (0, 4, 3), (2, 3, 0)]
 @pytest.mark.parametrize("name", ACTIVATIONS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_float32_matches_torch(monkeypatch, name, shape):
-    monkeypatch.setattr(activation_ops, "_BLOCK", 4096)
+    monkeypatch.setattr(blocked, "_BLOCK", 4096)
     (x,) = arrays_for([shape], low=-6, high=6, seed=1)
     compare_with_torch(ACTIVATIONS[name], [x], dtype=np.float32, atol=2e-6, rtol=2e-5)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._kernels.blocked import compute_dtype
 from .._random.generator import resolve_generator
 from .._tensor import Tensor
 from ..ops import activation as _activation
@@ -28,7 +29,7 @@ def _check_bounds(lower: float, upper: float) -> None:
 def _slopes(data, lower: float, upper: float):
     """torch's noise for ``data`` (an array): a drawn slope where ``data <= 0``, else 1."""
     xp = array_module(data)
-    compute = _activation._compute_dtype(np.dtype(data.dtype))
+    compute = compute_dtype(np.dtype(data.dtype))
     non_positive = data <= 0
     low, high = float(compute.type(lower)), float(compute.type(upper))
     u = resolve_generator(None).unit(int(non_positive.sum()), np.float64)
@@ -64,7 +65,7 @@ def rrelu(
     if training:
         noise = _slopes(data, lower, upper)
     else:  # torch's leaky_relu: the mean slope where x <= 0, its gradient at 0 included
-        compute = _activation._compute_dtype(np.dtype(data.dtype))
+        compute = compute_dtype(np.dtype(data.dtype))
         slope = compute.type((lower + upper) / 2)
         noise = array_module(data).where(data > 0, compute.type(1), slope)
     out = (data.astype(noise.dtype, copy=False) * noise).astype(data.dtype, copy=False)

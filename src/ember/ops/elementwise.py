@@ -10,11 +10,10 @@ from __future__ import annotations
 import builtins
 import math
 
-import numpy as _np
-
 from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor
+from .._type_info import iinfo
 from ..autograd.node import Node
 from . import complex as _complex
 from ._dispatch import (
@@ -629,7 +628,7 @@ def _check_integer_divisor(xp, divisor, dividend=None) -> None:
     an empty result divides nothing, so it does not raise."""
     divisor = xp.asarray(divisor)
     if dividend is not None:
-        shape = _np.broadcast_shapes(getattr(dividend, "shape", ()), divisor.shape)
+        shape = xp.broadcast_shapes(getattr(dividend, "shape", ()), divisor.shape)
         if 0 in shape:
             return
     if bool((divisor == 0).any()):
@@ -697,7 +696,7 @@ def _check_integer_exponent(dtype, exponent: int) -> None:
         raise RuntimeError("value cannot be converted to type int64_t without overflow")
     if dtype.name == "int64":
         return
-    info = _np.iinfo(dtype)
+    info = iinfo(dt.from_numpy_dtype(dtype))
     if not info.min <= exponent <= info.max:
         raise RuntimeError(
             f"value cannot be converted to type {_C_INTEGER_NAMES[dtype.name]} without overflow"
@@ -940,7 +939,7 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     cond = to_tensor(condition)
-    if cond._data.dtype == _np.uint8:  # a byte mask still works (PyTorch warns)
+    if cond._data.dtype.name == "uint8":  # a byte mask still works (PyTorch warns)
         cond = wrap(cond._data.astype(bool))
     if cond._data.dtype.kind != "b":
         raise RuntimeError(

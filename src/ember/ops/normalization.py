@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import _backend
 from .._dtype import from_numpy_dtype
+from .._kernels.blocked import errors_ignored, is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
@@ -92,7 +91,7 @@ def _run_slabs(work, slabs: list, size: int) -> list:
         return [work(index) for index in slabs]
 
     def span(part):
-        with np.errstate(all="ignore"):  # the caller's errstate does not reach the threads
+        with errors_ignored():  # the caller's errstate does not reach the threads
             return [work(index) for index in part]
 
     step = -(-len(slabs) // threads)
@@ -206,7 +205,7 @@ class _FusedNormBackward(Node):
         xd = x._data.astype(work, copy=False).reshape(lay.shape)
         w = _param_array(weight, lay, work)
         gx = xp.empty(lay.shape, work) if need[0] else None
-        plain = type(gd) is np.ndarray and type(xd) is np.ndarray
+        plain = is_plain_numpy(gd) and is_plain_numpy(xd)
         slabs = _slabs(lay.shape, self.slab_axis, plain)
 
         def slab(i):
@@ -289,7 +288,7 @@ def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, slab_a
     else:
         (mean, rstd), var = stats, None
     w, b = _param_array(weight, layout, work), _param_array(bias, layout, work)
-    slabs = _slabs(layout.shape, slab_axis, type(x) is np.ndarray)
+    slabs = _slabs(layout.shape, slab_axis, is_plain_numpy(x))
 
     def slab(i):
         picked = (_pick(a, i) for a in (x, out, mean, var, rstd, w, b))
