@@ -8,6 +8,7 @@ Example::
     tensor([4.])
 """
 
+import builtins as _builtins
 import warnings as _warnings
 
 # NumPy warns on log(0), 0/0 ... where PyTorch silently returns inf/nan: keep PyTorch's manners
@@ -63,10 +64,18 @@ from ._dtype import (
 from ._dtype import (
     bool_ as bool,
 )
+from ._errors import OutOfMemoryError
 from ._factories import *
 from ._functional_aliases import *
 from ._host_functions import histogramdd, to_dlpack
 from ._legacy import *
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ._memory_scope import memory_scope
 from ._method_functions import *
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
@@ -195,7 +204,6 @@ from .ops.shape import (
     broadcast_to,
     cat,
     chunk,
-    clone,
     concat,
     concatenate,
     diag,
@@ -350,17 +358,29 @@ def inverse(A: Tensor) -> Tensor:
     return linalg.inv(A)
 
 
+def clone(input: Tensor, *, memory_format=None) -> Tensor:  # noqa: F811
+    """A copy of ``input``; ``preserve_format`` (the default) keeps a dense tensor's strides."""
+    return input.clone(memory_format=memory_format)
+
+
 def set_printoptions(**kwargs) -> None:
     """Accepted for compatibility; ember prints with PyTorch's default options."""
 
 
 __version__ = "0.1.0"
 
+# torch's constants
+pi = 3.141592653589793
+e = 2.718281828459045
+inf = _builtins.float("inf")
+nan = _builtins.float("nan")
+newaxis = None
+
 from . import _out  # noqa: E402
 
 _out.install(globals())  # out= on the functions that take it in PyTorch
 
-from .sparse import hspmm, smm, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+from .sparse import hspmm, layout, smm, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
 
 sparse.install()  # sparse COO methods on Tensor, layouts; runs once, never per op
 
@@ -386,7 +406,9 @@ _LAZY = frozenset(
         "profiler",
         "random",
         "special",
+        "testing",
         "utils",
+        "version",
         "viz",
     }
 )
@@ -395,6 +417,8 @@ _LAZY_ATTRIBUTES = {
     "save": "serialization",
     "load": "serialization",
     "compile": "_compile",
+    "GradScaler": "amp",
+    "Future": "futures",
     "binomial": "distributions._sampling",
     "_dirichlet_grad": "distributions._sampling",
     "_sample_dirichlet": "distributions._sampling",

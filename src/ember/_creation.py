@@ -6,6 +6,7 @@ import math
 
 from . import _backend
 from . import _dtype as dt
+from . import _memory_format as _mf
 from ._random import default_generator, resolve_generator
 from ._tensor import Tensor
 
@@ -159,11 +160,17 @@ def _factory(fill):
         out=None,
         layout=None,
         pin_memory=False,
+        memory_format=None,
     ) -> Tensor:
         d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
         xp = _xp(device)
         with _device_ctx(xp, device):
             data = fill(xp, _size(size), d.np)
+            if memory_format is not None:
+                fmt = _mf.check(memory_format, make.__name__)
+                if fmt is _mf.preserve_format:
+                    raise RuntimeError("unsupported memory format Preserve")
+                data = _mf.arrange(data, fmt)
         return _finish(data, requires_grad)
 
     return make
@@ -203,16 +210,34 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     )
 
 
+def _laid_out_like(out: Tensor, input: Tensor, memory_format, name: str) -> Tensor:
+    """``out`` (a fresh row-major result of a ``*_like`` call) laid out as torch lays it out:
+    ``preserve_format`` keeps a dense input's strides, else the format asked for."""
+    fmt = _mf.check(memory_format, name)
+    data = _mf.arrange(out._data, fmt, like=input._data if fmt is _mf.preserve_format else None)
+    if data is out._data:
+        return out
+    return _finish(data, out.requires_grad)
+
+
 def _like(factory):
     def make(
-        input: Tensor, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+        input: Tensor,
+        *,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad: bool = False,
+        memory_format=None,
+        pin_memory=False,
     ) -> Tensor:
-        return factory(
+        out = factory(
             input._data.shape,
             dtype=dtype or input.dtype,
             device=device or input.device,
             requires_grad=requires_grad,
         )
+        return _laid_out_like(out, input, memory_format, factory.__name__ + "_like")
 
     return make
 
@@ -223,15 +248,23 @@ empty_like = _like(empty)
 
 
 def full_like(
-    input: Tensor, fill_value, *, dtype=None, device=None, requires_grad: bool = False
+    input: Tensor,
+    fill_value,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
 ) -> Tensor:
-    return full(
+    out = full(
         input._data.shape,
         fill_value,
         dtype=dtype or input.dtype,
         device=device or input.device,
         requires_grad=requires_grad,
     )
+    return _laid_out_like(out, input, memory_format, "full_like")
 
 
 def arange(
@@ -353,28 +386,57 @@ def randperm(
     return _finish(_place(rng.permutation(int(n)).astype(d.np), device), requires_grad)
 
 
-def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return rand(
+def rand_like(
+    input: Tensor,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
+) -> Tensor:
+    out = rand(
         input._data.shape,
         dtype=dtype or input.dtype,
         device=device or input.device,
         requires_grad=requires_grad,
     )
+    return _laid_out_like(out, input, memory_format, "rand_like")
 
 
-def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return randn(
+def randn_like(
+    input: Tensor,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
+) -> Tensor:
+    out = randn(
         input._data.shape,
         dtype=dtype or input.dtype,
         device=device or input.device,
         requires_grad=requires_grad,
     )
+    return _laid_out_like(out, input, memory_format, "randn_like")
 
 
-def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None) -> Tensor:
-    return randint(
+def randint_like(
+    input: Tensor,
+    low,
+    high=None,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad: bool = False,
+    memory_format=None,
+) -> Tensor:
+    out = randint(
         low, high, input._data.shape, dtype=dtype or input.dtype, device=device or input.device
     )
+    return _laid_out_like(out, input, memory_format, "randint_like")
 
 
 def normal(

@@ -135,7 +135,11 @@ class Tensor:
         return strides[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        from . import _memory_format as mf
+
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        return mf.is_contiguous(self._data, mf.check(memory_format, "is_contiguous"))
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f" or self.dtype.category == dt.FLOAT

@@ -7,6 +7,7 @@ import warnings
 from . import _backend, _inplace
 from . import _creation as creation
 from . import _dtype as dt
+from . import _memory_format as _mf
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .ops import elementwise as ew
@@ -15,6 +16,7 @@ from .ops import linalg as la
 from .ops import reduction as red
 from .ops import shape as sh
 from .ops._dispatch import NUMBERS, named
+from .ops._dispatch import result as _dispatch_result
 
 T = Tensor
 
@@ -148,8 +150,6 @@ _METHOD_SOURCES = {
         "diagonal_scatter",
         "diag_embed",
         "diag",
-        "clone",
-        "contiguous",
         "repeat_interleave",
         "atleast_1d",
         "atleast_2d",
@@ -632,7 +632,7 @@ def _to(self, *args, **kwargs) -> Tensor:
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = _mf.check(kwargs.pop("memory_format", None), "to")
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
@@ -646,7 +646,33 @@ def _to(self, *args, **kwargs) -> Tensor:
             continue
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
-    return sh.to_dtype_device(self, dtype, device, copy)
+    aliases = memory_format is _mf.preserve_format or _mf.suggest(self._data) is memory_format
+    out = sh.to_dtype_device(self, dtype, device, copy or not aliases)
+    if out is not self:  # a fresh copy: laid out as torch's _to_copy lays it out
+        out._data = _mf.arrange(out._data, memory_format, like=self._data)
+    return out
+
+
+def _clone(self, *, memory_format=None) -> Tensor:
+    """A copy; ``preserve_format`` (the default) keeps a dense tensor's strides, as torch."""
+    fmt = _mf.check(memory_format, "clone")
+    data = _mf.arrange(self._data, fmt, copy=True)
+    return _dispatch_result(sh.CloneBackward0, data, (self,))
+
+
+def _contiguous(self, memory_format=None) -> Tensor:
+    """``self`` if laid out as ``memory_format`` (default: row-major), else a copy that is."""
+    fmt = _mf.contiguous_format if memory_format is None else _mf.check(memory_format, "contiguous")
+    if _mf.is_contiguous(self._data, fmt):
+        return self
+    if fmt is _mf.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    _mf.check_rank(self._data.ndim, fmt)
+    return _dispatch_result(sh.CloneBackward0, _mf.arrange(self._data, fmt), (self,))
+
+
+T.clone = _clone
+T.contiguous = _contiguous
 
 
 T.to = _to

@@ -1,0 +1,10 @@
+"""Exception classes that PyTorch exposes at top level."""
+
+from __future__ import annotations
+
+
+class OutOfMemoryError(RuntimeError):
+    """Raised when a device allocation fails (``torch.OutOfMemoryError``)."""
+
+
+OutOfMemoryError.__module__ = "ember"
