@@ -383,6 +383,48 @@ def chain_step(m, shape=(1000,), ops: int = 50) -> Step:
     return Step(run, lambda: [float(state["out"].detach()), float(x.grad.double().abs().sum())])
 
 
+def random_factory(m, what: str = "randn", n: int = 10**6) -> Step:
+    """One call of ``randn(n)``, ``randperm(n)`` or ``rand(n)`` on the default generator."""
+    m.manual_seed(0)
+    factory = getattr(m, what)
+    state = {}
+
+    def run():
+        state["out"] = factory(n)
+
+    return Step(run, lambda: [float(state["out"][:16].double().sum())])
+
+
+def recurrent_inference(m, cell: str = "LSTM") -> Step:
+    """nn.<cell>(64, 128, num_layers=2, batch_first) forward under no_grad; seq 50, batch 32."""
+    rnn = getattr(m.nn, cell)(64, 128, num_layers=2, batch_first=True)
+    with m.no_grad():
+        for name, p in rnn.named_parameters():
+            rng = np.random.default_rng(len(name))
+            p.copy_(m.tensor(rng.uniform(-0.088, 0.088, tuple(p.shape)).astype(np.float32)))
+    x = m.tensor(data((32, 50, 64)))
+    state = {}
+
+    def run():
+        with m.no_grad():
+            state["out"], _ = rnn(x)
+
+    return Step(run, lambda: [float(state["out"].double().sum())])
+
+
+def conv2d_step(m) -> Step:
+    """One Conv2d(32, 32, 3, padding=1) forward and backward on 64 x 32 x 32 x 32."""
+    conv = m.nn.Conv2d(32, 32, 3, padding=1, bias=False)
+    x = m.tensor(data((64, 32, 32, 32)), requires_grad=True)
+
+    def run():
+        conv.zero_grad()
+        x.grad = None
+        conv(x).square().mean().backward()
+
+    return Step(run, lambda: [float(conv.weight.grad.double().abs().sum())])
+
+
 # ----------------------------------------------------------------------------- the table
 
 
@@ -490,6 +532,26 @@ WORKLOADS = _table(
         )
         for mode in ("no_grad", "inference_mode")
     ),
+    Workload("randn-1e6", "randn(10**6) float32, default generator", random_factory, {}, 3, 30),
+    Workload("randperm-1e6", "randperm(10**6)", random_factory, {"what": "randperm"}, 3, 30),
+    Workload("rand-1e7", "rand(10**7)", random_factory, {"what": "rand", "n": 10**7}, 2, 10),
+    Workload(
+        "lstm-infer",
+        "LSTM 2x128, seq 50, batch 32, no_grad forward",
+        recurrent_inference,
+        {},
+        5,
+        50,
+    ),
+    Workload(
+        "gru-infer",
+        "GRU 2x128, seq 50, batch 32, no_grad forward",
+        recurrent_inference,
+        {"cell": "GRU"},
+        5,
+        50,
+    ),
+    Workload("conv2d-32", "Conv2d 32->32 3x3 fwd+bwd, 64 x 32x32x32", conv2d_step, {}, 3, 15),
     Workload(
         "compiled-mlp-b32",
         "MLP b32 step, ember.compile vs torch eager",
