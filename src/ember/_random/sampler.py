@@ -382,7 +382,7 @@ class TorchSampler:
         else:
             u = self.unit(n, np.float32).reshape(shape)
             p_array = p_array.astype(np.float32)
-        values = u < p_array
+        values = np.asarray(u < p_array)  # an array even for 0-d shapes
         return values.astype(dtype) if dtype is not None else values
 
 
