@@ -34,3 +34,23 @@ def test_fills_refuse_as_torch(torch_mod, dtype, name, args):
 def test_exponential_of_an_integer_tensor_names_the_dtype():
     with pytest.raises(RuntimeError, match="dtype must be a floating point but you specified Long"):
         ember.zeros(2, dtype=ember.int64).exponential_()
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (3, 4)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bernoulli_of_a_probability_tensor_of_any_rank_draws_torchs_values(torch_mod, shape, dtype):
+    """A 0-d float32 probability tensor draws float32 uniforms as any other float32 tensor; a
+    Python probability draws float64 ones."""
+    for seed in range(8):
+        outcomes = []
+        for m in (ember, torch_mod):
+            m.manual_seed(seed)
+            p = m.full(shape, 0.5, dtype=getattr(m, dtype))
+            outcomes.append(
+                (
+                    m.bernoulli(p).tolist(),
+                    m.empty(shape).bernoulli_(0.3).tolist(),
+                    p.bernoulli_(p).tolist(),
+                )
+            )
+        assert outcomes[0] == outcomes[1], seed

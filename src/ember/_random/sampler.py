@@ -377,7 +377,7 @@ class TorchSampler:
         if size is None:
             size = p_array.shape
         shape, n = _count(size)
-        if p_array.ndim == 0 or p_array.dtype == np.float64:
+        if not isinstance(p, np.ndarray) or p_array.dtype == np.float64:
             u = self._unit64(n).reshape(shape)
         else:
             u = self.unit(n, np.float32).reshape(shape)

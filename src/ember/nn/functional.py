@@ -232,8 +232,10 @@ def gumbel_softmax(
     gradient is that of the soft sample (straight-through)."""
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    # -log(E) with E ~ Exp(1) is Gumbel(0, 1); drawn as torch draws it, in C order
-    gumbels = -_creation.empty_like(logits).exponential_().log()
+    # -log(E) with E ~ Exp(1) is Gumbel(0, 1); drawn as torch draws it, into a C-contiguous
+    # tensor (its legacy_contiguous_format) whatever the logits' strides
+    noise = _creation.empty(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    gumbels = -noise.exponential_().log()
     y_soft = _activation.softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
