@@ -7,7 +7,10 @@ Run with torch importable (the CPU wheel is enough)::
     uv run python benchmarks/api_coverage.py --json
 
 A torch name counts as present when ember has an attribute of the same name in the matching
-namespace. Names ember leaves out on purpose are listed, with the reason, in
+namespace. The top level is split by kind: ``torch`` counts its functions, ``torch:classes``
+its classes, ``torch:constants`` its plain values (dtypes, layouts, memory formats, ``pi``) and
+``torch:modules`` its submodules (ember's lazy ones count: ``hasattr`` loads them).
+Names ember leaves out on purpose are listed, with the reason, in
 ``benchmarks/api_omissions.txt`` (one ``namespace pattern  # reason`` per line, patterns in
 fnmatch syntax); they are reported apart and do not count against coverage.
 """
@@ -55,9 +58,22 @@ def _anything(value) -> bool:
     return True
 
 
+def _is_constant(value) -> bool:
+    """A plain value: dtypes, layouts, memory formats, numbers (``pi``), ``newaxis``."""
+    return not callable(value) and not inspect.ismodule(value)
+
+
+def _is_own_module(value) -> bool:
+    """A submodule of torch itself (not a standard-library module torch happens to import)."""
+    return inspect.ismodule(value) and value.__name__.startswith("torch.")
+
+
 # namespace label -> (torch module path, ember module path, which public names count)
 NAMESPACES = {
     "torch": ("torch", "ember", _is_function),
+    "torch:classes": ("torch", "ember", _is_class),
+    "torch:constants": ("torch", "ember", _is_constant),
+    "torch:modules": ("torch", "ember", _is_own_module),
     "Tensor": ("torch.Tensor", "ember.Tensor", _anything),
     "nn": ("torch.nn", "ember.nn", _is_class),
     "nn.functional": ("torch.nn.functional", "ember.nn.functional", _is_function),

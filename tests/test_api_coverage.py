@@ -70,6 +70,9 @@ def test_table_has_a_row_per_namespace(coverage, results):
 # the breadth reached so far, as floors (percent of torch's names, omissions excluded)
 FLOORS = {
     "torch": 95,
+    "torch:classes": 100,
+    "torch:constants": 100,
+    "torch:modules": 70,
     "Tensor": 95,
     "nn": 100,
     "nn.functional": 100,

@@ -59,6 +59,8 @@ def test_constants():
         assert getattr(ember, name) == getattr(torch, name)
     assert ember.nan != ember.nan and ember.newaxis is None is torch.newaxis
     assert issubclass(ember.OutOfMemoryError, RuntimeError)
+    assert issubclass(ember.AcceleratorError, RuntimeError)
+    assert ember.has_lapack is torch.has_lapack and ember.has_spectral is torch.has_spectral
     assert ember.GradScaler is ember.amp.GradScaler and ember.Future is ember.futures.Future
 
 

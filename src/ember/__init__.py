@@ -64,7 +64,7 @@ from ._dtype import (
 from ._dtype import (
     bool_ as bool,
 )
-from ._errors import OutOfMemoryError
+from ._errors import AcceleratorError, OutOfMemoryError
 from ._factories import *
 from ._functional_aliases import *
 from ._host_functions import histogramdd, to_dlpack
@@ -375,6 +375,8 @@ e = 2.718281828459045
 inf = _builtins.float("inf")
 nan = _builtins.float("nan")
 newaxis = None
+has_lapack = True  # linalg runs on NumPy's (or CuPy's) LAPACK
+has_spectral = True  # ember.fft
 
 from . import _out  # noqa: E402
 

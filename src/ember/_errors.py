@@ -8,3 +8,10 @@ class OutOfMemoryError(RuntimeError):
 
 
 OutOfMemoryError.__module__ = "ember"
+
+
+class AcceleratorError(RuntimeError):
+    """Raised when an accelerator (GPU) reports an error (``torch.AcceleratorError``)."""
+
+
+AcceleratorError.__module__ = "ember"
