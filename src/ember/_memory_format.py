@@ -143,7 +143,14 @@ def preserved_strides(data) -> tuple:
 
 
 def empty_strided(xp, shape, strides, dtype):
-    """An uninitialised array of ``shape`` with the given element ``strides``."""
+    """An uninitialised array of ``shape`` with the given (dense) element ``strides``."""
+    shape, strides = tuple(shape), tuple(strides)
+    order = sorted(range(len(shape)), key=lambda d: -strides[d])  # outermost first, stable
+    inverse = [order.index(d) for d in range(len(shape))]
+    out = xp.empty(tuple(shape[d] for d in order), dtype=dtype).transpose(inverse)
+    if _strides(out) == strides:
+        return out
+    # only size-1 dimensions differ: give them torch's strides over a fresh buffer
     numel = 1
     for n in shape:
         numel *= n
@@ -151,7 +158,7 @@ def empty_strided(xp, shape, strides, dtype):
     buffer = xp.empty(max(span, 1), dtype=dtype)
     item = buffer.itemsize
     return xp.lib.stride_tricks.as_strided(
-        buffer, shape=tuple(shape), strides=tuple(s * item for s in strides)
+        buffer, shape=shape, strides=tuple(s * item for s in strides)
     )
 
 
