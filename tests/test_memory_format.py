@@ -52,6 +52,8 @@ def test_reprs_and_types():
         assert pickle.loads(pickle.dumps(f)) is f
     assert repr(ember.strided) == "ember.strided" and isinstance(ember.strided, ember.layout)
     assert isinstance(ember.sparse_coo, ember.layout)
+    assert ember.zeros(2).layout is ember.strided
+    assert repr(ember.zeros(2).layout) == repr(torch.zeros(2).layout).replace("torch.", "ember.")
 
 
 def test_constants():

@@ -155,8 +155,11 @@ class Tensor:
         return int(data.data.ptr)  # CuPy's pointer already includes a view's offset
 
     @property
-    def layout(self) -> str:
-        return "strided"
+    def layout(self):
+        """``ember.strided``: a dense tensor (a ``str`` subclass, equal to ``"strided"``)."""
+        from .sparse._layout import strided
+
+        return strided
 
     @property
     def _version(self) -> int:
