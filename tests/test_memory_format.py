@@ -2,6 +2,7 @@
 
 import itertools
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -131,3 +132,31 @@ def test_channels_last_errors_and_grad():
     np.testing.assert_array_equal(x.grad.numpy(), np.arange(120.0).reshape(2, 3, 4, 5))
     z = ember.clone(y)
     assert z.stride() == (60, 1, 15, 3) and z.grad_fn is not None
+
+
+@pytest.mark.parametrize(
+    ("size", "stride"),
+    [
+        ((2, 3), (1, 2)),
+        ((2, 3), (0, 1)),
+        ((2, 3, 4), (1, 8, 2)),
+        ((2, 1), (5, 7)),
+        ((2, 3), (-1, 1)),
+    ],
+)
+def test_empty_strided_has_the_strides(size, stride):
+    try:
+        expected = torch.empty_strided(size, stride)
+    except RuntimeError as err:
+        with pytest.raises(RuntimeError, match=re.escape(str(err))):
+            ember.empty_strided(size, stride)
+        return
+    got = ember.empty_strided(size, stride)
+    assert got.stride() == expected.stride() and got.shape == expected.shape
+    got.fill_(3.0)
+    assert got.sum().item() == 3.0 * got.numel()
+
+
+def test_empty_strided_rank_mismatch():
+    with pytest.raises(RuntimeError, match=r"dimensionality of sizes \(2\) must match"):
+        ember.empty_strided((2, 3), (3,))

@@ -48,12 +48,25 @@ def empty_strided(
     requires_grad: bool = False,
     pin_memory: bool = False,
 ) -> Tensor:
-    """An uninitialised tensor of ``size``. ember's tensors are laid out by NumPy, so
-    ``stride`` is checked for validity but the result is contiguous."""
+    """An uninitialised tensor of ``size`` whose ``stride()`` is ``stride``, as torch's."""
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} != {len(size)}")
-    return _creation.empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+        raise RuntimeError(
+            f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+            f"({len(stride)})"
+        )
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"Storage size calculation overflowed with sizes={list(size)} and "
+            f"strides={list(stride)}"
+        )
+    plain = _creation.empty(size, dtype=dtype, device=device)
+    from . import _backend, _memory_format
+
+    data = _memory_format.empty_strided(
+        _backend.array_module(plain._data), size, stride, plain._data.dtype
+    )
+    return Tensor._wrap(data).requires_grad_(requires_grad)
 
 
 def empty_permuted(
