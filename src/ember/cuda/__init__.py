@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 from .. import _backend
+from .._errors import OutOfMemoryError
 from ._compat import (
     can_device_access_peer,
     get_per_process_memory_fraction,
@@ -46,6 +47,7 @@ from ._memory import (
 from ._streams import Event, Stream, StreamContext, current_stream, default_stream, stream
 
 __all__ = [
+    "OutOfMemoryError",
     "Event",
     "Stream",
     "StreamContext",
