@@ -73,11 +73,6 @@ def test_mlp_with_momentum_replays_and_equals_eager():
     assert fn.replays >= 2 and fn.recordings <= 3
 
 
-@pytest.mark.xfail(
-    reason="conv's _scratch_empty hands the recording a plain NumPy scratch buffer that "
-    "_im2col fills by item assignment, which no recorder can see: the step runs eagerly",
-    strict=False,
-)
 def test_cnn_replays_and_equals_eager():
     sgd = lambda ps: ember.optim.SGD(ps, lr=0.05)
     batches = _batches((6, 1, 8, 8))

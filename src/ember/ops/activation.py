@@ -25,8 +25,9 @@ GELU_TANH_A = 0.044715
 
 def _fast(t: Tensor) -> bool:
     """Real floating NumPy tensors take the blocked kernels. Complex and CuPy tensors take the
-    generic formulas, and so do the arrays ember.compile records (a NumPy subclass): its replay
-    does not carry writes made through a view (``out=`` a reshaped buffer) into the buffer."""
+    generic formulas, and so do the arrays ember.compile records (a NumPy subclass): the
+    blocked kernels call ``np.ascontiguousarray``/``np.empty``, which hand back plain arrays,
+    so a recording would keep their results as constants."""
     data = t._data
     return _blocked.is_plain_numpy(data) and data.dtype.kind in "fV"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import types
 
 from .._scratch import scratch
 from .._tensor import Tensor
@@ -208,7 +209,7 @@ def _gemm_conv(xp, x, wmat, kernel, stride, pads, dilation):
 
 def _scratch_empty(xp, shape, dtype):
     """A reusable NumPy scratch array (see :mod:`ember._scratch`); CuPy has its own pool."""
-    if xp.__name__ == "numpy":
+    if isinstance(xp, types.ModuleType) and xp.__name__ == "numpy":  # not ember.compile's recorder
         return scratch.empty(shape, dtype)
     return xp.empty(shape, dtype=dtype)
 
