@@ -226,6 +226,8 @@ def test_remaining_cuda_names_answer_as_torchs_cpu_build(torch_mod):
             getattr(ember.cuda, name)(*args)
     assert not isinstance(ember.zeros(1), ember.cuda.FloatTensor)
     assert repr(ember.cuda.LongTensor) == "<class 'ember.cuda.LongTensor'>"
+
+
 def test_cuda_out_of_memory_error_is_the_top_level_one():
     import ember
 
