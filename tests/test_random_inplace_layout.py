@@ -56,3 +56,21 @@ def test_transposed_normal_uses_the_scalar_sampler():
     # 24 values: torch's vectorised sampler for the contiguous tensor, its scalar one for the
     # transposed view, so the two differ
     assert not np.allclose(strided.numpy().T.ravel(), contiguous.numpy().ravel())
+
+
+@pytest.mark.parametrize(
+    ("shape", "perm"), [((3, 4), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 17, 3), (0, 2, 1))]
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_random_like_of_a_permuted_tensor_equals_torchs(torch_mod, shape, perm, dtype):
+    """rand_like/randn_like/randint_like keep a permuted input's strides and fill in memory
+    order, as torch's: same values at each position, same stream position afterwards."""
+    outcomes = []
+    for m in (torch_mod, ember):
+        x = m.zeros(shape, dtype=getattr(m, dtype)).permute(perm)
+        m.manual_seed(3)
+        made = [m.rand_like(x), m.randn_like(x), m.randint_like(x, 10), m.randint_like(x, 3, 9)]
+        outcomes.append(
+            ([t.tolist() for t in made], [t.stride() for t in made], m.rand(2).tolist())
+        )
+    assert outcomes[0] == outcomes[1]

@@ -386,6 +386,16 @@ def randperm(
     return _finish(_place(rng.permutation(int(n)).astype(d.np), device), requires_grad)
 
 
+def _random_like(input: Tensor, dtype, device, requires_grad, memory_format, name, fill):
+    """A ``*_like`` random tensor as torch makes it: an empty tensor laid out like ``input``
+    (its strides under ``preserve_format``), then filled in place in memory order, so a
+    permuted input gets torch's values at each position."""
+    blank = empty(input._data.shape, dtype=dtype or input.dtype, device=device or input.device)
+    out = _laid_out_like(blank, input, memory_format, name)
+    fill(out)
+    return out.requires_grad_() if requires_grad else out
+
+
 def rand_like(
     input: Tensor,
     *,
@@ -395,13 +405,8 @@ def rand_like(
     requires_grad: bool = False,
     memory_format=None,
 ) -> Tensor:
-    out = rand(
-        input._data.shape,
-        dtype=dtype or input.dtype,
-        device=device or input.device,
-        requires_grad=requires_grad,
-    )
-    return _laid_out_like(out, input, memory_format, "rand_like")
+    fill = lambda t: t.uniform_()  # noqa: E731
+    return _random_like(input, dtype, device, requires_grad, memory_format, "rand_like", fill)
 
 
 def randn_like(
@@ -413,13 +418,8 @@ def randn_like(
     requires_grad: bool = False,
     memory_format=None,
 ) -> Tensor:
-    out = randn(
-        input._data.shape,
-        dtype=dtype or input.dtype,
-        device=device or input.device,
-        requires_grad=requires_grad,
-    )
-    return _laid_out_like(out, input, memory_format, "randn_like")
+    fill = lambda t: t.normal_()  # noqa: E731
+    return _random_like(input, dtype, device, requires_grad, memory_format, "randn_like", fill)
 
 
 def randint_like(
@@ -433,10 +433,9 @@ def randint_like(
     requires_grad: bool = False,
     memory_format=None,
 ) -> Tensor:
-    out = randint(
-        low, high, input._data.shape, dtype=dtype or input.dtype, device=device or input.device
-    )
-    return _laid_out_like(out, input, memory_format, "randint_like")
+    low, high = (0, low) if high is None else (low, high)
+    fill = lambda t: t.random_(low, high)  # noqa: E731
+    return _random_like(input, dtype, device, requires_grad, memory_format, "randint_like", fill)
 
 
 def normal(
