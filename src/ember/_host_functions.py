@@ -4,13 +4,13 @@ histograms, DLPack export."""
 from __future__ import annotations
 
 import builtins
-from collections import namedtuple
 
 import numpy as np
 
+from . import return_types
 from ._tensor import Tensor
 
-histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+histogramdd_result = return_types.histogramdd
 
 
 def to_dlpack(tensor: Tensor):

@@ -8,9 +8,7 @@ reads the outputs back as tensors of the graph, so that double backward works.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
-from .. import _backend
+from .. import _backend, return_types
 from .._tensor import Tensor
 from ..autograd import _cuts, _watch
 from ..autograd.node import FREED_MESSAGE, Node, _raise_modified
@@ -24,9 +22,7 @@ class LinAlgError(RuntimeError):
 
 
 def _result_type(name: str, fields: str):
-    cls = namedtuple(name, fields)
-    cls.__module__ = "ember.return_types"
-    return cls
+    return return_types.define(name, fields.split())
 
 
 SvdResult = _result_type("linalg_svd", "U S Vh")

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import builtins
-from collections import namedtuple
 
 from .. import _dtype as dt
+from .. import return_types
 from .._creation import zeros
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, check_same_device, result, to_tensor, wrap, wrap_dim
 from .shape import broadcast_shapes, make_view
 
-sort_result = namedtuple("sort", ["values", "indices"])
-topk_result = namedtuple("topk", ["values", "indices"])
+sort_result = return_types.sort
+topk_result = return_types.topk
 
 
 # --------------------------------------------------------------------------------------------
@@ -817,13 +817,15 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     if not 1 <= k <= (data.shape[d] if data.ndim else 1):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if data.ndim == 0:
-        return sort_result(input.clone(), wrap(array_module(data).zeros((), dtype=dt.int64.np)))
+        return return_types.kthvalue(
+            input.clone(), wrap(array_module(data).zeros((), dtype=dt.int64.np))
+        )
     indices = argsort(input, d)
     idx = wrap(indices._data[(slice(None),) * d + (slice(k - 1, k),)].copy())
     values = gather(input, d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
-    return sort_result(values, idx)
+    return return_types.kthvalue(values, idx)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False):

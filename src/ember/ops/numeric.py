@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype as dt
+from .. import return_types
 from .._tensor import Tensor
 from ._dispatch import array_module, non_differentiable, promote, to_tensor, wrap
 from .elementwise import _integers_to_float, float_result, logaddexp, signbit, trunc, where
@@ -50,7 +51,6 @@ def ldexp(input: Tensor, other) -> Tensor:
 
 def frexp(input: Tensor):
     """(mantissa, exponent) with input = mantissa · 2^exponent, |mantissa| in [0.5, 1)."""
-    from collections import namedtuple
 
     if input._data.dtype.kind != "f":
         raise RuntimeError(
@@ -58,7 +58,7 @@ def frexp(input: Tensor):
         )
     xp = array_module(input._data)
     mantissa, exponent = xp.frexp(input._data)
-    frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+    frexp_result = return_types.frexp
     return frexp_result(wrap(mantissa), wrap(exponent.astype(dt.int32.np)))
 
 

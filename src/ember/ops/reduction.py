@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
-from .. import _backend
+from .. import _backend, return_types
 from .. import _dtype as dt
 from .._creation import arange, zeros
 from .._tensor import Tensor
@@ -21,8 +20,6 @@ from ._dispatch import (
 )
 from .elementwise import float_result, maximum, minimum
 from .shape import cat
-
-values_indices = namedtuple("return_types", ["values", "indices"])
 
 
 def _dims(input: Tensor, dim, op: str) -> tuple:
@@ -255,7 +252,8 @@ def _max_min(name, kernel, argkernel, full_node, dim_node):
             )
         d = wrap_dim(dim, data.ndim, name)
         if data.ndim == 0:
-            return values_indices(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
+            pair = getattr(return_types, name)
+            return pair(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
         if data.shape[d] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         idx = getattr(xp, argkernel)(data, axis=d, keepdims=keepdim)
@@ -266,7 +264,7 @@ def _max_min(name, kernel, argkernel, full_node, dim_node):
         values = result(
             dim_node, vals, (input,), shape=data.shape, dim=d, keepdim=keepdim, indices=indices
         )
-        return values_indices(values, indices)
+        return getattr(return_types, name)(values, indices)
 
     named(op, name)
     return op

@@ -8,9 +8,9 @@ came from, as in PyTorch. Histograms and counts are not differentiable.
 from __future__ import annotations
 
 import builtins
-from collections import namedtuple
 
 from .. import _dtype as dt
+from .. import return_types
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, non_differentiable, result, wrap, wrap_dim
@@ -18,13 +18,13 @@ from .elementwise import isnan, where
 from .indexing import gather, sort
 from .reduction import amax, amin, sum
 
-median_result = namedtuple("median", ["values", "indices"])
-nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
-mode_result = namedtuple("mode", ["values", "indices"])
-cummax_result = namedtuple("cummax", ["values", "indices"])
-cummin_result = namedtuple("cummin", ["values", "indices"])
-aminmax_result = namedtuple("aminmax", ["min", "max"])
-histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+median_result = return_types.median
+nanmedian_result = return_types.nanmedian
+mode_result = return_types.mode
+cummax_result = return_types.cummax
+cummin_result = return_types.cummin
+aminmax_result = return_types.aminmax
+histogram_result = return_types.histogram
 
 
 def _select(input: Tensor, d: int, index, keepdim: bool, result_type):
