@@ -407,6 +407,7 @@ _LAZY = frozenset(
         "optim",
         "profiler",
         "random",
+        "signal",
         "special",
         "testing",
         "utils",

@@ -1,0 +1,5 @@
+"""``ember.signal``: signal-processing helpers (``ember.signal.windows``), as ``torch.signal``."""
+
+from . import windows
+
+__all__ = ["windows"]
