@@ -408,6 +408,7 @@ _LAZY = frozenset(
         "profiler",
         "random",
         "signal",
+        "types",
         "special",
         "testing",
         "utils",
