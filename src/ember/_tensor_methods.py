@@ -839,3 +839,4 @@ for _name in ("kron", "addmv", "addr", "baddbmm", "addbmm"):
     setattr(T, _name, getattr(_lp, _name))
 for _name in ("addmv", "addr", "baddbmm", "addbmm"):
     setattr(T, _name + "_", _inplace_method(_name + "_", getattr(_lp, _name)))
+T.addmm_ = _inplace_method("addmm_", la.addmm)
