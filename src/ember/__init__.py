@@ -406,6 +406,7 @@ _LAZY = frozenset(
         "onnx",
         "optim",
         "profiler",
+        "quasirandom",
         "random",
         "signal",
         "types",
