@@ -301,6 +301,7 @@ from .ops.statistics import (
     quantile,
     renorm,
 )
+from .torch_version import TorchVersion as _TorchVersion
 
 
 def real(input: Tensor) -> Tensor:
@@ -367,7 +368,7 @@ def set_printoptions(**kwargs) -> None:
     """Accepted for compatibility; ember prints with PyTorch's default options."""
 
 
-__version__ = "0.1.0"
+__version__ = _TorchVersion("0.1.0")
 
 # torch's constants
 pi = 3.141592653589793
