@@ -396,30 +396,24 @@ def _random_like(input: Tensor, dtype, device, requires_grad, memory_format, nam
     return out.requires_grad_() if requires_grad else out
 
 
-def rand_like(
-    input: Tensor,
-    *,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad: bool = False,
-    memory_format=None,
-) -> Tensor:
-    fill = lambda t: t.uniform_()  # noqa: E731
-    return _random_like(input, dtype, device, requires_grad, memory_format, "rand_like", fill)
+def _filled_like(name: str, fill):
+    def make(
+        input: Tensor,
+        *,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad: bool = False,
+        memory_format=None,
+    ) -> Tensor:
+        return _random_like(input, dtype, device, requires_grad, memory_format, name, fill)
+
+    make.__name__ = make.__qualname__ = name
+    return make
 
 
-def randn_like(
-    input: Tensor,
-    *,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad: bool = False,
-    memory_format=None,
-) -> Tensor:
-    fill = lambda t: t.normal_()  # noqa: E731
-    return _random_like(input, dtype, device, requires_grad, memory_format, "randn_like", fill)
+rand_like = _filled_like("rand_like", lambda t: t.uniform_())
+randn_like = _filled_like("randn_like", lambda t: t.normal_())
 
 
 def randint_like(
