@@ -803,6 +803,8 @@ class MinimumBackward0(Node):
 
 def _require_tensors(name: str, input, other) -> None:
     """torch's binding of these two-tensor ops takes no Python numbers."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return
     for position, (argument, value) in enumerate((("input", input), ("other", other)), 1):
         if not isinstance(value, Tensor):
             raise TypeError(
