@@ -1,0 +1,106 @@
+"""Compiled CPU kernels: numba when it is installed (``pip install ember[jit]``), else nothing.
+
+A kernel module (``ember/_kernels/*_jit.py``) imports numba and defines its loops with
+:func:`njit`; its caller gets it from :func:`module` (None when kernels are off) and keeps a NumPy path that gives the same results, so ember works, and
+passes the same tests, without numba. Nothing here imports numba until a kernel is first
+called (numba's import takes ~2 s; ember's import must stay light), and compiled machine code
+is cached on disk next to the kernel's module (numba's ``cache=True``), so a process pays the
+compile once per machine, not once per run.
+
+Kernels are compiled ``nogil``: :func:`parallel_for` splits a range over ember's own thread
+pool (the one ``ember.set_num_threads`` sizes, shared with BLAS), instead of numba's threading
+layer, which would be a second pool competing for the same cores and whose default layer is
+not safe to enter from several Python threads at once.
+
+Set ``EMBER_JIT=0`` to turn the kernels off (the NumPy paths run); tests use :func:`disabled`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+
+_state = {"checked": False, "available": False}
+_switch = threading.local()
+_lock = threading.Lock()
+
+# below this many elements a hand-off to another thread costs more than the work it saves
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+def _numba_available() -> bool:
+    if not _state["checked"]:
+        with _lock:
+            if not _state["checked"]:
+                if os.environ.get("EMBER_JIT", "1").strip().lower() in ("0", "false", "no", "off"):
+                    _state["available"] = False
+                else:
+                    import importlib.util
+
+                    _state["available"] = importlib.util.find_spec("numba") is not None
+                _state["checked"] = True
+    return _state["available"]
+
+
+def enabled() -> bool:
+    """True when compiled kernels may be used: numba is installed, ``EMBER_JIT`` is not 0, and
+    this thread is not inside :func:`disabled`."""
+    return not getattr(_switch, "off", False) and _numba_available()
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run the NumPy fallbacks in this thread (tests compare them with the kernels)."""
+    before = getattr(_switch, "off", False)
+    _switch.off = True
+    try:
+        yield
+    finally:
+        _switch.off = before
+
+
+def module(name: str):
+    """The kernel module ``ember._kernels.<name>`` when kernels are :func:`enabled`, else None.
+
+    Kernel modules import numba at their top and define their loops with :func:`njit`; only
+    this function imports them, so numba loads on the first call that wants a kernel.
+    """
+    if not enabled():
+        return None
+    import importlib
+
+    return importlib.import_module(f"ember._kernels.{name}")
+
+
+def njit(function: Callable | None = None, **options):
+    """numba's ``njit`` with ember's defaults (``cache=True``: machine code kept on disk;
+    ``nogil=True``: :func:`parallel_for` runs it on several threads), for kernel modules."""
+    import numba
+
+    options = {"cache": True, "nogil": True, **options}
+    if function is None:
+        return numba.njit(**options)
+    return numba.njit(**options)(function)
+
+
+def parallel_for(
+    compiled: Callable, size: int, *args, min_chunk: int = PARALLEL_MIN_ELEMENTS
+) -> None:
+    """Call ``compiled(start, stop, *args)`` (a :func:`njit` kernel) over ``[0, size)`` split
+    into one span per thread of ember's pool (``ember.get_num_threads()``), or once on this
+    thread when ``size`` is below two chunks of ``min_chunk``."""
+    from ember import _backend
+
+    threads = min(_backend.get_num_threads(), max(1, size // max(1, min_chunk)))
+    if threads < 2:
+        compiled(0, size, *args)
+        return
+    step = -(-size // threads)
+    spans = [(start, min(start + step, size)) for start in range(0, size, step)]
+    pool = _backend._thread_pool()
+    futures = [pool.submit(compiled, start, stop, *args) for start, stop in spans[1:]]
+    compiled(spans[0][0], spans[0][1], *args)
+    for future in futures:
+        future.result()

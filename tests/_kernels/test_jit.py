@@ -1,0 +1,73 @@
+"""The compiled-kernel layer: lazy numba, the off switch, and the pool-split loop."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ember._kernels import jit
+
+numba = pytest.importorskip("numba")
+
+
+def test_importing_ember_does_not_import_numba():
+    code = "import sys, ember; ember.ones(3).sum(); print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_environment_switch_turns_kernels_off():
+    code = "from ember._kernels import jit; print(jit.enabled(), jit.module('jit'))"
+    env = {**os.environ, "EMBER_JIT": "0"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.strip() == "False None"
+
+
+def test_disabled_is_per_thread_and_restores():
+    assert jit.enabled()
+    with jit.disabled():
+        assert not jit.enabled() and jit.module("jit") is None
+        with jit.disabled():
+            assert not jit.enabled()
+        assert not jit.enabled()
+    assert jit.enabled()
+
+
+def _fill(start, stop, out, scale):
+    for i in range(start, stop):
+        out[i] = i * scale
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, 3 * jit.PARALLEL_MIN_ELEMENTS + 7])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parallel_for_covers_every_index_once(size, threads):
+    import ember
+
+    kernel = jit.njit(_fill)
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        out = np.full(size, -1.0)
+        jit.parallel_for(kernel, size, out, 2.0)
+        np.testing.assert_array_equal(out, np.arange(size) * 2.0)
+    finally:
+        ember.set_num_threads(before)
+
+
+def _refuse_odd(start, stop, out):
+    for i in range(start, stop):
+        if i == 5:
+            raise ValueError("index 5 refused")
+        out[i] = i
+
+
+def test_kernel_errors_reach_the_caller():
+    # numba does not check bounds: callers validate sizes; raised errors still propagate
+    kernel = jit.njit(_refuse_odd)
+    out = np.zeros(10)
+    with pytest.raises(ValueError, match="index 5 refused"):
+        jit.parallel_for(kernel, 10, out, min_chunk=1)
