@@ -46,6 +46,7 @@ THREAD_ENV = (
     "GOMP_SPINCOUNT",
     "EMBER_NUM_THREADS",
     "EMBER_MALLOC_TUNING",
+    "EMBER_JIT",
 )
 
 
@@ -198,7 +199,21 @@ def probe(lib: str) -> dict:
     if hasattr(module, "get_num_threads"):
         info["threads"] = module.get_num_threads()
     info["blas"] = _blas_info()
+    if lib == "ember":
+        info["kernels"] = _ember_kernels()
     return info
+
+
+def _ember_kernels() -> str:
+    """Whether ember's compiled kernels (numba) are on, and numba's version."""
+    from ember._kernels import jit
+
+    if not jit.enabled():
+        reason = "EMBER_JIT=0" if os.environ.get("EMBER_JIT") else "numba not installed"
+        return f"compiled kernels off ({reason}): NumPy paths"
+    import importlib.metadata
+
+    return f"compiled kernels on (numba {importlib.metadata.version('numba')})"
 
 
 def _run_probe(lib: str) -> dict:
@@ -233,7 +248,8 @@ def header(libs: tuple[str, ...] = ("ember", "torch")) -> list[str]:
             lines.append(f"{lib}: not usable ({info['error']})")
             continue
         threads = f", {info['threads']} intra-op threads" if "threads" in info else ""
-        lines.append(f"{lib} {info['version']}{threads}; {info['blas']}")
+        kernels = f"; {info['kernels']}" if "kernels" in info else ""
+        lines.append(f"{lib} {info['version']}{threads}; {info['blas']}{kernels}")
     env = ", ".join(f"{k}={os.environ[k]}" for k in THREAD_ENV if k in os.environ)
     lines.append(f"thread environment: {env or 'none of ' + ', '.join(THREAD_ENV[:3]) + ' set'}")
     return lines
