@@ -204,13 +204,13 @@ def run_backward(
     _retaining.value = retain_graph
     # formulas read saved tensors that require grad with grad mode off: not a user's cut
     _cuts.state.quiet += 1
-    slow_always = has_captures or check_anomaly or timed
+    slow_always = check_anomaly or timed
     try:
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
             edges = node._edges
-            if node._fast and not slow_always:
+            if node._fast and not slow_always and not (has_captures and node in captures):
                 # the common node: one output, no hooks, the formula called directly
                 if grads is None or grads[0] is None:
                     in_grads = None
