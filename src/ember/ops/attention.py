@@ -1,8 +1,16 @@
 """Attention: scaled dot-product attention and the multi-head attention forward.
 
-Both are compositions of differentiable ember ops (matmul, softmax, where), so their
-gradients of every order come from the op table; a fused kernel may replace them later
-and be checked against these.
+The attention proper, dropout(softmax(Q Kᵀ · scale + mask)) V, is one fused node on NumPy
+float32/float64 data (``_fused_attention``): its forward is two batched GEMMs around one
+softmax pass (compiled when ember's kernels are on), and its backward the four GEMMs of the
+closed form around one pass for the softmax's gradient, so that no score-sized temporary but
+the probabilities is kept and no graph of eight nodes is walked. Self-attention in
+``multi_head_attention_forward`` projects Q, K and V with one GEMM over the flattened leading
+dims, and the fused node reads the heads from that packed projection and writes them merged
+((L, N, E) or (N, L, E)) through strided views, so that splitting and merging heads copies
+nothing. Under ``create_graph`` the node's backward is written with ember ops (gradients of
+every order). Other cases (a mask that requires grad, broadcast batch dims, half floats, CuPy)
+run the composition of differentiable ember ops that the fused node is checked against.
 """
 
 from __future__ import annotations
@@ -10,7 +18,11 @@ from __future__ import annotations
 import math
 
 from .. import _creation
+from .._kernels import jit
+from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, grad_state, result, wrap
 from .activation import softmax
 from .elementwise import where
 from .indexing import pad
@@ -33,6 +45,301 @@ def _safe_softmax(scores: Tensor) -> Tensor:
         return softmax(scores, -1)
     # zero the dead rows before softmax too, so that no NaN reaches the backward pass
     return where(dead, 0.0, softmax(where(dead, 0.0, scores), -1))
+
+
+# --------------------------------------------------------------------------------------------
+# The fused attention node
+# --------------------------------------------------------------------------------------------
+def _heads(data, part: int, parts: int, heads: int, batch_first: bool):
+    """The (N, heads, L, D) view of part ``part`` of a packed projection ``data`` of shape
+    (N, L, parts·E) (``batch_first``) or (L, N, parts·E); no copy (``data`` is contiguous)."""
+    a, b, width = data.shape
+    head_dim = width // (parts * heads)
+    split = data.reshape(a, b, parts, heads, head_dim)[:, :, part]
+    return split.transpose(0, 2, 1, 3) if batch_first else split.transpose(1, 2, 0, 3)
+
+
+def _product(xp, a, b, out=None):
+    """``a @ b`` (into ``out`` when given, which may be a strided view)."""
+    if out is None:
+        return xp.matmul(a, b)
+    return xp.matmul(a, b, out=out)
+
+
+def _softmax_scores(xp, scores, scale: float, mask) -> None:
+    """``scores = softmax(scores · scale + mask)`` over the last axis, in place; a row masked
+    everywhere (all -inf) becomes 0, as scaled_dot_product_attention's safe softmax."""
+    if scores.size == 0:
+        return
+    kernels = jit.module("attention_jit") if is_plain_numpy(scores) else None
+    if mask is not None:
+        scores *= scale
+        scores += mask
+        scale = 1.0
+    if kernels is not None:
+        kernels.softmax_(scores, scale)
+        return
+    if scale != 1.0:
+        scores *= scale
+    top = scores.max(axis=-1, keepdims=True)
+    dead = top == float("-inf")
+    # a dead row: exp(-inf - 0) = 0 everywhere, divided by 1
+    scores -= xp.where(dead, 0, top)
+    xp.exp(scores, out=scores)
+    scores /= xp.where(dead, 1, scores.sum(axis=-1, keepdims=True))
+
+
+def _softmax_scores_backward(xp, grad, probs, scale: float, noise) -> None:
+    """``grad = scale · p (g·noise - Σ g·noise·p)`` in place: from the gradient of dropout's
+    output (or softmax's, ``noise`` None) to the scores' (before scaling)."""
+    if grad.size == 0:
+        return
+    kernels = jit.module("attention_jit") if is_plain_numpy(grad) else None
+    if kernels is not None:
+        kernels.softmax_backward_(grad, probs, scale, noise)
+        return
+    if noise is not None:
+        grad *= noise
+    dot = xp.einsum("...j,...j->...", grad, probs)[..., None]
+    grad -= dot
+    grad *= probs
+    if scale != 1.0:
+        grad *= scale
+
+
+def _dropout_noise(probs, p: float, device):
+    """The scaled keep-mask of ``F.dropout(probs, p)``, drawn as dropout draws it (the same
+    random stream), as an array; None without dropout."""
+    if p <= 0:
+        return None
+    from . import dropout as _dropout_ops
+
+    if p >= 1:
+        return array_module(probs).zeros_like(probs)
+    noise = _dropout_ops._element_noise(wrap(probs), p).to(device)
+    return _dropout_ops._with_number(noise, lambda t: t / (1.0 - p))._data
+
+
+def _attend(xp, q, k, v, mask, scale: float, p: float, device, out=None):
+    """dropout(softmax(q kᵀ · scale + mask)) v on arrays (..., L, D); ``out``: an array (or
+    strided view) of the result's shape to write it to. Returns (out, probs, noise)."""
+    probs = _product(xp, q, k.swapaxes(-1, -2))
+    _softmax_scores(xp, probs, scale, mask)
+    noise = _dropout_noise(probs, p, device)
+    dropped = probs if noise is None else probs * noise
+    return _product(xp, dropped, v, out), probs, noise
+
+
+def _attend_backward(xp, g, q, k, v, probs, noise, scale: float, need, grads):
+    """The gradients of q, k, v (for ``need[i]``) into ``grads[i]`` (arrays or None: new)."""
+    gq = gk = gv = None
+    if need[2]:
+        dropped = probs if noise is None else probs * noise
+        gv = _product(xp, dropped.swapaxes(-1, -2), g, grads[2])
+    if need[0] or need[1]:
+        gs = _product(xp, g, v.swapaxes(-1, -2))
+        _softmax_scores_backward(xp, gs, probs, scale, noise)
+        if need[0]:
+            gq = _product(xp, gs, k, grads[0])
+        if need[1]:
+            gk = _product(xp, gs.swapaxes(-1, -2), q, grads[1])
+    return gq, gk, gv
+
+
+def _attend_graph(g, q, k, v, mask, noise, scale: float, need):
+    """The same gradients written with ember ops (differentiable again, for create_graph)."""
+    scores = (q @ k.transpose(-2, -1)) * scale
+    if mask is not None:
+        scores = scores + mask
+    probs = _safe_softmax(scores)
+    gq = gk = gv = None
+    if need[2]:
+        dropped = probs if noise is None else probs * noise
+        gv = dropped.transpose(-2, -1) @ g
+    if need[0] or need[1]:
+        gp = g @ v.transpose(-2, -1)
+        if noise is not None:
+            gp = gp * noise
+        gs = probs * (gp - (gp * probs).sum(-1, keepdim=True)) * scale
+        if need[0]:
+            gq = gs @ k
+        if need[1]:
+            gk = gs.transpose(-2, -1) @ q
+    return gq, gk, gv
+
+
+class _FusedAttentionBackward(Node):
+    """Backward of the fused attention. Attributes: ``scale``, ``probs`` (the softmax),
+    ``noise`` (dropout's scaled keep-mask or None), ``mask`` (additive array or None)."""
+
+    def release(self) -> None:
+        super().release()
+        self.probs = self.noise = self.mask = None
+
+    def _constants(self):
+        mask = None if self.mask is None else wrap(self.mask)
+        noise = None if self.noise is None else wrap(self.noise)
+        return mask, noise
+
+
+class ScaledDotProductAttentionBackward0(_FusedAttentionBackward):
+    """Inputs (query, key, value), each (..., L, D) with equal batch dims."""
+
+    def backward(self, g):
+        q, k, v = self.saved_tensors()
+        need = tuple(e is not None for e in self._edges)
+        if grad_state.enabled:
+            mask, noise = self._constants()
+            return _attend_graph(g, q, k, v, mask, noise, self.scale, need)
+        xp = array_module(self.probs)
+        grads = _attend_backward(
+            xp,
+            g._data,
+            q._data,
+            k._data,
+            v._data,
+            self.probs,
+            self.noise,
+            self.scale,
+            need,
+            (None, None, None),
+        )
+        return tuple(None if a is None else wrap(a) for a in grads)
+
+
+class PackedSelfAttentionBackward0(_FusedAttentionBackward):
+    """Input: a packed (N, L, 3E) (``batch_first``) or (L, N, 3E) Q/K/V projection; output:
+    the heads merged, (N, L, E) or (L, N, E). Attribute ``heads``."""
+
+    def _split(self, data):
+        return tuple(_heads(data, i, 3, self.heads, self.batch_first) for i in range(3))
+
+    def backward(self, g):
+        (qkv,) = self.saved_tensors()
+        if grad_state.enabled:
+            return self._graph_backward(g, qkv)
+        data = qkv._data
+        xp = array_module(data)
+        q, k, v = self._split(data)
+        grad = xp.empty(data.shape, data.dtype)
+        gheads = _heads(g._data, 0, 1, self.heads, self.batch_first)
+        _attend_backward(
+            xp,
+            gheads,
+            q,
+            k,
+            v,
+            self.probs,
+            self.noise,
+            self.scale,
+            (True, True, True),
+            self._split(grad),
+        )
+        return wrap(grad)
+
+    def _graph_backward(self, g, qkv):
+        a, b, width = qkv.shape
+        heads, embed = self.heads, width // 3
+        order = (0, 2, 1, 3) if self.batch_first else (1, 2, 0, 3)
+        back = (0, 2, 1, 3) if self.batch_first else (2, 0, 1, 3)
+        parts = qkv.reshape(a, b, 3, heads, embed // heads)
+        q, k, v = (parts.select(2, i).permute(*order) for i in range(3))
+        gheads = g.reshape(a, b, heads, embed // heads).permute(*order)
+        mask, noise = self._constants()
+        grads = _attend_graph(gheads, q, k, v, mask, noise, self.scale, (True, True, True))
+        merged = [gi.permute(*back).reshape(a, b, embed) for gi in grads]
+        from .shape import stack
+
+        return stack(merged, 2).reshape(a, b, width)
+
+
+def _fusable(*tensors) -> bool:
+    """The fused node takes NumPy float32/float64 data (plain or recorded by ember.compile)."""
+    dtype = tensors[0]._data.dtype
+    if dtype.name not in ("float32", "float64"):
+        return False
+    return all(
+        t._data.dtype == dtype and array_module(t._data).__name__ == "numpy" for t in tensors
+    )
+
+
+def _mask_array(mask: Tensor | None, dtype, allowed: bool = False):
+    """An additive mask array (bool ``allowed`` masks: True keeps, False is -inf)."""
+    if mask is None:
+        return None
+    data = mask._data
+    if data.dtype.kind == "b":
+        xp = array_module(data)
+        keep, drop = (0.0, float("-inf")) if allowed else (float("-inf"), 0.0)
+        return xp.where(data, keep, drop).astype(dtype)
+    return data
+
+
+def _sdpa_fusable(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> bool:
+    """Whether scaled_dot_product_attention takes the fused node: NumPy float data, equal
+    batch dims, and a mask (if any) that needs no gradient and broadcasts to the scores."""
+    if query.dim() < 2 or key.dim() != query.dim() or value.dim() != query.dim():
+        return False
+    if not _fusable(query, key, value):
+        return False
+    batch = tuple(query.shape[:-2])
+    if tuple(key.shape[:-2]) != batch or tuple(value.shape[:-2]) != batch:
+        return False
+    if key.shape[-2] != value.shape[-2]:
+        return False
+    if mask is None:
+        return True
+    if mask._rg or (mask.dtype.name != "bool" and mask._data.dtype != query._data.dtype):
+        return False
+    if array_module(mask._data).__name__ != "numpy" or mask.dim() > query.dim():
+        return False
+    scores = batch + (query.shape[-2], key.shape[-2])
+    shape = (1,) * (len(scores) - mask.dim()) + tuple(mask.shape)
+    return all(m in (1, s) for m, s in zip(shape, scores))
+
+
+def _fused_attention(query: Tensor, key: Tensor, value: Tensor, mask, scale: float, p: float):
+    xp = array_module(query._data)
+    out, probs, noise = _attend(
+        xp, query._data, key._data, value._data, mask, scale, p, query.device
+    )
+    inputs = (query, key, value)
+    return result(
+        ScaledDotProductAttentionBackward0,
+        out,
+        inputs,
+        inputs,
+        scale=scale,
+        probs=probs,
+        noise=noise,
+        mask=mask,
+    )
+
+
+def _packed_self_attention(
+    qkv: Tensor, heads: int, batch_first: bool, mask, scale: float, p: float
+) -> Tensor:
+    """Attention over ``heads`` heads read from a packed (N, L, 3E) or (L, N, 3E) projection;
+    the heads come back merged, (N, L, E) or (L, N, E)."""
+    data = qkv._data
+    xp = array_module(data)
+    a, b, width = data.shape
+    out = xp.empty((a, b, width // 3), data.dtype)
+    q, k, v = (_heads(data, i, 3, heads, batch_first) for i in range(3))
+    merged = _heads(out, 0, 1, heads, batch_first)
+    _, probs, noise = _attend(xp, q, k, v, mask, scale, p, qkv.device, merged)
+    return result(
+        PackedSelfAttentionBackward0,
+        out,
+        (qkv,),
+        (qkv,),
+        scale=scale,
+        probs=probs,
+        noise=noise,
+        mask=mask,
+        heads=heads,
+        batch_first=batch_first,
+    )
 
 
 def scaled_dot_product_attention(
@@ -90,6 +397,12 @@ def scaled_dot_product_attention(
             value = value.repeat_interleave(heads // value.shape[-3], -3)
     target, source = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    if _sdpa_fusable(query, key, value, attn_mask):
+        mask = _mask_array(attn_mask, query._data.dtype, allowed=True)
+        if is_causal:
+            xp = array_module(query._data)
+            mask = xp.triu(xp.full((target, source), float("-inf"), query._data.dtype), 1)
+        return _fused_attention(query, key, value, mask, factor, dropout_p)
     scores = (query @ key.transpose(-2, -1)) * factor
     allowed = None
     if is_causal:
@@ -158,6 +471,61 @@ def _check_batched(query: Tensor, key: Tensor, value: Tensor, key_padding_mask, 
     )
 
 
+def _packable(query: Tensor, weight: Tensor, bias, attn_mask, key_padding_mask) -> bool:
+    """Whether self-attention takes the packed path (NumPy float data, masks of the query's
+    dtype that need no gradient)."""
+    tensors = [t for t in (query, weight, bias) if t is not None]
+    for mask in (attn_mask, key_padding_mask):
+        if mask is not None:
+            if mask._rg:
+                return False
+            tensors.append(mask)
+    return _fusable(*tensors)
+
+
+def _packed_multi_head_attention(
+    query: Tensor,
+    heads: int,
+    in_proj_weight: Tensor,
+    in_proj_bias: Tensor | None,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    attn_mask: Tensor | None,
+    key_padding_mask: Tensor | None,
+    dropout_p: float,
+) -> Tensor:
+    """Self-attention on (L, N, E) ``query``: Q, K and V from one GEMM over the flattened
+    leading dims (in the (N, L, E) order when ``query`` is a transposed batch-first tensor,
+    so that no copy is made), the fused attention, and the output projection."""
+    tgt_len, bsz, embed_dim = query.shape
+    batch_first = (
+        not query._data.flags.c_contiguous and query._data.transpose(1, 0, 2).flags.c_contiguous
+    )
+    x = query.transpose(0, 1) if batch_first else query
+    if not x._data.flags.c_contiguous:
+        x = x.contiguous()
+    qkv = linear(x, in_proj_weight, in_proj_bias)
+    if not qkv._data.flags.c_contiguous:
+        qkv = qkv.contiguous()
+    mask = None
+    if attn_mask is not None:  # (1, L, S) or (N·heads, L, S), checked by the caller
+        mask = attn_mask._data
+        if mask.shape[0] != 1:
+            mask = mask.reshape(bsz, heads, tgt_len, tgt_len)
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, tgt_len):
+            raise AssertionError(
+                f"expecting key_padding_mask shape of {(bsz, tgt_len)}, but got "
+                f"{key_padding_mask.shape}"
+            )
+        padding = key_padding_mask._data.reshape(bsz, 1, 1, tgt_len)
+        mask = padding if mask is None else mask + padding
+    scale = 1.0 / math.sqrt(embed_dim // heads)
+    merged = _packed_self_attention(qkv, heads, batch_first, mask, scale, dropout_p)
+    out = linear(merged, out_proj_weight, out_proj_bias)
+    return out.transpose(0, 1) if batch_first else out
+
+
 def multi_head_attention_forward(
     query: Tensor,
     key: Tensor,
@@ -191,6 +559,7 @@ def multi_head_attention_forward(
     (averaged over heads when ``average_attn_weights``).
     """
     batched = _check_batched(query, key, value, key_padding_mask, attn_mask)
+    self_attention = query is key and key is value
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
@@ -213,15 +582,6 @@ def multi_head_attention_forward(
     # is_causal is only a hint that attn_mask is causal: the mask itself is what is applied
     attn_mask = _additive_mask(attn_mask, query.dtype, "attn_mask")
 
-    if not use_separate_proj_weight:
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
-    else:
-        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is True but a projection is None")
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
-
     if attn_mask is not None:
         if attn_mask.dim() == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
@@ -238,6 +598,41 @@ def multi_head_attention_forward(
                 )
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if not training:
+        dropout_p = 0.0
+    packed = (
+        self_attention
+        and not use_separate_proj_weight
+        and not need_weights
+        and bias_k is None
+        and bias_v is None
+        and not add_zero_attn
+        and static_k is None
+        and static_v is None
+    )
+    if packed and _packable(query, in_proj_weight, in_proj_bias, attn_mask, key_padding_mask):
+        out = _packed_multi_head_attention(
+            query,
+            num_heads,
+            in_proj_weight,
+            in_proj_bias,
+            out_proj_weight,
+            out_proj_bias,
+            attn_mask,
+            key_padding_mask,
+            dropout_p,
+        )
+        return (out if batched else out.squeeze(1)), None
+
+    if not use_separate_proj_weight:
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    else:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is True but a projection is None")
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
 
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
@@ -280,8 +675,6 @@ def multi_head_attention_forward(
             .reshape(bsz * num_heads, 1, src_len)
         )
         attn_mask = padding if attn_mask is None else attn_mask + padding
-    if not training:
-        dropout_p = 0.0
 
     if need_weights:
         scores = (q * math.sqrt(1.0 / head_dim)) @ k.transpose(-2, -1)

@@ -121,7 +121,10 @@ class MultiheadAttention(Module):
     ) -> tuple[Tensor, Tensor | None]:
         batched = query.dim() == 3
         if self.batch_first and batched:
-            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+            if query is key and key is value:  # self-attention stays recognisable as such
+                query = key = value = query.transpose(1, 0)
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
         out, weights = multi_head_attention_forward(
             query,
             key,

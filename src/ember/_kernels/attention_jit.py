@@ -1,0 +1,125 @@
+"""Compiled row passes of the fused attention (numba; see :mod:`ember._kernels.jit`).
+
+The products of attention (Q Kᵀ, P V and their gradients) are BLAS GEMMs; between them sit
+passes over the (rows, keys) score matrix that NumPy runs as five or six whole-array passes
+(scale, max, shift, exp, sum, divide; and the softmax backward's product, row sum, difference,
+product). Here each row is read and written in one loop nest while it sits in the L1 cache.
+Rows are split over ember's pool (:func:`jit.parallel_for`).
+
+Both passes work in place on C-contiguous 2-D arrays that the caller allocated itself (the
+scores of one attention call), so no index can leave them; callers check shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+
+_FLOATS = (np.float32, np.float64)
+
+
+@jit.njit
+def _softmax_rows(start, stop, scores, scale):
+    # scores[r] <- softmax(scale · scores[r]); a row of only -inf (fully masked) becomes 0
+    width = scores.shape[1]
+    for r in range(start, stop):
+        row = scores[r]
+        top = -np.inf
+        for j in range(width):
+            s = row[j] * scale
+            row[j] = s
+            if s > top:
+                top = s
+        if top == -np.inf:
+            for j in range(width):
+                row[j] = 0.0
+            continue
+        total = 0.0
+        for j in range(width):
+            e = np.exp(row[j] - top)
+            row[j] = e
+            total += e
+        inverse = 1.0 / total
+        for j in range(width):
+            row[j] = row[j] * inverse
+
+
+@jit.njit
+def _softmax_backward_rows(start, stop, grad, probs, scale):
+    # grad[r] <- scale · p (g - Σ g p): the gradient of the scores from that of softmax's output
+    width = grad.shape[1]
+    for r in range(start, stop):
+        g = grad[r]
+        p = probs[r]
+        dot = 0.0
+        for j in range(width):
+            dot += g[j] * p[j]
+        for j in range(width):
+            g[j] = scale * p[j] * (g[j] - dot)
+
+
+@jit.njit
+def _dropout_softmax_backward_rows(start, stop, grad, probs, noise, scale):
+    # as _softmax_backward_rows for softmax followed by dropout (the scaled keep-mask ``noise``)
+    width = grad.shape[1]
+    for r in range(start, stop):
+        g = grad[r]
+        p = probs[r]
+        m = noise[r]
+        dot = 0.0
+        for j in range(width):
+            gj = g[j] * m[j]
+            g[j] = gj
+            dot += gj * p[j]
+        for j in range(width):
+            g[j] = scale * p[j] * (g[j] - dot)
+
+
+def _rows(array):
+    return array.reshape(-1, array.shape[-1])
+
+
+def _check(*arrays) -> None:
+    first = arrays[0]
+    for a in arrays:
+        if a.dtype.type not in _FLOATS or not a.flags.c_contiguous or a.shape != first.shape:
+            raise ValueError("attention_jit: expects C-contiguous float arrays of equal shapes")
+        if a.dtype != first.dtype:
+            raise ValueError("attention_jit: arrays of different dtypes")
+
+
+def softmax_(scores, scale: float) -> None:
+    """``scores = softmax(scale · scores)`` over the last axis, in place (all -inf rows: 0)."""
+    _check(scores)
+    if scores.size == 0:
+        return
+    rows = _rows(scores)
+    jit.parallel_for(
+        _softmax_rows,
+        rows.shape[0],
+        rows,
+        scores.dtype.type(scale),
+        min_chunk=max(1, jit.PARALLEL_MIN_ELEMENTS // rows.shape[1]),
+    )
+
+
+def softmax_backward_(grad, probs, scale: float, noise=None) -> None:
+    """``grad = scale · p (g·noise - Σ g·noise·p)`` over the last axis, in place: the scores'
+    gradient from that of ``dropout(softmax(scale · scores))`` (``noise`` None: no dropout)."""
+    if noise is None:
+        _check(grad, probs)
+    else:
+        _check(grad, probs, noise)
+    if grad.size == 0:
+        return
+    rows, p = _rows(grad), _rows(probs)
+    chunk = max(1, jit.PARALLEL_MIN_ELEMENTS // rows.shape[1])
+    s = grad.dtype.type(scale)
+    if noise is None:
+        jit.parallel_for(_softmax_backward_rows, rows.shape[0], rows, p, s, min_chunk=chunk)
+    else:
+        m = _rows(noise)
+        jit.parallel_for(
+            _dropout_softmax_backward_rows, rows.shape[0], rows, p, m, s, min_chunk=chunk
+        )
