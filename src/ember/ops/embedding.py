@@ -11,6 +11,7 @@ sparse COO tensor holding one row per lookup, as PyTorch's.
 from __future__ import annotations
 
 from .. import _dtype as dt
+from .._kernels import jit
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
@@ -139,9 +140,26 @@ def _index_error(flat, weight: Tensor):
 def embedding_dense_backward(g: Tensor, lookup: Lookup) -> Tensor:
     """The dense gradient of ``weight``: row r sums g's rows looked up at r, each times its
     share (see ``Lookup.factors``); differentiable in ``g``."""
-    rows = g._data.reshape(-1, g.shape[-1])
-    out = _sum_rows(rows, lookup)
+    out = _sum_rows_compiled(g._data, lookup)
+    if out is None:
+        # explicit row count: -1 cannot be inferred next to a zero width
+        out = _sum_rows(g._data.reshape(lookup.flat.size, g.shape[-1]), lookup)
     return result(EmbeddingDenseBackwardBackward0, out, (g,), lookup=lookup)
+
+
+def _sum_rows_compiled(grad, lookup: Lookup):
+    """The dense gradient from the compiled scatter-add (one pass, no matrix to build, and no
+    copy of an expanded gradient), or None where it does not apply (no numba, CuPy, other
+    dtypes)."""
+    if array_module(grad).__name__ != "numpy" or grad.dtype.char not in "fd":
+        return None
+    kernels = jit.module("embedding_jit")
+    if kernels is None:
+        return None
+    factors = lookup.factors(grad.dtype) if lookup.scale_grad_by_freq else None
+    return kernels.sum_rows_by_index(
+        lookup.flat, grad, lookup.num_weights, lookup.padding_idx, factors
+    )
 
 
 def _sum_rows(rows, lookup: Lookup):

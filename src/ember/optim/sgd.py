@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ._fused import raw_arrays, sgd_sparse_step, sgd_step
+from .._kernels import jit
+from ._fused import bump, raw_arrays, sgd_sparse_step, sgd_step
 from ._validation import as_scalar, check_fused, check_lr
 from .optimizer import (
     Closure,
@@ -69,7 +70,8 @@ class SGD(Optimizer):
                 if arrays is not None:
                     sgd_step(self, p, arrays, group, lr)
                 elif grad.is_sparse and group["momentum"] == 0 and group["weight_decay"] == 0:
-                    sgd_sparse_step(p, grad, lr, group["maximize"])
+                    if not _sparse_step_compiled(p, grad, lr, group["maximize"]):
+                        sgd_sparse_step(p, grad, lr, group["maximize"])
                 else:
                     self._step_with_tensor_ops(p, grad, group, lr)
         return loss
@@ -91,3 +93,20 @@ class SGD(Optimizer):
                 buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
             d_p = d_p.add(buf, alpha=momentum) if group["nesterov"] else buf
         p.add_(d_p, alpha=-lr)
+
+
+def _sparse_step_compiled(param, grad, lr: float, maximize: bool) -> bool:
+    """``param -= lr · grad`` for a sparse COO gradient as one compiled index-add over its
+    entries, uncoalesced (PyTorch's ``add_`` of a sparse tensor adds each entry in turn);
+    False where it does not apply (no numba, CuPy, other dtypes, a hybrid index)."""
+    storage = grad._data
+    if storage.indices.shape[0] != 1:
+        return False
+    kernels = jit.module("embedding_jit")
+    if kernels is None:
+        return False
+    alpha = lr if maximize else -lr
+    if not kernels.index_axpy(storage.indices[0], alpha, storage.values, param._data):
+        return False
+    bump(param)
+    return True
