@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from .._kernels import jit
 from .box_muller_float32 import box_muller_16_float32
 from .fma import fma_float32, fma_float64
 from .mt19937 import MT19937
@@ -216,11 +217,16 @@ class TorchSampler:
     def randperm(self, n: int) -> np.ndarray:
         if n <= 1:
             return np.arange(n, dtype=np.int64)
+        kernels = jit.module("random_jit")
         if n < _LARGE_PERMUTATION:
             # torch's Fisher-Yates: swap(p[i], p[i + word % (n - i)]) for i = 0..n-2
+            if kernels is not None:
+                return kernels.fisher_yates(self.engine.words(n - 1))
             offsets = self.engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)
             return fisher_yates(offsets)
         # torch's "inside-out" shuffle with 64-bit draws for very large n
+        if kernels is not None:
+            return kernels.inside_out(self.engine.words64(n))
         picks = (self.engine.words64(n) % np.arange(1, n + 1, dtype=np.uint64)).tolist()
         perm = [0] * n
         for i, z in enumerate(picks):
@@ -260,6 +266,9 @@ class TorchSampler:
     def _normal_blocks(self, n: int, mean: float, std: float, target) -> np.ndarray:
         if target.itemsize == 2:  # float16 / bfloat16
             return self._normal_blocks_reduced(n, mean, std).astype(target)
+        kernels = jit.module("random_jit")
+        if kernels is not None:  # the same draws, and values, in one compiled pass
+            return self._normal_blocks_compiled(kernels, n, mean, std, target)
         data = self.unit(n, target)
         tail = self.unit(16, target) if n % 16 else None
         full = n - n % 16
@@ -278,11 +287,29 @@ class TorchSampler:
             out[n - 16 :] = box_muller(tail, mean, std)
         return out
 
+    def _normal_blocks_compiled(self, kernels, n: int, mean: float, std: float, target):
+        """:meth:`_normal_blocks` for float32 / float64 from the raw words (kernels on): the
+        uniforms of a ragged end's first values are drawn but overwritten, as in torch."""
+        per_value = 2 if target == np.float64 else 1
+        words = self.engine.words(per_value * n)
+        full = n - n % 16
+        out = np.empty(n, dtype=target)
+        kernels.normal_blocks(words[: per_value * full], out[:full], mean, std)
+        if n % 16:
+            kernels.normal_blocks(self.engine.words(per_value * 16), out[n - 16 :], mean, std)
+        return out
+
     def _normal_blocks_reduced(self, n: int, mean: float, std: float) -> np.ndarray:
         """float16 / bfloat16 normals, computed in float32: torch fills only the whole blocks
         with uniforms first, then (for a ragged end) 16 fresh ones for the last 16 values."""
         full = n - n % 16
         out = np.empty(n, dtype=np.float32)
+        kernels = jit.module("random_jit")
+        if kernels is not None:
+            kernels.normal_blocks(self.engine.words(full), out[:full], mean, std)
+            if n % 16:
+                kernels.normal_blocks(self.engine.words(16), out[n - 16 :], mean, std)
+            return out
         box_muller_16_float32(self.unit(full), mean, std, out=out[:full])
         if n % 16:
             out[n - 16 :] = box_muller_16_float32(self.unit(16), mean, std)
