@@ -18,6 +18,7 @@ import math
 
 from .. import _backend
 from .._dtype import from_numpy_dtype
+from .._kernels import jit
 from .._kernels.blocked import errors_ignored, is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -262,7 +263,73 @@ class NativeLayerNormBackward0(_FusedNormBackward):
 
 
 class NativeBatchNormBackward0(_FusedNormBackward):
-    pass
+    def _array_backward(self, g, x, weight, need):
+        kernels = _batch_norm_kernels(x._data, g._data, weight)
+        if kernels is None or not self.mean.dtype == x._data.dtype:
+            return super()._array_backward(g, x, weight, need)
+        shape = self.layout.shape
+        gx, gw, gb = kernels.batch_norm_backward(
+            g._data.reshape(shape),
+            x._data.reshape(shape),
+            self.mean,
+            self.rstd,
+            None if weight is None else weight._data,
+            self.batch_stats,
+            need[0],
+        )
+        return (
+            None if gx is None else wrap(gx.reshape(x._data.shape)),
+            wrap(gw.reshape(self.affine_shape)) if need[1] else None,
+            wrap(gb.reshape(self.affine_shape)) if need[2] else None,
+        )
+
+
+def _batch_norm_kernels(data, *others):
+    """ember._kernels.normalization_jit when compiled kernels are on and every array is a
+    float32/float64 NumPy array of one dtype (None: the NumPy path), else None."""
+    if not is_plain_numpy(data) or data.dtype.name not in ("float32", "float64") or not data.size:
+        return None
+    for other in others:
+        array = getattr(other, "_data", other)
+        if array is not None and (not is_plain_numpy(array) or array.dtype != data.dtype):
+            return None
+    return jit.module("normalization_jit")
+
+
+def _batch_norm_compiled(kernels, input, layout, weight, bias, eps, stats=None):
+    """Batch norm by the compiled kernel (``stats``: the evaluation mean and rstd); the same
+    node and canonical statistics as :func:`_fused_norm`."""
+    data = input._data
+    shape = layout.shape
+    given = (None, None) if stats is None else stats
+    out, mean, var, rstd = kernels.batch_norm_forward(
+        data.reshape(shape),
+        None if weight is None else weight._data,
+        None if bias is None else bias._data,
+        eps,
+        *given,
+    )
+    kept = layout.param_shape
+    mean, rstd = mean.reshape(kept), rstd.reshape(kept)
+    var = None if var is None else var.reshape(kept)
+    attrs = dict(
+        layout=layout,
+        eps=eps,
+        mean=mean,
+        rstd=rstd,
+        batch_stats=stats is None,
+        affine_shape=(shape[1],),
+        bias_dtype=bias._data.dtype if bias is not None else None,
+        slab_axis=1,
+    )
+    output = result(
+        NativeBatchNormBackward0,
+        out.reshape(data.shape),
+        (input, weight, bias),
+        (input, weight),
+        **attrs,
+    )
+    return output, mean, var, rstd
 
 
 class NativeGroupNormBackward0(_FusedNormBackward):
@@ -406,10 +473,14 @@ def native_batch_norm(
     data = input._data
     xp = array_module(data)
     dtype = data.dtype
+    kernels = _batch_norm_kernels(data, weight, bias)
     if training:
-        out, mean, var, rstd = _fused_norm(
-            NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), 1
-        )
+        if kernels is not None and layout.count:  # statistics and output in three passes
+            out, mean, var, rstd = _batch_norm_compiled(kernels, input, layout, weight, bias, eps)
+        else:
+            out, mean, var, rstd = _fused_norm(
+                NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), 1
+            )
         if layout.count:
             _update_running(running_mean, running_var, mean, var, layout.count, momentum)
         return out, _statistic(mean, (channels,), dtype), _statistic(rstd, (channels,), dtype)
@@ -420,6 +491,9 @@ def native_batch_norm(
     mean = running_mean._data.astype(work, copy=False).reshape(layout.param_shape)
     rstd = xp.sqrt(running_var._data.astype(work) + work.type(eps)).reshape(layout.param_shape)
     xp.divide(1, rstd, out=rstd)
+    if kernels is not None and mean.dtype == dtype:
+        out, *_ = _batch_norm_compiled(kernels, input, layout, weight, bias, eps, (mean, rstd))
+        return out, wrap(xp.empty(0, dtype=dtype)), wrap(xp.empty(0, dtype=dtype))
     out, *_ = _fused_norm(
         NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), 1, (mean, rstd)
     )
