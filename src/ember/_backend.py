@@ -385,6 +385,34 @@ def parallel_map(kernel, xp, data, ufunc=None):
     return out.reshape(data.shape)
 
 
+def compiled_kernels(module: str, data, *others, dtypes: str = "fd"):
+    """The compiled kernel module ``ember._kernels.<module>`` (``ember._kernels.jit``) when
+    kernels are on and ``data`` and ``others`` are plain NumPy arrays of one shape and of one
+    dtype among ``dtypes`` (NumPy type characters), else None: the caller's NumPy path runs."""
+    if data.__class__ is not _np.ndarray or data.dtype.char not in dtypes:
+        return None
+    for other in others:
+        if other.__class__ is not _np.ndarray or other.dtype != data.dtype:
+            return None
+        if other.shape != data.shape:
+            return None
+    from ._kernels import jit
+
+    return jit.module(module)
+
+
+def compiled_map(kernel, data, *others, constants: tuple = ()):
+    """A fresh array of ``data``'s shape and dtype from ``kernel(start, stop, *inputs, out,
+    *constants)``, a compiled kernel over flat C-contiguous copies of ``data`` and ``others``
+    (checked by :func:`compiled_kernels`: one shape, one dtype), split over ember's pool."""
+    from ._kernels import jit
+
+    inputs = [_np.ascontiguousarray(a).reshape(-1) for a in (data, *others)]
+    out = _np.empty(data.shape, data.dtype)
+    jit.parallel_for(kernel, data.size, *inputs, out.reshape(-1), *constants)
+    return out
+
+
 # --- NumPy's BLAS: one-pass y += a·x for optimizer updates, and its thread count -----------
 # NumPy exposes no axpy: ``p -= lr * g`` reads and writes twice and rounds twice. Linux wheels
 # of NumPy load an OpenBLAS whose CBLAS symbols ctypes can call directly; its axpy is one pass

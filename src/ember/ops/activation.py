@@ -32,6 +32,23 @@ def _fast(t: Tensor) -> bool:
     return _blocked.is_plain_numpy(data) and data.dtype.kind in "fV"
 
 
+# the compiled kernels (ember._kernels.activation_jit) of each activation, by dtype
+_GELU_KERNELS = {
+    ("none", "f"): ("gelu_float32", "gelu_backward_float32"),
+    ("none", "d"): ("gelu_float64", "gelu_backward_float64"),
+    ("tanh", "f"): ("gelu_tanh", "gelu_tanh_backward"),
+}  # float64 tanh-GELU and SiLU keep NumPy's float64 tanh/exp: their kernels round for float32
+
+
+def _compiled(name: str, data, *others, dtypes: str = "fd"):
+    """``activation_jit.<name>`` run over ``data`` (and ``others`` of its shape and dtype) when
+    the compiled kernels are on and apply (NumPy arrays of a dtype in ``dtypes``), else None."""
+    kernels = _backend.compiled_kernels("activation_jit", data, *others, dtypes=dtypes)
+    if kernels is None:
+        return None
+    return _backend.compiled_map(getattr(kernels, name), data, *others)
+
+
 def _cuda_kernels(data):
     """``ember.cuda.kernels`` when ``data`` is a CuPy array (its fused kernels may apply), else
     None: on the CPU one attribute read and a comparison."""
@@ -399,6 +416,9 @@ class SiluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
         if not grad_state.enabled and _fast(x):
+            fused = _compiled("silu_backward", g._data, x._data, dtypes="f")
+            if fused is not None:
+                return wrap(fused)
             return wrap(_blocked.silu_backward(g._data, x._data))
         s = sigmoid(x)
         return g * s * (x * (1 - s) + 1)  # d/dx x σ(x) = σ (1 + x (1 - σ))
@@ -414,7 +434,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _in_place(input, silu)
     if _fast(input):
-        out = _blocked.silu(input._data)
+        out = _compiled("silu", input._data, dtypes="f")
+        if out is None:
+            out = _blocked.silu(input._data)
         return result(SiluBackward0, out, (input,), (input,))
     return _pointwise(SiluBackward0, input, "silu", lambda xp, x: x * _sigmoid_array(xp, x))
 
@@ -442,6 +464,10 @@ class GeluBackward0(Node):
         (x,) = self.saved_tensors()
         if not grad_state.enabled:
             if _fast(x):
+                names = _GELU_KERNELS.get((self.approximate, x._data.dtype.char))
+                fused = names and _compiled(names[1], g._data, x._data)
+                if fused is not None:
+                    return wrap(fused)
                 return wrap(_blocked.gelu_backward(g._data, x._data, self.approximate))
             kernels = _cuda_kernels(x._data)
             if kernels is not None and g._data.__class__ is x._data.__class__:
@@ -471,7 +497,10 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         return x * 0.5 * (_backend.erf(xp, x * SQRT_HALF) + 1)
 
     if _fast(input):
-        out = _blocked.gelu(input._data, approximate)
+        names = _GELU_KERNELS.get((approximate, input._data.dtype.char))
+        out = names and _compiled(names[0], input._data)
+        if out is None:
+            out = _blocked.gelu(input._data, approximate)
         return result(GeluBackward0, out, (input,), (input,), approximate=approximate)
     kernels = _cuda_kernels(input._data)
     if kernels is not None:

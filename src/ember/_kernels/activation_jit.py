@@ -1,0 +1,262 @@
+"""Compiled one-pass kernels of GELU (exact and tanh), SiLU, tanh, sigmoid, exp and erf, with
+their fused backward formulas, for C-contiguous float32/float64 NumPy arrays.
+
+Each kernel is ``kernel(start, stop, *arrays)`` over flat indices (``jit.parallel_for`` splits
+it over ember's pool); callers check dtypes, shapes and contiguity first (numba does not
+bounds-check). NumPy's float32 ``tanh``/``exp`` are SIMD loops and a call to libm per element
+is 5x slower, so the transcendental functions here are written with arithmetic only (LLVM
+vectorises the loops): float32 inputs are evaluated in float64 and rounded once, which is at
+least as accurate as NumPy's and PyTorch's float32 loops. float64 inputs use libm (``math``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from . import jit
+from .blocked import _ERF_P, _ERF_Q, GELU_TANH_A, INV_SQRT_2PI, SQRT_2_OVER_PI, SQRT_HALF
+
+P0, P1, P2, P3, P4, P5, P6 = _ERF_P
+Q1, Q2, Q3, Q4, Q5 = _ERF_Q[1:]
+TANH_K0 = SQRT_2_OVER_PI
+TANH_K1 = GELU_TANH_A * SQRT_2_OVER_PI
+TANH_DK1 = 3 * GELU_TANH_A * SQRT_2_OVER_PI
+INV_LN2 = 1.0 / math.log(2.0)
+LN2_HI = 6.93147180369123816490e-01  # ln 2 split in two: k·LN2_HI is exact for |k| < 2^20
+LN2_LO = 1.90821492927058770002e-10
+ROUND_MAGIC = (
+    6755399441055744.0  # 1.5·2^52: adding it rounds a double to an integer in its low bits
+)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@intrinsic
+def _bits_as_float(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _float_as_bits(typingctx, value):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+_MAGIC_BITS = int(np.float64(ROUND_MAGIC).view(np.int64))
+
+
+@jit.njit(inline="always", error_model="numpy")
+def exp64(y):
+    """e^y in float64 without a libm call, within a few float64 ulps; 0 below -708 and inf
+    above 708 (for float32 results, which are 0 and inf long before), NaN for NaN."""
+    z = y if y > -708.0 else -708.0
+    z = z if z < 708.0 else 708.0
+    shifted = z * INV_LN2 + ROUND_MAGIC  # k = round(z / ln 2) in the low bits
+    k_bits = _float_as_bits(shifted) - _MAGIC_BITS
+    k = shifted - ROUND_MAGIC
+    r = (z - k * LN2_HI) - k * LN2_LO  # |r| <= ln2/2: Taylor to r^11 is within 7e-15
+    p = 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    e = p * _bits_as_float((k_bits + 1023) << 52)  # · 2^k
+    e = 0.0 if y < -708.0 else e
+    e = math.inf if y > 708.0 else e
+    return e if y == y else y
+
+
+@jit.njit(inline="always", error_model="numpy")
+def tanh64(u):
+    """tanh(u) = (e^{2u} - 1) / (e^{2u} + 1) in float64 (|u| clamped to 20, where tanh is 1
+    in float64); near 0, where e^{2u} - 1 cancels, a short series (error ~ u^7/18). Written
+    without abs(), which stops LLVM from vectorising the loop."""
+    z = u if u < 20.0 else 20.0
+    z = z if z > -20.0 else -20.0
+    e = exp64(2.0 * z)
+    t = (e - 1.0) / (e + 1.0)
+    square = u * u
+    small = u * (1.0 - square * (1.0 / 3.0 - square * (2.0 / 15.0)))
+    t = small if square < 1e-6 else t
+    return t if u == u else u
+
+
+@jit.njit(inline="always", error_model="numpy")
+def sigmoid64(x):
+    """1 / (1 + e^-x): e^-x overflowing to inf gives 0, as it should; NaN stays NaN."""
+    return 1.0 / (1.0 + exp64(-x))
+
+
+@jit.njit(inline="always", error_model="numpy")
+def erf_fit(c):
+    """erf(c) for a float64 ``c``: ember's float32 fit (blocked._erf_block, the same
+    operations in the same order, so the same bits)."""
+    c = c if c > -4.0 else -4.0
+    c = c if c < 4.0 else 4.0
+    t = c * c
+    p = t * P6 + P5
+    p = p * t + P4
+    p = p * t + P3
+    p = p * t + P2
+    p = p * t + P1
+    p = p * t + P0
+    q = t * Q5 + Q4
+    q = q * t + Q3
+    q = q * t + Q2
+    q = q * t + Q1
+    q = q * t + 1.0
+    return (p * c) / q
+
+
+# --- exact GELU: x Φ(x), Φ(x) = (1 + erf(x/√2)) / 2 ----------------------------------------
+@jit.njit(error_model="numpy")
+def gelu_float32(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    half, one, sqrt_half = np.float32(0.5), np.float32(1.0), np.float32(SQRT_HALF)
+    for i in range(xs.size):
+        v = xs[i]
+        c = np.float64(v * sqrt_half)  # x/√2 in float32, as the NumPy path
+        e = np.float32(erf_fit(c)) if c == c else np.float32(c)
+        # erf rounded to float32 before 1 + erf, as the NumPy path (and PyTorch) round it
+        os[i] = (e + one) * half * v
+
+
+@jit.njit(error_model="numpy")
+def gelu_backward_float32(start, stop, g, x, out):  # Φ(x) + x φ(x)
+    gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
+    half, one, sqrt_half = np.float32(0.5), np.float32(1.0), np.float32(SQRT_HALF)
+    for i in range(xs.size):
+        v = xs[i]
+        c = np.float64(v * sqrt_half)  # x/√2 in float32, as the NumPy path
+        e = np.float32(erf_fit(c)) if c == c else np.float32(c)
+        cdf = (e + one) * half
+        square = np.float64(v * v)  # float32 x², as the NumPy path
+        pdf = exp64(square * -0.5) * INV_SQRT_2PI * np.float64(v)
+        os[i] = np.float32(np.float64(cdf) + pdf) * gs[i]
+
+
+@jit.njit(error_model="numpy")
+def gelu_float64(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        os[i] = (math.erf(v * SQRT_HALF) + 1.0) * v * 0.5
+
+
+@jit.njit(error_model="numpy")
+def gelu_backward_float64(start, stop, g, x, out):
+    gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        cdf = (math.erf(v * SQRT_HALF) + 1.0) * 0.5
+        os[i] = (math.exp(v * v * -0.5) * (v * INV_SQRT_2PI) + cdf) * gs[i]
+
+
+# --- tanh GELU: x (1 + tanh(k(x))) / 2, k(x) = √(2/π)(x + a x³) -------------------------
+@jit.njit(error_model="numpy")
+def gelu_tanh(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
+        inner = (v * v * TANH_K1 + TANH_K0) * v
+        os[i] = (tanh64(inner) + 1.0) * v * 0.5
+
+
+@jit.njit(error_model="numpy")
+def gelu_tanh_backward(start, stop, g, x, out):
+    # (1 + t) / 2 + x (1 - t²) k'(x) / 2 with t = tanh(k(x)), k' = √(2/π)(1 + 3a x²)
+    gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
+        square = v * v
+        t = tanh64((square * TANH_K1 + TANH_K0) * v)
+        slope = square * TANH_DK1 + TANH_K0
+        os[i] = ((1.0 + t) * 0.5 + v * 0.5 * (1.0 - t * t) * slope) * np.float64(gs[i])
+
+
+# --- SiLU: x σ(x) -----------------------------------------------------------------------
+@jit.njit(error_model="numpy")
+def silu(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
+        os[i] = v * sigmoid64(v)
+
+
+@jit.njit(error_model="numpy")
+def silu_backward(start, stop, g, x, out):  # σ (1 + x (1 - σ))
+    gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
+        s = sigmoid64(v)
+        os[i] = s * (1.0 + v * (1.0 - s)) * np.float64(gs[i])
+
+
+# --- float32 unary ops (ember.tanh, sigmoid, exp, erf) and fused backward formulas -----------
+@jit.njit(error_model="numpy")
+def tanh_float32(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        os[i] = tanh64(np.float64(xs[i]))
+
+
+@jit.njit(error_model="numpy")
+def sigmoid_float32(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        os[i] = sigmoid64(np.float64(xs[i]))
+
+
+@jit.njit(error_model="numpy")
+def exp_float32(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
+        e = exp64(v)
+        os[i] = e if v == v else v
+
+
+@jit.njit(error_model="numpy")
+def erf_float32(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
+        os[i] = erf_fit(v) if v == v else v
+
+
+@jit.njit(error_model="numpy")
+def tanh_backward(start, stop, g, y, out, one):  # g (1 - y²), rounded as the NumPy path
+    gs, ys, os = g[start:stop], y[start:stop], out[start:stop]
+    for i in range(ys.size):
+        os[i] = gs[i] * (one - ys[i] * ys[i])
+
+
+@jit.njit(error_model="numpy")
+def sigmoid_backward(start, stop, g, y, out, one):  # g y (1 - y), rounded as the NumPy path
+    gs, ys, os = g[start:stop], y[start:stop], out[start:stop]
+    for i in range(ys.size):
+        os[i] = gs[i] * ((one - ys[i]) * ys[i])
+
+
+@jit.njit(error_model="numpy")
+def erf_backward_float32(start, stop, g, x, out):  # g · 2/√π e^{-x²}
+    gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = np.float64(xs[i])
+        os[i] = np.float64(gs[i]) * (exp64(-(v * v)) * TWO_OVER_SQRT_PI)
