@@ -56,7 +56,8 @@ def test_expanded_and_transposed_gradients_equal_torch(dtype, kwargs, torch_mod)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_large_gradient_split_over_threads_equals_the_numpy_path(threads):
+def test_large_gradient_split_over_threads_equals_the_numpy_path(threads, monkeypatch):
+    monkeypatch.setattr(kernels, "PARALLEL_FROM", 1000)
     rng = np.random.default_rng(2)
     indices = rng.integers(0, 1000, (64, 40))  # duplicates in every thread's span
     grad = rng.standard_normal((64, 40, 129)).astype(np.float32)
