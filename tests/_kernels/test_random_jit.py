@@ -1,0 +1,138 @@
+"""ember._kernels.random_jit: the compiled Box-Muller and randperm shuffles give the NumPy
+paths' values (kernels off) bit for bit, and torch's."""
+
+import numpy as np
+import pytest
+
+import ember
+from ember._kernels import jit
+from ember._random import box_muller_float32
+
+pytest.importorskip("numba")
+random_jit = jit.module("random_jit")
+if random_jit is None:
+    pytest.skip("compiled kernels are switched off (EMBER_JIT=0)", allow_module_level=True)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _both(draw):
+    """``draw(generator)`` with kernels on and off, from the same seed."""
+    on = draw(ember.Generator().manual_seed(5))
+    with jit.disabled():
+        off = draw(ember.Generator().manual_seed(5))
+    return on, off
+
+
+def test_float32_box_muller_matches_numpy_over_an_eighth_of_all_uniforms():
+    # each block's radius half and angle half run over the uniforms k * 2^-24 for every 8th k
+    # (every residue of k mod 8 and the largest k included); the NumPy path itself is checked
+    # against the exact Cephes replay for all 2^24 (tests/test_random_box_muller.py)
+    k = np.arange(1 << 21, dtype=np.uint32)
+    k = np.concatenate([8 * k + (k % 8), np.arange((1 << 24) - 8, 1 << 24, dtype=np.uint32)])
+    words = np.stack([k.reshape(-1, 8), k[::-1].reshape(-1, 8)], axis=1).reshape(-1)
+    out = np.empty(words.size, dtype=np.float32)
+    random_jit.normal_blocks(words, out, 0.0, 1.0)
+    uniform = (words & 0xFFFFFF).astype(np.float32) * np.float32(2.0**-24)
+    assert _same_bits(out, box_muller_float32.box_muller_16_float32(uniform, 0.0, 1.0))
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.bfloat16])
+@pytest.mark.parametrize("n", [0, 5, 16, 17, 33, 1000, 70_001])
+@pytest.mark.parametrize(("mean", "std"), [(0.0, 1.0), (1.5, 0.25), (-2.0, 3.0)])
+def test_normal_matches_the_numpy_path(dtype, n, mean, std):
+    on, off = _both(lambda g: ember.empty(n, dtype=dtype).normal_(mean, std, generator=g))
+    assert _same_bits(on.numpy(), off.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [16, 31, 4099, 100_003])
+def test_randn_matches_torch(dtype, n):
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator().manual_seed(9)
+    expected = torch.randn(n, dtype=getattr(torch, dtype), generator=generator)
+    got = ember.randn(n, dtype=getattr(ember, dtype), generator=ember.Generator().manual_seed(9))
+    assert _same_bits(got.numpy(), expected.numpy())
+
+
+def test_normal_with_tensor_mean_and_randn_like_match_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(4)
+    expected = [
+        torch.normal(torch.arange(40.0).reshape(5, 8), 2.0),
+        torch.randn_like(torch.empty(3, 7, dtype=torch.float64)),
+        torch.empty(50).normal_(1.0, 0.5),
+    ]
+    ember.manual_seed(4)
+    got = [
+        ember.normal(ember.arange(40.0).reshape(5, 8), 2.0),
+        ember.randn_like(ember.empty(3, 7, dtype=ember.float64)),
+        ember.empty(50).normal_(1.0, 0.5),
+    ]
+    for g, e in zip(got, expected, strict=True):
+        assert _same_bits(g.numpy(), e.numpy())
+
+
+def test_normal_into_a_non_contiguous_tensor_matches_the_numpy_path():
+    def draw(generator):
+        t = ember.zeros(40, 6)
+        t[:, ::2].normal_(generator=generator)
+        return t
+
+    on, off = _both(draw)
+    assert _same_bits(on.numpy(), off.numpy())
+
+
+def test_threads_split_blocks_without_changing_values():
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = ember.randn(300_016, generator=ember.Generator().manual_seed(2))
+        ember.set_num_threads(3)
+        three = ember.randn(300_016, generator=ember.Generator().manual_seed(2))
+    finally:
+        ember.set_num_threads(before)
+    assert _same_bits(one.numpy(), three.numpy())
+
+
+def test_the_stream_continues_alike_after_a_ragged_normal():
+    on, off = _both(lambda g: (ember.randn(37, generator=g), ember.rand(5, generator=g)))
+    for a, b in zip(on, off, strict=True):
+        assert _same_bits(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 17, 1000, 65_537])
+def test_randperm_matches_the_numpy_path_and_torch(n):
+    on, off = _both(lambda g: ember.randperm(n, generator=g))
+    assert on.dtype == ember.int64 and np.array_equal(on.numpy(), off.numpy())
+    torch = pytest.importorskip("torch")
+    expected = torch.randperm(n, generator=torch.Generator().manual_seed(5))
+    assert np.array_equal(on.numpy(), expected.numpy())
+
+
+def test_inside_out_shuffle_equals_torchs_loop():
+    # torch's algorithm from n >= 2^32 / 20, run here on a small n
+    words = np.random.default_rng(0).integers(0, 2**64, 1000, dtype=np.uint64)
+    perm = [0] * words.size
+    for i, z in enumerate((words % np.arange(1, words.size + 1, dtype=np.uint64)).tolist()):
+        perm[i] = perm[z]
+        perm[z] = i
+    assert random_jit.inside_out(words).tolist() == perm
+
+
+def test_kernels_reject_words_that_do_not_fit():
+    out = np.empty(32, dtype=np.float32)
+    with pytest.raises(ValueError, match="cannot fill"):
+        random_jit.normal_blocks(np.zeros(16, dtype=np.uint32), out, 0.0, 1.0)
+    with pytest.raises(ValueError, match="cannot fill"):
+        random_jit.normal_blocks(np.zeros(30, dtype=np.uint32), out[:30], 0.0, 1.0)
+    with pytest.raises(ValueError, match="contiguous uint32"):
+        random_jit.normal_blocks(np.zeros(32, dtype=np.int64), out, 0.0, 1.0)
+    with pytest.raises(ValueError, match="contiguous uint32"):
+        random_jit.normal_blocks(np.zeros(64, dtype=np.uint32)[::2], out, 0.0, 1.0)
+    with pytest.raises(ValueError, match="uint32 words expected"):
+        random_jit.fisher_yates(np.zeros(4, dtype=np.int64))
+    with pytest.raises(ValueError, match="uint64 words expected"):
+        random_jit.inside_out(np.zeros(4, dtype=np.uint32))
