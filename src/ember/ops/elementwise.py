@@ -154,10 +154,25 @@ class TanhBackwardBackward0(Node):
         )
 
 
+def _compiled_backward(name: str, g, y):
+    """``activation_jit.<name>(g, y)`` (the NumPy path's roundings) on a large float array, split
+    over ember's pool; None where the kernels are off or do not apply."""
+    if y.size < COMPILED_FROM:
+        return None
+    kernels = _backend.compiled_kernels("activation_jit", g, y)
+    if kernels is None:
+        return None
+    one = y.dtype.type(1)
+    return _backend.compiled_map(getattr(kernels, name), g, y, constants=(one,))
+
+
 def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
     """grad · (1 - output²), the gradient of tanh given its output."""
     g, y = grad._data, output._data
-    if y.ndim == 0 or g.shape != y.shape:  # NumPy gives 0-d results as scalars: no out=
+    fused = _compiled_backward("tanh_backward", g, y)
+    if fused is not None:
+        data = fused
+    elif y.ndim == 0 or g.shape != y.shape:  # NumPy gives 0-d results as scalars: no out=
         data = g * (1 - y * y)
     else:
         data = y * y
@@ -181,7 +196,10 @@ class SigmoidBackwardBackward0(Node):
 def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
     """grad · output · (1 - output), the gradient of sigmoid given its output."""
     g, y = grad._data, output._data
-    if y.ndim == 0 or g.shape != y.shape:
+    fused = _compiled_backward("sigmoid_backward", g, y)
+    if fused is not None:
+        data = fused
+    elif y.ndim == 0 or g.shape != y.shape:
         data = g * y * (1 - y)
     else:
         xp = array_module(y)
@@ -243,7 +261,15 @@ HEAVY = {
     "sigmoid": None,
     "sqrt": "sqrt",
     "rsqrt": None,
+    "erf": None,
 }
+
+# float32 kernels of ember._kernels.activation_jit (one pass, split over ember's pool) and the
+# size from which each runs: tanh and sigmoid match NumPy's SIMD loops on one thread, so they
+# take over where a second thread pays (jit.parallel_for splits from 2·PARALLEL_MIN_ELEMENTS);
+# the erf fit is several times faster than SciPy's float32 erf at any size.
+COMPILED_FROM = 1 << 17
+COMPILED_UNARY = {"tanh": COMPILED_FROM, "sigmoid": COMPILED_FROM, "erf": 1 << 10}
 
 
 def _make_unary(name, kernel, derivative, saves, floating):
@@ -251,6 +277,9 @@ def _make_unary(name, kernel, derivative, saves, floating):
     heavy = name in HEAVY
     parallel_map = _backend.parallel_map
     threshold = _backend.PARALLEL_MIN_ELEMENTS
+    compiled_name = name + "_float32"
+    compiled_from = COMPILED_UNARY.get(name, threshold)
+    large_from = builtins.min(threshold, compiled_from)
 
     def backward(self, g):
         x = self.saved_tensors()[0] if save_x else None
@@ -278,9 +307,18 @@ def _make_unary(name, kernel, derivative, saves, floating):
                 if name == "square" and kind == "b":  # PyTorch squares bools as int64
                     input = input.long()
                     data = input._data
-        if heavy and data.size >= threshold:
-            xp = modules[data.__class__]
-            out = parallel_map(kernel, xp, data, getattr(xp, HEAVY[name] or "", None))
+        if heavy and data.size >= large_from:
+            out = None
+            if data.size >= compiled_from:
+                kernels = _backend.compiled_kernels("activation_jit", data, dtypes="f")
+                if kernels is not None:
+                    out = _backend.compiled_map(getattr(kernels, compiled_name), data)
+            if out is None:
+                xp = modules[data.__class__]
+                if data.size >= threshold:
+                    out = parallel_map(kernel, xp, data, getattr(xp, HEAVY[name] or "", None))
+                else:
+                    out = kernel(xp, data)
         else:
             out = kernel(modules[data.__class__], data)
         if input._rg:

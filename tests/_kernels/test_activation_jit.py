@@ -1,0 +1,128 @@
+"""The compiled activation kernels (ember._kernels.activation_jit): each op against its NumPy
+path (``jit.disabled()``) and against torch, forward and backward, over float32/float64, sizes
+below and above the pool split, zero-size, 0-d, non-contiguous and non-finite inputs; float64
+gradcheck and gradgradcheck through the kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _backend
+from ember._kernels import jit
+
+from ..helpers import check_gradients, compare_with_torch
+
+pytest.importorskip("numba")
+
+OPS = {
+    "gelu": lambda m, x: m.nn.functional.gelu(x),
+    "gelu_tanh": lambda m, x: m.nn.functional.gelu(x, approximate="tanh"),
+    "silu": lambda m, x: m.nn.functional.silu(x),
+    "tanh": lambda m, x: m.tanh(x),
+    "sigmoid": lambda m, x: m.sigmoid(x),
+    "erf": lambda m, x: m.erf(x),
+}
+# the kernels whose arithmetic is the NumPy path's, operation for operation
+BITWISE = {("gelu", "float32")}
+# 2**17 + 3 elements: above the compiled tanh/sigmoid threshold, split over two threads
+# output, gradient: the tolerances of the activations' float32 tests against torch (the NumPy
+# float32 tanh-GELU gradient loses ~3e-6 to cancellation where it crosses zero)
+FLOAT32_TOLERANCES = [dict(rtol=2e-5, atol=2e-6), dict(rtol=1e-4, atol=1e-5)]
+SIZES = [(7,), (3, 5), (2**17 + 3,), (0,), (4, 0, 3), ()]
+
+
+def _forward_backward(fn, x: np.ndarray, seed: int = 1):
+    t = ember.tensor(x, requires_grad=True)
+    out = fn(ember, t)
+    grad = np.random.default_rng(seed).standard_normal(out.shape).astype(x.dtype)
+    (g,) = ember.autograd.grad(out, t, ember.tensor(grad))
+    return out.detach().numpy(), g.numpy()
+
+
+def _inputs(shape, dtype, seed=0):
+    return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(dtype)
+
+
+@pytest.mark.parametrize("name", OPS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", SIZES)
+def test_kernels_match_the_numpy_path(name, dtype, shape):
+    x = _inputs(shape, dtype)
+    fast = _forward_backward(OPS[name], x)
+    with jit.disabled():
+        slow = _forward_backward(OPS[name], x)
+    for a, b, tolerance in zip(fast, slow, FLOAT32_TOLERANCES):
+        assert a.dtype == b.dtype == np.dtype(dtype) and a.shape == b.shape == shape
+        if (name, dtype) in BITWISE:
+            np.testing.assert_array_equal(a, b)
+        elif dtype == "float32":  # evaluated in float64 and rounded once vs NumPy's float32
+            np.testing.assert_allclose(a, b, **tolerance)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_non_contiguous_inputs_match_the_numpy_path(name):
+    x = _inputs((300, 2, 500), "float32")[:, 1, ::2].T  # strided, transposed
+    fast = _forward_backward(OPS[name], x)
+    with jit.disabled():
+        slow = _forward_backward(OPS[name], x)
+    for a, b, tolerance in zip(fast, slow, FLOAT32_TOLERANCES):
+        np.testing.assert_allclose(a, b, **tolerance)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_large_float32_matches_torch(name):
+    (x,) = [np.random.default_rng(2).uniform(-6, 6, (2**17 + 5,))]
+    compare_with_torch(OPS[name], [x], dtype=np.float32, atol=2e-6, rtol=2e-5)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_non_finite_and_extreme_inputs_match_the_numpy_path(name):
+    inf, nan = float("inf"), float("nan")
+    special = [0.0, -0.0, 1e-30, -1e-30, 1e-4, -1e-4, 20.0, -20.0, 90.0, -90.0, 800.0, -800.0]
+    x = np.array(special + [inf, -inf, nan] * 2, dtype=np.float32)
+    x = np.tile(x, 2**17 // x.size + 1)  # large enough for every compiled kernel
+    with np.errstate(all="ignore"):
+        fast = OPS[name](ember, ember.tensor(x)).numpy()
+        with jit.disabled():
+            slow = OPS[name](ember, ember.tensor(x)).numpy()
+    np.testing.assert_allclose(fast, slow, rtol=2e-5, atol=2e-6, equal_nan=True)
+    numbers = ~np.isnan(slow)  # -0 stays -0 (a NaN's sign bit is not part of its value)
+    np.testing.assert_array_equal(np.signbit(fast[numbers]), np.signbit(slow[numbers]))
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_float64_gradcheck_and_gradgradcheck_through_the_kernels(name):
+    x = np.random.default_rng(3).uniform(-3, 3, (2, 3, 5))
+    check_gradients(OPS[name], [x])
+
+
+def test_exp64_is_within_1e_14_of_numpy():
+    from ember._kernels import activation_jit
+
+    y = np.linspace(-700, 700, 20001)
+    got = np.array([activation_jit.exp64(v) for v in y])
+    np.testing.assert_allclose(got, np.exp(y), rtol=1e-14)
+    assert activation_jit.exp64(-1000.0) == 0 and activation_jit.exp64(1000.0) == np.inf
+    assert np.isnan(activation_jit.exp64(np.nan))
+
+
+def test_kernels_are_not_taken_for_mismatched_or_foreign_arrays():
+    a = np.ones((4, 3), np.float32)
+    assert _backend.compiled_kernels("activation_jit", a) is not None
+    assert _backend.compiled_kernels("activation_jit", a, np.ones((1, 3), np.float32)) is None
+    assert _backend.compiled_kernels("activation_jit", a, np.ones((4, 3), np.float64)) is None
+    assert _backend.compiled_kernels("activation_jit", a.astype(np.float16)) is None
+    assert _backend.compiled_kernels("activation_jit", a.astype(np.int64)) is None
+    with jit.disabled():
+        assert _backend.compiled_kernels("activation_jit", a) is None
+
+
+def test_broadcast_gradient_of_tanh_takes_the_numpy_path():
+    x = ember.randn(2**17 + 1, requires_grad=True)
+    y = x.tanh()
+    y.sum().backward()  # the incoming gradient is a broadcast view of one element
+    np.testing.assert_allclose(x.grad.numpy(), 1 - y.detach().numpy() ** 2, rtol=1e-6)
