@@ -19,9 +19,60 @@ from . import jit
 _FLOATS = (np.float32, np.float64)
 
 
-@jit.njit
-def _softmax_rows(start, stop, scores, scale):
+# Reassociation lets LLVM vectorize the row sums and maxima; NaN and infinity keep their IEEE
+# meaning (no "nnan"/"ninf"), so masked (-inf) scores and NaN rows behave as in NumPy.
+_FAST = {"reassoc", "contract", "arcp", "nsz"}
+
+# 2**n for n in [-127, 0]: the exponent part of a float32 exp by table (numba cannot bitcast)
+_POW2_FLOAT32 = (2.0 ** np.arange(-127, 1)).astype(np.float32)
+
+
+@jit.njit(fastmath=_FAST)
+def _exp_nonpositive_float32(x):
+    # e^x for x <= 0 in float32 (Cephes' expf: Cody-Waite reduction, degree-7 polynomial,
+    # ~1 ulp), written so that the row loop vectorizes (libm's expf does not); below -87 the
+    # result (a float32 subnormal at most) is 0, and NaN stays NaN
+    c = max(x, np.float32(-87.0))
+    n = np.floor(c * np.float32(1.44269504) + np.float32(0.5))
+    t = c - n * np.float32(0.693359375) + n * np.float32(2.12194440e-4)
+    p = np.float32(1.9875691500e-4) * t + np.float32(1.3981999507e-3)
+    p = p * t + np.float32(8.3334519073e-3)
+    p = p * t + np.float32(4.1665795894e-2)
+    p = p * t + np.float32(1.6666665459e-1)
+    p = p * t + np.float32(5.0000001201e-1)
+    p = p * t * t + t + np.float32(1.0)
+    index = min(max(np.int32(n) + 127, 0), 127)  # n is in [-126, 0]; NaN may give anything
+    e = p * _POW2_FLOAT32[index]
+    return np.float32(0.0) if x < np.float32(-87.0) else e
+
+
+@jit.njit(fastmath=_FAST)
+def _softmax_rows_float32(start, stop, scores, scale):
     # scores[r] <- softmax(scale · scores[r]); a row of only -inf (fully masked) becomes 0
+    width = scores.shape[1]
+    for r in range(start, stop):
+        row = scores[r]
+        top = np.float32(-np.inf)
+        for j in range(width):
+            s = row[j] * scale
+            row[j] = s
+            top = max(top, s)
+        if top == -np.inf:
+            row[:] = 0
+            continue
+        total = np.float32(0.0)
+        for j in range(width):
+            e = _exp_nonpositive_float32(row[j] - top)
+            row[j] = e
+            total += e
+        inverse = np.float32(1.0) / total
+        for j in range(width):
+            row[j] *= inverse
+
+
+@jit.njit(fastmath=_FAST)
+def _softmax_rows(start, stop, scores, scale):
+    # as _softmax_rows_float32, with libm's exp (float64)
     width = scores.shape[1]
     for r in range(start, stop):
         row = scores[r]
@@ -29,11 +80,9 @@ def _softmax_rows(start, stop, scores, scale):
         for j in range(width):
             s = row[j] * scale
             row[j] = s
-            if s > top:
-                top = s
+            top = max(top, s)
         if top == -np.inf:
-            for j in range(width):
-                row[j] = 0.0
+            row[:] = 0
             continue
         total = 0.0
         for j in range(width):
@@ -42,10 +91,10 @@ def _softmax_rows(start, stop, scores, scale):
             total += e
         inverse = 1.0 / total
         for j in range(width):
-            row[j] = row[j] * inverse
+            row[j] *= inverse
 
 
-@jit.njit
+@jit.njit(fastmath=_FAST)
 def _softmax_backward_rows(start, stop, grad, probs, scale):
     # grad[r] <- scale · p (g - Σ g p): the gradient of the scores from that of softmax's output
     width = grad.shape[1]
@@ -59,7 +108,7 @@ def _softmax_backward_rows(start, stop, grad, probs, scale):
             g[j] = scale * p[j] * (g[j] - dot)
 
 
-@jit.njit
+@jit.njit(fastmath=_FAST)
 def _dropout_softmax_backward_rows(start, stop, grad, probs, noise, scale):
     # as _softmax_backward_rows for softmax followed by dropout (the scaled keep-mask ``noise``)
     width = grad.shape[1]
@@ -95,8 +144,9 @@ def softmax_(scores, scale: float) -> None:
     if scores.size == 0:
         return
     rows = _rows(scores)
+    kernel = _softmax_rows_float32 if scores.dtype == np.float32 else _softmax_rows
     jit.parallel_for(
-        _softmax_rows,
+        kernel,
         rows.shape[0],
         rows,
         scores.dtype.type(scale),
