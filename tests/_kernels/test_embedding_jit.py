@@ -144,3 +144,73 @@ def test_gradcheck_and_gradgradcheck_through_the_kernel(kwargs):
     fn = lambda w: embedding(indices, w, **kwargs).mean(1)
     assert ember.autograd.gradcheck(fn, (weight,))
     assert ember.autograd.gradgradcheck(fn, (weight,))
+
+
+def _sparse(indices, values, shape):
+    return ember.sparse_coo_tensor(ember.tensor(indices), ember.tensor(values), shape)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "indices,dense_shape",
+    [([[3, 0, 3, 7, 3]], (4,)), ([[3, 0, 3, 7, 3]], ()), ([[1, 0, 1, 2], [2, 2, 2, 0]], (3,))],
+)
+def test_to_dense_and_coalesce_equal_the_numpy_path_and_torch(
+    dtype, indices, dense_shape, torch_mod
+):
+    rng = np.random.default_rng(5)
+    nnz, sparse_dims = len(indices[0]), len(indices)
+    shape = (8,) * sparse_dims + dense_shape
+    values = rng.standard_normal((nnz,) + dense_shape).astype(dtype)
+    fast = _sparse(indices, values, shape)
+    with jit.disabled():
+        slow = _sparse(indices, values, shape)
+        slow_dense, slow_coalesced = slow.to_dense().numpy(), slow.coalesce()
+    np.testing.assert_array_equal(fast.to_dense().numpy(), slow_dense)
+    fast_coalesced = fast.coalesce()
+    np.testing.assert_array_equal(fast_coalesced.values().numpy(), slow_coalesced.values().numpy())
+    np.testing.assert_array_equal(
+        fast_coalesced.indices().numpy(), slow_coalesced.indices().numpy()
+    )
+    reference = torch_mod.sparse_coo_tensor(
+        torch_mod.tensor(indices), torch_mod.tensor(values), shape, check_invariants=True
+    )
+    np.testing.assert_allclose(
+        fast_coalesced.values().numpy(), reference.coalesce().values().numpy(), rtol=1e-6
+    )
+    np.testing.assert_allclose(fast.to_dense().numpy(), reference.to_dense().numpy(), rtol=1e-6)
+
+
+def test_to_dense_with_an_index_out_of_range_raises_as_before():
+    bad = _sparse([[1, 2], [0, 9]], np.ones(2), (3, 4))
+    with pytest.raises(IndexError):
+        bad.to_dense()
+
+
+def _sparse_adam(m, weight, indices, steps=3):
+    dtype = getattr(m, str(weight.dtype))
+    emb = m.nn.Embedding(*weight.shape, sparse=True, dtype=dtype)
+    with m.no_grad():
+        emb.weight.copy_(m.tensor(weight))
+    opt = m.optim.SparseAdam(emb.parameters(), lr=0.01)
+    for step in range(steps):
+        opt.zero_grad()
+        (emb(m.tensor(indices)) * (step + 1.5)).pow(2).sum().backward()
+        opt.step()
+    return emb.weight.detach().numpy(), opt.state[emb.weight]["exp_avg_sq"].numpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sparse_adam_equals_the_numpy_path_bit_for_bit_and_torch(dtype, torch_mod):
+    rng = np.random.default_rng(6)
+    weight = rng.standard_normal((40, 7)).astype(dtype)
+    indices = rng.integers(0, 40, (5, 9))
+    fast = _sparse_adam(ember, weight, indices)
+    with jit.disabled():
+        slow = _sparse_adam(ember, weight, indices)
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+    reference = _sparse_adam(torch_mod, weight, indices)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for a, b in zip(fast, reference):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)

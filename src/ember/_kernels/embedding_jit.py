@@ -70,6 +70,21 @@ def _scatter_axpy(start, stop, index, alpha, rows, out):
             dst[j] += alpha * src[j]
 
 
+@jit.njit
+def _sparse_adam_rows(start, stop, index, values, m, v, w, keep1, keep2, eps, neg_step):
+    # Adam on the rows index[k] (distinct): each operation in the parameter's dtype, in the
+    # order of the NumPy path (sparse_adam._sparse_rows_step), so the results are equal
+    width = stop - start
+    for k in range(values.shape[0]):
+        r = index[k]
+        mr, vr, wr = m[r, start:stop], v[r, start:stop], w[r, start:stop]
+        g = values[k, start:stop]
+        for j in range(width):
+            mr[j] += (g[j] - mr[j]) * keep1
+            vr[j] += (g[j] * g[j] - vr[j]) * keep2
+            wr[j] += neg_step * (mr[j] / (np.sqrt(vr[j]) + eps))
+
+
 def _suits(rows, *others) -> bool:
     """Plain NumPy float32/float64 arrays (not ember.compile's recording subclass, not CuPy)."""
     if type(rows) is not np.ndarray or rows.dtype.type not in _FLOATS:
@@ -150,4 +165,35 @@ def index_axpy(index, alpha: float, rows, out) -> bool:
     alpha = out.dtype.type(alpha)  # PyTorch casts the scalar to the tensor's type
     chunk = _min_chunk(index.size)
     jit.parallel_for(_scatter_axpy, width, index, alpha, flat_rows, flat_out, min_chunk=chunk)
+    return True
+
+
+def sparse_adam_rows(index, values, m, v, w, beta1, beta2, eps, step_size) -> bool:
+    """SparseAdam's update of the rows ``index`` (distinct: a coalesced gradient's) of the
+    parameter ``w`` and its moments ``m``, ``v`` from the gradient rows ``values``, in place;
+    False when the arrays do not suit the kernel or an index is out of range."""
+    if not _suits(values, index, m, v, w) or index.ndim != 1 or index.dtype.kind not in "iu":
+        return False
+    dtype = w.dtype
+    for a in (values, m, v):
+        if a.dtype != dtype:
+            return False
+    for a in (m, v, w):
+        if a.shape != w.shape or not a.flags.c_contiguous or not a.flags.writeable:
+            return False
+    if w.ndim == 0 or values.shape != (index.shape[0],) + w.shape[1:]:
+        return False
+    if not _in_range(index, w.shape[0]):
+        return False
+    width = 1
+    for s in w.shape[1:]:
+        width *= s
+    if index.size == 0 or width == 0:
+        return True
+    rows = values.reshape(values.shape[0], width)
+    flat = [a.reshape(a.shape[0], width) for a in (m, v, w)]
+    # NumPy rounds each Python scalar to the arrays' dtype before using it: so do we
+    scalars = [dtype.type(x) for x in (1 - beta1, 1 - beta2, eps, -step_size)]
+    chunk = _min_chunk(index.size)
+    jit.parallel_for(_sparse_adam_rows, width, index, rows, *flat, *scalars, min_chunk=chunk)
     return True

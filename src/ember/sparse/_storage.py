@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _backend
+from .._kernels import jit
 
 SUPPORTED = (
     "to_dense, coalesce, indices, values, +, -, * and / by a scalar, mm/matmul with a dense "
@@ -193,7 +194,7 @@ def coalesce_arrays(indices, values, shape: tuple):
     lin = linear_index(xp, indices, sparse_shape)
     unique, inverse = xp.unique(lin, return_inverse=True)
     summed = xp.zeros((unique.shape[0],) + values.shape[1:], dtype=values.dtype)
-    xp.add.at(summed, inverse.reshape(-1), values)
+    add_rows_at(xp, summed, inverse.reshape(-1), values)
     return unravel(xp, unique, sparse_shape), summed
 
 
@@ -202,8 +203,32 @@ def dense_array(storage: SparseStorage):
     xp = module_of(storage)
     out = xp.zeros(storage.shape, dtype=storage.values.dtype)
     if storage.nnz:
-        xp.add.at(out, tuple(storage.indices), storage.values)
+        indices = storage.indices
+        sparse_shape = storage.shape[: indices.shape[0]]
+        if indices.shape[0] == 1:
+            add_rows_at(xp, out, indices[0], storage.values)
+        elif int(indices.min()) < 0 or any(
+            int(indices[d].max()) >= size for d, size in enumerate(sparse_shape)
+        ):  # a linear index would land on another element: add.at raises the IndexError
+            xp.add.at(out, tuple(indices), storage.values)
+        else:
+            # the sparse dims as one row index into a view of ``out``
+            positions = 1
+            for size in sparse_shape:
+                positions *= size
+            flat = out.reshape((positions,) + storage.shape[indices.shape[0] :])
+            add_rows_at(xp, flat, linear_index(xp, indices, sparse_shape), storage.values)
     return out
+
+
+def add_rows_at(xp, out, index, values) -> None:
+    """``out[index[k]] += values[k]`` for every k, duplicates summed in order (``add.at``):
+    one compiled pass where the kernels take the arrays (NumPy floats), else ``add.at``."""
+    if xp.__name__ == "numpy" and values.dtype.char in "fd":
+        kernels = jit.module("embedding_jit")
+        if kernels is not None and kernels.index_axpy(index, 1.0, values, out):
+            return
+    xp.add.at(out, index, values)
 
 
 def lookup(g_indices, g_values, g_shape: tuple, query):
