@@ -136,3 +136,35 @@ def test_kernels_reject_words_that_do_not_fit():
         random_jit.fisher_yates(np.zeros(4, dtype=np.int64))
     with pytest.raises(ValueError, match="uint64 words expected"):
         random_jit.inside_out(np.zeros(4, dtype=np.uint32))
+
+
+def test_mt19937_words_continue_numpys_twister():
+    numpy_twister = np.random.Generator(np.random.MT19937(7))
+    inner = numpy_twister.bit_generator.state["state"]
+    key, position = np.array(inner["key"], dtype=np.uint32), int(inner["pos"])
+    for n in [0, 1, 623, 624, 625, 5000, 70_001]:
+        got, position = random_jit.mt19937_words(key, position, n)
+        expected = numpy_twister.integers(0, 1 << 32, n, dtype=np.uint32)
+        assert np.array_equal(got, expected), n
+        inner = numpy_twister.bit_generator.state["state"]
+        assert position == inner["pos"] and np.array_equal(key, inner["key"]), n
+
+
+def test_long_fill_leaves_torchs_state_and_stream():
+    torch = pytest.importorskip("torch")
+    torch_generator = torch.Generator().manual_seed(5)  # _both's seed
+    on, off = _both(
+        lambda g: (ember.rand(100_003, generator=g), g.get_state(), ember.rand(3, generator=g))
+    )
+    expected = torch.rand(100_003, generator=torch_generator)
+    assert _same_bits(on[0].numpy(), expected.numpy())
+    assert np.array_equal(on[1].numpy(), torch_generator.get_state().numpy())
+    for a, b in zip(on, off, strict=True):
+        assert _same_bits(a.numpy(), b.numpy())
+
+
+def test_mt19937_words_rejects_a_bad_state():
+    with pytest.raises(ValueError, match="624 words"):
+        random_jit.mt19937_words(np.zeros(623, dtype=np.uint32), 0, 5)
+    with pytest.raises(ValueError, match="position 625"):
+        random_jit.mt19937_words(np.zeros(624, dtype=np.uint32), 625, 5)

@@ -245,10 +245,16 @@ def normal_blocks(words: np.ndarray, out: np.ndarray, mean: float, std: float) -
 
 
 @jit.njit
-def _swap_shuffle(words, perm):
-    n = perm.size
-    for i in range(n - 1):
-        j = i + np.int64(np.uint32(words[i]) % np.uint32(n - i))
+def _swap_targets(start, stop, words, targets):
+    n = targets.size + 1
+    for i in range(start, stop):
+        targets[i] = np.int32(i + np.int64(np.uint32(words[i]) % np.uint32(n - i)))
+
+
+@jit.njit
+def _swap_shuffle(targets, perm):
+    for i in range(targets.size):
+        j = targets[i]
         perm[i], perm[j] = perm[j], perm[i]
 
 
@@ -261,13 +267,21 @@ def _inside_out_shuffle(words, perm):
 
 
 def fisher_yates(words: np.ndarray) -> np.ndarray:
-    """torch's randperm(n) below 2^32 / 20 from ``n - 1`` uint32 words: the identity, then
-    ``swap(p[i], p[i + words[i] % (n - i)])`` for i = 0..n-2."""
+    """torch's randperm(n) for n below 2^32 / 20 from ``n - 1`` uint32 words: the identity,
+    then ``swap(p[i], p[i + words[i] % (n - i)])`` for i = 0..n-2.
+
+    The targets first (independent divisions, split over threads), then the swaps on int32
+    values: the loop's random accesses touch half the memory, and no division waits on them.
+    """
     if words.dtype != np.uint32 or words.ndim != 1:
         raise ValueError(f"fisher_yates: 1-d uint32 words expected, got {words.dtype}")
-    perm = np.arange(words.size + 1, dtype=np.int64)
-    _swap_shuffle(words, perm)
-    return perm
+    if words.size >= 2**31 - 1:
+        raise ValueError(f"fisher_yates: {words.size + 1} values do not fit int32")
+    targets = np.empty(words.size, dtype=np.int32)
+    jit.parallel_for(_swap_targets, words.size, words, targets)
+    perm = np.arange(words.size + 1, dtype=np.int32)
+    _swap_shuffle(targets, perm)
+    return perm.astype(np.int64)
 
 
 def inside_out(words64: np.ndarray) -> np.ndarray:
@@ -278,3 +292,60 @@ def inside_out(words64: np.ndarray) -> np.ndarray:
     perm = np.empty(words64.size, dtype=np.int64)
     _inside_out_shuffle(words64, perm)
     return perm
+
+
+# --- mt19937 ----------------------------------------------------------------------------------
+_STATE_WORDS, _SHIFT = 624, 397
+_UPPER, _LOWER, _MATRIX = np.uint32(0x80000000), np.uint32(0x7FFFFFFF), np.uint32(0x9908B0DF)
+_TEMPER_B, _TEMPER_C = np.uint32(0x9D2C5680), np.uint32(0xEFC60000)
+
+
+@jit.njit(inline="always")
+def _twisted(key, i, j, k):
+    """Matsumoto & Nishimura's recurrence for word i (j = i + 1, k = i + 397, mod 624)."""
+    y = np.uint32((key[i] & _UPPER) | (key[j] & _LOWER))
+    return np.uint32(key[k] ^ (y >> 1) ^ ((y & np.uint32(1)) * _MATRIX))
+
+
+@jit.njit
+def _twist(key):
+    for i in range(_STATE_WORDS - _SHIFT):
+        key[i] = _twisted(key, i, i + 1, i + _SHIFT)
+    for i in range(_STATE_WORDS - _SHIFT, _STATE_WORDS - 1):
+        key[i] = _twisted(key, i, i + 1, i + _SHIFT - _STATE_WORDS)
+    last = _STATE_WORDS - 1
+    key[last] = _twisted(key, last, 0, _SHIFT - 1)
+
+
+@jit.njit
+def _mt19937_fill(key, position, out):
+    done = 0
+    while done < out.size:
+        if position >= _STATE_WORDS:
+            _twist(key)
+            position = 0
+        take = min(_STATE_WORDS - position, out.size - done)
+        for i in range(take):
+            y = key[position + i]
+            y = np.uint32(y ^ (y >> 11))
+            y = np.uint32(y ^ ((y << 7) & _TEMPER_B))
+            y = np.uint32(y ^ ((y << 15) & _TEMPER_C))
+            out[done + i] = y ^ (y >> 18)
+        done += take
+        position += take
+    return position
+
+
+def mt19937_words(key: np.ndarray, position: int, n: int) -> tuple[np.ndarray, int]:
+    """``n`` tempered words of the Mersenne Twister whose 624-word ``key`` (uint32, advanced
+    in place) is read from ``position`` (624: a twist is due), and the position after them;
+    NumPy's MT19937 gives the same words from the same state."""
+    if key.shape != (_STATE_WORDS,) or key.dtype != np.uint32 or not key.flags.c_contiguous:
+        raise ValueError(
+            f"mt19937_words: a contiguous uint32 key of 624 words expected, got "
+            f"{key.dtype} {key.shape}"
+        )
+    if not 0 <= position <= _STATE_WORDS:
+        raise ValueError(f"mt19937_words: position {position} is outside [0, 624]")
+    out = np.empty(n, dtype=np.uint32)
+    return out, int(_mt19937_fill(key, position, out))

@@ -1,16 +1,23 @@
 """PyTorch's CPU random engine: a 32-bit Mersenne Twister seeded with ``init_genrand``.
 
-The raw words come from NumPy's ``MT19937`` bit generator (C speed, 624-word blocks); only
-the seeding and the state layout are PyTorch's. ``manual_seed(s)`` keeps the full 64-bit
-``s`` as the initial seed but seeds the twister with its low 32 bits, as torch does.
+The raw words come from NumPy's ``MT19937`` bit generator (C speed, 624-word blocks), or for
+long fills from a compiled loop over the same state (:mod:`ember._kernels.random_jit`, twice
+as fast); only the seeding and the state layout are PyTorch's. ``manual_seed(s)`` keeps the
+full 64-bit ``s`` as the initial seed but seeds the twister with its low 32 bits, as torch
+does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._kernels import jit
+
 STATE_WORDS = 624
 _LOW_32 = 0xFFFFFFFF
+# from this many words the compiled fill wins over NumPy's, even with the state copied out
+# of the bit generator and back
+_COMPILED_MIN_WORDS = 1 << 16
 
 
 def init_genrand(seed: int) -> np.ndarray:
@@ -74,7 +81,15 @@ class MT19937:
 
     def words(self, n: int) -> np.ndarray:
         """``n`` draws of torch's ``random()`` (uint32)."""
-        return self.numpy.integers(0, 1 << 32, n, dtype=np.uint32)
+        kernels = jit.module("random_jit") if n >= _COMPILED_MIN_WORDS else None
+        if kernels is None:
+            return self.numpy.integers(0, 1 << 32, n, dtype=np.uint32)
+        with self.bits.lock:  # NumPy's own draws hold it too
+            inner = self.bits.state["state"]
+            key = np.array(inner["key"], dtype=np.uint32)  # a copy, advanced in place
+            out, pos = kernels.mt19937_words(key, int(inner["pos"]), n)
+            self.bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        return out
 
     def words64(self, n: int) -> np.ndarray:
         """``n`` draws of torch's ``random64()``: the first word is the high half."""
