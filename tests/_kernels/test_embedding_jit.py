@@ -214,3 +214,40 @@ def test_sparse_adam_equals_the_numpy_path_bit_for_bit_and_torch(dtype, torch_mo
     tol = 1e-5 if dtype == "float32" else 1e-12
     for a, b in zip(fast, reference):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def _adagrad_sparse(m, weight, indices, maximize, steps=3):
+    dtype = getattr(m, str(weight.dtype))
+    emb = m.nn.Embedding(*weight.shape, sparse=True, dtype=dtype)
+    with m.no_grad():
+        emb.weight.copy_(m.tensor(weight))
+    opt = m.optim.Adagrad(emb.parameters(), lr=0.1, lr_decay=0.01, maximize=maximize)
+    for step in range(steps):
+        opt.zero_grad()
+        (emb(m.tensor(indices)) * (step + 1.5)).pow(2).sum().backward()
+        opt.step()
+    return emb.weight.detach().numpy(), opt.state[emb.weight]["sum"].numpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("maximize", [False, True])
+def test_adagrad_on_sparse_gradients_equals_the_dense_path_and_torch(dtype, maximize, torch_mod):
+    rng = np.random.default_rng(7)
+    weight = rng.standard_normal((30, 6)).astype(dtype)
+    indices = rng.integers(0, 30, (4, 9))
+    fast = _adagrad_sparse(ember, weight, indices, maximize)
+    with jit.disabled():  # the gradient made dense: every element updated, the same values
+        slow = _adagrad_sparse(ember, weight, indices, maximize)
+    reference = _adagrad_sparse(torch_mod, weight, indices, maximize)
+    tol = 1e-6 if dtype == "float32" else 1e-13
+    for a, b, c in zip(fast, slow, reference):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+        np.testing.assert_allclose(a, c, rtol=tol, atol=tol)
+
+
+def test_adagrad_with_weight_decay_refuses_sparse_gradients_as_torch():
+    emb = ember.nn.Embedding(5, 3, sparse=True)
+    opt = ember.optim.Adagrad(emb.parameters(), weight_decay=0.1)
+    emb(ember.tensor([1, 2])).sum().backward()
+    with pytest.raises(RuntimeError, match="not compatible with sparse gradients"):
+        opt.step()

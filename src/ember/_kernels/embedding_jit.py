@@ -85,6 +85,20 @@ def _sparse_adam_rows(start, stop, index, values, m, v, w, keep1, keep2, eps, ne
             wr[j] += neg_step * (mr[j] / (np.sqrt(vr[j]) + eps))
 
 
+@jit.njit
+def _adagrad_rows(start, stop, index, values, total, w, eps, neg_clr):
+    # Adagrad on the rows index[k] (distinct), PyTorch's sparse rule: sum += g², then
+    # w += -clr · g / (√sum + eps), each operation in the parameter's dtype
+    width = stop - start
+    for k in range(values.shape[0]):
+        r = index[k]
+        sr, wr = total[r, start:stop], w[r, start:stop]
+        g = values[k, start:stop]
+        for j in range(width):
+            sr[j] += g[j] * g[j]
+            wr[j] += neg_clr * (g[j] / (np.sqrt(sr[j]) + eps))
+
+
 def _suits(rows, *others) -> bool:
     """Plain NumPy float32/float64 arrays (not ember.compile's recording subclass, not CuPy)."""
     if type(rows) is not np.ndarray or rows.dtype.type not in _FLOATS:
@@ -168,32 +182,59 @@ def index_axpy(index, alpha: float, rows, out) -> bool:
     return True
 
 
+def _row_update_arrays(index, values, *states):
+    """(flat gradient rows, flat states) when a row update may run in the kernels: ``states``
+    (the parameter and its state, one shape, C-contiguous, writeable) and ``values``
+    (distinct rows ``index``) all of the parameter's float dtype; else None."""
+    w = states[-1]
+    if not _suits(values, index, *states) or index.ndim != 1 or index.dtype.kind not in "iu":
+        return None
+    for a in (values,) + states:
+        if a.dtype != w.dtype:
+            return None
+        if a is not values and (
+            a.shape != w.shape or not a.flags.c_contiguous or not a.flags.writeable
+        ):
+            return None
+    if w.ndim == 0 or values.shape != (index.shape[0],) + w.shape[1:]:
+        return None
+    if not _in_range(index, w.shape[0]):
+        return None
+    width = 1
+    for s in w.shape[1:]:
+        width *= s
+    rows = values.reshape(values.shape[0], width)
+    return rows, [a.reshape(a.shape[0], width) for a in states]
+
+
 def sparse_adam_rows(index, values, m, v, w, beta1, beta2, eps, step_size) -> bool:
     """SparseAdam's update of the rows ``index`` (distinct: a coalesced gradient's) of the
     parameter ``w`` and its moments ``m``, ``v`` from the gradient rows ``values``, in place;
     False when the arrays do not suit the kernel or an index is out of range."""
-    if not _suits(values, index, m, v, w) or index.ndim != 1 or index.dtype.kind not in "iu":
+    found = _row_update_arrays(index, values, m, v, w)
+    if found is None:
         return False
-    dtype = w.dtype
-    for a in (values, m, v):
-        if a.dtype != dtype:
-            return False
-    for a in (m, v, w):
-        if a.shape != w.shape or not a.flags.c_contiguous or not a.flags.writeable:
-            return False
-    if w.ndim == 0 or values.shape != (index.shape[0],) + w.shape[1:]:
+    rows, flat = found
+    if index.size and rows.shape[1]:
+        # NumPy rounds each Python scalar to the arrays' dtype before using it: so do we
+        scalars = [w.dtype.type(x) for x in (1 - beta1, 1 - beta2, eps, -step_size)]
+        chunk = _min_chunk(index.size)
+        width = rows.shape[1]
+        jit.parallel_for(_sparse_adam_rows, width, index, rows, *flat, *scalars, min_chunk=chunk)
+    return True
+
+
+def adagrad_rows(index, values, total, w, eps, clr) -> bool:
+    """Adagrad's update of the rows ``index`` (distinct) of the parameter ``w`` and its sum of
+    squares ``total`` from the gradient rows ``values``, in place, as PyTorch updates with a
+    sparse gradient; False when the arrays do not suit the kernel or an index is out of range."""
+    found = _row_update_arrays(index, values, total, w)
+    if found is None:
         return False
-    if not _in_range(index, w.shape[0]):
-        return False
-    width = 1
-    for s in w.shape[1:]:
-        width *= s
-    if index.size == 0 or width == 0:
-        return True
-    rows = values.reshape(values.shape[0], width)
-    flat = [a.reshape(a.shape[0], width) for a in (m, v, w)]
-    # NumPy rounds each Python scalar to the arrays' dtype before using it: so do we
-    scalars = [dtype.type(x) for x in (1 - beta1, 1 - beta2, eps, -step_size)]
-    chunk = _min_chunk(index.size)
-    jit.parallel_for(_sparse_adam_rows, width, index, rows, *flat, *scalars, min_chunk=chunk)
+    rows, flat = found
+    if index.size and rows.shape[1]:
+        scalars = [w.dtype.type(eps), w.dtype.type(-clr)]
+        chunk = _min_chunk(index.size)
+        width = rows.shape[1]
+        jit.parallel_for(_adagrad_rows, width, index, rows, *flat, *scalars, min_chunk=chunk)
     return True

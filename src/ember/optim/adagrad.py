@@ -4,6 +4,7 @@ update rule."""
 from __future__ import annotations
 
 from .. import _creation
+from .._kernels import jit
 from .._tensor import Tensor
 from ._fused import adagrad_step, raw_arrays, scratch_of
 from ._validation import as_scalar, check_fused, check_lr, check_non_negative
@@ -70,6 +71,15 @@ class Adagrad(Optimizer):
             lr = as_scalar(group["lr"])
             raw = not group["differentiable"]
             for p, grad, state in self._params_with_state(group, negate=False):
+                if grad.is_sparse:
+                    if group["weight_decay"] != 0:
+                        raise RuntimeError(
+                            "weight_decay option is not compatible with sparse gradients"
+                        )
+                    if raw and _sparse_step_compiled(p, grad, state, group, lr):
+                        continue
+                    # the same update on every element: untouched ones add 0 and step by 0
+                    grad = grad.to_dense()
                 arrays = raw_arrays(p, grad) if raw else None
                 if arrays is None or not adagrad_step(p, arrays, state, group, lr, scratch):
                     self._step_with_tensor_ops(p, grad, state, group, lr)
@@ -87,3 +97,26 @@ class Adagrad(Optimizer):
         std = state["sum"].sqrt()
         std = std + group["eps"] if group["differentiable"] else std.add_(group["eps"])
         p.addcdiv_(grad, std, value=-clr)
+
+
+def _sparse_step_compiled(p: Tensor, grad: Tensor, state: dict, group: dict, lr) -> bool:
+    """PyTorch's Adagrad step with a sparse gradient (coalesced; only its rows read and
+    written) as one compiled pass; False where the kernels do not apply."""
+    storage = grad._data
+    if storage.indices.shape[0] != 1:
+        return False
+    kernels = jit.module("embedding_jit")
+    if kernels is None:
+        return False
+    storage = grad.coalesce()._data
+    values = -storage.values if group["maximize"] else storage.values
+    step = state["step"].item()
+    clr = lr / (1 + (step - 1) * group["lr_decay"])
+    total = state["sum"]
+    if not kernels.adagrad_rows(
+        storage.indices[0], values, total._data, p._data, group["eps"], clr
+    ):
+        return False
+    total._vc[0] += 1
+    p._vc[0] += 1
+    return True
