@@ -218,3 +218,17 @@ def test_encoder_layer_matches_torch_train_and_eval(dtype, torch_mod):
     e.eval(), t.eval()
     with ember.no_grad(), torch_mod.no_grad():
         np.testing.assert_allclose(e(xe).numpy(), t(xt).numpy(), **tol)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_packed_self_attention_keeps_dropout_streams_and_output_layout(batch_first):
+    # the attention's dropout and a dropout after it (drawn in the output's memory order, as
+    # the encoder layer's dropout1) take the numbers they take in the unpacked composition
+    mha = _mha_pair(batch_first, dropout=0.3)
+    x = ember.tensor(np.random.default_rng(11).standard_normal((4, 6, 12)))
+    outs = []
+    for need_weights in (False, True):
+        ember.manual_seed(5)
+        out = mha(x, x, x, need_weights=need_weights)[0]
+        outs.append(F.dropout(out, 0.5).detach().numpy())
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-10)

@@ -209,7 +209,7 @@ class ScaledDotProductAttentionBackward0(_FusedAttentionBackward):
 
 class PackedSelfAttentionBackward0(_FusedAttentionBackward):
     """Input: a packed (N, L, 3E) (``batch_first``) or (L, N, 3E) Q/K/V projection; output:
-    the heads merged, (N, L, E) or (L, N, E). Attribute ``heads``."""
+    the heads merged, (L, N, E). Attribute ``heads``."""
 
     def _split(self, data):
         return tuple(_heads(data, i, 3, self.heads, self.batch_first) for i in range(3))
@@ -222,7 +222,7 @@ class PackedSelfAttentionBackward0(_FusedAttentionBackward):
         xp = array_module(data)
         q, k, v = self._split(data)
         grad = xp.empty(data.shape, data.dtype)
-        gheads = _heads(g._data, 0, 1, self.heads, self.batch_first)
+        gheads = _heads(g._data, 0, 1, self.heads, False)
         _attend_backward(
             xp,
             gheads,
@@ -244,7 +244,7 @@ class PackedSelfAttentionBackward0(_FusedAttentionBackward):
         back = (0, 2, 1, 3) if self.batch_first else (2, 0, 1, 3)
         parts = qkv.reshape(a, b, 3, heads, embed // heads)
         q, k, v = (parts.select(2, i).permute(*order) for i in range(3))
-        gheads = g.reshape(a, b, heads, embed // heads).permute(*order)
+        gheads = g.reshape(g.shape[0], g.shape[1], heads, embed // heads).permute(1, 2, 0, 3)
         mask, noise = self._constants()
         grads = _attend_graph(gheads, q, k, v, mask, noise, self.scale, (True, True, True))
         merged = [gi.permute(*back).reshape(a, b, embed) for gi in grads]
@@ -319,14 +319,15 @@ def _fused_attention(query: Tensor, key: Tensor, value: Tensor, mask, scale: flo
 def _packed_self_attention(
     qkv: Tensor, heads: int, batch_first: bool, mask, scale: float, p: float
 ) -> Tensor:
-    """Attention over ``heads`` heads read from a packed (N, L, 3E) or (L, N, 3E) projection;
-    the heads come back merged, (N, L, E) or (L, N, E)."""
+    """Attention over ``heads`` heads read from a packed (N, L, 3E) (``batch_first``) or
+    (L, N, 3E) projection; the heads come back merged as (L, N, E), the layout in which torch's
+    multi-head attention returns its output (a later dropout draws its mask in memory order)."""
     data = qkv._data
     xp = array_module(data)
     a, b, width = data.shape
-    out = xp.empty((a, b, width // 3), data.dtype)
+    out = xp.empty((b, a, width // 3) if batch_first else (a, b, width // 3), data.dtype)
     q, k, v = (_heads(data, i, 3, heads, batch_first) for i in range(3))
-    merged = _heads(out, 0, 1, heads, batch_first)
+    merged = _heads(out, 0, 1, heads, False)
     _, probs, noise = _attend(xp, q, k, v, mask, scale, p, qkv.device, merged)
     return result(
         PackedSelfAttentionBackward0,
@@ -496,7 +497,7 @@ def _packed_multi_head_attention(
 ) -> Tensor:
     """Self-attention on (L, N, E) ``query``: Q, K and V from one GEMM over the flattened
     leading dims (in the (N, L, E) order when ``query`` is a transposed batch-first tensor,
-    so that no copy is made), the fused attention, and the output projection."""
+    so that no copy is made), the fused attention, and the output projection ((L, N, E))."""
     tgt_len, bsz, embed_dim = query.shape
     batch_first = (
         not query._data.flags.c_contiguous and query._data.transpose(1, 0, 2).flags.c_contiguous
@@ -522,8 +523,7 @@ def _packed_multi_head_attention(
         mask = padding if mask is None else mask + padding
     scale = 1.0 / math.sqrt(embed_dim // heads)
     merged = _packed_self_attention(qkv, heads, batch_first, mask, scale, dropout_p)
-    out = linear(merged, out_proj_weight, out_proj_bias)
-    return out.transpose(0, 1) if batch_first else out
+    return linear(merged, out_proj_weight, out_proj_bias)
 
 
 def multi_head_attention_forward(
