@@ -1,4 +1,5 @@
-"""torch's float32 Box-Muller for 16 values or more, bit for bit, in NumPy.
+"""torch's float32 Box-Muller for 16 values or more, bit for bit, in NumPy (the fallback of
+the compiled loop in :mod:`ember._kernels.random_jit`, and its reference in the tests).
 
 torch's ``normal_fill_16_AVX2`` evaluates Cephes' float32 ``log`` and ``sincos`` with fused
 multiply-adds (:mod:`.cephes_float32` replays them for any input). Here the same arithmetic

@@ -28,6 +28,10 @@ NumPy's vectorised versions differ from them by an ulp for about one value in a 
   float64 uniforms and normals (:mod:`.gamma`, :mod:`.counts`), element after element.
 - multinomial: :mod:`.multinomial`.
 
+With numba installed (:mod:`ember._kernels.jit`), the Box-Muller blocks, randperm's shuffles
+and long mt19937 fills run as compiled loops (:mod:`ember._kernels.random_jit`) that give the
+same values as the NumPy code here, which stays as the fallback.
+
 ``dtype`` names the tensor the values are for, because torch's stream depends on it; left
 out, it is ember's default floating dtype. Methods torch has no CPU kernel for (choice, beta,
 ...) fall through to ``numpy.random.Generator`` over the same Mersenne Twister, so they stay
