@@ -43,8 +43,10 @@ def _escaping(recorder, kept: set) -> set:
             continue
         _, fn, arg_specs, kw_specs, (out, _scalar) = step
         outs = {out} if out.__class__ is int else set(out or ())
-        # a ufunc makes a new array unless it writes into ``out=``; anything else may view
-        if outs & escaping and (not isinstance(fn, np.ufunc) or "out" in kw_specs):
+        # a ufunc makes a new array unless it writes into ``out=``; anything else may view,
+        # except a recorded kernel that says its results are new (``fresh_outputs``)
+        fresh = isinstance(fn, np.ufunc) or getattr(fn, "fresh_outputs", False)
+        if outs & escaping and (not fresh or "out" in kw_specs):
             for spec in list(arg_specs) + list(kw_specs.values()):
                 slots_in(spec, escaping)
     return escaping

@@ -166,6 +166,12 @@ class TracingModule:
         traced.__name__ = name
         return traced
 
+    def record_call(self, function, *args):
+        """``function(*args)`` recorded as one call: a kernel (ember's fused recurrent layers)
+        whose own array calls a replay need not repeat one by one. ``function`` takes plain
+        arrays (in lists and tuples too) and constants and returns a tuple of new arrays."""
+        return self._recorder.call(function, args, {})
+
 
 class TracingGenerator:
     """Stands in for the default NumPy Generator: each draw is a step, so that replay draws

@@ -15,6 +15,7 @@ sequences keep their last state.
 
 from __future__ import annotations
 
+from .._kernels import jit
 from .._tensor import Tensor
 from ..autograd import _cuts, _watch
 from ..autograd.node import Node
@@ -59,6 +60,22 @@ def _transposed(xp, w):
     return xp.ascontiguousarray(w.T)
 
 
+def _compiled(xp):
+    """The compiled gate kernels (``ember._kernels.rnn_jit``) for NumPy arrays when kernels are
+    on, else None (the NumPy/CuPy path; ``ember.compile``'s recording module has no name)."""
+    if getattr(xp, "__name__", "") != "numpy":
+        return None
+    return jit.module("rnn_jit")
+
+
+def _contiguous_rows(xp, g_out, like):
+    """The output's gradient for the backward kernels: C-contiguous, and zeros (of ``like``'s
+    shape) when the output got none (adding 0 keeps the kernels free of branches)."""
+    if g_out is None:
+        return xp.zeros_like(like)
+    return xp.ascontiguousarray(g_out)
+
+
 def _finish_sigmoid(xp, v) -> None:
     """½ t + ½ in place: the sigmoid from t = tanh(x / 2)."""
     xp.multiply(v, 0.5, out=v)
@@ -92,6 +109,24 @@ def _lstm_forward(xp, arrays, steps, keep):
             h_cell = xp.empty_like(c_prev)
     # per-step scratch, reused: h W_hhᵀ, σ(i) tanh(g), and tanh(c') when nothing is kept
     recurrent = xp.empty((c.shape[0], 4 * hidden), dtype=gates.dtype)
+    kernels = _compiled(xp) if w_hr is None else None
+    if kernels is not None:  # one compiled pass per step does all the gates
+        half = gates.dtype.type(0.5)
+        slopes = out_slope = None
+        if keep:
+            slopes = xp.empty_like(gates)
+            out_slope = xp.empty_like(c_prev)
+        for start, n in steps:
+            rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
+            if keep:
+                kernels.lstm_forward_step_saving(
+                    start, n, gates, rec, h, c, out, h_prev, c_prev, tanh_c, slopes,
+                    out_slope, gates.dtype.type(1), half,
+                )  # fmt: skip
+            else:
+                kernels.lstm_forward_step(start, n, gates, rec, h, c, out, half)
+        kept = (gates, h_prev, c_prev, tanh_c, None, slopes, out_slope) if keep else ()
+        return (out, h, c), kept
     product = xp.empty_like(c)
     tanh_now = None if keep else xp.empty_like(c)
     for start, n in steps:
@@ -133,6 +168,15 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
     dc = g_c.copy() if g_c is not None else xp.zeros_like(c0)
     d_gates = xp.empty_like(gates)
     d_hidden = xp.empty_like(h_prev) if w_hr is not None and needs[7] else None
+    kernels = _compiled(xp) if w_hr is None else None
+    if kernels is not None:
+        g_rows = _contiguous_rows(xp, g_out, h_prev)
+        for start, n in reversed(steps):
+            kernels.lstm_backward_step(
+                start, n, dh, dc, g_rows, gates, slopes, out_slope, tanh_c, c_prev, d_gates
+            )
+            xp.matmul(d_gates[start : start + n], w_hh, out=dh[:n])
+        steps = ()  # done
     for start, n in reversed(steps):
         stop = start + n
         dhn = dh[:n]
@@ -189,6 +233,21 @@ def _gru_forward(xp, arrays, steps, keep):
     if keep:
         h_prev = xp.empty_like(out)
         hidden_n = xp.empty_like(out)  # W_hn h + b_hn, which the reset gate scales
+    kernels = _compiled(xp)
+    if kernels is not None:  # one compiled pass per step does all the gates
+        one, half = gates.dtype.type(1), gates.dtype.type(0.5)
+        if b_hn is None:
+            b_hn = xp.zeros(hidden, dtype=gates.dtype)
+        slopes = [xp.empty_like(out) for _ in range(3)] if keep else []
+        for start, n in steps:
+            rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
+            if keep:
+                kernels.gru_forward_step_saving(
+                    start, n, gates, rec, b_hn, h, out, h_prev, *slopes, one, half
+                )
+            else:
+                kernels.gru_forward_step(start, n, gates, rec, b_hn, h, out, half)
+        return (out, h, None), ((gates, h_prev, *slopes) if keep else ())
     for start, n in steps:
         stop = start + n
         hp = h[:n]
@@ -232,6 +291,16 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
     dh = g_h.copy() if g_h is not None else xp.zeros_like(arrays[1])
     d_x = xp.empty_like(gates)  # d (x W_ihᵀ + b_ih)
     d_hh = xp.empty_like(gates)  # d (h W_hhᵀ + b_hh)
+    kernels = _compiled(xp)
+    if kernels is not None:
+        g_rows = _contiguous_rows(xp, g_out, h_prev)
+        product = xp.empty_like(dh)
+        for start, n in reversed(steps):
+            kernels.gru_backward_step(
+                start, n, dh, g_rows, gates, new_slope, z_slope, r_slope, d_x, d_hh
+            )
+            dh[:n] += xp.matmul(d_hh[start : start + n], w_hh, out=product[:n])
+        steps = ()  # done
     for start, n in reversed(steps):
         stop = start + n
         dhn = dh[:n]
@@ -263,6 +332,19 @@ def _rnn_forward(xp, arrays, steps, keep, relu):
     h = h0.copy()
     h_prev = xp.empty_like(states) if keep else None
     w_hh_t = _transposed(xp, w_hh)
+    kernels = _compiled(xp)
+    if kernels is not None:  # the recurrent sum and the activation in one compiled pass
+        recurrent = xp.empty_like(h)
+        zero = states.dtype.type(0)
+        for start, n in steps:
+            if keep:
+                h_prev[start : start + n] = h[:n]
+            rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
+            if relu:
+                kernels.rnn_relu_forward_step(start, n, states, rec, h, zero)
+            else:
+                kernels.rnn_tanh_forward_step(start, n, states, rec, h)
+        steps = ()  # done
     for start, n in steps:
         stop = start + n
         hp = h[:n]
@@ -288,6 +370,17 @@ def _rnn_backward(xp, arrays, kept, grads, steps, needs):
     g_out, g_h, _ = grads
     dh = g_h.copy() if g_h is not None else xp.zeros_like(arrays[1])
     d_pre = xp.empty(h_prev.shape, dtype=h_prev.dtype)
+    kernels = _compiled(xp)
+    if kernels is not None:
+        g_rows = _contiguous_rows(xp, g_out, h_prev)
+        one, zero = d_pre.dtype.type(1), d_pre.dtype.type(0)
+        for start, n in reversed(steps):
+            if slopes.dtype.kind == "b":  # relu: states > 0
+                kernels.rnn_relu_backward_step(start, n, dh, g_rows, slopes, d_pre, one, zero)
+            else:
+                kernels.rnn_backward_step(start, n, dh, g_rows, slopes, d_pre)
+            xp.matmul(d_pre[start : start + n], w_hh, out=dh[:n])
+        steps = ()  # done
     for start, n in reversed(steps):
         stop = start + n
         dhn = dh[:n]
@@ -327,6 +420,63 @@ _KERNELS = {
 }
 
 
+def _check_steps(steps: list, arrays: list) -> None:
+    """Each step's rows lie inside the input and the batch of the initial state (the compiled
+    kernels index without bounds checks)."""
+    rows, batch = arrays[0].shape[0], arrays[1].shape[0]
+    for start, n in steps:
+        if start < 0 or n < 0 or n > batch or start + n > rows:
+            raise ValueError(
+                f"rnn: a time step of {n} rows from row {start} does not fit an input of {rows} "
+                f"rows and a batch of {batch}"
+            )
+
+
+class _FlatResults:
+    """``function(xp, *args)`` as a function of plain arrays that returns its arrays as one
+    flat tuple, and remembers where they (and the Nones) sat in ``layout``: the form in which
+    ``ember.compile`` records a whole kernel as one call. Its results are new arrays, never
+    views of its arguments (``fresh_outputs``: the recording may reuse its inputs' memory)."""
+
+    fresh_outputs = True
+
+    def __init__(self, function):
+        self.function = function
+        self.layout = None
+
+    def __call__(self, arrays, *args):
+        leaves = []
+        self.layout = _flatten(self.function(array_module(arrays[0]), arrays, *args), leaves)
+        return tuple(leaves)
+
+
+def _flatten(value, leaves: list):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_flatten(v, leaves) for v in value)
+    if value is None:
+        return None
+    leaves.append(value)
+    return len(leaves) - 1
+
+
+def _unflatten(layout, leaves):
+    if isinstance(layout, (tuple, list)):
+        return type(layout)(_unflatten(part, leaves) for part in layout)
+    return None if layout is None else leaves[layout]
+
+
+def _one_call(xp, function, arrays, *args):
+    """``function(xp, arrays, *args)``; while ``ember.compile`` records a step (its backend
+    module has ``record_call``) one recorded call, so that a replay runs the kernel as eager
+    code does instead of its ~20 array calls per time step one by one."""
+    record = getattr(xp, "record_call", None)
+    if record is None:
+        return function(xp, arrays, *args)
+    flat = _FlatResults(function)
+    leaves = record(flat, arrays, *args)
+    return _unflatten(flat.layout, leaves)
+
+
 # --------------------------------------------------------------------------------------------
 # the graph node
 # --------------------------------------------------------------------------------------------
@@ -349,7 +499,7 @@ class _SequenceBackward(Node):
         needs = [e is not None for e in self._edges]
         xp = array_module(arrays[0])
         backward = _KERNELS[self.mode][1]
-        result = backward(xp, arrays, kept, grad_arrays, self.steps, needs)
+        result = _one_call(xp, backward, arrays, kept, grad_arrays, self.steps, needs)
         return tuple(wrap(r) if r is not None and needs[i] else None for i, r in enumerate(result))
 
     def _composite_grads(self, grads: list) -> tuple:
@@ -442,7 +592,8 @@ def rnn_sequence(
     order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
     steps = [(offsets[t], sizes[t]) for t in order]
     needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
-    outs, kept = _KERNELS[mode][0](xp, arrays, steps, needs)
+    _check_steps(steps, arrays)
+    outs, kept = _one_call(xp, _KERNELS[mode][0], arrays, steps, needs)
     if not needs:
         tensors = tuple(wrap(o) if o is not None else None for o in outs)
         if any(t is not None and t._rg for t in inputs):

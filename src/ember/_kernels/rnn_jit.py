@@ -1,0 +1,316 @@
+"""Compiled gate kernels of the fused recurrent layers (``ember.ops.rnn``): one pass per time
+step over a step's rows for all the gate nonlinearities and state updates, forward and
+backward, instead of NumPy's several passes (each ``tanh``, ``*`` and ``+`` a loop of its own).
+
+The caller (``ember.ops.rnn``) keeps the layouts of its NumPy path: the gates of a step are
+the rows ``start:start + n`` of a (rows, k·hidden) matrix whose sigmoid blocks were computed
+with halved weights, so that σ(x) = ½ tanh(x/2) + ½ comes from one ``tanh``; the recurrent
+product of the step (rows 0:n) comes from BLAS before the kernel runs. The kernels save the
+same arrays as the NumPy path, so either backward can follow either forward. Scalars ``one``
+and ``half`` arrive typed as the arrays (a Python ``1`` would widen float32 maths to float64).
+
+numba does not check bounds: ``ember.ops.rnn`` checks the steps against the arrays first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from . import jit
+
+# Eigen's float32 tanh (the one torch's CPU kernels follow): odd rational 13/6, clamped where
+# tanh rounds to ±1 in float32; a few ulp from the true value, and vectorisable (no libm call)
+_CLAMP32 = np.float32(7.90531110763549805)
+_P32 = tuple(
+    np.float32(v)
+    for v in (
+        -2.76076847742355e-16,
+        2.00018790482477e-13,
+        -8.60467152213735e-11,
+        5.12229709037114e-08,
+        1.48572235717979e-05,
+        6.37261928875436e-04,
+        4.89352455891786e-03,
+    )
+)
+_Q32 = tuple(
+    np.float32(v)
+    for v in (
+        1.19825839466702e-06,
+        1.18534705686654e-04,
+        2.26843463243900e-03,
+        4.89352518554385e-03,
+    )
+)
+_P0, _P1, _P2, _P3, _P4, _P5, _P6 = _P32
+_Q0, _Q1, _Q2, _Q3 = _Q32
+
+
+def gate_tanh(x):  # replaced by the overload inside compiled code
+    return np.tanh(x)
+
+
+@overload(gate_tanh, jit_options={"error_model": "numpy"})
+def _gate_tanh(x):
+    if x == types.float32:
+
+        def tanh32(x):
+            v = x
+            if v > _CLAMP32:  # NaN fails both tests and stays NaN
+                v = _CLAMP32
+            elif v < -_CLAMP32:
+                v = -_CLAMP32
+            v2 = v * v
+            p = v2 * _P0 + _P1
+            p = v2 * p + _P2
+            p = v2 * p + _P3
+            p = v2 * p + _P4
+            p = v2 * p + _P5
+            p = v2 * p + _P6
+            q = v2 * _Q0 + _Q1
+            q = v2 * q + _Q2
+            q = v2 * q + _Q3
+            return v * p / q
+
+        return tanh32
+    # float64: libm's tanh (NumPy's too), so that float64 results equal the NumPy path's
+    return lambda x: math.tanh(x)
+
+
+# --------------------------------------------------------------------------------------------
+# LSTM: gate blocks i, f, o, g (i, f, o halved); c' = σf c + σi tanh g, h' = σo tanh c'
+# --------------------------------------------------------------------------------------------
+@jit.njit(error_model="numpy")
+def lstm_forward_step(start, n, gates, recurrent, h, c, out, half):
+    """One step without saving for backward: ``h``/``c`` rows 0:n and ``out``'s rows
+    ``start:start+n`` become the new states."""
+    hidden = c.shape[1]
+    for r in range(n):
+        row = start + r
+        g = gates[row]
+        rec = recurrent[r]
+        cr = c[r]
+        for j in range(hidden):
+            si = gate_tanh(g[j] + rec[j]) * half + half
+            sf = gate_tanh(g[hidden + j] + rec[hidden + j]) * half + half
+            so = gate_tanh(g[2 * hidden + j] + rec[2 * hidden + j]) * half + half
+            tg = gate_tanh(g[3 * hidden + j] + rec[3 * hidden + j])
+            c_new = cr[j] * sf + si * tg
+            cr[j] = c_new
+            h_new = so * gate_tanh(c_new)
+            out[row, j] = h_new
+            h[r, j] = h_new
+
+
+@jit.njit(error_model="numpy")
+def lstm_forward_step_saving(
+    start, n, gates, recurrent, h, c, out, h_prev, c_prev, tanh_c, slopes, out_slope, one, half
+):
+    """As :func:`lstm_forward_step`, also saving the states the step began from, the activated
+    gates (in place), their slopes (σ(1 - σ), 1 - tanh²), tanh(c') and σo·tanh'(c') at rows
+    ``start:start+n``. Short loops over few arrays each: LLVM vectorises those."""
+    hidden = c.shape[1]
+    sigmoids = 3 * hidden
+    for r in range(n):
+        row = start + r
+        g = gates[row]
+        rec = recurrent[r]
+        slope = slopes[row]
+        hr, cr = h[r], c[r]
+        h_prev[row] = hr
+        c_prev[row] = cr
+        for j in range(sigmoids):
+            s = gate_tanh(g[j] + rec[j]) * half + half
+            g[j] = s
+            slope[j] = s * (one - s)  # d σ = σ (1 - σ)
+        for j in range(sigmoids, 4 * hidden):
+            t = gate_tanh(g[j] + rec[j])
+            g[j] = t
+            slope[j] = one - t * t  # d tanh = 1 - tanh²
+        tc = tanh_c[row]
+        for j in range(hidden):
+            c_new = cr[j] * g[hidden + j] + g[j] * g[sigmoids + j]
+            cr[j] = c_new
+            tc[j] = gate_tanh(c_new)
+        o_slope = out_slope[row]
+        o_row = out[row]
+        for j in range(hidden):
+            so = g[2 * hidden + j]
+            t = tc[j]
+            o_slope[j] = so * (one - t * t)
+            o_row[j] = so * t
+        hr[:] = o_row
+
+
+@jit.njit(error_model="numpy")
+def lstm_backward_step(start, n, dh, dc, g_out, gates, slopes, out_slope, tanh_c, c_prev, d_gates):
+    """One step back: ``d_gates[start:start+n]`` from dh (rows 0:n, the recurrent part) plus
+    ``g_out``'s rows (zeros when the output had no gradient); ``dc`` rows 0:n carried on to
+    the step before (dc' σf)."""
+    hidden = dc.shape[1]
+    for r in range(n):
+        row = start + r
+        g = gates[row]
+        slope = slopes[row]
+        dg = d_gates[row]
+        for j in range(hidden):
+            dhn = dh[r, j] + g_out[row, j]
+            dcn = dc[r, j] + dhn * out_slope[row, j]
+            dg[2 * hidden + j] = dhn * tanh_c[row, j] * slope[2 * hidden + j]
+            dg[j] = dcn * g[3 * hidden + j] * slope[j]
+            dg[hidden + j] = dcn * c_prev[row, j] * slope[hidden + j]
+            dg[3 * hidden + j] = dcn * g[j] * slope[3 * hidden + j]
+            dc[r, j] = dcn * g[hidden + j]
+
+
+# --------------------------------------------------------------------------------------------
+# GRU: gate blocks r, z, n (r, z halved); n = tanh(x_n + r (W_hn h + b_hn)), h' = n + z (h - n)
+# --------------------------------------------------------------------------------------------
+@jit.njit(error_model="numpy")
+def gru_forward_step(start, n, gates, recurrent, b_hn, h, out, half):
+    """One step without saving for backward: ``h`` rows 0:n and ``out``'s rows become the
+    new state (``b_hn``: zeros when the layer has no bias)."""
+    hidden = h.shape[1]
+    for r in range(n):
+        row = start + r
+        g = gates[row]
+        rec = recurrent[r]
+        hr = h[r]
+        for j in range(hidden):
+            reset = gate_tanh(g[j] + rec[j]) * half + half
+            update = gate_tanh(g[hidden + j] + rec[hidden + j]) * half + half
+            new = gate_tanh(g[2 * hidden + j] + (rec[2 * hidden + j] + b_hn[j]) * reset)
+            h_new = (hr[j] - new) * update + new
+            out[row, j] = h_new
+            hr[j] = h_new
+
+
+@jit.njit(error_model="numpy")
+def gru_forward_step_saving(
+    start, n, gates, recurrent, b_hn, h, out, h_prev, new_slope, z_slope, r_slope, one, half
+):
+    """As :func:`gru_forward_step`, also turning ``gates[start:start+n]`` into r, z, n and
+    saving the state the step began from and the backward's factors at rows ``start:``:
+    d h'/d n, d h'/d z and d n/d r, each with respect to the pre-activation. Short loops over
+    few arrays each: LLVM vectorises those."""
+    hidden = h.shape[1]
+    for r in range(n):
+        row = start + r
+        g = gates[row]
+        rec = recurrent[r]
+        hr = h[r]
+        h_prev[row] = hr
+        for j in range(2 * hidden):
+            g[j] = gate_tanh(g[j] + rec[j]) * half + half
+        r_row = r_slope[row]
+        for j in range(hidden):
+            reset = g[j]
+            hidden_n = rec[2 * hidden + j] + b_hn[j]
+            r_row[j] = hidden_n * reset * (one - reset)
+            g[2 * hidden + j] = gate_tanh(g[2 * hidden + j] + hidden_n * reset)
+        n_row, z_row, o_row = new_slope[row], z_slope[row], out[row]
+        for j in range(hidden):
+            update = g[hidden + j]
+            new = g[2 * hidden + j]
+            h_old = hr[j]
+            n_row[j] = (one - update) * (one - new * new)
+            z_row[j] = (h_old - new) * update * (one - update)
+            o_row[j] = (h_old - new) * update + new
+        hr[:] = o_row
+
+
+@jit.njit(error_model="numpy")
+def gru_backward_step(start, n, dh, g_out, gates, new_slope, z_slope, r_slope, d_x, d_hh):
+    """One step back: the gradients of the input part (``d_x``) and of the recurrent part
+    (``d_hh``) of the pre-activations at rows ``start:``, from dh rows 0:n plus ``g_out``'s
+    rows; ``dh`` rows 0:n become dh'·z, to which the caller adds ``d_hh``'s rows times W_hh."""
+    hidden = dh.shape[1]
+    for r in range(n):
+        row = start + r
+        g = gates[row]
+        dx = d_x[row]
+        dhh = d_hh[row]
+        for j in range(hidden):
+            dhn = dh[r, j] + g_out[row, j]
+            d_new = dhn * new_slope[row, j]
+            dx[2 * hidden + j] = d_new
+            d_z = dhn * z_slope[row, j]
+            dx[hidden + j] = d_z
+            d_r = d_new * r_slope[row, j]
+            dx[j] = d_r
+            dhh[j] = d_r
+            dhh[hidden + j] = d_z
+            dhh[2 * hidden + j] = d_new * g[j]
+            dh[r, j] = dhn * g[hidden + j]
+
+
+# --------------------------------------------------------------------------------------------
+# RNN: h' = tanh(x W_ihᵀ + b + h W_hhᵀ) (or relu)
+# --------------------------------------------------------------------------------------------
+@jit.njit(error_model="numpy")
+def rnn_tanh_forward_step(start, n, states, recurrent, h):
+    """One step: ``states[start:start+n]`` (pre-activations from the input) plus the
+    recurrent rows, through tanh in place, and copied to ``h`` rows 0:n."""
+    hidden = h.shape[1]
+    for r in range(n):
+        s = states[start + r]
+        rec = recurrent[r]
+        hr = h[r]
+        for j in range(hidden):
+            v = gate_tanh(s[j] + rec[j])
+            s[j] = v
+            hr[j] = v
+
+
+@jit.njit(error_model="numpy")
+def rnn_relu_forward_step(start, n, states, recurrent, h, zero):
+    """As :func:`rnn_tanh_forward_step` with relu (NaN stays NaN, as NumPy's maximum)."""
+    hidden = h.shape[1]
+    for r in range(n):
+        s = states[start + r]
+        rec = recurrent[r]
+        hr = h[r]
+        for j in range(hidden):
+            v = s[j] + rec[j]
+            v = zero if v < zero else v
+            s[j] = v
+            hr[j] = v
+
+
+@jit.njit(error_model="numpy")
+def rnn_backward_step(start, n, dh, g_out, slopes, d_pre):
+    """One step back: ``d_pre[start:start+n]`` = (dh rows 0:n + ``g_out``'s rows) · slope."""
+    hidden = dh.shape[1]
+    for r in range(n):
+        row = start + r
+        for j in range(hidden):
+            d_pre[row, j] = (dh[r, j] + g_out[row, j]) * slopes[row, j]
+
+
+@jit.njit(error_model="numpy")
+def rnn_relu_backward_step(start, n, dh, g_out, positive, d_pre, one, zero):
+    """As :func:`rnn_backward_step` with relu's slopes as booleans (``states > 0``)."""
+    hidden = dh.shape[1]
+    for r in range(n):
+        row = start + r
+        for j in range(hidden):
+            d_pre[row, j] = (dh[r, j] + g_out[row, j]) * (one if positive[row, j] else zero)
+
+
+__all__ = [
+    "gate_tanh",
+    "gru_backward_step",
+    "gru_forward_step",
+    "gru_forward_step_saving",
+    "lstm_backward_step",
+    "lstm_forward_step",
+    "lstm_forward_step_saving",
+    "rnn_backward_step",
+    "rnn_relu_backward_step",
+    "rnn_relu_forward_step",
+    "rnn_tanh_forward_step",
+]
