@@ -1,11 +1,13 @@
 """embedding: rows of a weight matrix picked by integer indices, one graph node.
 
-The gradient of the weight sums the output gradient's rows per index. ``np.add.at`` does
-that one element at a time; here the sum is a (rows x lookups) CSR matrix of ones times the
-gradient, which SciPy runs as one compiled loop (13x faster than ``add.at`` for 8192 lookups of
-128 columns into 10000 rows). ``scale_grad_by_freq`` and ``padding_idx`` only change the
-matrix's entries (1/count, and 0 on the padding row). With ``sparse=True`` the gradient is a
-sparse COO tensor holding one row per lookup, as PyTorch's.
+The gradient of the weight sums the output gradient's rows per index. With numba the sum is
+one compiled scatter-add (``ember._kernels.embedding_jit``), which reads an expanded gradient
+(a mean's) in place. The NumPy path: ``np.add.at`` does it one element at a time; here the sum
+is a (rows x lookups) CSR matrix of ones times the gradient, which SciPy runs as one compiled
+loop (13x faster than ``add.at`` for 8192 lookups of 128 columns into 10000 rows).
+``scale_grad_by_freq`` and ``padding_idx`` only change the matrix's entries (1/count, and 0 on
+the padding row). With ``sparse=True`` the gradient is a sparse COO tensor holding one row per
+lookup, as PyTorch's.
 """
 
 from __future__ import annotations

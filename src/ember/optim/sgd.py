@@ -98,7 +98,7 @@ class SGD(Optimizer):
 def _sparse_step_compiled(param, grad, lr: float, maximize: bool) -> bool:
     """``param -= lr · grad`` for a sparse COO gradient as one compiled index-add over its
     entries, uncoalesced (PyTorch's ``add_`` of a sparse tensor adds each entry in turn);
-    False where it does not apply (no numba, CuPy, other dtypes, a hybrid index)."""
+    False where it does not apply (no numba, CuPy, other dtypes, several sparse dims)."""
     storage = grad._data
     if storage.indices.shape[0] != 1:
         return False
