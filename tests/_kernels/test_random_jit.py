@@ -168,3 +168,29 @@ def test_mt19937_words_rejects_a_bad_state():
         random_jit.mt19937_words(np.zeros(623, dtype=np.uint32), 0, 5)
     with pytest.raises(ValueError, match="position 625"):
         random_jit.mt19937_words(np.zeros(624, dtype=np.uint32), 625, 5)
+
+
+@pytest.mark.parametrize("n", [127, 128, 129, 5001])
+def test_scalar_sampler_matches_the_numpy_path(n):
+    # torch's scalar sampler serves non-contiguous normal_ and log_normal_; its cached second
+    # value carries over to the next call
+    def draw(generator):
+        t = ember.zeros(n, 2)
+        t[:, 0].normal_(generator=generator)
+        return t, ember.empty(n).log_normal_(0.5, 2.0, generator=generator)
+
+    on, off = _both(draw)
+    for a, b in zip(on, off, strict=True):
+        assert _same_bits(a.numpy(), b.numpy())
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator().manual_seed(5)
+    t = torch.zeros(n, 2)
+    t[:, 0].normal_(generator=generator)
+    expected = (t, torch.empty(n).log_normal_(0.5, 2.0, generator=generator))
+    for a, b in zip(on, expected, strict=True):
+        assert _same_bits(a.numpy(), b.numpy())
+
+
+def test_scalar_normal_pairs_rejects_words_not_in_fours():
+    with pytest.raises(ValueError, match="in fours"):
+        random_jit.scalar_normal_pairs(np.zeros(6, dtype=np.uint32))

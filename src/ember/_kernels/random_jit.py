@@ -193,16 +193,19 @@ def _normal_float32_span(start, stop, words, out, mean, std, scaled, half):
             out[base + 8 + j] = second_half[j]
 
 
+@jit.njit(inline="always")
+def _uniform53(words, at):
+    """torch's float64 uniform from random64() = words[at] (high half), words[at + 1]."""
+    return float(((np.uint64(words[at]) & 0x1FFFFF) << 32) | words[at + 1]) * _UNIFORM_53
+
+
 @jit.njit
 def _normal_float64_span(start, stop, words, out, mean, std, scaled):
     for block in range(start, stop):
         base = 16 * block
         for j in range(8):
-            # random64(): the first word is the high half; 53 low bits make the uniform
-            at = 2 * (base + j)
-            u1 = float(((np.uint64(words[at]) & 0x1FFFFF) << 32) | words[at + 1]) * _UNIFORM_53
-            at = 2 * (base + 8 + j)
-            u2 = float(((np.uint64(words[at]) & 0x1FFFFF) << 32) | words[at + 1]) * _UNIFORM_53
+            u1 = _uniform53(words, 2 * (base + j))
+            u2 = _uniform53(words, 2 * (base + 8 + j))
             radius = math.sqrt(-2.0 * math.log(1.0 - u1))
             theta = _TWO_PI_64 * u2
             first = radius * math.cos(theta)
@@ -212,6 +215,30 @@ def _normal_float64_span(start, stop, words, out, mean, std, scaled):
                 second = _fma64(second, std, mean)
             out[base + j] = first
             out[base + 8 + j] = second
+
+
+@jit.njit
+def _scalar_normal_pairs_span(start, stop, words, out):
+    for pair in range(start, stop):
+        theta = _TWO_PI_64 * _uniform53(words, 4 * pair)
+        radius = math.sqrt(-2.0 * math.log1p(-_uniform53(words, 4 * pair + 2)))
+        out[2 * pair] = radius * math.cos(theta)
+        out[2 * pair + 1] = radius * math.sin(theta)
+
+
+def scalar_normal_pairs(words: np.ndarray) -> np.ndarray:
+    """torch's scalar normal sampler (``at::normal_distribution<double>``), two values per
+    pair of random64() draws (four uint32 ``words``): ``u1`` the angle, ``u2`` the radius
+    (``sqrt(-2 log1p(-u2))``), cos value first."""
+    if words.dtype != np.uint32 or words.ndim != 1 or words.size % 4:
+        raise ValueError(
+            f"scalar_normal_pairs: 1-d uint32 words in fours expected, got {words.dtype} "
+            f"{words.shape}"
+        )
+    words = np.ascontiguousarray(words)
+    out = np.empty(words.size // 2, dtype=np.float64)
+    jit.parallel_for(_scalar_normal_pairs_span, words.size // 4, words, out, min_chunk=1 << 14)
+    return out
 
 
 def normal_blocks(words: np.ndarray, out: np.ndarray, mean: float, std: float) -> None:

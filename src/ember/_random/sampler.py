@@ -55,6 +55,7 @@ _WIDE_RANGE = 1 << 28  # torch draws 64-bit words from this range up (limits mod
 _LARGE_PERMUTATION = 0xFFFFFFFF // 20  # torch's randperm switches algorithm here
 _MASK53 = np.uint64((1 << 53) - 1)
 _NORMAL_CHUNK = 1 << 16  # a multiple of Box-Muller's block of 16
+_COMPILED_MIN_PAIRS = 64  # below, loading the kernel module costs more than it saves
 
 
 def _count(size) -> tuple[tuple, int]:
@@ -329,7 +330,13 @@ class TorchSampler:
             engine.next_double_normal = None
             start = 1
         pairs = (n - start + 1) // 2
-        if pairs:
+        kernels = jit.module("random_jit") if pairs >= _COMPILED_MIN_PAIRS else None
+        if kernels is not None:
+            values = kernels.scalar_normal_pairs(engine.words(4 * pairs))
+            out[start:] = values[: n - start]
+            if (n - start) % 2:
+                engine.next_double_normal = float(values[-1])
+        elif pairs:
             u = (engine.words64(2 * pairs) & _MASK53).astype(np.float64) * 2.0**-53
             radius = np.sqrt(-2.0 * _log1p(-u[1::2]))
             theta = 2.0 * np.pi * u[0::2]
