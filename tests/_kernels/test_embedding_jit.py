@@ -10,6 +10,8 @@ from ember._kernels import jit
 from ember.ops.embedding import embedding
 
 pytest.importorskip("numba")
+if not jit.enabled():
+    pytest.skip("compiled kernels are switched off (EMBER_JIT=0)", allow_module_level=True)
 kernels = jit.module("embedding_jit")
 
 DTYPES = ["float32", "float64"]
