@@ -24,8 +24,8 @@ OPS = {
     "sigmoid": lambda m, x: m.sigmoid(x),
     "erf": lambda m, x: m.erf(x),
 }
-# the kernels whose arithmetic is the NumPy path's, operation for operation
-BITWISE = {("gelu", "float32")}
+# the forward kernels whose arithmetic is the NumPy path's, operation for operation
+BITWISE_FORWARD = {("gelu", "float32")}
 # 2**17 + 3 elements: above the compiled tanh/sigmoid threshold, split over two threads
 # output, gradient: the tolerances of the activations' float32 tests against torch (the NumPy
 # float32 tanh-GELU gradient loses ~3e-6 to cancellation where it crosses zero)
@@ -55,7 +55,7 @@ def test_kernels_match_the_numpy_path(name, dtype, shape):
         slow = _forward_backward(OPS[name], x)
     for a, b, tolerance in zip(fast, slow, FLOAT32_TOLERANCES):
         assert a.dtype == b.dtype == np.dtype(dtype) and a.shape == b.shape == shape
-        if (name, dtype) in BITWISE:
+        if a is fast[0] and (name, dtype) in BITWISE_FORWARD:
             np.testing.assert_array_equal(a, b)
         elif dtype == "float32":  # evaluated in float64 and rounded once vs NumPy's float32
             np.testing.assert_allclose(a, b, **tolerance)
@@ -100,14 +100,14 @@ def test_float64_gradcheck_and_gradgradcheck_through_the_kernels(name):
     check_gradients(OPS[name], [x])
 
 
-def test_exp64_is_within_1e_14_of_numpy():
+def test_exp_f32_is_within_1e_8_of_numpy():
     from ember._kernels import activation_jit
 
     y = np.linspace(-700, 700, 20001)
-    got = np.array([activation_jit.exp64(v) for v in y])
-    np.testing.assert_allclose(got, np.exp(y), rtol=1e-14)
-    assert activation_jit.exp64(-1000.0) == 0 and activation_jit.exp64(1000.0) == np.inf
-    assert np.isnan(activation_jit.exp64(np.nan))
+    got = np.array([activation_jit.exp_f32(v) for v in y])
+    np.testing.assert_allclose(got, np.exp(y), rtol=1e-8)
+    assert activation_jit.exp_f32(-1000.0) == 0 and activation_jit.exp_f32(1000.0) == np.inf
+    assert np.isnan(activation_jit.exp_f32(np.nan))
 
 
 def test_kernels_are_not_taken_for_mismatched_or_foreign_arrays():
