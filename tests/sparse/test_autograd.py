@@ -43,3 +43,21 @@ def test_install_is_idempotent_and_names_the_api():
     for name in ("sparse_coo_tensor", "sparse_coo", "strided", "spmm", "smm", "hspmm"):
         assert getattr(ember, name) is getattr(ember.sparse, name)
     assert ember.ones(1).to_sparse().layout is ember.sparse_coo
+
+
+def test_a_fresh_sparse_gradient_is_taken_not_copied():
+    # torch steals a sparse gradient nobody else holds; a gradient the caller passed is copied
+    emb = ember.nn.Embedding(10, 3, sparse=True)
+    emb(ember.tensor([1, 2, 1])).sum().backward()
+    first = emb.weight.grad
+    assert first.is_sparse and first._indices().tolist() == [[1, 2, 1]]
+    emb(ember.tensor([3])).sum().backward()  # accumulates out of place: ``first`` unchanged
+    assert first.to_dense().sum(1).tolist() == [0, 6, 3, 0, 0, 0, 0, 0, 0, 0]
+    assert emb.weight.grad.to_dense().sum(1).tolist() == [0, 6, 3, 3, 0, 0, 0, 0, 0, 0]
+
+    emb.weight.grad = None
+    given = ember.ones(3, 3)
+    emb(ember.tensor([1, 2, 1])).backward(given)
+    assert emb.weight.grad._values().data_ptr() != given.data_ptr()
+    given.mul_(7)
+    assert emb.weight.grad.to_dense().sum().item() == 9.0

@@ -56,7 +56,13 @@ def _accumulate_locked(leaf, g, create_graph: bool, claimed, shared: bool) -> No
             return
         data = g._data
         root = _memory_root(data)
-        if shared or claimed is None or id(root) in claimed or not _writeable(data):
+        # sparse storage says "not writeable" (accumulate out of place) but may be taken
+        if (
+            shared
+            or claimed is None
+            or id(root) in claimed
+            or not (_writeable(data) or _takeable_sparse(data, claimed))
+        ):
             leaf._grad = g._detach().clone()
         else:
             claimed.add(id(root))
@@ -83,6 +89,16 @@ def _post_accumulate(leaf) -> None:
 
 
 _writeable = _backend.writeable
+
+
+def _takeable_sparse(data, claimed: set) -> bool:
+    """A sparse gradient whose values are not memory the caller handed in (as torch steals a
+    sparse gradient nobody else holds instead of cloning it)."""
+    from ..sparse._storage import SparseStorage
+
+    if data.__class__ is not SparseStorage:
+        return False
+    return id(_memory_root(data.values)) not in claimed
 
 
 def _plain_tensor():
