@@ -121,8 +121,10 @@ def lstm_forward_step_saving(
         rec = recurrent[r]
         slope = slopes[row]
         hr, cr = h[r], c[r]
-        h_prev[row] = hr
-        c_prev[row] = cr
+        hp, cp = h_prev[row], c_prev[row]
+        for j in range(hidden):  # (a loop: numba's slice assignment is ~3x slower)
+            hp[j] = hr[j]
+            cp[j] = cr[j]
         for j in range(sigmoids):
             s = gate_tanh(g[j] + rec[j]) * half + half
             g[j] = s
@@ -131,19 +133,23 @@ def lstm_forward_step_saving(
             t = gate_tanh(g[j] + rec[j])
             g[j] = t
             slope[j] = one - t * t  # d tanh = 1 - tanh²
+        # each gate block its own view: plain j indexes vectorise, offsets j + k·hidden not
+        g_i, g_f = g[:hidden], g[hidden : 2 * hidden]
+        g_o, g_g = g[2 * hidden : sigmoids], g[sigmoids:]
         tc = tanh_c[row]
         for j in range(hidden):
-            c_new = cr[j] * g[hidden + j] + g[j] * g[sigmoids + j]
+            c_new = cr[j] * g_f[j] + g_i[j] * g_g[j]
             cr[j] = c_new
             tc[j] = gate_tanh(c_new)
         o_slope = out_slope[row]
         o_row = out[row]
         for j in range(hidden):
-            so = g[2 * hidden + j]
+            so = g_o[j]
             t = tc[j]
             o_slope[j] = so * (one - t * t)
-            o_row[j] = so * t
-        hr[:] = o_row
+            h_new = so * t
+            o_row[j] = h_new
+            hr[j] = h_new
 
 
 @jit.njit(error_model="numpy")
@@ -152,19 +158,30 @@ def lstm_backward_step(start, n, dh, dc, g_out, gates, slopes, out_slope, tanh_c
     ``g_out``'s rows (zeros when the output had no gradient); ``dc`` rows 0:n carried on to
     the step before (dc' σf)."""
     hidden = dc.shape[1]
-    for r in range(n):
+    for r in range(n):  # short loops over few arrays each: LLVM vectorises those
         row = start + r
-        g = gates[row]
-        slope = slopes[row]
-        dg = d_gates[row]
+        g, slope, dg = gates[row], slopes[row], d_gates[row]
+        dhr, dcr, g_row, o_slope = dh[r], dc[r], g_out[row], out_slope[row]
         for j in range(hidden):
-            dhn = dh[r, j] + g_out[row, j]
-            dcn = dc[r, j] + dhn * out_slope[row, j]
-            dg[2 * hidden + j] = dhn * tanh_c[row, j] * slope[2 * hidden + j]
-            dg[j] = dcn * g[3 * hidden + j] * slope[j]
-            dg[hidden + j] = dcn * c_prev[row, j] * slope[hidden + j]
-            dg[3 * hidden + j] = dcn * g[j] * slope[3 * hidden + j]
-            dc[r, j] = dcn * g[hidden + j]
+            dhn = dhr[j] + g_row[j]
+            dhr[j] = dhn  # dh rows are free: the caller's GEMM overwrites them next
+            dcr[j] = dcr[j] + dhn * o_slope[j]
+        # each gate block its own view: plain j indexes vectorise, offsets j + k·hidden not
+        g_i, g_f, g_g = g[:hidden], g[hidden : 2 * hidden], g[3 * hidden :]
+        s_i, s_f = slope[:hidden], slope[hidden : 2 * hidden]
+        s_o, s_g = slope[2 * hidden : 3 * hidden], slope[3 * hidden :]
+        d_i, d_f = dg[:hidden], dg[hidden : 2 * hidden]
+        d_o, d_g = dg[2 * hidden : 3 * hidden], dg[3 * hidden :]
+        tc = tanh_c[row]
+        for j in range(hidden):
+            d_o[j] = dhr[j] * tc[j] * s_o[j]
+        cp = c_prev[row]
+        for j in range(hidden):
+            dcn = dcr[j]
+            d_i[j] = dcn * g_g[j] * s_i[j]
+            d_f[j] = dcn * cp[j] * s_f[j]
+            d_g[j] = dcn * g_i[j] * s_g[j]
+            dcr[j] = dcn * g_f[j]
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,13 +196,16 @@ def gru_forward_step(start, n, gates, recurrent, b_hn, h, out, half):
         row = start + r
         g = gates[row]
         rec = recurrent[r]
-        hr = h[r]
+        hr, o_row = h[r], out[row]
+        # each gate block its own view: plain j indexes vectorise, offsets j + k·hidden not
+        g_r, g_z, g_n = g[:hidden], g[hidden : 2 * hidden], g[2 * hidden :]
+        rec_r, rec_z, rec_n = rec[:hidden], rec[hidden : 2 * hidden], rec[2 * hidden :]
         for j in range(hidden):
-            reset = gate_tanh(g[j] + rec[j]) * half + half
-            update = gate_tanh(g[hidden + j] + rec[hidden + j]) * half + half
-            new = gate_tanh(g[2 * hidden + j] + (rec[2 * hidden + j] + b_hn[j]) * reset)
+            reset = gate_tanh(g_r[j] + rec_r[j]) * half + half
+            update = gate_tanh(g_z[j] + rec_z[j]) * half + half
+            new = gate_tanh(g_n[j] + (rec_n[j] + b_hn[j]) * reset)
             h_new = (hr[j] - new) * update + new
-            out[row, j] = h_new
+            o_row[j] = h_new
             hr[j] = h_new
 
 
@@ -203,24 +223,29 @@ def gru_forward_step_saving(
         g = gates[row]
         rec = recurrent[r]
         hr = h[r]
-        h_prev[row] = hr
+        hp = h_prev[row]
+        for j in range(hidden):  # (a loop: numba's slice assignment is ~3x slower)
+            hp[j] = hr[j]
         for j in range(2 * hidden):
             g[j] = gate_tanh(g[j] + rec[j]) * half + half
+        g_r, g_z, g_n = g[:hidden], g[hidden : 2 * hidden], g[2 * hidden :]
+        rec_n = rec[2 * hidden :]
         r_row = r_slope[row]
         for j in range(hidden):
-            reset = g[j]
-            hidden_n = rec[2 * hidden + j] + b_hn[j]
+            reset = g_r[j]
+            hidden_n = rec_n[j] + b_hn[j]
             r_row[j] = hidden_n * reset * (one - reset)
-            g[2 * hidden + j] = gate_tanh(g[2 * hidden + j] + hidden_n * reset)
+            g_n[j] = gate_tanh(g_n[j] + hidden_n * reset)
         n_row, z_row, o_row = new_slope[row], z_slope[row], out[row]
         for j in range(hidden):
-            update = g[hidden + j]
-            new = g[2 * hidden + j]
+            update = g_z[j]
+            new = g_n[j]
             h_old = hr[j]
             n_row[j] = (one - update) * (one - new * new)
             z_row[j] = (h_old - new) * update * (one - update)
-            o_row[j] = (h_old - new) * update + new
-        hr[:] = o_row
+            h_new = (h_old - new) * update + new
+            o_row[j] = h_new
+            hr[j] = h_new
 
 
 @jit.njit(error_model="numpy")
@@ -231,21 +256,24 @@ def gru_backward_step(start, n, dh, g_out, gates, new_slope, z_slope, r_slope, d
     hidden = dh.shape[1]
     for r in range(n):
         row = start + r
-        g = gates[row]
-        dx = d_x[row]
-        dhh = d_hh[row]
+        g_r, g_z = gates[row, :hidden], gates[row, hidden : 2 * hidden]
+        dx, dhh = d_x[row], d_hh[row]
+        dx_r, dx_z, dx_n = dx[:hidden], dx[hidden : 2 * hidden], dx[2 * hidden :]
+        dhh_r, dhh_z, dhh_n = dhh[:hidden], dhh[hidden : 2 * hidden], dhh[2 * hidden :]
+        dhr, g_row = dh[r], g_out[row]
+        n_row, z_row, r_row = new_slope[row], z_slope[row], r_slope[row]
         for j in range(hidden):
-            dhn = dh[r, j] + g_out[row, j]
-            d_new = dhn * new_slope[row, j]
-            dx[2 * hidden + j] = d_new
-            d_z = dhn * z_slope[row, j]
-            dx[hidden + j] = d_z
-            d_r = d_new * r_slope[row, j]
-            dx[j] = d_r
-            dhh[j] = d_r
-            dhh[hidden + j] = d_z
-            dhh[2 * hidden + j] = d_new * g[j]
-            dh[r, j] = dhn * g[hidden + j]
+            dhn = dhr[j] + g_row[j]
+            d_new = dhn * n_row[j]
+            dx_n[j] = d_new
+            d_z = dhn * z_row[j]
+            dx_z[j] = d_z
+            dhh_z[j] = d_z
+            d_r = d_new * r_row[j]
+            dx_r[j] = d_r
+            dhh_r[j] = d_r
+            dhh_n[j] = d_new * g_r[j]
+            dhr[j] = dhn * g_z[j]
 
 
 # --------------------------------------------------------------------------------------------
