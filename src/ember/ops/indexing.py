@@ -7,6 +7,7 @@ import builtins
 from .. import _dtype as dt
 from .. import return_types
 from .._creation import zeros
+from .._kernels import jit
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, check_same_device, result, to_tensor, wrap, wrap_dim
@@ -557,8 +558,11 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         )
     src = source._data if alpha == 1 else source._data * alpha
     src = src.astype(out.dtype, copy=False)
+    kernels = jit.module("embedding_jit") if d == 0 and out.ndim else None
     if out.ndim == 0:
         xp.add.at(out.reshape(1), index._data.reshape(-1), src.reshape(-1))
+    elif kernels is not None and kernels.index_axpy(index._data, 1.0, src, out):
+        pass  # rows added in order by a compiled loop (np.add.at goes element by element)
     else:
         xp.add.at(out, (slice(None),) * d + (index._data.reshape(-1),), src)
     return result(
