@@ -194,3 +194,34 @@ def test_scalar_sampler_matches_the_numpy_path(n):
 def test_scalar_normal_pairs_rejects_words_not_in_fours():
     with pytest.raises(ValueError, match="in fours"):
         random_jit.scalar_normal_pairs(np.zeros(6, dtype=np.uint32))
+
+
+@pytest.mark.parametrize("name", ["log", "log1p", "tan", "exp", "cos", "sin"])
+def test_libm_is_the_c_librarys_function(name):
+    import math
+
+    rng = np.random.default_rng(1)
+    values = np.concatenate(
+        [
+            rng.uniform(0.0, 1.0, 20_000),
+            rng.uniform(-0.99, 50.0, 20_000),
+            np.pi * (rng.uniform(0.0, 1.0, 5_000) - 0.5),
+            [1e-300, 5e-324, 1.0, 0.5, 2.0**-53, 3.0, 7.0, 0.25],
+        ]
+    ).reshape(-1, 4)[:, ::3]  # non-contiguous, 2-d
+    if name == "log":
+        values = np.abs(values)
+    if name == "log1p":  # log1p(-u) for uniforms u, as the samplers call it
+        values = -np.minimum(np.abs(values), 1.0 - 2.0**-53)
+    expected = np.frompyfunc(getattr(math, name), 1, 1)(values).astype(np.float64)
+    assert _same_bits(random_jit.libm(name, values), expected)
+
+
+@pytest.mark.parametrize("method", ["exponential_", "geometric_", "cauchy_", "log_normal_"])
+def test_float64_transforms_match_the_numpy_path_and_torch(method):
+    args = {"geometric_": (0.3,), "log_normal_": (0.5, 0.75)}.get(method, ())
+    on, off = _both(lambda g: getattr(ember.empty(3001), method)(*args, generator=g))
+    assert _same_bits(on.numpy(), off.numpy())
+    torch = pytest.importorskip("torch")
+    expected = getattr(torch.empty(3001), method)(*args, generator=torch.Generator().manual_seed(5))
+    assert _same_bits(on.numpy(), expected.numpy())

@@ -376,3 +376,60 @@ def mt19937_words(key: np.ndarray, position: int, n: int) -> tuple[np.ndarray, i
         raise ValueError(f"mt19937_words: position {position} is outside [0, 624]")
     out = np.empty(n, dtype=np.uint32)
     return out, int(_mt19937_fill(key, position, out))
+
+
+# --- the C library's float64 functions, elementwise ---------------------------------------------
+@jit.njit
+def _log_span(start, stop, x, out):
+    for i in range(start, stop):
+        out[i] = math.log(x[i])
+
+
+@jit.njit
+def _log1p_span(start, stop, x, out):
+    for i in range(start, stop):
+        out[i] = math.log1p(x[i])
+
+
+@jit.njit
+def _tan_span(start, stop, x, out):
+    for i in range(start, stop):
+        out[i] = math.tan(x[i])
+
+
+@jit.njit
+def _exp_span(start, stop, x, out):
+    for i in range(start, stop):
+        out[i] = math.exp(x[i])
+
+
+@jit.njit
+def _cos_span(start, stop, x, out):
+    for i in range(start, stop):
+        out[i] = math.cos(x[i])
+
+
+@jit.njit
+def _sin_span(start, stop, x, out):
+    for i in range(start, stop):
+        out[i] = math.sin(x[i])
+
+
+_LIBM_SPANS = {
+    "log": _log_span,
+    "log1p": _log1p_span,
+    "tan": _tan_span,
+    "exp": _exp_span,
+    "cos": _cos_span,
+    "sin": _sin_span,
+}
+
+
+def libm(name: str, values: np.ndarray) -> np.ndarray:
+    """The C library's ``name`` (log, log1p, tan, exp, cos or sin) of float64 ``values``, element by
+    element: the values torch's CPU kernels get (NumPy's SIMD versions differ by an ulp now
+    and then)."""
+    flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    out = np.empty_like(flat)
+    jit.parallel_for(_LIBM_SPANS[name], flat.size, flat, out, min_chunk=1 << 14)
+    return out.reshape(np.shape(values))

@@ -55,7 +55,7 @@ _WIDE_RANGE = 1 << 28  # torch draws 64-bit words from this range up (limits mod
 _LARGE_PERMUTATION = 0xFFFFFFFF // 20  # torch's randperm switches algorithm here
 _MASK53 = np.uint64((1 << 53) - 1)
 _NORMAL_CHUNK = 1 << 16  # a multiple of Box-Muller's block of 16
-_COMPILED_MIN_PAIRS = 64  # below, loading the kernel module costs more than it saves
+_COMPILED_MIN = 64  # values (or pairs) from which the compiled loops pay for their call
 
 
 def _count(size) -> tuple[tuple, int]:
@@ -73,7 +73,14 @@ def _libm(name: str):
     """The C library's ``name`` applied elementwise, for float64 results bit-identical to
     torch's (NumPy's SIMD log/sin/cos/log1p differ from libm's by an ulp now and then)."""
     scalar = np.frompyfunc(getattr(math, name), 1, 1)
-    return lambda values: scalar(values).astype(np.float64)
+
+    def apply(values):
+        kernels = jit.module("random_jit") if np.size(values) >= _COMPILED_MIN else None
+        if kernels is not None:  # the same C functions, without a Python call per element
+            return kernels.libm(name, values)
+        return scalar(values).astype(np.float64)
+
+    return apply
 
 
 _log, _log1p, _tan, _exp = map(_libm, ("log", "log1p", "tan", "exp"))
@@ -330,7 +337,7 @@ class TorchSampler:
             engine.next_double_normal = None
             start = 1
         pairs = (n - start + 1) // 2
-        kernels = jit.module("random_jit") if pairs >= _COMPILED_MIN_PAIRS else None
+        kernels = jit.module("random_jit") if pairs >= _COMPILED_MIN else None
         if kernels is not None:
             values = kernels.scalar_normal_pairs(engine.words(4 * pairs))
             out[start:] = values[: n - start]
