@@ -259,7 +259,36 @@ class _FusedNormBackward(Node):
 
 
 class NativeLayerNormBackward0(_FusedNormBackward):
-    pass
+    def _array_backward(self, g, x, weight, need):
+        kernels = _layer_norm_kernels(x._data, g._data, weight)
+        if kernels is None or self.mean.dtype != x._data.dtype:
+            return super()._array_backward(g, x, weight, need)
+        shape, xp = self.layout.shape, array_module(x._data)
+        gx, gw, gb = kernels.layer_norm_backward(
+            xp.ascontiguousarray(g._data).reshape(shape),
+            xp.ascontiguousarray(x._data).reshape(shape),
+            self.mean,
+            self.rstd,
+            None if weight is None else weight._data,
+            need[0],
+        )
+        return (
+            None if gx is None else wrap(gx.reshape(x._data.shape)),
+            wrap(gw.reshape(self.affine_shape)) if need[1] else None,
+            wrap(gb.reshape(self.affine_shape)) if need[2] else None,
+        )
+
+
+def _layer_norm_kernels(data, *others):
+    """ember._kernels.layernorm_jit for float32/float64 NumPy arrays of one dtype with rows
+    to normalise, when compiled kernels are on; else None (the NumPy path)."""
+    if not is_plain_numpy(data) or data.dtype.name not in ("float32", "float64") or not data.size:
+        return None
+    for other in others:
+        array = getattr(other, "_data", other)
+        if array is not None and (not is_plain_numpy(array) or array.dtype != data.dtype):
+            return None
+    return jit.module("layernorm_jit")
 
 
 class NativeBatchNormBackward0(_FusedNormBackward):
@@ -427,9 +456,33 @@ def native_layer_norm(
             dtype = input._data.dtype
             return out, _statistic(mean, stats_shape, dtype), _statistic(rstd, stats_shape, dtype)
     layout = _Layout((math.prod(lead), math.prod(shape)), (1,), (1,))
-    out, mean, _, rstd = _fused_norm(
-        NativeLayerNormBackward0, input, layout, weight, bias, eps, shape, 0
-    )
+    kernels = _layer_norm_kernels(input._data, weight, bias)
+    if kernels is not None:  # one compiled pass per row (the statistics in float64)
+        rows = array_module(input._data).ascontiguousarray(input._data).reshape(layout.shape)
+        params = (None if p is None else p._data for p in (weight, bias))
+        out, mean, rstd = kernels.layer_norm_forward(rows, *params, eps)
+        mean, rstd = mean.reshape(-1, 1), rstd.reshape(-1, 1)
+        attrs = dict(
+            layout=layout,
+            eps=eps,
+            mean=mean,
+            rstd=rstd,
+            batch_stats=True,
+            affine_shape=shape,
+            bias_dtype=bias._data.dtype if bias is not None else None,
+            slab_axis=0,
+        )
+        out = result(
+            NativeLayerNormBackward0,
+            out.reshape(input._data.shape),
+            (input, weight, bias),
+            (input, weight),
+            **attrs,
+        )
+    else:
+        out, mean, _, rstd = _fused_norm(
+            NativeLayerNormBackward0, input, layout, weight, bias, eps, shape, 0
+        )
     dtype = input._data.dtype
     return out, _statistic(mean, stats_shape, dtype), _statistic(rstd, stats_shape, dtype)
 
