@@ -93,17 +93,22 @@ def lstm_forward_step(start, n, gates, recurrent, h, c, out, half):
         row = start + r
         g = gates[row]
         rec = recurrent[r]
-        cr = c[r]
+        cr, hr, o_row = c[r], h[r], out[row]
+        # each gate block its own view: plain j indexes vectorise, offsets j + k·hidden not
+        g_i, g_f = g[:hidden], g[hidden : 2 * hidden]
+        g_o, g_g = g[2 * hidden : 3 * hidden], g[3 * hidden :]
+        r_i, r_f = rec[:hidden], rec[hidden : 2 * hidden]
+        r_o, r_g = rec[2 * hidden : 3 * hidden], rec[3 * hidden :]
         for j in range(hidden):
-            si = gate_tanh(g[j] + rec[j]) * half + half
-            sf = gate_tanh(g[hidden + j] + rec[hidden + j]) * half + half
-            so = gate_tanh(g[2 * hidden + j] + rec[2 * hidden + j]) * half + half
-            tg = gate_tanh(g[3 * hidden + j] + rec[3 * hidden + j])
+            si = gate_tanh(g_i[j] + r_i[j]) * half + half
+            sf = gate_tanh(g_f[j] + r_f[j]) * half + half
+            so = gate_tanh(g_o[j] + r_o[j]) * half + half
+            tg = gate_tanh(g_g[j] + r_g[j])
             c_new = cr[j] * sf + si * tg
             cr[j] = c_new
             h_new = so * gate_tanh(c_new)
-            out[row, j] = h_new
-            h[r, j] = h_new
+            o_row[j] = h_new
+            hr[j] = h_new
 
 
 @jit.njit(error_model="numpy")
@@ -129,13 +134,14 @@ def lstm_forward_step_saving(
             s = gate_tanh(g[j] + rec[j]) * half + half
             g[j] = s
             slope[j] = s * (one - s)  # d σ = σ (1 - σ)
-        for j in range(sigmoids, 4 * hidden):
-            t = gate_tanh(g[j] + rec[j])
-            g[j] = t
-            slope[j] = one - t * t  # d tanh = 1 - tanh²
-        # each gate block its own view: plain j indexes vectorise, offsets j + k·hidden not
+        # each gate block its own view: loops over plain j from 0 vectorise, others not
         g_i, g_f = g[:hidden], g[hidden : 2 * hidden]
         g_o, g_g = g[2 * hidden : sigmoids], g[sigmoids:]
+        rec_g, slope_g = rec[sigmoids:], slope[sigmoids:]
+        for j in range(hidden):
+            t = gate_tanh(g_g[j] + rec_g[j])
+            g_g[j] = t
+            slope_g[j] = one - t * t  # d tanh = 1 - tanh²
         tc = tanh_c[row]
         for j in range(hidden):
             c_new = cr[j] * g_f[j] + g_i[j] * g_g[j]
