@@ -126,3 +126,18 @@ def test_broadcast_gradient_of_tanh_takes_the_numpy_path():
     y = x.tanh()
     y.sum().backward()  # the incoming gradient is a broadcast view of one element
     np.testing.assert_allclose(x.grad.numpy(), 1 - y.detach().numpy() ** 2, rtol=1e-6)
+
+
+def test_float32_tanh_is_within_one_and_a_half_ulps_and_keeps_the_sign_of_zero():
+    from ember._kernels import activation_jit
+
+    x = np.concatenate([np.linspace(-12, 12, 200_001), [0.625, -0.625, 1e-30, -1e-30]])
+    x = x.astype(np.float32)
+    out = np.empty_like(x)
+    activation_jit.tanh_float32(0, x.size, x, out)
+    truth = np.tanh(x.astype(np.float64))
+    ulp = np.spacing(np.abs(truth).astype(np.float32)).astype(np.float64)
+    assert np.all(np.abs(out - truth) <= 1.5 * ulp)
+    zeros = np.array([0.0, -0.0], np.float32)
+    activation_jit.tanh_float32(0, 2, zeros, out)
+    assert list(np.signbit(out[:2])) == [False, True]

@@ -266,12 +266,11 @@ HEAVY = {
 
 # float32 kernels of ember._kernels.activation_jit (one pass, split over ember's pool) and the
 # size from which each runs. Measured CPU time per element against the NumPy path: erf 1/10
-# (SciPy's float32 erf is scalar), sigmoid 1/3 (one pass instead of five), the fused tanh and
-# sigmoid backward 1/2; tanh 1.1x (NumPy's is an 8-wide float32 SIMD loop, the kernel's 4-wide
-# float64), so it only runs where jit.parallel_for splits it over two threads or more.
+# (SciPy's float32 erf is scalar), sigmoid 1/3 (one pass instead of five), tanh and the fused
+# tanh and sigmoid backward 1/2 to 2/3; below these sizes the kernels' dispatch (a few
+# microseconds) costs more than they save.
 COMPILED_FROM = 1 << 14
-COMPILED_TANH_FROM = 1 << 17
-COMPILED_UNARY = {"tanh": COMPILED_TANH_FROM, "sigmoid": 1 << 12, "erf": 1 << 10}
+COMPILED_UNARY = {"tanh": COMPILED_FROM, "sigmoid": 1 << 12, "erf": 1 << 10}
 
 
 def _make_unary(name, kernel, derivative, saves, floating):
@@ -311,9 +310,7 @@ def _make_unary(name, kernel, derivative, saves, floating):
                     data = input._data
         if heavy and data.size >= large_from:
             out = None
-            if data.size >= compiled_from and (
-                compiled_from < COMPILED_TANH_FROM or _backend.get_num_threads() > 1
-            ):
+            if data.size >= compiled_from:
                 kernels = _backend.compiled_kernels("activation_jit", data, dtypes="f")
                 if kernels is not None:
                     out = _backend.compiled_map(getattr(kernels, compiled_name), data)
