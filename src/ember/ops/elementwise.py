@@ -267,10 +267,10 @@ HEAVY = {
 # float32 kernels of ember._kernels.activation_jit (one pass, split over ember's pool) and the
 # size from which each runs. Measured CPU time per element against the NumPy path: erf 1/10
 # (SciPy's float32 erf is scalar), sigmoid 1/3 (one pass instead of five), tanh and the fused
-# tanh and sigmoid backward 1/2 to 2/3; below these sizes the kernels' dispatch (a few
-# microseconds) costs more than they save.
-COMPILED_FROM = 1 << 14
-COMPILED_UNARY = {"tanh": COMPILED_FROM, "sigmoid": 1 << 12, "erf": 1 << 10}
+# tanh and sigmoid backward 1/2 to 2/3 (memory-bound: the gain shows from 2^16 elements); below
+# these sizes the kernels' dispatch (5-8 microseconds) costs more than they save.
+COMPILED_FROM = 1 << 16  # the fused backward formulas
+COMPILED_UNARY = {"tanh": 1 << 14, "sigmoid": 1 << 12, "erf": 1 << 10}
 
 
 def _make_unary(name, kernel, derivative, saves, floating):
