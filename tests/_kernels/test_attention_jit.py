@@ -13,7 +13,7 @@ from ember._kernels import jit
 from ember.ops import attention
 
 pytest.importorskip("numba")
-kernels = jit.module("attention_jit")
+from ember._kernels import attention_jit as kernels  # noqa: E402
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: dict(rtol=2e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
