@@ -171,3 +171,32 @@ def test_float32_gate_tanh_is_within_a_few_ulp_and_keeps_nan():
     finite = ~np.isnan(want)
     np.testing.assert_allclose(states[0][finite], want[finite], rtol=4e-7, atol=2e-7)
     assert np.isnan(states[0][-1]) and (np.abs(states[0][finite]) <= 1).all()
+
+
+def test_a_bias_of_the_wrong_length_raises_instead_of_broadcasting():
+    inputs = _inputs("GRU", [2, 2], 3, 4, "float32")
+    inputs[6] = ember.zeros(9, requires_grad=True)  # b_hh of 3·4 gates, one row short of b_hn
+    composite = functools.partial(_composite_direction, "GRU", [2, 2], [0, 2], False)
+    x, h0, c0, *weights = inputs
+    with pytest.raises(ValueError, match=r"b_hh has shape \(9,\), expected \(12,\)"):
+        rnn_sequence("GRU", x, h0, c0, (*weights, None), [2, 2], [0, 2], False, composite)
+
+
+@pytest.mark.parametrize("mode", list(GATES))
+def test_kernel_forward_and_numpy_backward_mix(mode):
+    # both paths save the same arrays: a switch between forward and backward changes nothing
+    sizes, offsets = [3, 2, 1], [0, 3, 5]
+    composite = functools.partial(_composite_direction, mode, sizes, offsets, False)
+    results = []
+    for forward_on, backward_on in ((True, True), (True, False), (False, True)):
+        inputs = _inputs(mode, sizes, 2, 5, "float64", seed=9)
+        x, h0, c0, *weights = inputs
+        with contextlib.nullcontext() if forward_on else jit.disabled():
+            outs = rnn_sequence(mode, x, h0, c0, (*weights, None), sizes, offsets, False, composite)
+        loss = sum((o * o).sum() for o in outs if o is not None)
+        with contextlib.nullcontext() if backward_on else jit.disabled():
+            grads = ember.autograd.grad(loss, [t for t in inputs if t is not None])
+        results.append([g.numpy() for g in grads])
+    for other in results[1:]:
+        for a, b in zip(results[0], other, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

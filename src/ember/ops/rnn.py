@@ -8,6 +8,11 @@ the whole sequence. Under ``create_graph`` (or a transposed-VJP forward-mode rul
 backward reruns the composite of ember ops on the saved inputs instead, so that gradients of
 any order reach them.
 
+On NumPy arrays each step's gate nonlinearities and state updates run as one compiled pass
+(``ember._kernels.rnn_jit``, numba) when kernels are on, else as NumPy calls; both save the
+same arrays, so either backward follows either forward. ``ember.compile`` records each pass of
+a layer as one call (``_one_call``) rather than its ~20 array calls per time step.
+
 The input is a (rows, features) matrix whose time step t occupies ``sizes[t]`` rows from
 ``offsets[t]``; the batch may only shrink over time (a PackedSequence), and rows of finished
 sequences keep their last state.
@@ -176,7 +181,7 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
                 start, n, dh, dc, g_rows, gates, slopes, out_slope, tanh_c, c_prev, d_gates
             )
             xp.matmul(d_gates[start : start + n], w_hh, out=dh[:n])
-        steps = ()  # done
+        steps = ()  # the kernels ran every step: the NumPy loop below has none left
     for start, n in reversed(steps):
         stop = start + n
         dhn = dh[:n]
@@ -300,7 +305,7 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
                 start, n, dh, g_rows, gates, new_slope, z_slope, r_slope, d_x, d_hh
             )
             dh[:n] += xp.matmul(d_hh[start : start + n], w_hh, out=product[:n])
-        steps = ()  # done
+        steps = ()  # the kernels ran every step: the NumPy loop below has none left
     for start, n in reversed(steps):
         stop = start + n
         dhn = dh[:n]
@@ -344,7 +349,7 @@ def _rnn_forward(xp, arrays, steps, keep, relu):
                 kernels.rnn_relu_forward_step(start, n, states, rec, h, zero)
             else:
                 kernels.rnn_tanh_forward_step(start, n, states, rec, h)
-        steps = ()  # done
+        steps = ()  # the kernels ran every step: the NumPy loop below has none left
     for start, n in steps:
         stop = start + n
         hp = h[:n]
@@ -380,7 +385,7 @@ def _rnn_backward(xp, arrays, kept, grads, steps, needs):
             else:
                 kernels.rnn_backward_step(start, n, dh, g_rows, slopes, d_pre)
             xp.matmul(d_pre[start : start + n], w_hh, out=dh[:n])
-        steps = ()  # done
+        steps = ()  # the kernels ran every step: the NumPy loop below has none left
     for start, n in reversed(steps):
         stop = start + n
         dhn = dh[:n]
@@ -420,10 +425,26 @@ _KERNELS = {
 }
 
 
-def _check_steps(steps: list, arrays: list) -> None:
-    """Each step's rows lie inside the input and the batch of the initial state (the compiled
-    kernels index without bounds checks)."""
-    rows, batch = arrays[0].shape[0], arrays[1].shape[0]
+_GATE_BLOCKS = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _check_layout(mode: str, steps: list, arrays: list) -> None:
+    """The states, biases and steps fit the weights and the input: the compiled kernels index
+    without bounds checks, and NumPy would broadcast some mismatches silently."""
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = arrays
+    rows, batch = x.shape[0], h0.shape[0]
+    gates = w_hh.shape[0]
+    hidden = gates // _GATE_BLOCKS[mode]
+    state = w_hr.shape[0] if w_hr is not None else hidden
+    wanted = [("h0", h0, (batch, state)), ("W_hh", w_hh, (gates, state))]
+    wanted += [("W_ih", w_ih, (gates, x.shape[1])), ("b_ih", b_ih, (gates,))]
+    wanted += [("b_hh", b_hh, (gates,)), ("c0", c0, (batch, hidden))]
+    wanted += [("W_hr", w_hr, (state, hidden))]
+    if gates != hidden * _GATE_BLOCKS[mode]:
+        wanted[1] = ("W_hh", w_hh, (hidden * _GATE_BLOCKS[mode], state))
+    for name, array, shape in wanted:
+        if array is not None and array.shape != shape:
+            raise ValueError(f"rnn ({mode}): {name} has shape {array.shape}, expected {shape}")
     for start, n in steps:
         if start < 0 or n < 0 or n > batch or start + n > rows:
             raise ValueError(
@@ -592,7 +613,7 @@ def rnn_sequence(
     order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
     steps = [(offsets[t], sizes[t]) for t in order]
     needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
-    _check_steps(steps, arrays)
+    _check_layout(mode, steps, arrays)
     outs, kept = _one_call(xp, _KERNELS[mode][0], arrays, steps, needs)
     if not needs:
         tensors = tuple(wrap(o) if o is not None else None for o in outs)
