@@ -1,11 +1,12 @@
 """Compiled CPU kernels: numba when it is installed (``pip install ember[jit]``), else nothing.
 
 A kernel module (``ember/_kernels/*_jit.py``) imports numba and defines its loops with
-:func:`njit`; its caller gets it from :func:`module` (None when kernels are off) and keeps a NumPy path that gives the same results, so ember works, and
-passes the same tests, without numba. Nothing here imports numba until a kernel is first
-called (numba's import takes ~2 s; ember's import must stay light), and compiled machine code
-is cached on disk next to the kernel's module (numba's ``cache=True``), so a process pays the
-compile once per machine, not once per run.
+:func:`njit`; its caller gets it from :func:`module` (None when kernels are off, or when the
+call is too small to be worth numba's one-off load) and keeps a NumPy path that gives the same
+results, so ember works, and passes the same tests, without numba. Nothing here imports numba
+until a kernel is first called (numba's import takes ~1-2 s; ember's import must stay light),
+and compiled machine code is cached on disk next to the kernel's module (numba's
+``cache=True``), so a process pays the compile once per machine, not once per run.
 
 Kernels are compiled ``nogil``: :func:`parallel_for` splits a range over ember's own thread
 pool (the one ``ember.set_num_threads`` sizes, shared with BLAS), instead of numba's threading
@@ -28,6 +29,11 @@ _lock = threading.Lock()
 
 # below this many elements a hand-off to another thread costs more than the work it saves
 PARALLEL_MIN_ELEMENTS = 1 << 16
+# The first kernel a process uses costs about a second (numba's import, the cached machine
+# code's load); a call with less work than this keeps to NumPy, so programs on small tensors
+# (tutorials, the demo, most tests) never pay it. A fixed size, not "numba is loaded already":
+# the same call must take the same path in every run.
+MIN_WORK = 1 << 16
 
 
 def _numba_available() -> bool:
@@ -61,13 +67,15 @@ def disabled() -> Iterator[None]:
         _switch.off = before
 
 
-def module(name: str):
-    """The kernel module ``ember._kernels.<name>`` when kernels are :func:`enabled`, else None.
+def module(name: str, work: int | None = None):
+    """The kernel module ``ember._kernels.<name>`` when kernels are :func:`enabled` and the
+    call's ``work`` (elements it touches; None: the caller decided) is at least
+    :data:`MIN_WORK`, else None.
 
     Kernel modules import numba at their top and define their loops with :func:`njit`; only
     this function imports them, so numba loads on the first call that wants a kernel.
     """
-    if not enabled():
+    if (work is not None and work < MIN_WORK) or not enabled():
         return None
     import importlib
 

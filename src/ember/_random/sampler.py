@@ -55,7 +55,6 @@ _WIDE_RANGE = 1 << 28  # torch draws 64-bit words from this range up (limits mod
 _LARGE_PERMUTATION = 0xFFFFFFFF // 20  # torch's randperm switches algorithm here
 _MASK53 = np.uint64((1 << 53) - 1)
 _NORMAL_CHUNK = 1 << 16  # a multiple of Box-Muller's block of 16
-_COMPILED_MIN = 64  # values (or pairs) from which the compiled loops pay for their call
 
 
 def _count(size) -> tuple[tuple, int]:
@@ -75,7 +74,7 @@ def _libm(name: str):
     scalar = np.frompyfunc(getattr(math, name), 1, 1)
 
     def apply(values):
-        kernels = jit.module("random_jit") if np.size(values) >= _COMPILED_MIN else None
+        kernels = jit.module("random_jit", np.size(values))
         if kernels is not None:  # the same C functions, without a Python call per element
             return kernels.libm(name, values)
         return scalar(values).astype(np.float64)
@@ -229,7 +228,7 @@ class TorchSampler:
     def randperm(self, n: int) -> np.ndarray:
         if n <= 1:
             return np.arange(n, dtype=np.int64)
-        kernels = jit.module("random_jit")
+        kernels = jit.module("random_jit", n)
         if n < _LARGE_PERMUTATION:
             # torch's Fisher-Yates: swap(p[i], p[i + word % (n - i)]) for i = 0..n-2
             if kernels is not None:
@@ -278,7 +277,7 @@ class TorchSampler:
     def _normal_blocks(self, n: int, mean: float, std: float, target) -> np.ndarray:
         if target.itemsize == 2:  # float16 / bfloat16
             return self._normal_blocks_reduced(n, mean, std).astype(target)
-        kernels = jit.module("random_jit")
+        kernels = jit.module("random_jit", n)
         if kernels is not None:  # the same draws, and values, in one compiled pass
             return self._normal_blocks_compiled(kernels, n, mean, std, target)
         data = self.unit(n, target)
@@ -316,7 +315,7 @@ class TorchSampler:
         with uniforms first, then (for a ragged end) 16 fresh ones for the last 16 values."""
         full = n - n % 16
         out = np.empty(n, dtype=np.float32)
-        kernels = jit.module("random_jit")
+        kernels = jit.module("random_jit", n)
         if kernels is not None:
             kernels.normal_blocks(self.engine.words(full), out[:full], mean, std)
             if n % 16:
@@ -337,7 +336,7 @@ class TorchSampler:
             engine.next_double_normal = None
             start = 1
         pairs = (n - start + 1) // 2
-        kernels = jit.module("random_jit") if pairs >= _COMPILED_MIN else None
+        kernels = jit.module("random_jit", 2 * pairs)
         if kernels is not None:
             values = kernels.scalar_normal_pairs(engine.words(4 * pairs))
             out[start:] = values[: n - start]

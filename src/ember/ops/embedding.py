@@ -155,7 +155,7 @@ def _sum_rows_compiled(grad, lookup: Lookup):
     dtypes)."""
     if array_module(grad).__name__ != "numpy" or grad.dtype.char not in "fd":
         return None
-    kernels = jit.module("embedding_jit")
+    kernels = jit.module("embedding_jit", grad.size)
     if kernels is None:
         return None
     factors = lookup.factors(grad.dtype) if lookup.scale_grad_by_freq else None

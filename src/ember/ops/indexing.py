@@ -558,7 +558,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         )
     src = source._data if alpha == 1 else source._data * alpha
     src = src.astype(out.dtype, copy=False)
-    kernels = jit.module("embedding_jit") if d == 0 and out.ndim else None
+    kernels = jit.module("embedding_jit", src.size) if d == 0 and out.ndim else None
     if out.ndim == 0:
         xp.add.at(out.reshape(1), index._data.reshape(-1), src.reshape(-1))
     elif kernels is not None and kernels.index_axpy(index._data, 1.0, src, out):

@@ -105,7 +105,7 @@ def _sparse_step_compiled(p: Tensor, grad: Tensor, state: dict, group: dict, lr)
     storage = grad._data
     if storage.indices.shape[0] != 1:
         return False
-    kernels = jit.module("embedding_jit")
+    kernels = jit.module("embedding_jit", storage.values.size)
     if kernels is None:
         return False
     storage = grad.coalesce()._data

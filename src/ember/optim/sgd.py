@@ -102,7 +102,7 @@ def _sparse_step_compiled(param, grad, lr: float, maximize: bool) -> bool:
     storage = grad._data
     if storage.indices.shape[0] != 1:
         return False
-    kernels = jit.module("embedding_jit")
+    kernels = jit.module("embedding_jit", storage.values.size)
     if kernels is None:
         return False
     alpha = lr if maximize else -lr

@@ -98,7 +98,7 @@ def _sparse_rows_step(p, grad, state: dict, lr, beta1, beta2, eps) -> None:
     m, v, w = state["exp_avg"]._data, state["exp_avg_sq"]._data, p._data
     step = state["step"]
     step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
-    kernels = jit.module("embedding_jit") if len(index) == 1 else None
+    kernels = jit.module("embedding_jit", values.size) if len(index) == 1 else None
     if kernels is not None and kernels.sparse_adam_rows(
         index[0], values, m, v, w, beta1, beta2, eps, step_size
     ):  # one compiled pass over the rows instead of five gathers and three scatters

@@ -225,7 +225,7 @@ def add_rows_at(xp, out, index, values) -> None:
     """``out[index[k]] += values[k]`` for every k, duplicates summed in order (``add.at``):
     one compiled pass where the kernels take the arrays (NumPy floats), else ``add.at``."""
     if xp.__name__ == "numpy" and values.dtype.char in "fd":
-        kernels = jit.module("embedding_jit")
+        kernels = jit.module("embedding_jit", values.size)
         if kernels is not None and kernels.index_axpy(index, 1.0, values, out):
             return
     xp.add.at(out, index, values)
