@@ -472,6 +472,20 @@ def _check_batched(query: Tensor, key: Tensor, value: Tensor, key_padding_mask, 
     )
 
 
+def _transposed_batch_first(x: Tensor) -> bool:
+    """Whether (L, N, E) ``x`` is the transpose of a contiguous batch-first (N, L, E) tensor."""
+    data = x._data
+    return not data.flags.c_contiguous and data.transpose(1, 0, 2).flags.c_contiguous
+
+
+def _project(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``linear(x, weight, bias)`` of (L, N, E) ``x``; a transposed batch-first input is
+    projected in its own memory order (one GEMM, instead of one per position)."""
+    if x.dim() == 3 and _transposed_batch_first(x):
+        return linear(x.transpose(0, 1), weight, bias).transpose(0, 1)
+    return linear(x, weight, bias)
+
+
 def _packable(query: Tensor, weight: Tensor, bias, attn_mask, key_padding_mask) -> bool:
     """Whether self-attention takes the packed path (NumPy float data, masks of the query's
     dtype that need no gradient)."""
@@ -499,9 +513,7 @@ def _packed_multi_head_attention(
     leading dims (in the (N, L, E) order when ``query`` is a transposed batch-first tensor,
     so that no copy is made), the fused attention, and the output projection ((L, N, E))."""
     tgt_len, bsz, embed_dim = query.shape
-    batch_first = (
-        not query._data.flags.c_contiguous and query._data.transpose(1, 0, 2).flags.c_contiguous
-    )
+    batch_first = _transposed_batch_first(query)
     x = query.transpose(0, 1) if batch_first else query
     if not x._data.flags.c_contiguous:
         x = x.contiguous()
@@ -632,7 +644,7 @@ def multi_head_attention_forward(
             raise AssertionError("use_separate_proj_weight is True but a projection is None")
         w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
     b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+    q, k, v = _project(query, w_q, b_q), _project(key, w_k, b_k), _project(value, w_v, b_v)
 
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
