@@ -387,8 +387,9 @@ def parallel_map(kernel, xp, data, ufunc=None):
 
 def compiled_kernels(module: str, data, *others, dtypes: str = "fd"):
     """The compiled kernel module ``ember._kernels.<module>`` (``ember._kernels.jit``) when
-    kernels are on and ``data`` and ``others`` are plain NumPy arrays of one shape and of one
-    dtype among ``dtypes`` (NumPy type characters), else None: the caller's NumPy path runs."""
+    kernels are on, ``data`` holds ``jit.MIN_WORK`` elements or more, and ``data`` and ``others``
+    are plain NumPy arrays of one shape and of one dtype among ``dtypes`` (NumPy type
+    characters), else None: the caller's NumPy path runs."""
     if data.__class__ is not _np.ndarray or data.dtype.char not in dtypes:
         return None
     for other in others:
@@ -398,7 +399,7 @@ def compiled_kernels(module: str, data, *others, dtypes: str = "fd"):
             return None
     from ._kernels import jit
 
-    return jit.module(module)
+    return jit.module(module, data.size)
 
 
 def compiled_map(kernel, data, *others, constants: tuple = ()):
