@@ -293,34 +293,63 @@ def _layer_norm_kernels(data, *others):
 
 class NativeBatchNormBackward0(_FusedNormBackward):
     def _array_backward(self, g, x, weight, need):
-        kernels = _batch_norm_kernels(x._data, g._data, weight)
-        if kernels is None or not self.mean.dtype == x._data.dtype:
+        kernels = _batch_norm_kernels(x._data, g._data, weight, self.mean)
+        if kernels is None:
             return super()._array_backward(g, x, weight, need)
         shape = self.layout.shape
-        gx, gw, gb = kernels.batch_norm_backward(
+        w = None if weight is None else weight._data
+        gx, gw, gb = _kernel_call(
+            array_module(x._data),
+            _KernelCall(kernels.batch_norm_backward),
             g._data.reshape(shape),
             x._data.reshape(shape),
             self.mean,
             self.rstd,
-            None if weight is None else weight._data,
+            w,
             self.batch_stats,
-            need[0],
+            True,  # the input gradient is always made: one array count, whatever is wanted
         )
         return (
-            None if gx is None else wrap(gx.reshape(x._data.shape)),
+            wrap(gx.reshape(x._data.shape)) if need[0] else None,
             wrap(gw.reshape(self.affine_shape)) if need[1] else None,
             wrap(gb.reshape(self.affine_shape)) if need[2] else None,
         )
 
 
+class _KernelCall:
+    """A compiled kernel entry as ``ember.compile`` records it: one call on plain arrays whose
+    results are new arrays (``fresh_outputs``), so that a replay runs the kernel as eager code
+    does, to the bit."""
+
+    fresh_outputs = True
+
+    def __init__(self, function, keep: int | None = None):
+        self.function, self.keep = function, keep
+
+    def __call__(self, *args):
+        out = self.function(*args)
+        return out if self.keep is None else out[: self.keep]
+
+
+def _kernel_call(xp, function, *args):
+    """``function(*args)``, or, while ``ember.compile`` records (its backend module has
+    ``record_call``), that call recorded as one step."""
+    record = getattr(xp, "record_call", None)
+    return function(*args) if record is None else record(function, *args)
+
+
 def _batch_norm_kernels(data, *others):
     """ember._kernels.normalization_jit when compiled kernels are on and every array is a
-    float32/float64 NumPy array of one dtype (None: the NumPy path), else None."""
-    if not is_plain_numpy(data) or data.dtype.name not in ("float32", "float64") or not data.size:
+    float32/float64 NumPy array (or ember.compile's recording of one) of one dtype, else None
+    (the NumPy path)."""
+    recording = getattr(array_module(data), "record_call", None) is not None
+    if not (is_plain_numpy(data) or recording) or not data.size:
+        return None
+    if data.dtype.name not in ("float32", "float64"):
         return None
     for other in others:
         array = getattr(other, "_data", other)
-        if array is not None and (not is_plain_numpy(array) or array.dtype != data.dtype):
+        if array is not None and (type(array) is not type(data) or array.dtype != data.dtype):
             return None
     return jit.module("normalization_jit")
 
@@ -330,17 +359,22 @@ def _batch_norm_compiled(kernels, input, layout, weight, bias, eps, stats=None):
     node and canonical statistics as :func:`_fused_norm`."""
     data = input._data
     shape = layout.shape
-    given = (None, None) if stats is None else stats
-    out, mean, var, rstd = kernels.batch_norm_forward(
+    xp = array_module(data)
+    arrays = (
         data.reshape(shape),
         None if weight is None else weight._data,
         None if bias is None else bias._data,
-        eps,
-        *given,
+        float(eps),
     )
     kept = layout.param_shape
-    mean, rstd = mean.reshape(kept), rstd.reshape(kept)
-    var = None if var is None else var.reshape(kept)
+    if stats is None:
+        forward = _KernelCall(kernels.batch_norm_forward)
+        out, mean, var, rstd = _kernel_call(xp, forward, *arrays)
+        mean, var, rstd = mean.reshape(kept), var.reshape(kept), rstd.reshape(kept)
+    else:  # only the output is new: the statistics are the caller's
+        (mean, rstd), var = stats, None
+        forward = _KernelCall(kernels.batch_norm_forward, keep=1)
+        (out,) = _kernel_call(xp, forward, *arrays, mean, rstd)
     attrs = dict(
         layout=layout,
         eps=eps,
