@@ -143,3 +143,10 @@ def test_float32_tanh_is_within_one_and_a_half_ulps_and_keeps_the_sign_of_zero()
     zeros = np.array([0.0, -0.0], np.float32)
     activation_jit.tanh_float32(0, 2, zeros, out)
     assert list(np.signbit(out[:2])) == [False, True]
+
+
+@pytest.mark.parametrize("name", ["log", "exp", "sqrt", "sin"])
+def test_large_float32_ops_without_a_kernel_keep_their_numpy_path(name):
+    x = np.random.default_rng(4).uniform(0.5, 2.0, 2**21).astype(np.float32)
+    got = getattr(ember, name)(ember.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, getattr(np, name)(x))

@@ -279,7 +279,7 @@ def _make_unary(name, kernel, derivative, saves, floating):
     parallel_map = _backend.parallel_map
     threshold = _backend.PARALLEL_MIN_ELEMENTS
     compiled_name = name + "_float32"
-    compiled_from = COMPILED_UNARY.get(name, threshold)
+    compiled_from = COMPILED_UNARY.get(name, math.inf)  # inf: no compiled kernel
     large_from = builtins.min(threshold, compiled_from)
 
     def backward(self, g):
