@@ -20,6 +20,7 @@ sequences keep their last state.
 
 from __future__ import annotations
 
+from .. import _backend
 from .._kernels import jit
 from .._tensor import Tensor
 from ..autograd import _cuts, _watch
@@ -81,6 +82,32 @@ def _contiguous_rows(xp, g_out, like):
     return xp.ascontiguousarray(g_out)
 
 
+# below this many multiply-adds a step's recurrent GEMM (batch × state by state × gates) runs
+# on one thread: OpenBLAS's hand-off to a second thread costs about what it saves at this
+# size, and on a busy machine a descheduled worker stalls every step (measured: 7x slower)
+SERIAL_STEP_MACS = 1 << 22
+
+
+def _serial(xp, steps, arrays):
+    """``steps``, iterated with NumPy's OpenBLAS on one thread when each step's recurrent GEMM
+    is small (``SERIAL_STEP_MACS``); the thread count is restored when the loop ends."""
+    blas = None
+    if not steps:
+        return
+    if getattr(xp, "__name__", "") == "numpy" and arrays[1].shape[0] * arrays[4].size <= (
+        SERIAL_STEP_MACS
+    ):
+        blas = _backend.numpy_blas()
+    threads = blas.get_num_threads() if blas is not None else 1
+    if threads > 1:
+        blas.set_num_threads(1)
+    try:
+        yield from steps
+    finally:
+        if threads > 1:
+            blas.set_num_threads(threads)
+
+
 def _finish_sigmoid(xp, v) -> None:
     """½ t + ½ in place: the sigmoid from t = tanh(x / 2)."""
     xp.multiply(v, 0.5, out=v)
@@ -121,7 +148,7 @@ def _lstm_forward(xp, arrays, steps, keep):
         if keep:
             slopes = xp.empty_like(gates)
             out_slope = xp.empty_like(c_prev)
-        for start, n in steps:
+        for start, n in _serial(xp, steps, arrays):
             rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
             if keep:
                 kernels.lstm_forward_step_saving(
@@ -134,7 +161,7 @@ def _lstm_forward(xp, arrays, steps, keep):
         return (out, h, c), kept
     product = xp.empty_like(c)
     tanh_now = None if keep else xp.empty_like(c)
-    for start, n in steps:
+    for start, n in _serial(xp, steps, arrays):
         stop = start + n
         hp, cp = h[:n], c[:n]
         if keep:
@@ -176,13 +203,13 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
     kernels = _compiled(xp) if w_hr is None else None
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
-        for start, n in reversed(steps):
+        for start, n in _serial(xp, steps[::-1], arrays):
             kernels.lstm_backward_step(
                 start, n, dh, dc, g_rows, gates, slopes, out_slope, tanh_c, c_prev, d_gates
             )
             xp.matmul(d_gates[start : start + n], w_hh, out=dh[:n])
         steps = ()  # the kernels ran every step: the NumPy loop below has none left
-    for start, n in reversed(steps):
+    for start, n in _serial(xp, steps[::-1], arrays):
         stop = start + n
         dhn = dh[:n]
         if g_out is not None:
@@ -244,7 +271,7 @@ def _gru_forward(xp, arrays, steps, keep):
         if b_hn is None:
             b_hn = xp.zeros(hidden, dtype=gates.dtype)
         slopes = [xp.empty_like(out) for _ in range(3)] if keep else []
-        for start, n in steps:
+        for start, n in _serial(xp, steps, arrays):
             rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
             if keep:
                 kernels.gru_forward_step_saving(
@@ -253,7 +280,7 @@ def _gru_forward(xp, arrays, steps, keep):
             else:
                 kernels.gru_forward_step(start, n, gates, rec, b_hn, h, out, half)
         return (out, h, None), ((gates, h_prev, *slopes) if keep else ())
-    for start, n in steps:
+    for start, n in _serial(xp, steps, arrays):
         stop = start + n
         hp = h[:n]
         if keep:
@@ -300,13 +327,13 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         product = xp.empty_like(dh)
-        for start, n in reversed(steps):
+        for start, n in _serial(xp, steps[::-1], arrays):
             kernels.gru_backward_step(
                 start, n, dh, g_rows, gates, new_slope, z_slope, r_slope, d_x, d_hh
             )
             dh[:n] += xp.matmul(d_hh[start : start + n], w_hh, out=product[:n])
         steps = ()  # the kernels ran every step: the NumPy loop below has none left
-    for start, n in reversed(steps):
+    for start, n in _serial(xp, steps[::-1], arrays):
         stop = start + n
         dhn = dh[:n]
         if g_out is not None:
@@ -341,7 +368,7 @@ def _rnn_forward(xp, arrays, steps, keep, relu):
     if kernels is not None:  # the recurrent sum and the activation in one compiled pass
         recurrent = xp.empty_like(h)
         zero = states.dtype.type(0)
-        for start, n in steps:
+        for start, n in _serial(xp, steps, arrays):
             if keep:
                 h_prev[start : start + n] = h[:n]
             rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
@@ -350,7 +377,7 @@ def _rnn_forward(xp, arrays, steps, keep, relu):
             else:
                 kernels.rnn_tanh_forward_step(start, n, states, rec, h)
         steps = ()  # the kernels ran every step: the NumPy loop below has none left
-    for start, n in steps:
+    for start, n in _serial(xp, steps, arrays):
         stop = start + n
         hp = h[:n]
         if keep:
@@ -379,14 +406,14 @@ def _rnn_backward(xp, arrays, kept, grads, steps, needs):
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         one, zero = d_pre.dtype.type(1), d_pre.dtype.type(0)
-        for start, n in reversed(steps):
+        for start, n in _serial(xp, steps[::-1], arrays):
             if slopes.dtype.kind == "b":  # relu: states > 0
                 kernels.rnn_relu_backward_step(start, n, dh, g_rows, slopes, d_pre, one, zero)
             else:
                 kernels.rnn_backward_step(start, n, dh, g_rows, slopes, d_pre)
             xp.matmul(d_pre[start : start + n], w_hh, out=dh[:n])
         steps = ()  # the kernels ran every step: the NumPy loop below has none left
-    for start, n in reversed(steps):
+    for start, n in _serial(xp, steps[::-1], arrays):
         stop = start + n
         dhn = dh[:n]
         if g_out is not None:
