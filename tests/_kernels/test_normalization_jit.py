@@ -14,7 +14,8 @@ pytest.importorskip("numba")
 
 F = ember.nn.functional
 
-SHAPES = [(5, 3), (4, 3, 7), (3, 5, 6, 7), (2, 3, 4, 3, 5), (2, 2, 1, 1)]
+# rows (S) of 16 and more take the kernel; shorter ones the NumPy path (SHORT_ROWS)
+SHAPES = [(5, 3), (4, 3, 17), (3, 5, 6, 7), (2, 3, 4, 3, 5), (2, 2, 4, 4), (1, 1, 16)]
 DTYPES = ["float32", "float64"]
 
 
@@ -93,6 +94,22 @@ def test_kernel_matches_torch(training):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_short_rows_take_the_numpy_path_and_long_ones_the_kernel(monkeypatch):
+    from ember._kernels import normalization_jit
+
+    calls = []
+    original = normalization_jit.batch_norm_forward
+
+    def counting(*args):
+        calls.append(args[0].shape)
+        return original(*args)
+
+    monkeypatch.setattr(normalization_jit, "batch_norm_forward", counting)
+    F.batch_norm(ember.randn(8, 3), None, None, training=True)
+    F.batch_norm(ember.randn(2, 3, 16), None, None, training=True)
+    assert calls == [(2, 3, 16)]
+
+
 def test_zero_size_batch_in_evaluation():
     x = ember.zeros(0, 3, 4)
     out = F.batch_norm(x, ember.zeros(3), ember.ones(3), training=False)
@@ -102,7 +119,7 @@ def test_zero_size_batch_in_evaluation():
 @pytest.mark.parametrize("training", [True, False])
 def test_gradcheck_and_gradgradcheck_float64(training):
     rng = np.random.default_rng(3)
-    x = ember.tensor(rng.standard_normal((3, 2, 5)), requires_grad=True)
+    x = ember.tensor(rng.standard_normal((3, 2, 16)), requires_grad=True)
     w = ember.tensor(rng.uniform(0.5, 1.5, 2), requires_grad=True)
     b = ember.tensor(rng.uniform(-0.5, 0.5, 2), requires_grad=True)
     running_mean, running_var = (

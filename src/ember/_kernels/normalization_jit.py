@@ -95,6 +95,11 @@ def _backward_channels(start, stop, g, x, mean, rstd, w, batch_stats, gx, gw, gb
                     dst[i] = grow[i] * scale
 
 
+# below this row length (S) a channel's elements are scattered in short pieces: the NumPy
+# path, whose passes run along the channels (BatchNorm1d on (N, C)), is the faster one
+SHORT_ROWS = 16
+
+
 def _channels_per_task(elements_per_channel: int) -> int:
     return max(1, jit.PARALLEL_MIN_ELEMENTS // max(1, elements_per_channel))
 

@@ -294,7 +294,7 @@ def _layer_norm_kernels(data, *others):
 class NativeBatchNormBackward0(_FusedNormBackward):
     def _array_backward(self, g, x, weight, need):
         kernels = _batch_norm_kernels(x._data, g._data, weight, self.mean)
-        if kernels is None:
+        if kernels is None or self.layout.shape[2] < kernels.SHORT_ROWS:
             return super()._array_backward(g, x, weight, need)
         shape = self.layout.shape
         w = None if weight is None else weight._data
@@ -561,6 +561,8 @@ def native_batch_norm(
     xp = array_module(data)
     dtype = data.dtype
     kernels = _batch_norm_kernels(data, weight, bias)
+    if kernels is not None and layout.shape[2] < kernels.SHORT_ROWS:
+        kernels = None
     if training:
         if kernels is not None and layout.count:  # statistics and output in three passes
             out, mean, var, rstd = _batch_norm_compiled(kernels, input, layout, weight, bias, eps)
