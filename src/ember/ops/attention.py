@@ -71,7 +71,7 @@ def _softmax_scores(xp, scores, scale: float, mask) -> None:
     everywhere (all -inf) becomes 0, as scaled_dot_product_attention's safe softmax."""
     if scores.size == 0:
         return
-    kernels = jit.module("attention_jit") if is_plain_numpy(scores) else None
+    kernels = jit.module("attention_jit", scores.size) if is_plain_numpy(scores) else None
     if mask is not None:
         scores *= scale
         scores += mask
@@ -94,7 +94,7 @@ def _softmax_scores_backward(xp, grad, probs, scale: float, noise) -> None:
     output (or softmax's, ``noise`` None) to the scores' (before scaling)."""
     if grad.size == 0:
         return
-    kernels = jit.module("attention_jit") if is_plain_numpy(grad) else None
+    kernels = jit.module("attention_jit", grad.size) if is_plain_numpy(grad) else None
     if kernels is not None:
         kernels.softmax_backward_(grad, probs, scale, noise)
         return
