@@ -25,9 +25,10 @@ from .blocked import _ERF_P, _ERF_Q, GELU_TANH_A, INV_SQRT_2PI, SQRT_2_OVER_PI, 
 
 P0, P1, P2, P3, P4, P5, P6 = _ERF_P
 Q1, Q2, Q3, Q4, Q5 = _ERF_Q[1:]
-TANH_K0 = SQRT_2_OVER_PI
-TANH_K1 = GELU_TANH_A * SQRT_2_OVER_PI
-TANH_DK1 = 3 * GELU_TANH_A * SQRT_2_OVER_PI
+# tanh-GELU's constants in float32, as the NumPy path's float32 arithmetic uses them
+TANH_K0_F32 = np.float32(SQRT_2_OVER_PI)
+TANH_K1_F32 = np.float32(GELU_TANH_A * SQRT_2_OVER_PI)
+TANH_DK1_F32 = np.float32(3 * GELU_TANH_A * SQRT_2_OVER_PI)
 INV_LN2 = 1.0 / math.log(2.0)
 LN2_HI = 6.93147180369123816490e-01  # ln 2 split in two: k·LN2_HI is exact for |k| < 2^20
 LN2_LO = 1.90821492927058770002e-10
@@ -115,21 +116,6 @@ def exp_f32(y):
     e = 0.0 if y < -708.0 else e
     e = math.inf if y > 708.0 else e
     return e if y == y else y
-
-
-@jit.njit(inline="always", error_model="numpy")
-def tanh64(u):
-    """tanh(u) = (e^{2u} - 1) / (e^{2u} + 1) in float64 to float32 accuracy (|u| clamped to
-    20, where tanh is 1 in float64); near 0, where e^{2u} - 1 cancels, a short series (error
-    ~ u^7/18). Written without abs(), which stops LLVM from vectorising the loop."""
-    z = u if u < 20.0 else 20.0
-    z = z if z > -20.0 else -20.0
-    e = exp_f32(2.0 * z)
-    t = (e - 1.0) / (e + 1.0)
-    square = u * u
-    small = u * (1.0 - square * (1.0 / 3.0 - square * (2.0 / 15.0)))
-    t = small if square < 1e-6 else t
-    return t if u == u else u
 
 
 @jit.njit(inline="always", error_model="numpy")
@@ -231,24 +217,29 @@ def gelu_backward_float64(start, stop, g, x, out):
 
 # --- tanh GELU: x (1 + tanh(k(x))) / 2, k(x) = √(2/π)(x + a x³) -------------------------
 @jit.njit(error_model="numpy")
-def gelu_tanh(start, stop, x, out):
+def gelu_tanh_float32(start, stop, x, out):
+    # the NumPy path's float32 operations in its order (blocked._gelu_tanh_block), tanh_f32 for
+    # NumPy's tanh: the same results up to tanh's last-bit differences
     xs, os = x[start:stop], out[start:stop]
     for i in range(xs.size):
-        v = np.float64(xs[i])
-        inner = (v * v * TANH_K1 + TANH_K0) * v
-        os[i] = (tanh64(inner) + 1.0) * v * 0.5
+        v = xs[i]
+        inner = (v * v * TANH_K1_F32 + TANH_K0_F32) * v
+        os[i] = (tanh_f32(inner) + F32(1.0)) * v * F32(0.5)
 
 
 @jit.njit(error_model="numpy")
-def gelu_tanh_backward(start, stop, g, x, out):
-    # (1 + t) / 2 + x (1 - t²) k'(x) / 2 with t = tanh(k(x)), k' = √(2/π)(1 + 3a x²)
+def gelu_tanh_backward_float32(start, stop, g, x, out):
+    # (1 + t) / 2 + x (1 - t²) k'(x) / 2 with t = tanh(k(x)), k' = √(2/π)(1 + 3a x²), in the
+    # NumPy path's float32 operations and order (blocked._gelu_tanh_backward_block)
     gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
     for i in range(xs.size):
-        v = np.float64(xs[i])
+        v = xs[i]
         square = v * v
-        t = tanh64((square * TANH_K1 + TANH_K0) * v)
-        slope = square * TANH_DK1 + TANH_K0
-        os[i] = ((1.0 + t) * 0.5 + v * 0.5 * (1.0 - t * t) * slope) * np.float64(gs[i])
+        slope = square * TANH_DK1_F32 + TANH_K0_F32
+        t = tanh_f32((square * TANH_K1_F32 + TANH_K0_F32) * v)
+        o = slope * v * F32(0.5) * (F32(1.0) - t)
+        o = o * (t + F32(1.0)) + (t + F32(1.0)) * F32(0.5)
+        os[i] = o * gs[i]
 
 
 # --- SiLU: x σ(x) -----------------------------------------------------------------------

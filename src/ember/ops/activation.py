@@ -36,7 +36,7 @@ def _fast(t: Tensor) -> bool:
 _GELU_KERNELS = {
     ("none", "f"): ("gelu_float32", "gelu_backward_float32"),
     ("none", "d"): ("gelu_float64", "gelu_backward_float64"),
-    ("tanh", "f"): ("gelu_tanh", "gelu_tanh_backward"),
+    ("tanh", "f"): ("gelu_tanh_float32", "gelu_tanh_backward_float32"),
 }  # float64 tanh-GELU and SiLU keep NumPy's float64 tanh/exp: their kernels round for float32
 
 
