@@ -37,18 +37,7 @@ _GELU_KERNELS = {
     ("none", "f"): ("gelu_float32", "gelu_backward_float32"),
     ("none", "d"): ("gelu_float64", "gelu_backward_float64"),
     ("tanh", "f"): ("gelu_tanh_float32", "gelu_tanh_backward_float32"),
-}  # float64 tanh-GELU and SiLU keep NumPy's float64 tanh/exp: their kernels round for float32
-
-
-SILU_COMPILED_FROM = 1 << 17
-
-
-def _compiled_silu(name: str, data, *others):
-    """The SiLU kernels take as much CPU time as the blocked NumPy path (NumPy's float32 exp is
-    8-wide SIMD, the kernels' float64 4-wide): they run where they are split over threads."""
-    if data.size < SILU_COMPILED_FROM or _backend.get_num_threads() < 2:
-        return None
-    return _compiled(name, data, *others, dtypes="f")
+}  # float64 tanh-GELU and SiLU keep NumPy's float64 tanh/exp: their kernels are float32
 
 
 def _compiled(name: str, data, *others, dtypes: str = "fd"):
@@ -427,7 +416,7 @@ class SiluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
         if not grad_state.enabled and _fast(x):
-            fused = _compiled_silu("silu_backward", g._data, x._data)
+            fused = _compiled("silu_backward_float32", g._data, x._data, dtypes="f")
             if fused is not None:
                 return wrap(fused)
             return wrap(_blocked.silu_backward(g._data, x._data))
@@ -445,7 +434,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _in_place(input, silu)
     if _fast(input):
-        out = _compiled_silu("silu", input._data)
+        out = _compiled("silu_float32", input._data, dtypes="f")
         if out is None:
             out = _blocked.silu(input._data)
         return result(SiluBackward0, out, (input,), (input,))

@@ -266,7 +266,7 @@ HEAVY = {
 
 # float32 kernels of ember._kernels.activation_jit (one pass, split over ember's pool) and the
 # size from which each runs. Measured CPU time per element against the NumPy path: erf 1/10
-# (SciPy's float32 erf is scalar), sigmoid 1/3 (one pass instead of five), tanh and the fused
+# (SciPy's float32 erf is scalar), sigmoid 1/7 (one pass instead of five), tanh and the fused
 # tanh and sigmoid backward 1/2 to 2/3 (memory-bound: the gain shows from 2^16 elements); below
 # these sizes the kernels' dispatch (5-8 microseconds) costs more than they save.
 COMPILED_FROM = 1 << 16  # the fused backward formulas
