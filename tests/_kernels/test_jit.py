@@ -71,3 +71,26 @@ def test_kernel_errors_reach_the_caller():
     out = np.zeros(10)
     with pytest.raises(ValueError, match="index 5 refused"):
         jit.parallel_for(kernel, 10, out, min_chunk=1)
+
+
+def test_small_work_keeps_to_numpy(monkeypatch):
+    monkeypatch.setattr(jit, "MIN_WORK", 100)
+    assert jit.module("embedding_jit", 99) is None
+    assert jit.module("embedding_jit", 100) is not None
+    assert jit.module("embedding_jit") is not None  # no size: the caller decided
+
+
+def test_a_program_on_small_tensors_never_loads_numba():
+    code = (
+        "import sys, ember\n"
+        "nn = ember.nn\n"
+        "m = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 10))\n"
+        "opt = ember.optim.Adam(m.parameters())\n"
+        "x = ember.randn(32, 64)\n"
+        "for _ in range(3):\n"
+        "    opt.zero_grad(); m(x).logsumexp(1).mean().backward(); opt.step()\n"
+        "ember.randperm(1000)\n"
+        "print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
