@@ -288,7 +288,7 @@ def _layer_norm_kernels(data, *others):
         array = getattr(other, "_data", other)
         if array is not None and (not is_plain_numpy(array) or array.dtype != data.dtype):
             return None
-    return jit.module("layernorm_jit")
+    return jit.module("layernorm_jit", data.size)
 
 
 class NativeBatchNormBackward0(_FusedNormBackward):
