@@ -23,25 +23,15 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ember._kernels import jit
+from ember._random import cephes_float32
 
 _f32 = np.float32
-# torch's avx_mathfun.h constants (the values of ember._random.cephes_float32)
-_SQRT_HALF = _f32(0.707106781186547524)
+# torch's avx_mathfun.h constants, from the NumPy path (numba reads module globals as constants)
+_SQRT_HALF = cephes_float32._SQRT_HALF
 _LOG_P0, _LOG_P1, _LOG_P2, _LOG_P3, _LOG_P4, _LOG_P5, _LOG_P6, _LOG_P7, _LOG_P8 = (
-    _f32(c)
-    for c in (
-        7.0376836292e-2,
-        -1.1514610310e-1,
-        1.1676998740e-1,
-        -1.2420140846e-1,
-        1.4249322787e-1,
-        -1.6668057665e-1,
-        2.0000714765e-1,
-        -2.4999993993e-1,
-        3.3333331174e-1,
-    )
+    _f32(c) for c in cephes_float32._LOG_POLY
 )
-_LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)  # ln 2 in two parts
+_LOG_Q1, _LOG_Q2 = cephes_float32._LOG_Q1, cephes_float32._LOG_Q2  # ln 2 in two parts
 _TWO_PI_32 = _f32(2.0 * np.pi)
 _FOUR_OVER_PI = _f32(1.27323954473516)
 _DP1, _DP2, _DP3 = (  # -π/4 in three parts
