@@ -30,28 +30,6 @@ Q1, Q2, Q3, Q4, Q5 = _ERF_Q[1:]
 TANH_K0_F32 = np.float32(SQRT_2_OVER_PI)
 TANH_K1_F32 = np.float32(GELU_TANH_A * SQRT_2_OVER_PI)
 TANH_DK1_F32 = np.float32(3 * GELU_TANH_A * SQRT_2_OVER_PI)
-INV_LN2 = 1.0 / math.log(2.0)
-LN2_HI = 6.93147180369123816490e-01  # ln 2 split in two: k·LN2_HI is exact for |k| < 2^20
-LN2_LO = 1.90821492927058770002e-10
-ROUND_MAGIC = (
-    6755399441055744.0  # 1.5·2^52: adding it rounds a double to an integer in its low bits
-)
-
-
-@intrinsic
-def _bits_as_float(typingctx, bits):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
-
-@intrinsic
-def _float_as_bits(typingctx, value):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
 
 
 @intrinsic
@@ -70,11 +48,10 @@ def _float32_as_bits(typingctx, value):
     return types.int32(types.float32), codegen
 
 
-_MAGIC_BITS = int(np.float64(ROUND_MAGIC).view(np.int64))
-
-# float32 constants of tanh_f32 (numba keeps NumPy scalars' types; Python floats are float64)
+# float32 constants of the float32 exp and tanh (numba keeps NumPy scalars' types; Python
+# floats are float64)
 F32 = np.float32
-ROUND_MAGIC_F32 = F32(12582912.0)  # 1.5·2^23
+ROUND_MAGIC_F32 = F32(12582912.0)  # 1.5·2^23: adding it rounds to an integer in the low bits
 MAGIC_BITS_F32 = np.int32(F32(12582912.0).view(np.int32))
 LOG2E_F32 = F32(1.4426950408889634)
 LN2_HI_F32, LN2_LO_F32 = F32(0.693359375), F32(-2.12194440e-4)  # Cephes' split of ln 2
@@ -91,31 +68,6 @@ TANH_SERIES_F32 = tuple(
         0.0021780235210107557,
     )
 )
-
-
-@jit.njit(inline="always", error_model="numpy")
-def exp_f32(y):
-    """e^y in float64 to float32 accuracy (within 1e-8 relative, a sixth of a float32 ulp)
-    without a libm call; 0 below -708 and inf above 708 (float32 results are 0 and inf long
-    before), NaN for NaN."""
-    z = y if y > -708.0 else -708.0
-    z = z if z < 708.0 else 708.0
-    shifted = z * INV_LN2 + ROUND_MAGIC  # k = round(z / ln 2) in the low bits
-    k_bits = _float_as_bits(shifted) - _MAGIC_BITS
-    k = shifted - ROUND_MAGIC
-    r = (z - k * LN2_HI) - k * LN2_LO  # |r| <= ln2/2: Taylor to r^7 is within 6e-9
-    p = 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
-    e = p * _bits_as_float((k_bits + 1023) << 52)  # · 2^k
-    e = 0.0 if y < -708.0 else e
-    e = math.inf if y > 708.0 else e
-    return e if y == y else y
 
 
 @jit.njit(inline="always", error_model="numpy")
@@ -202,14 +154,15 @@ def gelu_float32(start, stop, x, out):
 def gelu_backward_float32(start, stop, g, x, out):  # Φ(x) + x φ(x)
     gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
     half, one, sqrt_half = np.float32(0.5), np.float32(1.0), np.float32(SQRT_HALF)
+    inv_sqrt_2pi = np.float32(INV_SQRT_2PI)
     for i in range(xs.size):
         v = xs[i]
         c = np.float64(v * sqrt_half)  # x/√2 in float32, as the NumPy path
         e = np.float32(erf_fit(c)) if c == c else np.float32(c)
         cdf = (e + one) * half
-        square = np.float64(v * v)  # float32 x², as the NumPy path
-        pdf = exp_f32(square * -0.5) * INV_SQRT_2PI * np.float64(v)
-        os[i] = np.float32(np.float64(cdf) + pdf) * gs[i]
+        # x φ(x) in float32 (the NumPy path: in float64), a quarter less time, within an ulp
+        pdf = exp_sigmoid_f32(v * v * F32(-0.5)) * inv_sqrt_2pi * v
+        os[i] = (cdf + pdf) * gs[i]
 
 
 @jit.njit(error_model="numpy")
