@@ -14,7 +14,14 @@ pytest.importorskip("numba")
 
 F = ember.nn.functional
 
+
 # rows (S) of 16 and more take the kernel; shorter ones the NumPy path (SHORT_ROWS)
+@pytest.fixture(autouse=True)
+def kernels_for_small_arrays(monkeypatch):
+    """The kernels for these small test arrays too (they start at jit.MIN_WORK elements)."""
+    monkeypatch.setattr(jit, "MIN_WORK", 1)
+
+
 SHAPES = [(5, 3), (4, 3, 17), (3, 5, 6, 7), (2, 3, 4, 3, 5), (2, 2, 4, 4), (1, 1, 16)]
 DTYPES = ["float32", "float64"]
 
@@ -110,6 +117,23 @@ def test_short_rows_take_the_numpy_path_and_long_ones_the_kernel(monkeypatch):
     assert calls == [(2, 3, 16)]
 
 
+def test_small_batch_norms_keep_to_numpy(monkeypatch):
+    from ember._kernels import normalization_jit
+
+    monkeypatch.setattr(jit, "MIN_WORK", 1000)
+    calls = []
+    original = normalization_jit.batch_norm_forward
+
+    def counting(*args):
+        calls.append(args[0].shape)
+        return original(*args)
+
+    monkeypatch.setattr(normalization_jit, "batch_norm_forward", counting)
+    F.batch_norm(ember.randn(2, 3, 16), None, None, training=True)  # 96 elements
+    F.batch_norm(ember.randn(4, 10, 32), None, None, training=True)
+    assert calls == [(4, 10, 32)]
+
+
 def test_zero_size_batch_in_evaluation():
     x = ember.zeros(0, 3, 4)
     out = F.batch_norm(x, ember.zeros(3), ember.ones(3), training=False)
@@ -132,3 +156,33 @@ def test_gradcheck_and_gradgradcheck_float64(training):
 
     assert gradcheck(fn, (x, w, b))
     assert gradgradcheck(fn, (x, w, b))
+
+
+@pytest.mark.filterwarnings("ignore:ember.compile")  # the first call records again (no .grad)
+def test_compiled_step_replays_the_kernels_equal_to_eager():
+    rng = np.random.default_rng(4)
+    x = ember.tensor(rng.standard_normal((4, 3, 20)).astype(np.float32))
+    start = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+
+    def run(compiled: bool):
+        bn = ember.nn.BatchNorm1d(3)
+        with ember.no_grad():
+            bn.weight.copy_(ember.tensor(start))
+        opt = ember.optim.SGD(bn.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (bn(x) * x).square().mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = ember.compile(step) if compiled else step
+        losses = [float(fn(x)) for _ in range(4)]
+        return losses, bn.weight.detach().numpy().copy(), bn.running_var.numpy().copy(), fn
+
+    eager, compiled = run(False), run(True)
+    assert eager[0] == compiled[0]
+    np.testing.assert_array_equal(eager[1], compiled[1])
+    np.testing.assert_array_equal(eager[2], compiled[2])
+    assert compiled[3].replays >= 2

@@ -351,7 +351,7 @@ def _batch_norm_kernels(data, *others):
         array = getattr(other, "_data", other)
         if array is not None and (type(array) is not type(data) or array.dtype != data.dtype):
             return None
-    return jit.module("normalization_jit")
+    return jit.module("normalization_jit", data.size)  # small batch norms keep to NumPy
 
 
 def _batch_norm_compiled(kernels, input, layout, weight, bias, eps, stats=None):
