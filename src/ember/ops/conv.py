@@ -11,8 +11,6 @@ import itertools
 import math
 import types
 
-from .. import _backend
-from .._kernels.blocked import is_plain_numpy
 from .._scratch import scratch
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -37,67 +35,11 @@ def _window_slices(offsets, stride, out) -> tuple:
     return tuple(slice(o, o + s * (n - 1) + 1, s) for o, s, n in zip(offsets, stride, out))
 
 
-def _split_spans(data, size: int, copies: int) -> list:
-    """[start, stop) spans of an axis of ``size`` for ember's intra-op threads, when the
-    copies (``copies`` elements in all) of a NumPy array are worth splitting; else one span.
-    NumPy releases the GIL inside its copies, so the threads' strided copies run at once."""
-    threads = _backend.get_num_threads()
-    if threads < 2 or size < 2 or copies < _backend.PARALLEL_MIN_ELEMENTS:
-        return [(0, size)]
-    if not is_plain_numpy(data):  # CuPy, ember.compile's recorded arrays: as one piece
-        return [(0, size)]
-    step = -(-size // min(threads, size))
-    return [(start, min(start + step, size)) for start in range(0, size, step)]
-
-
-def _run_spans(work, spans: list) -> None:
-    """``work(start, stop)`` for every span, the first on this thread."""
-    if len(spans) == 1:
-        work(*spans[0])
-        return
-    pool = _backend._thread_pool()
-    futures = [pool.submit(work, start, stop) for start, stop in spans[1:]]
-    work(*spans[0])
-    for future in futures:
-        future.result()
-
-
 def _im2col(xp, data, kernel, stride, pads, dilation, channels_first=False, out=None):
     """(N, C, *S) -> (N, C, *K, *O) windows (a copy, C-contiguous); with ``channels_first``
     the layout is (C, *K, N, *O), whose (C·∏K, N·∏O) matrix makes a convolution one large
     GEMM instead of N small ones. ``out``: a C-contiguous array of that size to fill. Loops
-    over kernel offsets only, never over pixels; large NumPy inputs are split along the
-    leading axis of the columns (C or N), one piece per intra-op thread."""
-    axis = 1 if channels_first else 0  # the columns' leading axis, in the input
-    spans = _split_spans(data, data.shape[axis], data.size * math.prod(kernel))
-    if len(spans) > 1:
-        cols = _im2col_layout(xp, data, kernel, stride, pads, dilation, channels_first, out)
-
-        def piece(start, stop):
-            part = data[(slice(None),) * axis + (slice(start, stop),)]
-            geometry = (kernel, stride, pads, dilation, channels_first)
-            _im2col_piece(xp, part, *geometry, cols[start:stop])
-
-        _run_spans(piece, spans)
-        return cols
-    return _im2col_piece(xp, data, kernel, stride, pads, dilation, channels_first, out)
-
-
-def _im2col_layout(xp, data, kernel, stride, pads, dilation, channels_first, out):
-    """The (uninitialised) columns array :func:`_im2col` fills: ``out`` reshaped, or new."""
-    n, c = data.shape[:2]
-    size = tuple(s + lo + hi for s, (lo, hi) in zip(data.shape[2:], pads))
-    out_size = tuple(
-        max((sz - d * (k - 1) - 1) // s + 1, 0)
-        for sz, k, s, d in zip(size, kernel, stride, dilation)
-    )
-    lead = (c,) + tuple(kernel) + (n,) if channels_first else (n, c) + tuple(kernel)
-    shape = lead + out_size
-    return xp.empty(shape, dtype=data.dtype) if out is None else out.reshape(shape)
-
-
-def _im2col_piece(xp, data, kernel, stride, pads, dilation, channels_first=False, out=None):
-    """:func:`_im2col` on one thread."""
+    over kernel offsets only, never over pixels."""
     if any(hi < 0 for _, hi in pads):  # a transposed conv's output_padding beyond its padding
         data = data[
             (slice(None), slice(None)) + tuple(slice(0, min(hi, 0) or None) for _, hi in pads)
@@ -135,28 +77,18 @@ def _col2im(xp, cols, size, kernel, stride, pads, dilation, channels_first=False
     """The adjoint of _im2col: add each window element back to where it came from.
 
     Channels-first columns are added into a (C, N, *S) buffer, whose windows are larger
-    blocks for NumPy, and come back as a transposed view. Large NumPy columns are split
-    along their leading axis (C or N), one piece per intra-op thread."""
+    blocks for NumPy, and come back as a transposed view."""
     nd = len(kernel)
     out = cols.shape[-nd:]
     padded = tuple(s + lo + max(hi, 0) for s, (lo, hi) in zip(size, pads))
     lead_shape = (cols.shape[0], cols.shape[1 + nd]) if channels_first else cols.shape[:2]
     image = xp.zeros(tuple(lead_shape) + padded, dtype=cols.dtype)
     lead = (slice(None),) if channels_first else (slice(None), slice(None))
-    offsets = [
-        tuple(i * d for i, d in zip(where, dilation))
-        for where in itertools.product(*(range(k) for k in kernel))
-    ]
-    wheres = list(itertools.product(*(range(k) for k in kernel)))
-
-    def add(a, b):
-        part = image[a:b]
-        for where, offset in zip(wheres, offsets):
-            part[(slice(None), slice(None)) + _window_slices(offset, stride, out)] += cols[a:b][
-                lead + where
-            ]
-
-    _run_spans(add, _split_spans(cols, lead_shape[0], cols.size))
+    for where in itertools.product(*(range(k) for k in kernel)):
+        offsets = tuple(i * d for i, d in zip(where, dilation))
+        image[(slice(None), slice(None)) + _window_slices(offsets, stride, out)] += cols[
+            lead + where
+        ]
     crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
     image = image[(slice(None), slice(None)) + crop]
     return image.swapaxes(0, 1) if channels_first else image
