@@ -150,23 +150,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_stop_requested = [False]
+
+
 @contextlib.contextmanager
 def _terminate_as_interrupt():
     """SIGTERM (``kill``, a job scheduler's time limit) ends the run as Ctrl-C does, so that
-    the staging folder is removed rather than left behind."""
+    the staging folder is removed rather than left behind. The handler also leaves a flag that
+    the training loop checks at every batch: a KeyboardInterrupt raised where Python swallows
+    it (inside a finalizer, say) would otherwise let the run go on."""
 
     def interrupt(signum, frame):
+        _stop_requested[0] = True
         raise KeyboardInterrupt
 
+    _stop_requested[0] = False
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread: signals stay as they are
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _checked_device(name: str):
@@ -282,6 +290,8 @@ def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None 
         bar = _progress(loader, f"epoch {epoch}/{args.epochs}", show_bar)
         seen, loss_sum, correct = 0, 0.0, 0
         for x, y in bar:
+            if _stop_requested[0]:
+                raise KeyboardInterrupt
             x, y = x.to(device), y.to(device)
             first = not graph_written
             with track_modules(model) if first else contextlib.nullcontext():
