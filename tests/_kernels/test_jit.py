@@ -14,7 +14,9 @@ numba = pytest.importorskip("numba")
 
 def test_importing_ember_does_not_import_numba():
     code = "import sys, ember; ember.ones(3).sum(); print('numba' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -22,7 +24,12 @@ def test_environment_switch_turns_kernels_off():
     code = "from ember._kernels import jit; print(jit.enabled(), jit.module('jit'))"
     env = {**os.environ, "EMBER_JIT": "0"}
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=env,
     )
     assert out.stdout.strip() == "False None"
 
@@ -92,5 +99,7 @@ def test_a_program_on_small_tensors_never_loads_numba():
         "ember.randperm(1000)\n"
         "print('numba' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == "False"

@@ -268,7 +268,8 @@ HEAVY = {
 # size from which each runs. Measured CPU time per element against the NumPy path: erf 1/10
 # (SciPy's float32 erf is scalar), sigmoid 1/7 (one pass instead of five), tanh and the fused
 # tanh and sigmoid backward 1/2 to 2/3 (memory-bound: the gain shows from 2^16 elements); below
-# these sizes the kernels' dispatch (5-8 microseconds) costs more than they save.
+# these sizes the kernels' dispatch (5-8 microseconds) costs more than they save. jit.MIN_WORK
+# (2^16) still applies on top: below it numba is never loaded, whatever these say.
 COMPILED_FROM = 1 << 16  # the fused backward formulas
 COMPILED_UNARY = {"tanh": 1 << 14, "sigmoid": 1 << 12, "erf": 1 << 10}
 
