@@ -10,7 +10,9 @@ from .._creation import arange, zeros
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import (
+    NUMPY_ARRAY,
     array_module,
+    grad_state,
     named,
     non_differentiable,
     norm_dims,
@@ -19,7 +21,17 @@ from ._dispatch import (
     wrap_dim,
 )
 from .elementwise import float_result, maximum, minimum
-from .shape import cat
+from .shape import _broadcast_view, cat
+
+_add_reduce = array_module(NUMPY_ARRAY(0)).add.reduce  # numpy.add.reduce (ops import no NumPy)
+
+
+def _sum_array(data, dims: tuple, keepdim: bool, dtype=None):
+    """``xp.sum`` of an array; for NumPy its ufunc's reduce, the same loop without np.sum's
+    Python layers (which cost more than a small tensor's whole sum)."""
+    if data.__class__ is NUMPY_ARRAY:
+        return _add_reduce(data, dims, dtype, None, keepdim)
+    return array_module(data).sum(data, axis=dims, keepdims=keepdim, dtype=dtype)
 
 
 def _dims(input: Tensor, dim, op: str) -> tuple:
@@ -38,6 +50,22 @@ def expand_reduced(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tenso
     return g.expand(shape)
 
 
+def _expanded_gradient(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
+    """``expand_reduced`` for a backward pass that records no graph (grad mode off): the
+    broadcast array wrapped once, without the two view ops' bookkeeping."""
+    if grad_state.enabled:
+        return expand_reduced(g, shape, dims, keepdim)
+    data = g._data
+    if not keepdim and dims:
+        kept = list(shape)
+        for d in dims:
+            kept[d] = 1
+        data = data.reshape(kept)
+    if data.shape == shape:
+        return g if data is g._data else wrap(data)
+    return wrap(_broadcast_view(data, shape, 0))
+
+
 def _accumulation_dtype(data, dtype):
     """PyTorch sums integers and bools in int64 and half floats in float32 (returned as half)."""
     if dtype is not None:
@@ -52,15 +80,14 @@ def _accumulation_dtype(data, dtype):
 
 class SumBackward0(Node):
     def backward(self, g):
-        return expand_reduced(g, self.shape, self.dims, self.keepdim)
+        return _expanded_gradient(g, self.shape, self.dims, self.keepdim)
 
 
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = input._data
     dims = _dims(input, dim, "sum")
     acc, back = _accumulation_dtype(data, dtype)
-    xp = array_module(data)
-    out = xp.sum(data, axis=dims, keepdims=keepdim, dtype=acc)
+    out = _sum_array(data, dims, keepdim, acc)
     if back is not None:
         out = out.astype(back)
     return result(SumBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim)
@@ -87,15 +114,14 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
             axes.append(lead + i)
         elif s != have:
             raise RuntimeError(f"size {list(shape)} is not expandable to size {list(data.shape)}")
-    xp = array_module(data)
-    out = xp.sum(data, axis=tuple(axes), keepdims=True) if axes else data
+    out = _sum_array(data, tuple(axes), True) if axes else data
     out = out.reshape(shape)
     return result(SumToSizeBackward0, out, (input,), shape=data.shape)
 
 
 class MeanBackward0(Node):
     def backward(self, g):
-        return expand_reduced(g, self.shape, self.dims, self.keepdim) / self.count
+        return _expanded_gradient(g, self.shape, self.dims, self.keepdim) / self.count
 
 
 def _floating_input(input: Tensor, dtype, message: str) -> Tensor:
@@ -116,12 +142,11 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     )
     data = input._data
     dims = _dims(input, dim, "mean")
-    xp = array_module(data)
     acc = dt.float32.np if data.dtype.itemsize == 2 else None
     count = 1
     for d in dims:
         count *= data.shape[d]
-    out = xp.sum(data, axis=dims, keepdims=keepdim, dtype=acc)
+    out = _sum_array(data, dims, keepdim, acc)
     out = (out / count if count else out * math.nan).astype(data.dtype, copy=False)
     return result(
         MeanBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, count=count
