@@ -429,6 +429,8 @@ class NumpyBlas:
         import ctypes
 
         self.path = lib._name
+        # the symbols' spelling and integer width, for kernels that call more of the library
+        self.prefix, self.suffix, self.int_type = prefix, suffix, int_type
         self._axpy, self._axpby = {}, {}
         pointer = ctypes.c_void_p
         for char, real in (("f", ctypes.c_float), ("d", ctypes.c_double)):

@@ -20,6 +20,8 @@ sequences keep their last state.
 
 from __future__ import annotations
 
+import contextlib
+
 from .. import _backend
 from .._kernels import jit
 from .._tensor import Tensor
@@ -88,12 +90,11 @@ def _contiguous_rows(xp, g_out, like):
 SERIAL_STEP_MACS = 1 << 22
 
 
-def _serial(xp, steps, arrays):
-    """``steps``, iterated with NumPy's OpenBLAS on one thread when each step's recurrent GEMM
-    is small (``SERIAL_STEP_MACS``); the thread count is restored when the loop ends."""
+@contextlib.contextmanager
+def _blas_threads(xp, arrays):
+    """NumPy's OpenBLAS on one thread while a layer's steps run, when each step's recurrent
+    GEMM is small (``SERIAL_STEP_MACS``); the thread count is restored afterwards."""
     blas = None
-    if not steps:
-        return
     if getattr(xp, "__name__", "") == "numpy" and arrays[1].shape[0] * arrays[4].size <= (
         SERIAL_STEP_MACS
     ):
@@ -102,10 +103,34 @@ def _serial(xp, steps, arrays):
     if threads > 1:
         blas.set_num_threads(1)
     try:
-        yield from steps
+        yield
     finally:
         if threads > 1:
             blas.set_num_threads(threads)
+
+
+def _serial(xp, steps, arrays):
+    """``steps``, iterated under :func:`_blas_threads`."""
+    if not steps:
+        return
+    with _blas_threads(xp, arrays):
+        yield from steps
+
+
+def _loops(xp, dtype):
+    """The compiled time loops (``ember._kernels.rnn_loop_jit``) and NumPy's GEMM for
+    ``dtype`` when kernels are on and that BLAS can be called from them, else (None, None)."""
+    if _compiled(xp) is None:
+        return None, None
+    loops = jit.module("rnn_loop_jit")
+    gemm = loops.gemm_for(dtype)
+    return (loops, gemm) if gemm is not None else (None, None)
+
+
+def _step_arrays(xp, steps):
+    """The steps (first row, rows) as two int64 arrays, for the compiled loops."""
+    table = xp.asarray(steps, dtype=xp.int64).reshape(-1, 2)
+    return xp.ascontiguousarray(table[:, 0]), xp.ascontiguousarray(table[:, 1])
 
 
 def _finish_sigmoid(xp, v) -> None:
@@ -148,6 +173,20 @@ def _lstm_forward(xp, arrays, steps, keep):
         if keep:
             slopes = xp.empty_like(gates)
             out_slope = xp.empty_like(c_prev)
+        loops, gemm = _loops(xp, gates.dtype)
+        if loops is not None:  # one compiled call runs every step, GEMMs included
+            starts, sizes = _step_arrays(xp, steps)
+            with _blas_threads(xp, arrays):
+                if keep:
+                    loops.lstm_forward_loop_saving(
+                        gemm, starts, sizes, gates, w_hh_t, h, c, out, recurrent, h_prev,
+                        c_prev, tanh_c, slopes, out_slope, gates.dtype.type(1), half,
+                    )  # fmt: skip
+                else:
+                    loops.lstm_forward_loop(
+                        gemm, starts, sizes, gates, w_hh_t, h, c, out, recurrent, half
+                    )
+            steps = ()
         for start, n in _serial(xp, steps, arrays):
             rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
             if keep:
@@ -196,13 +235,23 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
     hidden = w_hh.shape[0] // 4
     i_, f_, o_, g_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))  # as forward's
     w_hh = _lstm_blocks(xp, w_hh, hidden)
-    dh = g_h.copy() if g_h is not None else xp.zeros_like(h0)
-    dc = g_c.copy() if g_c is not None else xp.zeros_like(c0)
+    # C-contiguous (not zeros_like a transposed h0): the compiled loops' GEMMs write its rows
+    dh = g_h.copy() if g_h is not None else xp.zeros(h0.shape, dtype=h0.dtype)
+    dc = g_c.copy() if g_c is not None else xp.zeros(c0.shape, dtype=c0.dtype)
     d_gates = xp.empty_like(gates)
     d_hidden = xp.empty_like(h_prev) if w_hr is not None and needs[7] else None
     kernels = _compiled(xp) if w_hr is None else None
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
+        loops, gemm = _loops(xp, gates.dtype)
+        if loops is not None:  # one compiled call runs every step, GEMMs included
+            starts, sizes = _step_arrays(xp, steps[::-1])
+            with _blas_threads(xp, arrays):
+                loops.lstm_backward_loop(
+                    gemm, starts, sizes, dh, dc, g_rows, gates, slopes, out_slope, tanh_c,
+                    c_prev, d_gates, xp.ascontiguousarray(w_hh),
+                )  # fmt: skip
+            steps = ()
         for start, n in _serial(xp, steps[::-1], arrays):
             kernels.lstm_backward_step(
                 start, n, dh, dc, g_rows, gates, slopes, out_slope, tanh_c, c_prev, d_gates
@@ -271,6 +320,21 @@ def _gru_forward(xp, arrays, steps, keep):
         if b_hn is None:
             b_hn = xp.zeros(hidden, dtype=gates.dtype)
         slopes = [xp.empty_like(out) for _ in range(3)] if keep else []
+        loops, gemm = _loops(xp, gates.dtype)
+        if loops is not None:  # one compiled call runs every step, GEMMs included
+            starts, sizes = _step_arrays(xp, steps)
+            b_hn = xp.ascontiguousarray(b_hn)
+            with _blas_threads(xp, arrays):
+                if keep:
+                    loops.gru_forward_loop_saving(
+                        gemm, starts, sizes, gates, w_hh_t, b_hn, h, out, recurrent, h_prev,
+                        *slopes, one, half,
+                    )  # fmt: skip
+                else:
+                    loops.gru_forward_loop(
+                        gemm, starts, sizes, gates, w_hh_t, b_hn, h, out, recurrent, half
+                    )
+            steps = ()
         for start, n in _serial(xp, steps, arrays):
             rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
             if keep:
@@ -320,13 +384,22 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
     hidden = w_hh.shape[0] // 3
     r_, z_, n_ = (slice(k * hidden, (k + 1) * hidden) for k in range(3))
     rz = slice(0, 2 * hidden)
-    dh = g_h.copy() if g_h is not None else xp.zeros_like(arrays[1])
+    dh = g_h.copy() if g_h is not None else xp.zeros(arrays[1].shape, dtype=arrays[1].dtype)
     d_x = xp.empty_like(gates)  # d (x W_ihᵀ + b_ih)
     d_hh = xp.empty_like(gates)  # d (h W_hhᵀ + b_hh)
     kernels = _compiled(xp)
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         product = xp.empty_like(dh)
+        loops, gemm = _loops(xp, gates.dtype)
+        if loops is not None:  # one compiled call runs every step, GEMMs included
+            starts, sizes = _step_arrays(xp, steps[::-1])
+            with _blas_threads(xp, arrays):
+                loops.gru_backward_loop(
+                    gemm, starts, sizes, dh, g_rows, gates, new_slope, z_slope, r_slope, d_x,
+                    d_hh, xp.ascontiguousarray(w_hh), product,
+                )  # fmt: skip
+            steps = ()
         for start, n in _serial(xp, steps[::-1], arrays):
             kernels.gru_backward_step(
                 start, n, dh, g_rows, gates, new_slope, z_slope, r_slope, d_x, d_hh
@@ -368,6 +441,15 @@ def _rnn_forward(xp, arrays, steps, keep, relu):
     if kernels is not None:  # the recurrent sum and the activation in one compiled pass
         recurrent = xp.empty_like(h)
         zero = states.dtype.type(0)
+        loops, gemm = _loops(xp, states.dtype)
+        if loops is not None:  # one compiled call runs every step, GEMMs included
+            starts, sizes = _step_arrays(xp, steps)
+            with _blas_threads(xp, arrays):
+                loops.rnn_forward_loop(
+                    gemm, starts, sizes, states, w_hh_t, h, recurrent,
+                    h_prev if keep else h, keep, relu, zero,
+                )  # fmt: skip
+            steps = ()
         for start, n in _serial(xp, steps, arrays):
             if keep:
                 h_prev[start : start + n] = h[:n]
@@ -400,12 +482,24 @@ def _rnn_backward(xp, arrays, kept, grads, steps, needs):
     slopes, h_prev = kept
     w_hh = arrays[4]
     g_out, g_h, _ = grads
-    dh = g_h.copy() if g_h is not None else xp.zeros_like(arrays[1])
+    dh = g_h.copy() if g_h is not None else xp.zeros(arrays[1].shape, dtype=arrays[1].dtype)
     d_pre = xp.empty(h_prev.shape, dtype=h_prev.dtype)
     kernels = _compiled(xp)
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         one, zero = d_pre.dtype.type(1), d_pre.dtype.type(0)
+        loops, gemm = _loops(xp, d_pre.dtype)
+        if loops is not None:  # one compiled call runs every step, GEMMs included
+            starts, sizes = _step_arrays(xp, steps[::-1])
+            w_hh = xp.ascontiguousarray(w_hh)
+            with _blas_threads(xp, arrays):
+                if slopes.dtype.kind == "b":  # relu: states > 0
+                    loops.rnn_relu_backward_loop(
+                        gemm, starts, sizes, dh, g_rows, slopes, d_pre, w_hh, one, zero
+                    )
+                else:
+                    loops.rnn_backward_loop(gemm, starts, sizes, dh, g_rows, slopes, d_pre, w_hh)
+            steps = ()
         for start, n in _serial(xp, steps[::-1], arrays):
             if slopes.dtype.kind == "b":  # relu: states > 0
                 kernels.rnn_relu_backward_step(start, n, dh, g_rows, slopes, d_pre, one, zero)
