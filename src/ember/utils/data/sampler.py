@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 
 class Sampler:
     def __init__(self, data_source=None):
@@ -92,13 +94,14 @@ class BatchSampler(Sampler):
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self):
-        batch = []
-        for idx in self.sampler:
-            batch.append(idx)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
+        # islice takes a batch's indices in C (as torch's BatchSampler), not one append each
+        indices, size = iter(self.sampler), self.batch_size
+        while True:
+            batch = list(itertools.islice(indices, size))
+            if len(batch) < size:
+                if batch and not self.drop_last:
+                    yield batch
+                return
             yield batch
 
     def __len__(self) -> int:
