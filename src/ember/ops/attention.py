@@ -66,18 +66,37 @@ def _product(xp, a, b, out=None):
     return xp.matmul(a, b, out=out)
 
 
+def _softmax_kernels(xp, scores):
+    """ember._kernels.attention_jit for a NumPy score array (or ember.compile's recording of
+    one) when compiled kernels are on and the scores are large enough; else None."""
+    if not (is_plain_numpy(scores) or getattr(xp, "record_call", None) is not None):
+        return None
+    return jit.module("attention_jit", scores.size)
+
+
+def _kernel_call(xp, function, *args) -> None:
+    """``function(*args)``, an in-place kernel on arrays of the step; while ember.compile
+    records (its backend module has ``record_call``), one recorded call, so that a replay runs
+    the kernel as eager code does (not the NumPy path's calls)."""
+    record = getattr(xp, "record_call", None)
+    if record is None:
+        function(*args)
+    else:
+        record(function, *args)
+
+
 def _softmax_scores(xp, scores, scale: float, mask) -> None:
     """``scores = softmax(scores · scale + mask)`` over the last axis, in place; a row masked
     everywhere (all -inf) becomes 0, as scaled_dot_product_attention's safe softmax."""
     if scores.size == 0:
         return
-    kernels = jit.module("attention_jit", scores.size) if is_plain_numpy(scores) else None
+    kernels = _softmax_kernels(xp, scores)
     if mask is not None:
         scores *= scale
         scores += mask
         scale = 1.0
     if kernels is not None:
-        kernels.softmax_(scores, scale)
+        _kernel_call(xp, kernels.softmax_, scores, scale)
         return
     if scale != 1.0:
         scores *= scale
@@ -94,9 +113,9 @@ def _softmax_scores_backward(xp, grad, probs, scale: float, noise) -> None:
     output (or softmax's, ``noise`` None) to the scores' (before scaling)."""
     if grad.size == 0:
         return
-    kernels = jit.module("attention_jit", grad.size) if is_plain_numpy(grad) else None
+    kernels = _softmax_kernels(xp, grad)
     if kernels is not None:
-        kernels.softmax_backward_(grad, probs, scale, noise)
+        _kernel_call(xp, kernels.softmax_backward_, grad, probs, scale, noise)
         return
     if noise is not None:
         grad *= noise

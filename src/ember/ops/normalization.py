@@ -264,29 +264,36 @@ class NativeLayerNormBackward0(_FusedNormBackward):
         if kernels is None or self.mean.dtype != x._data.dtype:
             return super()._array_backward(g, x, weight, need)
         shape, xp = self.layout.shape, array_module(x._data)
-        gx, gw, gb = kernels.layer_norm_backward(
+        gx, gw, gb = _kernel_call(
+            xp,
+            _KernelCall(kernels.layer_norm_backward),
             xp.ascontiguousarray(g._data).reshape(shape),
             xp.ascontiguousarray(x._data).reshape(shape),
             self.mean,
             self.rstd,
             None if weight is None else weight._data,
-            need[0],
+            # a recorded call returns arrays only: the input gradient is then always made
+            need[0] or getattr(xp, "record_call", None) is not None,
         )
         return (
-            None if gx is None else wrap(gx.reshape(x._data.shape)),
+            wrap(gx.reshape(x._data.shape)) if need[0] else None,
             wrap(gw.reshape(self.affine_shape)) if need[1] else None,
             wrap(gb.reshape(self.affine_shape)) if need[2] else None,
         )
 
 
 def _layer_norm_kernels(data, *others):
-    """ember._kernels.layernorm_jit for float32/float64 NumPy arrays of one dtype with rows
-    to normalise, when compiled kernels are on; else None (the NumPy path)."""
-    if not is_plain_numpy(data) or data.dtype.name not in ("float32", "float64") or not data.size:
+    """ember._kernels.layernorm_jit for float32/float64 NumPy arrays (or ember.compile's
+    recording of them) of one dtype with rows to normalise, when compiled kernels are on; else
+    None (the NumPy path)."""
+    recording = getattr(array_module(data), "record_call", None) is not None
+    if not (is_plain_numpy(data) or recording) or not data.size:
+        return None
+    if data.dtype.name not in ("float32", "float64"):
         return None
     for other in others:
         array = getattr(other, "_data", other)
-        if array is not None and (not is_plain_numpy(array) or array.dtype != data.dtype):
+        if array is not None and (type(array) is not type(data) or array.dtype != data.dtype):
             return None
     return jit.module("layernorm_jit", data.size)
 
@@ -494,7 +501,9 @@ def native_layer_norm(
     if kernels is not None:  # one compiled pass per row (the statistics in float64)
         rows = array_module(input._data).ascontiguousarray(input._data).reshape(layout.shape)
         params = (None if p is None else p._data for p in (weight, bias))
-        out, mean, rstd = kernels.layer_norm_forward(rows, *params, eps)
+        out, mean, rstd = _kernel_call(
+            array_module(rows), _KernelCall(kernels.layer_norm_forward), rows, *params, eps
+        )
         mean, rstd = mean.reshape(-1, 1), rstd.reshape(-1, 1)
         attrs = dict(
             layout=layout,
