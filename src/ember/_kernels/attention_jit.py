@@ -23,35 +23,15 @@ _FLOATS = (np.float32, np.float64)
 # meaning (no "nnan"/"ninf"), so masked (-inf) scores and NaN rows behave as in NumPy.
 _FAST = {"reassoc", "contract", "arcp", "nsz"}
 
-# 2**n for n in [-127, 0]: the exponent part of a float32 exp by table (numba cannot bitcast)
-_POW2_FLOAT32 = (2.0 ** np.arange(-127, 1)).astype(np.float32)
-
-
-@jit.njit(fastmath=_FAST)
-def _exp_nonpositive_float32(x):
-    # e^x for x <= 0 in float32 (Cephes' expf: Cody-Waite reduction, degree-7 polynomial,
-    # ~1 ulp), written so that the row loop vectorizes (libm's expf does not); below -87 the
-    # result (a float32 subnormal at most) is 0, and NaN stays NaN
-    c = max(x, np.float32(-87.0))
-    n = np.floor(c * np.float32(1.44269504) + np.float32(0.5))
-    t = c - n * np.float32(0.693359375) + n * np.float32(2.12194440e-4)
-    p = np.float32(1.9875691500e-4) * t + np.float32(1.3981999507e-3)
-    p = p * t + np.float32(8.3334519073e-3)
-    p = p * t + np.float32(4.1665795894e-2)
-    p = p * t + np.float32(1.6666665459e-1)
-    p = p * t + np.float32(5.0000001201e-1)
-    p = p * t * t + t + np.float32(1.0)
-    index = min(max(np.int32(n) + 127, 0), 127)  # n is in [-126, 0]; NaN may give anything
-    e = p * _POW2_FLOAT32[index]
-    return np.float32(0.0) if x < np.float32(-87.0) else e
-
 
 @jit.njit(fastmath=_FAST)
 def _softmax_rows_float32(start, stop, scores, scale):
     # scores[r] <- softmax(scale · scores[r]); a row of only -inf (fully masked) becomes 0.
-    # e^x as _exp_nonpositive_float32 computes it (to the bit), split in two loops that
-    # vectorize: the polynomial, with 2^n written as float32 bits ((n + 127) << 23) into a
-    # row of integers viewed as floats; then their products and the row's sum
+    # e^x for x <= 0 in float32 (Cephes' expf: Cody-Waite reduction, degree-7 polynomial,
+    # ~1 ulp; below -87, a float32 subnormal at most, 0; NaN stays NaN), in two loops that
+    # vectorize (libm's expf does not, nor a table look-up of 2^n): the polynomial, with 2^n
+    # written as float32 bits ((n + 127) << 23) into integers viewed as floats; then the
+    # products and the row's sum
     width = scores.shape[1]
     bits = np.empty(width, np.int32)
     pow2 = bits.view(np.float32)
