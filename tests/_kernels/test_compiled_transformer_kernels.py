@@ -59,3 +59,4 @@ def test_compiled_encoder_layer_step_replays_the_kernels_equal_to_eager():
     names = _recorded_names(fn)
     assert {"softmax_", "softmax_backward_"} <= names
     assert {"layer_norm_forward", "layer_norm_backward"} <= names
+    assert {"bias_relu_", "relu_backward"} <= names

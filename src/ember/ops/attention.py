@@ -27,6 +27,7 @@ from .activation import softmax
 from .elementwise import where
 from .indexing import pad
 from .linalg import linear
+from .normalization import _kernel_call
 from .shape import cat
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -72,17 +73,6 @@ def _softmax_kernels(xp, scores):
     if not (is_plain_numpy(scores) or getattr(xp, "record_call", None) is not None):
         return None
     return jit.module("attention_jit", scores.size)
-
-
-def _kernel_call(xp, function, *args) -> None:
-    """``function(*args)``, an in-place kernel on arrays of the step; while ember.compile
-    records (its backend module has ``record_call``), one recorded call, so that a replay runs
-    the kernel as eager code does (not the NumPy path's calls)."""
-    record = getattr(xp, "record_call", None)
-    if record is None:
-        function(*args)
-    else:
-        record(function, *args)
 
 
 def _softmax_scores(xp, scores, scale: float, mask) -> None:

@@ -11,6 +11,7 @@ import copy
 from ... import _creation
 from ..._tensor import Tensor
 from ...ops.attention import multi_head_attention_forward
+from ...ops.linear_activation import linear_relu
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -155,6 +156,15 @@ class MultiheadAttention(Module):
         return out, weights
 
 
+def _has_hooks(module: Module) -> bool:
+    return bool(
+        module._forward_pre_hooks
+        or module._forward_hooks
+        or module._backward_hooks
+        or module._backward_pre_hooks
+    )
+
+
 def _get_activation_fn(activation):
     if isinstance(activation, str):
         if activation == "relu":
@@ -237,7 +247,23 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(out)
 
     def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        if self._fused_linear_relu():
+            hidden = linear_relu(x, self.linear1.weight, self.linear1.bias)
+        else:
+            hidden = self.activation(self.linear1(x))
+        return self.dropout2(self.linear2(self.dropout(hidden)))
+
+    def _fused_linear_relu(self) -> bool:
+        """Whether linear1 and a ReLU activation may run as one node (the same values): a
+        plain Linear with a bias, and no hooks on it or on the activation to call."""
+        from .activation import ReLU  # see __init__
+
+        linear1, activation = self.linear1, self.activation
+        if type(linear1) is not Linear or linear1.bias is None or _has_hooks(linear1):
+            return False
+        if activation is F.relu:
+            return True
+        return type(activation) is ReLU and not _has_hooks(activation)
 
     def forward(
         self,

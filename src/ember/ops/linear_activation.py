@@ -1,0 +1,96 @@
+"""``relu(x Wᵀ + b)`` as one node: the first half of a transformer's feed-forward block.
+
+With ember's compiled kernels the forward is the GEMM and one pass for the bias and the ReLU
+(``ember._kernels.linear_jit``), and the backward one pass for the ReLU's mask and the bias
+gradient, then the two GEMMs; the values are those of ``relu(linear(x, W, b))`` to the bit.
+Without the kernels (no numba, CuPy, other dtypes, small calls) it is that composition.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._kernels import jit
+from .._kernels.blocked import is_plain_numpy
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, grad_state, result, wrap
+from .elementwise import threshold_backward
+from .linalg import gemm, linear
+from .normalization import _kernel_call, _KernelCall
+
+__all__ = ["linear_relu"]
+
+
+class LinearReluBackward0(Node):
+    """y = relu(x Wᵀ + b): gz = g·(y > 0); gx = gz W, gW = gzᵀ x, gb = Σ_rows gz."""
+
+    def backward(self, g):
+        x, w = self.saved_tensors()
+        y = self.saved_output()
+        edges = self._edges
+        width = y.shape[-1]
+        rows = math.prod(y.shape[:-1])
+        if grad_state.enabled:  # create_graph: ember ops, differentiable again
+            gz = threshold_backward(g, y, 0).reshape(rows, width)
+            gb = gz.sum(0) if edges[2] is not None else None
+        else:
+            data = g._data
+            xp = array_module(data)
+            gz, gb = _kernel_call(
+                xp,
+                _KernelCall(self.kernels.relu_backward),
+                xp.ascontiguousarray(data).reshape(rows, width),
+                y._data.reshape(rows, width),
+            )
+            gz, gb = wrap(gz), (wrap(gb) if edges[2] is not None else None)
+        gx = gw = None
+        if edges[0] is not None:
+            gx = (gz @ w).reshape(tuple(y.shape[:-1]) + (w.shape[1],))
+        if edges[1] is not None:
+            gw = gz.mT @ x.reshape(rows, x.shape[-1])
+        return gx, gw, gb
+
+
+def _kernels(x, w, b):
+    """ember._kernels.linear_jit when it can run ``relu(x Wᵀ + b)``: NumPy arrays (or
+    ember.compile's recording of them) of one float dtype, x C-contiguous with W's columns,
+    b of W's rows, and enough work; else None."""
+    recording = getattr(array_module(x), "record_call", None) is not None
+    if not (is_plain_numpy(x) or recording) or x.dtype.name not in ("float32", "float64"):
+        return None
+    if type(w) is not type(x) or type(b) is not type(x) or not x.flags.c_contiguous:
+        return None
+    if w.dtype != x.dtype or b.dtype != x.dtype:
+        return None
+    if x.ndim < 2 or w.ndim != 2 or x.shape[-1] != w.shape[1] or b.shape != (w.shape[0],):
+        return None
+    return jit.module("linear_jit", x.size // max(1, x.shape[-1]) * w.shape[0])
+
+
+def linear_relu(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """``relu(linear(input, weight, bias))``, one node where the compiled kernels run it.
+
+    Example::
+        >>> from ember.ops.linear_activation import linear_relu
+        >>> x, w, b = ember.randn(4, 3), ember.randn(2, 3), ember.randn(2)
+        >>> linear_relu(x, w, b).shape
+        ember.Size([4, 2])
+    """
+    x, w, b = input._data, weight._data, bias._data
+    kernels = _kernels(x, w, b)
+    if kernels is None:
+        return linear(input, weight, bias).relu()
+    xp = array_module(x)
+    out = gemm(xp, x.reshape(-1, x.shape[-1]), w.T)
+    _kernel_call(xp, kernels.bias_relu_, out, b)
+    out = out.reshape(x.shape[:-1] + (w.shape[0],))
+    saved = (input if weight._rg else None, weight if input._rg else None)
+    return result(
+        LinearReluBackward0,
+        out,
+        (input, weight, bias),
+        saved,
+        save_output=True,
+        kernels=kernels,
+    )
