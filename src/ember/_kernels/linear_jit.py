@@ -29,20 +29,21 @@ def _bias_relu_rows(start, stop, out, bias):
 
 
 @jit.njit
-def _relu_backward_columns(start, stop, grad, out, zero, grad_in, grad_bias):
+def _relu_backward_columns(start, stop, grad, out, one, zero, grad_in, grad_bias):
     # grad_in = grad · (out > 0) and grad_bias = Σ_rows grad_in, for the columns [start, stop);
-    # ``zero``: 0 in the arrays' dtype (every operation stays in it)
-    rows = grad.shape[0]
-    for j in range(start, stop):
-        grad_bias[j] = 0
-    for r in range(rows):
-        g = grad[r]
-        y = out[r]
-        z = grad_in[r]
-        for j in range(start, stop):
-            v = g[j] if y[j] > 0 else g[j] * zero  # g · 0: ±0, or NaN for an infinite g
+    # ``one``, ``zero`` in the arrays' dtype: grad times the mask as NumPy multiplies it. Each
+    # row through 1-D views indexed from 0, so that LLVM vectorizes the loop
+    width = stop - start
+    total = grad_bias[start:stop]
+    total[:] = 0
+    for r in range(grad.shape[0]):
+        g = grad[r, start:stop]
+        y = out[r, start:stop]
+        z = grad_in[r, start:stop]
+        for j in range(width):
+            v = g[j] * (one if y[j] > 0 else zero)
             z[j] = v
-            grad_bias[j] += v
+            total[j] += v
 
 
 def _check(*arrays) -> None:
@@ -78,6 +79,7 @@ def relu_backward(grad, out):
             grad.shape[1],
             grad,
             out,
+            grad.dtype.type(1),
             grad.dtype.type(0),
             grad_in,
             grad_bias,
