@@ -27,7 +27,7 @@ from .activation import softmax
 from .elementwise import where
 from .indexing import pad
 from .linalg import linear
-from .normalization import _kernel_call
+from .normalization import _kernel_call, _recorder
 from .shape import cat
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -70,7 +70,7 @@ def _product(xp, a, b, out=None):
 def _softmax_kernels(xp, scores):
     """ember._kernels.attention_jit for a NumPy score array (or ember.compile's recording of
     one) when compiled kernels are on and the scores are large enough; else None."""
-    if not (is_plain_numpy(scores) or getattr(xp, "record_call", None) is not None):
+    if not (is_plain_numpy(scores) or _recorder(xp) is not None):
         return None
     return jit.module("attention_jit", scores.size)
 

@@ -17,7 +17,7 @@ from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
 from .elementwise import threshold_backward
 from .linalg import gemm, linear
-from .normalization import _kernel_call, _KernelCall
+from .normalization import _kernel_call, _KernelCall, _recorder
 
 __all__ = ["linear_relu"]
 
@@ -56,8 +56,9 @@ def _kernels(x, w, b):
     """ember._kernels.linear_jit when it can run ``relu(x Wᵀ + b)``: NumPy arrays (or
     ember.compile's recording of them) of one float dtype, x C-contiguous with W's columns,
     b of W's rows, and enough work; else None."""
-    recording = getattr(array_module(x), "record_call", None) is not None
-    if not (is_plain_numpy(x) or recording) or x.dtype.name not in ("float32", "float64"):
+    if not (is_plain_numpy(x) or _recorder(array_module(x)) is not None):
+        return None
+    if x.dtype.char not in "fd":  # float32, float64
         return None
     if type(w) is not type(x) or type(b) is not type(x) or not x.flags.c_contiguous:
         return None

@@ -15,6 +15,7 @@ written with ember ops, so gradients of every order exist. Instance norm is batc
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 from .. import _backend
 from .._dtype import from_numpy_dtype
@@ -273,7 +274,7 @@ class NativeLayerNormBackward0(_FusedNormBackward):
             self.rstd,
             None if weight is None else weight._data,
             # a recorded call returns arrays only: the input gradient is then always made
-            need[0] or getattr(xp, "record_call", None) is not None,
+            need[0] or _recorder(xp) is not None,
         )
         return (
             wrap(gx.reshape(x._data.shape)) if need[0] else None,
@@ -286,10 +287,9 @@ def _layer_norm_kernels(data, *others):
     """ember._kernels.layernorm_jit for float32/float64 NumPy arrays (or ember.compile's
     recording of them) of one dtype with rows to normalise, when compiled kernels are on; else
     None (the NumPy path)."""
-    recording = getattr(array_module(data), "record_call", None) is not None
-    if not (is_plain_numpy(data) or recording) or not data.size:
+    if not (is_plain_numpy(data) or _recorder(array_module(data)) is not None):
         return None
-    if data.dtype.name not in ("float32", "float64"):
+    if not data.size or data.dtype.char not in "fd":  # float32, float64
         return None
     for other in others:
         array = getattr(other, "_data", other)
@@ -341,8 +341,15 @@ class _KernelCall:
 def _kernel_call(xp, function, *args):
     """``function(*args)``, or, while ``ember.compile`` records (its backend module has
     ``record_call``), that call recorded as one step."""
-    record = getattr(xp, "record_call", None)
+    record = _recorder(xp)
     return function(*args) if record is None else record(function, *args)
+
+
+def _recorder(xp):
+    """ember.compile's ``record_call`` while it records (its stand-in for the backend module,
+    not a module, has one), else None; asked of NumPy itself it would cost an AttributeError
+    (~8 µs) per call."""
+    return None if xp.__class__ is ModuleType else getattr(xp, "record_call", None)
 
 
 def _batch_norm_kernels(data, *others):
