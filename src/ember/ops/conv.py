@@ -11,6 +11,7 @@ import itertools
 import math
 import types
 
+from .._kernels import conv_pipeline
 from .._scratch import scratch
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -121,12 +122,14 @@ class ConvolutionOneGemmBackward0(Node):
             for i, grad in zip(wanted, grads):
                 result[i] = grad
             return tuple(result)
-        cols = self._saved_out[0]  # (C·∏K, N·∏O)
         x, weight = inputs[0], inputs[1]
         gd = g._data
         xp = array_module(gd)
         if self.unbatched:
             gd = gd[None]
+        if self.pipelined:
+            return self._pipelined_backward(xp, x._data, weight._data, gd, edges)
+        cols = self._saved_out[0]  # (C·∏K, N·∏O)
         n, out_ch = gd.shape[:2]
         g_rows = _scratch_empty(xp, (out_ch, cols.shape[1]), gd.dtype)  # (O, N·∏O)
         g_rows.reshape((out_ch, n) + gd.shape[2:])[...] = gd.swapaxes(0, 1)
@@ -163,6 +166,19 @@ class ConvolutionOneGemmBackward0(Node):
             gw = wrap((g_rows @ cols.T).reshape(weight._data.shape))
         if len(edges) > 2 and edges[2] is not None:
             gb = wrap(g_rows.sum(axis=1))
+        return gx, gw, gb
+
+    def _pipelined_backward(self, xp, x, weight, gd, edges):
+        """The gradients by :mod:`ember._kernels.conv_pipeline`, chunk by chunk."""
+        if self.unbatched:
+            x = x[None]
+        needs = [edge is not None for edge in edges[:3]] + [False] * (3 - len(edges))
+        call = _PipelineCall(conv_pipeline.backward)
+        args = (x, weight, gd, self.kernel, self.stride, self.pads, self.dilation, *needs)
+        grads = iter(_kernel_call(xp, call, *args))  # the wanted gradients only
+        gx, gw, gb = (wrap(next(grads)) if need else None for need in needs)
+        if gx is not None and self.unbatched:
+            gx = gx[0]
         return gx, gw, gb
 
 
@@ -222,19 +238,58 @@ def _conv_one_gemm(
     needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
     x = input._data[None] if unbatched else input._data
     xp = array_module(x)
-    y, cols = _gemm_conv(xp, x, weight._data.reshape(out_ch, taps), kernel, stride, pads, dilation)
-    if bias is not None:
-        y += bias._data.reshape((1, out_ch) + (1,) * len(kernel))
+    wmat = weight._data.reshape(out_ch, taps)
+    pipelined = _pipelined(xp, x, weight._data, bias)
+    if pipelined:  # chunk by chunk, the columns never leave the caches
+        b = None if bias is None else bias._data
+        call = _PipelineCall(conv_pipeline.forward)
+        (y,) = _kernel_call(xp, call, x, wmat, b, kernel, stride, pads, dilation)
+    else:
+        y, cols = _gemm_conv(xp, x, wmat, kernel, stride, pads, dilation)
+        if bias is not None:
+            y += bias._data.reshape((1, out_ch) + (1,) * len(kernel))
     if unbatched:
         y = y[0]
     if not needs:
         return wrap(y)
     node = ConvolutionOneGemmBackward0()
     node.compute, node.unbatched, node.kernel, node.stride = compute, unbatched, kernel, stride
-    node.pads, node.dilation, node.out = pads, dilation, out
+    node.pads, node.dilation, node.out, node.pipelined = pads, dilation, out, pipelined
     result_tensor = record(node, y, inputs, saved=inputs)
-    node._saved_out = (cols, [0], 0)  # the columns: freed with the graph, counted as saved
+    if not pipelined:
+        node._saved_out = (cols, [0], 0)  # the columns: freed with the graph, counted as saved
     return result_tensor
+
+
+def _pipelined(xp, x, weight, bias) -> bool:
+    """Whether a groups=1 convolution runs through :mod:`ember._kernels.conv_pipeline`:
+    float32/float64 NumPy arrays (or ember.compile's recording of them, which records the
+    pipeline as one call); CuPy keeps the one large GEMM."""
+    if bias is not None and type(bias._data) is not type(x):
+        return False
+    if conv_pipeline.supports(x, weight):
+        return True
+    recording = getattr(xp, "record_call", None) is not None
+    return recording and x.dtype == weight.dtype and x.dtype.char in "fd"
+
+
+class _PipelineCall:
+    """A pipeline function as ``ember.compile`` records it: one call whose results (a tuple
+    of arrays) are new arrays."""
+
+    fresh_outputs = True
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, *args):
+        return self.function(*args)
+
+
+def _kernel_call(xp, function, *args):
+    """``function(*args)``, or one recorded call while ``ember.compile`` records."""
+    record_call = getattr(xp, "record_call", None)
+    return function(*args) if record_call is None else record_call(function, *args)
 
 
 class Im2ColBackward0(Node):

@@ -1,0 +1,248 @@
+"""groups=1 convolutions of NumPy arrays a few images at a time, so that columns stay in cache.
+
+One im2col of the whole batch writes columns nine times the input's size (75 MB for 64 x 32
+channels x 32 x 32 and a 3x3 kernel) to main memory, and the GEMM reads them back. Here each
+chunk of images (columns of about ``CHUNK_BYTES``) is unfolded and multiplied at once, into
+its slice of the (N, O, *O) result: no transpose afterwards, and 20-30 % less CPU time for the
+forward pass. The backward unfolds each chunk again (from the input, still in cache) instead
+of keeping the columns, takes the weight gradient GEMM on it, and gets the input gradient
+either as a unit-stride convolution of the output gradient with the flipped kernel or as a
+GEMM to columns and their col2im, chunk by chunk too.
+
+The chunks are shared among ember's intra-op threads, one span of images each, with OpenBLAS
+on one thread meanwhile: one hand-off per span instead of one per GEMM, and im2col and col2im
+(plain NumPy copies) run on every core as well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+
+import numpy as np
+
+from .. import _backend
+
+# columns per chunk: an image or a few (the L2 is 512 KB a core, the L3 32 MB shared here)
+CHUNK_BYTES = 1 << 20
+
+
+def supports(x, weight) -> bool:
+    """Whether the pipeline takes this convolution: plain float32/float64 NumPy arrays."""
+    return (
+        type(x) is np.ndarray
+        and type(weight) is np.ndarray
+        and x.dtype == weight.dtype
+        and x.dtype.char in "fd"
+    )
+
+
+def output_size(size, kernel, stride, pads, dilation) -> tuple:
+    return tuple(
+        (sz + lo + hi - d * (k - 1) - 1) // s + 1
+        for sz, k, s, (lo, hi), d in zip(size, kernel, stride, pads, dilation)
+    )
+
+
+class _Unfold:
+    """im2col of chunks of images into one reused (nb, C, *K, *O) buffer; the zero frame of
+    the padded copy is written once, only its inside is overwritten per chunk."""
+
+    def __init__(self, nb, channels, size, kernel, stride, pads, dilation, dtype):
+        self.kernel, self.pads = kernel, pads
+        self.out = output_size(size, kernel, stride, pads, dilation)
+        padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+        self.framed = None
+        if any(lo or hi for lo, hi in pads):
+            self.framed = np.zeros((nb, channels) + padded, dtype)
+            self.inside = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+        self.cols = np.empty((nb, channels) + tuple(kernel) + self.out, dtype)
+        self.windows = [
+            (
+                where,
+                tuple(
+                    slice(i * d, i * d + s * (n - 1) + 1, s)
+                    for i, d, s, n in zip(where, dilation, stride, self.out)
+                ),
+            )
+            for where in itertools.product(*(range(k) for k in kernel))
+        ]
+
+    def __call__(self, x):
+        """(nb, C·∏K, ∏O) columns of the (nb, C, *S) chunk ``x``."""
+        nb = x.shape[0]
+        source = x
+        if self.framed is not None:
+            source = self.framed[:nb]
+            source[(slice(None), slice(None)) + self.inside] = x
+        cols = self.cols[:nb]
+        for where, window in self.windows:
+            cols[(slice(None), slice(None)) + where] = source[(slice(None), slice(None)) + window]
+        return cols.reshape(nb, -1, math.prod(self.out))
+
+
+def _chunk_images(per_image_bytes: int) -> int:
+    return max(1, CHUNK_BYTES // max(1, per_image_bytes))
+
+
+@contextlib.contextmanager
+def _blas_threads(threads: int):
+    """OpenBLAS on one thread while ``threads`` of ours call it (restored afterwards)."""
+    blas = _backend.numpy_blas() if threads > 1 else None
+    before = blas.get_num_threads() if blas is not None else 1
+    if before > 1:
+        blas.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if before > 1:
+            blas.set_num_threads(before)
+
+
+def _over_images(work, n: int, nb: int) -> list:
+    """``work(start, stop, nb)`` over spans of the batch, one span per intra-op thread (each
+    span at least one chunk), with OpenBLAS on one thread; returns the spans' results."""
+    threads = min(_backend.get_num_threads(), -(-n // nb))
+    if threads > 1 and _backend.numpy_blas() is None:
+        threads = 1  # a BLAS we cannot hold to one thread: its own threads split each GEMM
+    if threads < 2:
+        return [work(0, n, nb)]
+    step = -(-n // threads)
+    spans = [(start, min(start + step, n)) for start in range(0, n, step)]
+    with _blas_threads(len(spans)):
+        pool = _backend._thread_pool()
+        futures = [pool.submit(work, start, stop, nb) for start, stop in spans[1:]]
+        first = work(spans[0][0], spans[0][1], nb)
+        return [first] + [future.result() for future in futures]
+
+
+def forward(x, wmat, bias, kernel, stride, pads, dilation):
+    """(N, C, *S) ``x`` convolved with the (O, C·∏K) matrix ``wmat`` (+ ``bias``, (O,) or
+    None): a new (N, O, *O) array."""
+    n, c = x.shape[:2]
+    out_ch = wmat.shape[0]
+    out = output_size(x.shape[2:], kernel, stride, pads, dilation)
+    y = np.empty((n, out_ch) + out, x.dtype)
+    rows = y.reshape(n, out_ch, math.prod(out))
+    nb = _chunk_images(wmat.shape[1] * math.prod(out) * x.itemsize)
+
+    def work(start, stop, nb):
+        unfold = _Unfold(
+            min(nb, stop - start), c, x.shape[2:], kernel, stride, pads, dilation, x.dtype
+        )
+        for s in range(start, stop, nb):
+            e = min(s + nb, stop)
+            np.matmul(wmat, unfold(x[s:e]), out=rows[s:e])
+            if bias is not None:
+                rows[s:e] += bias[:, None]
+
+    _over_images(work, n, nb)
+    return (y,)
+
+
+def transposes_as_a_conv(weight_shape, stride, pads, dilation, kernel) -> bool:
+    """Whether the input gradient is a unit-stride convolution of the output gradient with
+    non-negative padding, d·(k-1) - p on each side, and one worth it: its GEMM has a row per
+    input channel, too few for BLAS below ~16 (3 -> 32 channels: 3.5x the time of the GEMM to
+    columns and col2im, whose inner dimension is the output channels)."""
+    out_ch, channels = weight_shape[:2]
+    return (
+        channels >= min(out_ch, 16)
+        and all(s == 1 for s in stride)
+        and all(
+            lo <= d * (k - 1) and hi <= d * (k - 1)
+            for (lo, hi), d, k in zip(pads, dilation, kernel)
+        )
+    )
+
+
+def backward(x, weight, g, kernel, stride, pads, dilation, need_input, need_weight, need_bias):
+    """Gradients of :func:`forward` for the (N, O, *O) output gradient ``g``: a tuple of
+    new arrays, d input, d weight and d bias, each only where its ``need_`` flag is set."""
+    nd = len(kernel)
+    n, c = x.shape[:2]
+    size = x.shape[2:]
+    out_ch = weight.shape[0]
+    taps = c * math.prod(kernel)
+    out = tuple(g.shape[2:])
+    g = np.ascontiguousarray(g)
+    g_rows = g.reshape(n, out_ch, math.prod(out))
+    wmat = weight.reshape(out_ch, taps)
+    gx = np.empty(x.shape, x.dtype) if need_input else None
+    gx_rows = gx.reshape(n, c, math.prod(size)) if need_input else None
+    as_conv = need_input and transposes_as_a_conv(weight.shape, stride, pads, dilation, kernel)
+    if as_conv:  # the kernel flipped, its channel axes swapped: (C, O·∏K)
+        flipped = weight[(slice(None), slice(None)) + (slice(None, None, -1),) * nd]
+        wflip = np.ascontiguousarray(flipped.swapaxes(0, 1)).reshape(c, -1)
+        grad_pads = tuple(
+            (d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), d, k in zip(pads, dilation, kernel)
+        )
+    per_image = taps * math.prod(out) * x.itemsize
+    if as_conv:
+        per_image = max(per_image, out_ch * math.prod(kernel) * math.prod(size) * x.itemsize)
+    nb = _chunk_images(per_image)
+
+    def work(start, stop, nb):
+        nb = max(1, min(nb, stop - start))
+        gw = np.zeros((out_ch, taps), np.float64) if need_weight else None
+        if need_weight:
+            unfold = _Unfold(nb, c, size, kernel, stride, pads, dilation, x.dtype)
+            products = np.empty((nb, out_ch, taps), x.dtype)
+        if as_conv:
+            unfold_g = _Unfold(nb, out_ch, out, kernel, (1,) * nd, grad_pads, dilation, x.dtype)
+        elif need_input:
+            fold = _Fold(nb, c, size, kernel, stride, pads, dilation, out, x.dtype)
+        for s in range(start, stop, nb):
+            e = min(s + nb, stop)
+            if need_weight:  # Σ over the chunk's images of g (O, ∏O) @ columns.T (∏O, C·∏K)
+                cols = unfold(x[s:e])
+                part = np.matmul(g_rows[s:e], cols.transpose(0, 2, 1), out=products[: e - s])
+                gw += part.sum(axis=0, dtype=np.float64) if e - s > 1 else part[0]
+            if as_conv:
+                np.matmul(wflip, unfold_g(g[s:e]), out=gx_rows[s:e])
+            elif need_input:
+                fold(np.matmul(wmat.T, g_rows[s:e], out=fold.cols[: e - s]), gx[s:e])
+        return gw
+
+    parts = _over_images(work, n, nb) if (need_input or need_weight) else []
+    gw = None
+    if need_weight:
+        gw = parts[0]
+        for part in parts[1:]:
+            gw += part
+        gw = gw.astype(x.dtype).reshape(weight.shape)
+    gb = g_rows.sum(axis=(0, 2)) if need_bias else None
+    return tuple(a for a in (gx, gw, gb) if a is not None)
+
+
+class _Fold:
+    """col2im of chunks of (nb, C·∏K, ∏O) columns into (nb, C, *S) input gradients, through
+    one reused padded buffer."""
+
+    def __init__(self, nb, channels, size, kernel, stride, pads, dilation, out, dtype):
+        self.kernel, self.out = kernel, out
+        padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+        self.image = np.empty((nb, channels) + padded, dtype)
+        self.inside = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+        self.cols = np.empty((nb, channels * math.prod(kernel), math.prod(out)), dtype)
+        self.windows = [
+            (
+                where,
+                tuple(
+                    slice(i * d, i * d + s * (n - 1) + 1, s)
+                    for i, d, s, n in zip(where, dilation, stride, out)
+                ),
+            )
+            for where in itertools.product(*(range(k) for k in kernel))
+        ]
+
+    def __call__(self, cols, gx):
+        nb, channels = gx.shape[:2]
+        image = self.image[:nb]
+        image.fill(0)
+        blocks = cols.reshape((nb, channels) + tuple(self.kernel) + tuple(self.out))
+        lead = (slice(None), slice(None))
+        for where, window in self.windows:
+            image[lead + window] += blocks[lead + where]
+        gx[...] = image[lead + self.inside]
