@@ -23,9 +23,12 @@ SCALAR_TYPES = (int, float, bool)  # complex numbers take their own branch in pr
 NUMBERS = frozenset((int, float, bool, complex))
 
 
+_ARRAY_TYPES = _backend._MODULE_OF_TYPE  # array type -> module (CuPy's is added in place)
+
+
 def wrap(data) -> Tensor:
     """A plain tensor around a kernel's result (NumPy returns 0-d results as scalars)."""
-    if data.__class__ not in _backend._MODULE_OF_TYPE:
+    if data.__class__ not in _ARRAY_TYPES:
         data = as_array(data)
     t = _new(Tensor)
     t._data = data
@@ -43,20 +46,35 @@ def _edge_of(t):
     return (acc if acc is not None else t._accumulator(), 0)
 
 
+def _edge_or_none(t):
+    if t is None or t.__class__ in NUMBERS or not t._rg:
+        return None
+    return _edge_of(t)
+
+
 def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = False) -> Tensor:
     """Wrap ``data`` as the output of ``node`` whose inputs are ``inputs`` (tensors or None)."""
     # inputs are Tensors, None, or Python numbers (which carry no _rg and get no edge);
-    # plain loops: for one or two inputs they beat a comprehension's extra frame
-    edges = []
-    for t in inputs:
-        if t is None or t.__class__ in NUMBERS or not t._rg:
-            edges.append(None)
-        elif t._base is None and t._grad_fn is not None:
-            edges.append((t._grad_fn, t._out_nr))
+    # plain loops: for one or two inputs they beat a comprehension's extra frame, and the
+    # commonest op (one input, a non-view tensor) builds its edges without a list
+    if len(inputs) == 1:
+        t = inputs[0]
+        if t.__class__ is Tensor and t._base is None and t._rg:
+            fn = t._grad_fn
+            node._edges = ((fn, t._out_nr) if fn is not None else _edge_of(t),)
         else:
-            edges.append(_edge_of(t))
-    node._edges = tuple(edges)
-    if data.__class__ not in _backend._MODULE_OF_TYPE:
+            node._edges = (_edge_or_none(t),)
+    else:
+        edges = []
+        for t in inputs:
+            if t is None or t.__class__ in NUMBERS or not t._rg:
+                edges.append(None)
+            elif t._base is None and t._grad_fn is not None:
+                edges.append((t._grad_fn, t._out_nr))
+            else:
+                edges.append(_edge_of(t))
+        node._edges = tuple(edges)
+    if data.__class__ not in _ARRAY_TYPES:
         data = as_array(data)
     if saved:
         node._saved = saved
