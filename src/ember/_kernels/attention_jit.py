@@ -56,8 +56,10 @@ def _softmax_rows_float32(start, stop, scores, scale):
             p = p * t + np.float32(1.6666665459e-1)
             p = p * t + np.float32(5.0000001201e-1)
             p = p * t * t + t + np.float32(1.0)
-            # n is in [-126, 0] (NaN may give anything: clamped to a valid exponent)
-            bits[j] = min(max(np.int32(n) + 127, 1), 127) << 23
+            # n is in [-125, 0] (clamped in float32, the int32 steps vectorize; a NaN x gives
+            # any bits, and NaN whatever 2^n is)
+            k = min(max(n, np.float32(-126.0)), np.float32(0.0))
+            bits[j] = (np.int32(k) + np.int32(127)) << np.int32(23)
             row[j] = np.float32(0.0) if x < np.float32(-87.0) else p
         total = np.float32(0.0)
         for j in range(width):
