@@ -1,4 +1,4 @@
-"""The compiled time loops of the fused recurrent layers (``ember._kernels.rnn_loop_jit``):
+"""The compiled time loops of the fused recurrent layers (``ember._kernels.rnn_jit``):
 their GEMM through NumPy's OpenBLAS equals NumPy's matmul, and whole layers through the loops
 equal the per-step kernels, the NumPy path (``jit.disabled()``) and torch, forward and
 backward, over float32 and float64, packed, bidirectional, stacked and batch-first inputs."""
@@ -19,7 +19,7 @@ TOLERANCE = {"float32": 2e-5, "float64": 1e-12}
 
 @pytest.fixture
 def loops():
-    module = jit.module("rnn_loop_jit")
+    module = jit.module("rnn_jit")
     if module.gemm_for(np.float32) is None:
         pytest.skip("NumPy's OpenBLAS cannot be reached here")
     return module

@@ -8,8 +8,10 @@ the whole sequence. Under ``create_graph`` (or a transposed-VJP forward-mode rul
 backward reruns the composite of ember ops on the saved inputs instead, so that gradients of
 any order reach them.
 
-On NumPy arrays each step's gate nonlinearities and state updates run as one compiled pass
-(``ember._kernels.rnn_jit``, numba) when kernels are on, else as NumPy calls; both save the
+On NumPy arrays, when kernels are on, one compiled call (``ember._kernels.rnn_jit``, numba)
+runs all steps of a layer and direction, each step's GEMM (through NumPy's own OpenBLAS) and
+its gate nonlinearities and state updates in one pass; where that BLAS cannot be reached, each
+step is a NumPy GEMM and a compiled pass; else NumPy calls. All of these save the
 same arrays, so either backward follows either forward. ``ember.compile`` records each pass of
 a layer as one call (``_one_call``) rather than its ~20 array calls per time step.
 
@@ -118,13 +120,11 @@ def _serial(xp, steps, arrays):
 
 
 def _loops(xp, dtype):
-    """The compiled time loops (``ember._kernels.rnn_loop_jit``) and NumPy's GEMM for
-    ``dtype`` when kernels are on and that BLAS can be called from them, else (None, None)."""
-    if _compiled(xp) is None:
-        return None, None
-    loops = jit.module("rnn_loop_jit")
-    gemm = loops.gemm_for(dtype)
-    return (loops, gemm) if gemm is not None else (None, None)
+    """The compiled kernels (with their time loops) and NumPy's GEMM for ``dtype`` when kernels
+    are on and that BLAS can be called from them, else (None, None): the per-step path."""
+    kernels = _compiled(xp)
+    gemm = kernels.gemm_for(dtype) if kernels is not None else None
+    return (kernels, gemm) if gemm is not None else (None, None)
 
 
 def _step_arrays(xp, steps):
