@@ -126,11 +126,13 @@ def _blas_call(kernel, args: tuple, out: np.ndarray) -> None:
     """``kernel(*args, out=out)``; while ember.compile records a step (its arrays are an
     ndarray subclass) through the recorder, which keeps the call (and its write into
     ``out``) for replay, since a ctypes call is invisible to NumPy's dispatch."""
-    if type(out) is np.ndarray and all(
-        type(a) is np.ndarray or not isinstance(a, np.ndarray) for a in args
-    ):
-        kernel(*args, out=out)
-        return
+    if type(out) is np.ndarray:
+        for a in args:  # a loop, not all(...): a generator costs more than two checks
+            if type(a) is not np.ndarray and isinstance(a, np.ndarray):
+                break
+        else:
+            kernel(*args, out=out)
+            return
     from .._compile.trace import _call
 
     _call(kernel, args, {"out": out})
@@ -209,7 +211,8 @@ def sgd_step(optimizer, param: Tensor, arrays, group: dict, lr: float) -> None:
         else:
             g = buf
         sign = 1.0
-    axpy(-lr * sign, g, p, scratch.get(1, p))
+    # the spare buffer only serves a gradient that is not contiguous (BLAS needs one stride)
+    axpy(-lr * sign, g, p, None if g.flags.c_contiguous else scratch.get(1, p))
     bump(param)
 
 
