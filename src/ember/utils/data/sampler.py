@@ -49,7 +49,8 @@ class RandomSampler(Sampler):
 
         n = len(self.data_source)
         generator = self.generator
-        if generator is None:
+        own_generator = generator is None
+        if own_generator:
             # as torch: a fresh generator seeded by one int64 draw from the default one, so the
             # order equals torch's for the same manual_seed
             seed = int(empty((), dtype=dt.int64).random_().item())
@@ -62,7 +63,10 @@ class RandomSampler(Sampler):
             return
         for _ in range(self.num_samples // n):
             yield from randperm(n, generator=generator).tolist()
-        yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
+        # torch draws one more permutation for the remainder even when it is empty; only a
+        # caller's generator can tell (its state moves on), a fresh one is dropped here
+        if self.num_samples % n or not own_generator:
+            yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
