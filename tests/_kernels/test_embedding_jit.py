@@ -253,3 +253,29 @@ def test_adagrad_with_weight_decay_refuses_sparse_gradients_as_torch():
     emb(ember.tensor([1, 2])).sum().backward()
     with pytest.raises(RuntimeError, match="not compatible with sparse gradients"):
         opt.step()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("padding_idx", [None, 3])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape,width", [((33, 17), 70), ((1, 1), 1), ((5, 4), 0), ((0, 6), 5)])
+def test_expanded_gradient_equals_its_copy_bit_for_bit(
+    dtype, padding_idx, threads, shape, width, monkeypatch
+):
+    # a zero-stride gradient (a mean's, expanded over the lookups) is read one row per
+    # outer index: the sums equal those of its contiguous copy, added in the same order
+    monkeypatch.setattr(kernels, "PARALLEL_FROM", 100)
+    rng = np.random.default_rng(6)
+    indices = rng.integers(0, 50, shape)
+    rows = rng.standard_normal((shape[0], 1, width)).astype(dtype)
+    expanded = np.broadcast_to(rows, shape + (width,))
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        fast = kernels.sum_rows_by_index(indices, expanded, 50, padding_idx)
+        copied = kernels.sum_rows_by_index(indices, np.ascontiguousarray(expanded), 50, padding_idx)
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(fast, copied)
+    if padding_idx is not None:
+        assert not fast[padding_idx].any()

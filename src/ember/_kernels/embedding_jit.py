@@ -47,6 +47,22 @@ def _scatter_add(start, stop, index, rows, skip, out):
 
 
 @jit.njit
+def _scatter_add_repeated(start, stop, index, rows, skip, out):
+    # out[index[a, b], start:stop] += rows[a, start:stop] for every b: the gradient of a mean
+    # (or sum) over the lookups' dim, expanded with a zero stride, read once per a
+    width = stop - start
+    for a in range(index.shape[0]):
+        src = rows[a, start:stop]
+        for b in range(index.shape[1]):
+            r = index[a, b]
+            if r == skip:
+                continue
+            dst = out[r, start:stop]
+            for j in range(width):
+                dst[j] += src[j]
+
+
+@jit.njit
 def _scatter_add_scaled(start, stop, index, rows, factors, out):
     # out[index[a, b], start:stop] += factors[a, b] * rows[a, b, start:stop]
     width = stop - start
@@ -147,7 +163,15 @@ def sum_rows_by_index(index, grad, num_rows: int, padding_idx=None, factors=None
         return out
     if factors is None:
         skip = -1 if padding_idx is None else int(padding_idx)
-        jit.parallel_for(_scatter_add, width, index, rows, skip, out, min_chunk=_min_chunk(lookups))
+        chunk = _min_chunk(lookups)
+        repeated = rows[:, 0] if rows.shape[1] and rows.strides[1] == 0 else None
+        if repeated is not None and repeated.flags.c_contiguous:
+            # an expanded gradient: each row once, in C layout (vectorized adds), no copy
+            jit.parallel_for(
+                _scatter_add_repeated, width, index, repeated, skip, out, min_chunk=chunk
+            )
+        else:
+            jit.parallel_for(_scatter_add, width, index, rows, skip, out, min_chunk=chunk)
     else:
         factors = factors.reshape(rows.shape[:2]).astype(grad.dtype, copy=False)
         jit.parallel_for(
