@@ -141,3 +141,13 @@ def test_encoder_layer_runs_its_feed_forward_fused_unless_hooked():
     np.testing.assert_array_equal(fused.detach().numpy(), hooked.detach().numpy())
     gelu = ember.nn.TransformerEncoderLayer(8, 2, 12, activation="gelu")
     assert not gelu._fused_linear_relu()
+
+
+def test_autocast_and_the_profiler_see_the_linear_they_wrap():
+    x, w, b = _inputs("float32")
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        out = linear_relu(x, w, b)
+        assert out.dtype == ember.bfloat16
+    with ember.profiler.profile() as prof:
+        linear_relu(x, w, b)
+    assert any("linear" in event.key for event in prof.key_averages())
