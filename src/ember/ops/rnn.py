@@ -534,7 +534,10 @@ def _weight_grads(xp, arrays, needs, d_input_gates, d_hidden_gates, h_prev) -> l
         result[5] = d_input_gates.sum(0)
     if needs[6]:
         # a separate array even when equal to b_ih's: leaves may keep gradients in place
-        result[6] = d_hidden_gates.sum(0)
+        if needs[5] and d_hidden_gates is d_input_gates:  # LSTM, RNN: one sum, copied
+            result[6] = result[5].copy()
+        else:
+            result[6] = d_hidden_gates.sum(0)
     return result
 
 
