@@ -75,6 +75,27 @@ def test_matches_the_whole_batch_path_and_torch(x_shape, w_shape, kwargs, dtype,
         np.testing.assert_allclose(mine, want.numpy(), **tol)
 
 
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "kwargs"),
+    [
+        ((3, 6, 11, 9), (5, 6, 3, 3), dict(padding=1)),  # from the gradient's columns
+        ((3, 4, 11, 9), (8, 4, 3, 3), dict(padding=1)),  # from the input's columns
+        ((3, 8, 41), (8, 8, 5), dict(padding=2, dilation=3)),
+    ],
+)
+def test_weight_gradient_alone_matches_torch(x_shape, w_shape, kwargs, torch_mod):
+    rng, x, w, b = _data(x_shape, w_shape, "float64", seed=2)
+    nd = len(w_shape) - 2
+    results = []
+    for lib in (ember, torch_mod):
+        weight, bias = (lib.tensor(a, requires_grad=True) for a in (w, b))
+        y = getattr(lib.nn.functional, f"conv{nd}d")(lib.tensor(x), weight, bias, **kwargs)
+        y.backward(lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape))))
+        results.append([weight.grad.numpy(), bias.grad.numpy()])
+    for a, e in zip(*results):
+        np.testing.assert_allclose(a, e, rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_several_chunks_on_two_threads_equal_one_chunk(dtype, monkeypatch):
     rng, x, w, b = _data((7, 5, 13, 10), (6, 5, 3, 3), dtype, seed=3)
