@@ -56,6 +56,8 @@ def test_compiled_encoder_layer_step_replays_the_kernels_equal_to_eager():
         np.testing.assert_array_equal(a, b)
     fn = compiled[2]
     assert fn.replays >= 2
+    if not jit.enabled():  # EMBER_JIT=0: the NumPy paths, recorded call by call
+        return
     names = _recorded_names(fn)
     assert {"softmax_", "softmax_backward_"} <= names
     assert {"layer_norm_forward", "layer_norm_backward"} <= names
