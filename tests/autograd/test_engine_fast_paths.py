@@ -145,3 +145,49 @@ def test_double_backward_of_tanh_and_sum_gradchecks():
     x = _randn(5, dtype=ember.float64, requires_grad=True)
     ember.autograd.gradgradcheck(lambda t: t.tanh().sum(), (x,))
     ember.autograd.gradgradcheck(lambda t: t.sigmoid().mean(), (x,))
+
+
+def _hvp_graph():
+    w1 = _randn(4, 3, dtype=ember.float64, requires_grad=True)
+    w2 = _randn(1, 4, dtype=ember.float64, requires_grad=True)
+    x = _randn(5, 3, dtype=ember.float64)
+    hidden = (x @ w1.t()).tanh()
+    loss = ((hidden @ w2.t()) ** 2).mean()
+    grads = ember.autograd.grad(loss, [w1, w2], create_graph=True)
+    dot = (grads[0] * grads[0]).sum() + (grads[1] * hidden.sum()).sum()
+    return dot, hidden, (w1, w2)
+
+
+def test_needed_nodes_and_dependencies_equal_the_separate_walks():
+    dot, hidden, params = _hvp_graph()
+    roots = [dot.grad_fn, hidden.grad_fn]
+    for captures in (
+        {p._accumulator() for p in params},
+        {params[0]._accumulator()},
+        {hidden.grad_fn},  # an intermediate node, whose own inputs are needed too
+        {hidden.grad_fn, params[1]._accumulator()},
+    ):
+        needed, deps = engine._needed_and_dependencies(roots, captures)
+        order = engine._graph_order(roots)
+        expected = set()
+        for node in reversed(order):
+            edges = [e for e in node._edges if e is not None]
+            if node in captures or any(e[0] in expected for e in edges):
+                expected.add(node)
+        assert needed == expected
+        live_roots = [n for n in roots if n in needed]
+        assert deps == engine._count_dependencies(live_roots, needed)
+
+
+def test_hessian_vector_product_matches_torch(torch_mod):
+    torch = torch_mod
+    rng = np.random.default_rng(5)
+    w, x, v = rng.standard_normal((3, 4)), rng.standard_normal((6, 4)), rng.standard_normal((3, 4))
+    results = []
+    for lib in (ember, torch):
+        wt = lib.tensor(w, requires_grad=True)
+        loss = (lib.tensor(x) @ wt.t()).tanh().pow(2).sum()
+        (g,) = lib.autograd.grad(loss, [wt], create_graph=True)
+        (hv,) = lib.autograd.grad((g * lib.tensor(v)).sum(), [wt])
+        results.append(hv.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-12)

@@ -165,25 +165,34 @@ def _count_dependencies(root_nodes: list, needed: set | None) -> dict:
 
 
 def _needed_nodes(root_nodes: list, capture_nodes: set) -> set:
-    """Nodes that lie on a path from a root to a captured input (the rest need not run).
+    """Nodes that lie on a path from a root to a captured input (the rest need not run)."""
+    return _needed_and_dependencies(root_nodes, capture_nodes)[0]
 
-    One depth-first walk without recursion: a node is settled once every node its edges lead
-    to is (the graph has no cycles, so a node seen before is settled already); a quarter less
-    work than ordering the whole graph first.
+
+def _needed_and_dependencies(root_nodes: list, capture_nodes: set) -> tuple:
+    """The needed nodes (``_needed_nodes``) and how many edges between them lead into each
+    (``_count_dependencies`` over them), from one depth-first walk without recursion.
+
+    A node is settled once every node its edges lead to is (the graph has no cycles, so a
+    node seen before is settled already): it is needed when captured or when an edge leads
+    to a needed node, and each such edge counts for its target. One walk, not three (the
+    graph's order, the needed nodes, then their dependencies).
     """
     needed: set = set()
+    deps: dict = {}
     seen: set = set()
     stack: list = []
     for root in root_nodes:
         if root not in seen:
             seen.add(root)
             stack.append((root, iter(root._edges)))
-            _settle(stack, seen, needed, capture_nodes)
-    return needed
+            _settle(stack, seen, needed, deps, capture_nodes)
+    return needed, deps
 
 
-def _settle(stack: list, seen: set, needed: set, capture_nodes: set) -> None:
-    """Walk from the node on ``stack`` until everything below it is settled (``_needed_nodes``)."""
+def _settle(stack: list, seen: set, needed: set, deps: dict, capture_nodes: set) -> None:
+    """Walk from the node on ``stack`` until everything below it is settled."""
+    get = deps.get
     while stack:
         node, edges = stack[-1]
         for edge in edges:
@@ -195,13 +204,15 @@ def _settle(stack: list, seen: set, needed: set, capture_nodes: set) -> None:
                     break
         else:
             stack.pop()
-            if node in capture_nodes:
-                needed.add(node)
-                continue
+            is_needed = node in capture_nodes
             for edge in node._edges:
-                if edge is not None and edge[0] in needed:
-                    needed.add(node)
-                    break
+                if edge is not None:
+                    nxt = edge[0]
+                    if nxt in needed:  # then node is needed too
+                        is_needed = True
+                        deps[nxt] = get(nxt, 0) + 1
+            if is_needed:
+                needed.add(node)
 
 
 def run_backward(
@@ -227,11 +238,11 @@ def run_backward(
     _cuts.state.backward_runs += 1
     for node in root_nodes:  # explain() tells a graph that ran backward from one that did not
         node._backward_run = _cuts.state.backward_runs
-    needed = None
-    if captures is not None:
-        needed = _needed_nodes(root_nodes, set(captures))
+    if captures is None:
+        deps = _count_dependencies(root_nodes, None)
+    else:
+        needed, deps = _needed_and_dependencies(root_nodes, set(captures))
         root_nodes = [n for n in root_nodes if n in needed]
-    deps = _count_dependencies(root_nodes, needed)
     ready = [n for n in root_nodes if n not in deps]
     captured: dict = {}
     # memory handed to leaves' .grad in this pass; the caller's gradients count as taken
