@@ -156,3 +156,18 @@ def test_autocast_and_the_profiler_see_the_linear_they_wrap():
     with ember.profiler.profile() as prof:
         linear_relu(x, w, b)
     assert any("linear" in event.key for event in prof.key_averages())
+
+
+def test_decoder_layer_feed_forward_fused_equals_the_modules(monkeypatch):
+    ember.manual_seed(1)
+    layer = ember.nn.TransformerDecoderLayer(8, 2, 12, dropout=0.0)
+    tgt, memory = ember.randn(4, 3, 8), ember.randn(5, 3, 8)
+    results = []
+    for fused in (True, False):
+        monkeypatch.setattr(type(layer), "_fused_linear_relu", lambda self, f=fused: f)
+        layer.zero_grad()
+        out = layer(tgt, memory)
+        out.square().sum().backward()
+        results.append([out.detach().numpy()] + [p.grad.numpy() for p in layer.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

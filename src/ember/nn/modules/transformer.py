@@ -165,6 +165,14 @@ def _has_hooks(module: Module) -> bool:
     )
 
 
+def _hidden(layer, x: Tensor) -> Tensor:
+    """``layer.activation(layer.linear1(x))``, the feed-forward block's first half: one node
+    for a plain Linear and ReLU (``layer._fused_linear_relu()``, the same values)."""
+    if layer._fused_linear_relu():
+        return linear_relu(x, layer.linear1.weight, layer.linear1.bias)
+    return layer.activation(layer.linear1(x))
+
+
 def _get_activation_fn(activation):
     if isinstance(activation, str):
         if activation == "relu":
@@ -247,11 +255,7 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(out)
 
     def _ff_block(self, x):
-        if self._fused_linear_relu():
-            hidden = linear_relu(x, self.linear1.weight, self.linear1.bias)
-        else:
-            hidden = self.activation(self.linear1(x))
-        return self.dropout2(self.linear2(self.dropout(hidden)))
+        return self.dropout2(self.linear2(self.dropout(_hidden(self, x))))
 
     def _fused_linear_relu(self) -> bool:
         """Whether linear1 and a ReLU activation may run as one node (the same values): a
@@ -350,7 +354,9 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(out)
 
     def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return self.dropout3(self.linear2(self.dropout(_hidden(self, x))))
+
+    _fused_linear_relu = TransformerEncoderLayer._fused_linear_relu
 
     def forward(
         self,
