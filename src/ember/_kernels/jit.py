@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 _state = {"checked": False, "available": False}
 _switch = threading.local()
 _lock = threading.Lock()
+_loaded: dict[str, object] = {}
 
 # below this many elements a hand-off to another thread costs more than the work it saves
 PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -75,11 +76,16 @@ def module(name: str, work: int | None = None):
     Kernel modules import numba at their top and define their loops with :func:`njit`; only
     this function imports them, so numba loads on the first call that wants a kernel.
     """
-    if (work is not None and work < MIN_WORK) or not enabled():
+    if (work is not None and work < MIN_WORK) or getattr(_switch, "off", False):
         return None
-    import importlib
+    if not (_state["available"] if _state["checked"] else _numba_available()):
+        return None
+    loaded = _loaded.get(name)
+    if loaded is None:  # kernels are looked up on hot paths: import_module costs ~3 us a call
+        import importlib
 
-    return importlib.import_module(f"ember._kernels.{name}")
+        loaded = _loaded[name] = importlib.import_module(f"ember._kernels.{name}")
+    return loaded
 
 
 def njit(function: Callable | None = None, **options):
