@@ -3,6 +3,9 @@
 ``unfold`` (im2col) and ``fold`` (col2im) are each other's derivative, so convolutions built
 from them and ``matmul`` are differentiable to any order. Pooling picks window elements with
 ``gather`` (max) or averages them with masks, never looping over pixels in Python.
+A groups=1 convolution of float32/float64 NumPy arrays runs a few images at a time
+(:mod:`ember._kernels.conv_pipeline`) as one node; its double backward differentiates the
+composite.
 """
 
 from __future__ import annotations
