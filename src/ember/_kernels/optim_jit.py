@@ -36,51 +36,81 @@ def _fma(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
+# flags of a step (loop-invariant: LLVM turns the branches into selects and vectorises)
+MAXIMIZE, DECOUPLED, L2, LERP_SMALL = 1, 2, 4, 8
+# the coefficients' order in the array the kernels take (one argument: numba's dispatch
+# types each argument, ~0.1 us apiece)
+DECAY, LERP_WEIGHT, BETA2, ONE_MINUS_BETA2, BIAS2_SQRT, EPS, STEP_SIZE = range(7)
+
+
+@jit.njit(inline="always")
+def _scalars(coefficients):
+    # into registers before the loop: the arrays' stores could alias an array's loads, which
+    # LLVM would then repeat for every element (and not vectorise)
+    return (
+        coefficients[DECAY],
+        coefficients[LERP_WEIGHT],
+        coefficients[BETA2],
+        coefficients[ONE_MINUS_BETA2],
+        coefficients[BIAS2_SQRT],
+        coefficients[EPS],
+        coefficients[STEP_SIZE],
+    )
+
+
+@jit.njit(inline="always", error_model="numpy")
+def _moments(param, grad, avg, square, flags, c):
+    # (decayed parameter, exp_avg, exp_avg_sq) of one element; decay is 1 - lr·wd (AdamW's
+    # p *= decay) or wd (Adam's g += wd·p)
+    grad = -grad if flags & MAXIMIZE else grad
+    if flags & L2:
+        grad = _fma(c[DECAY], param, grad)
+    if flags & DECOUPLED:
+        param = param * c[DECAY]
+    # lerp: m + w·(g - m) for |w| < 0.5, else g + (w - 1)·(g - m)
+    avg = _fma(c[LERP_WEIGHT], grad - avg, avg if flags & LERP_SMALL else grad)
+    square = c[BETA2] * square + c[ONE_MINUS_BETA2] * (grad * grad)
+    return param, avg, square
+
+
+@jit.njit(inline="always", error_model="numpy")
+def _stepped(param, avg, second, c):
+    # p + (-lr / (1 - β1^t))·m / (sqrt(v) / sqrt(1 - β2^t) + eps)
+    return param + (avg * c[STEP_SIZE]) / (np.sqrt(second) / c[BIAS2_SQRT] + c[EPS])
+
+
 @jit.njit(error_model="numpy")
-def _adam_span(
-    start,
-    stop,
-    p,
-    g,
-    m,
-    v,
-    v_max,
-    amsgrad,
-    maximize,
-    decay_mode,
-    decay,
-    lerp_small,
-    lerp_weight,
-    beta2,
-    one_minus_beta2,
-    bias2_sqrt,
-    eps,
-    step_size,
-):
-    # decay_mode 0: none; 1: decoupled (p *= decay); 2: L2 (g += decay·p). Scalars arrive
-    # typed as the arrays, so float32 maths stays float32.
-    for i in range(start, stop):
-        grad = -g[i] if maximize else g[i]
-        param = p[i]
-        if decay_mode == 1:
-            param = param * decay
-        elif decay_mode == 2:
-            grad = _fma(decay, param, grad)
-        avg = m[i]
-        diff = grad - avg
-        # lerp: m + w·(g - m) for |w| < 0.5, else g + (w - 1)·(g - m)
-        avg = _fma(lerp_weight, diff, avg if lerp_small else grad)
+def _adam_span(start, stop, p, g, m, v, coefficients, flags):
+    # slices and range(size): an index LLVM knows is >= 0 (no wraparound), so it vectorises
+    p, g, m, v = p[start:stop], g[start:stop], m[start:stop], v[start:stop]
+    c = _scalars(coefficients)
+    for i in range(p.size):
+        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c)
         m[i] = avg
-        square = beta2 * v[i] + one_minus_beta2 * (grad * grad)
         v[i] = square
-        if amsgrad:
-            previous = v_max[i]
-            # np.maximum(v_max, v): a NaN on either side wins, v_max's first; ties keep v_max
-            if previous != previous or not (square > previous or square != square):
-                square = previous
-            v_max[i] = square
-        denom = np.sqrt(square) / bias2_sqrt + eps
-        p[i] = param + (avg * step_size) / denom
+        p[i] = _stepped(param, avg, square, c)
+
+
+@jit.njit(error_model="numpy")
+def _amsgrad_span(start, stop, p, g, m, v, v_max, coefficients, flags):
+    p, g, m, v, v_max = (
+        p[start:stop],
+        g[start:stop],
+        m[start:stop],
+        v[start:stop],
+        v_max[start:stop],
+    )
+    c = _scalars(coefficients)
+    for i in range(p.size):
+        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c)
+        m[i] = avg
+        v[i] = square
+        # np.maximum(v_max, v): a NaN on either side wins, v_max's first; ties keep v_max
+        previous = v_max[i]
+        if previous == previous and (square > previous or square != square):
+            previous = square
+        v_max[i] = previous
+        p[i] = _stepped(param, avg, previous, c)
 
 
 def adam_update(
@@ -103,55 +133,72 @@ def adam_update(
     ``m`` (exp_avg), ``v`` (exp_avg_sq) and ``v_max`` (max_exp_avg_sq; None without amsgrad),
     the same update as ``ember.optim._fused.adam_step``. ``step`` is the step count after
     this step's increment. All arrays: C-contiguous, 1-D, one float dtype, one size."""
-    dtype = p.dtype
+    shape, dtype = p.shape, p.dtype
     arrays = (p, g, m, v) if v_max is None else (p, g, m, v, v_max)
+    # numba does not check bounds: every array must be as long as p (checked here, ~1 us)
     for a in arrays:
-        if (
-            type(a) is not np.ndarray
-            or a.ndim != 1
-            or a.dtype != dtype
-            or a.size != p.size
-            or not a.flags.c_contiguous
-        ):
-            raise ValueError(
-                "adam_update: arrays must be C-contiguous 1-D of one dtype and size, got "
-                f"{[(type(b).__name__, b.dtype.str, b.shape) for b in arrays]}"
-            )
-    for a in (p, m, v) + (() if v_max is None else (v_max,)):
-        if not a.flags.writeable:
-            raise ValueError("adam_update: parameter and state arrays must be writeable")
-    if dtype.char not in "fd":
-        raise ValueError(f"adam_update: float32 or float64 arrays only, got {dtype}")
-    if p.size == 0:
-        return
-    scalar = dtype.type
-    # the same Python-float scalars as the NumPy path, then cast as NumPy casts them
-    if weight_decay == 0:
-        decay_mode, decay = 0, 0.0
-    elif decoupled:
-        decay_mode, decay = 1, 1 - lr * weight_decay
+        if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype:
+            break
+        a_flags = a.flags
+        if not a_flags.c_contiguous or not (a_flags.writeable or a is g):
+            break
     else:
-        decay_mode, decay = 2, weight_decay
-    weight = 1 - beta1
-    lerp_small = abs(weight) < 0.5
-    lerp_weight = weight if lerp_small else weight - 1
-    jit.parallel_for(
-        _adam_span,
-        p.size,
-        p,
-        g,
-        m,
-        v,
-        v if v_max is None else v_max,
-        v_max is not None,
-        bool(maximize),
-        decay_mode,
-        scalar(decay),
-        lerp_small,
-        scalar(lerp_weight),
-        scalar(beta2),
-        scalar(1 - beta2),
-        scalar((1 - beta2**step) ** 0.5),
-        scalar(eps),
-        scalar(-lr / (1 - beta1**step)),
+        if len(shape) == 1 and dtype.char in "fd":
+            if shape[0] > 0:
+                _update(
+                    p,
+                    g,
+                    m,
+                    v,
+                    v_max,
+                    lr,
+                    beta1,
+                    beta2,
+                    eps,
+                    weight_decay,
+                    decoupled,
+                    maximize,
+                    step,
+                )
+            return
+    raise ValueError(
+        "adam_update: p, g, m, v (and v_max) must be C-contiguous 1-D float32 or float64 "
+        "arrays of one dtype and size (all but g writeable), got "
+        f"{[(type(a).__name__, a.dtype.str, a.shape, a.flags.c_contiguous) for a in arrays]}"
     )
+
+
+def _update(p, g, m, v, v_max, lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step):
+    # the same Python-float scalars as the NumPy path, then cast as NumPy casts them
+    flags = MAXIMIZE if maximize else 0
+    decay = 0.0
+    if weight_decay != 0:
+        flags |= DECOUPLED if decoupled else L2
+        decay = 1 - lr * weight_decay if decoupled else weight_decay
+    weight = 1 - beta1
+    if abs(weight) < 0.5:
+        flags |= LERP_SMALL
+    else:
+        weight -= 1
+    coefficients = np.array(
+        [
+            decay,
+            weight,
+            beta2,
+            1 - beta2,
+            (1 - beta2**step) ** 0.5,
+            eps,
+            -lr / (1 - beta1**step),
+        ],
+        p.dtype,
+    )
+    size = p.shape[0]
+    if size < 2 * jit.PARALLEL_MIN_ELEMENTS:  # one thread's work: no hand-off to the pool
+        if v_max is None:
+            _adam_span(0, size, p, g, m, v, coefficients, flags)
+        else:
+            _amsgrad_span(0, size, p, g, m, v, v_max, coefficients, flags)
+    elif v_max is None:
+        jit.parallel_for(_adam_span, p.size, p, g, m, v, coefficients, flags)
+    else:
+        jit.parallel_for(_amsgrad_span, p.size, p, g, m, v, v_max, coefficients, flags)
