@@ -4,10 +4,10 @@ One im2col of the whole batch writes columns nine times the input's size (75 MB 
 channels x 32 x 32 and a 3x3 kernel) to main memory, and the GEMM reads them back. Here each
 chunk of images (columns of about ``CHUNK_BYTES``) is unfolded and multiplied at once, into
 its slice of the (N, O, *O) result: no transpose afterwards, and 20-30 % less CPU time for the
-forward pass. The backward unfolds each chunk again (from the input, still in cache) instead
-of keeping the columns, takes the weight gradient GEMM on it, and gets the input gradient
-either as a unit-stride convolution of the output gradient with the flipped kernel or as a
-GEMM to columns and their col2im, chunk by chunk too.
+forward pass. The backward keeps no columns: chunk by chunk, it unfolds the output gradient
+(padded) where the input gradient is its unit-stride convolution with the flipped kernel,
+and takes the weight gradient from those columns too; otherwise it unfolds the input again
+for the weight gradient and gets the input gradient as a GEMM to columns and their col2im.
 
 The chunks are shared among ember's intra-op threads, one span of images each, with OpenBLAS
 on one thread meanwhile: one hand-off per span instead of one per GEMM, and im2col and col2im
@@ -50,7 +50,6 @@ class _Unfold:
     the padded copy is written once, only its inside is overwritten per chunk."""
 
     def __init__(self, nb, channels, size, kernel, stride, pads, dilation, dtype):
-        self.kernel, self.pads = kernel, pads
         self.out = output_size(size, kernel, stride, pads, dilation)
         padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
         self.framed = None
