@@ -96,7 +96,10 @@ def test_a_program_on_small_tensors_never_loads_numba():
         "x = ember.randn(32, 64)\n"
         "for _ in range(3):\n"
         "    opt.zero_grad(); m(x).logsumexp(1).mean().backward(); opt.step()\n"
-        "ember.randperm(1000)\n"
+        "ember.randperm(1000); ember.randn(3); ember.randn(())\n"
+        "for layer in (nn.LSTM, nn.GRU, nn.RNN):\n"
+        "    layer(8, 5)(ember.randn(4, 3, 8))[0].sum().backward()\n"
+        "nn.TransformerEncoderLayer(16, 2, 32)(ember.randn(2, 5, 16)).sum().backward()\n"
         "print('numba' in sys.modules)\n"
     )
     out = subprocess.run(

@@ -70,12 +70,14 @@ def _transposed(xp, w):
     return xp.ascontiguousarray(w.T)
 
 
-def _compiled(xp):
+def _compiled(xp, work: int | None = None):
     """The compiled gate kernels (``ember._kernels.rnn_jit``) for NumPy arrays when kernels are
-    on, else None (the NumPy/CuPy path; ``ember.compile``'s recording module has no name)."""
+    on and the layer's gates (``work`` elements, the same count forward and backward, so both
+    take the same path) are large enough, else None (the NumPy/CuPy path; ``ember.compile``'s
+    recording module has no name)."""
     if getattr(xp, "__name__", "") != "numpy":
         return None
-    return jit.module("rnn_jit")
+    return jit.module("rnn_jit", work)
 
 
 def _contiguous_rows(xp, g_out, like):
@@ -166,7 +168,7 @@ def _lstm_forward(xp, arrays, steps, keep):
             h_cell = xp.empty_like(c_prev)
     # per-step scratch, reused: h W_hhᵀ, σ(i) tanh(g), and tanh(c') when nothing is kept
     recurrent = xp.empty((c.shape[0], 4 * hidden), dtype=gates.dtype)
-    kernels = _compiled(xp) if w_hr is None else None
+    kernels = _compiled(xp, gates.size) if w_hr is None else None
     if kernels is not None:  # one compiled pass per step does all the gates
         half = gates.dtype.type(0.5)
         slopes = out_slope = None
@@ -240,7 +242,7 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
     dc = g_c.copy() if g_c is not None else xp.zeros(c0.shape, dtype=c0.dtype)
     d_gates = xp.empty_like(gates)
     d_hidden = xp.empty_like(h_prev) if w_hr is not None and needs[7] else None
-    kernels = _compiled(xp) if w_hr is None else None
+    kernels = _compiled(xp, gates.size) if w_hr is None else None
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         loops, gemm = _loops(xp, gates.dtype)
@@ -314,7 +316,7 @@ def _gru_forward(xp, arrays, steps, keep):
     if keep:
         h_prev = xp.empty_like(out)
         hidden_n = xp.empty_like(out)  # W_hn h + b_hn, which the reset gate scales
-    kernels = _compiled(xp)
+    kernels = _compiled(xp, gates.size)
     if kernels is not None:  # one compiled pass per step does all the gates
         one, half = gates.dtype.type(1), gates.dtype.type(0.5)
         if b_hn is None:
@@ -387,7 +389,7 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
     dh = g_h.copy() if g_h is not None else xp.zeros(arrays[1].shape, dtype=arrays[1].dtype)
     d_x = xp.empty_like(gates)  # d (x W_ihᵀ + b_ih)
     d_hh = xp.empty_like(gates)  # d (h W_hhᵀ + b_hh)
-    kernels = _compiled(xp)
+    kernels = _compiled(xp, gates.size)
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         product = xp.empty_like(dh)
@@ -437,7 +439,7 @@ def _rnn_forward(xp, arrays, steps, keep, relu):
     h = h0.copy()
     h_prev = xp.empty_like(states) if keep else None
     w_hh_t = _transposed(xp, w_hh)
-    kernels = _compiled(xp)
+    kernels = _compiled(xp, states.size)
     if kernels is not None:  # the recurrent sum and the activation in one compiled pass
         recurrent = xp.empty_like(h)
         zero = states.dtype.type(0)
@@ -484,7 +486,7 @@ def _rnn_backward(xp, arrays, kept, grads, steps, needs):
     g_out, g_h, _ = grads
     dh = g_h.copy() if g_h is not None else xp.zeros(arrays[1].shape, dtype=arrays[1].dtype)
     d_pre = xp.empty(h_prev.shape, dtype=h_prev.dtype)
-    kernels = _compiled(xp)
+    kernels = _compiled(xp, h_prev.size)
     if kernels is not None:
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         one, zero = d_pre.dtype.type(1), d_pre.dtype.type(0)
