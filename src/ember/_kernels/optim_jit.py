@@ -7,12 +7,14 @@ Each element is rounded as the NumPy path rounds it, step by step in the arrays'
 the scalars cast to that dtype the way NumPy casts a Python float next to an array:
 
 - ``m.lerp_(g, w)`` and the L2 decay ``g + wd·p`` as fused multiply-adds (PyTorch's vectorised
-  lerp; the NumPy path's BLAS axpy). One exception: OpenBLAS's axpy on this machine's kernels
-  rounds the last ``n mod 32`` (float32) / ``n mod 16`` (float64) elements without the fused
-  multiply-add, so those few elements can differ from the NumPy path in the last bit of
-  ``m`` (and what follows from it); every other element, and every array whose size is a
-  multiple of those blocks, agrees to the bit.
-- ``v = β2·v + (1-β2)·g²`` with the two products rounded separately (OpenBLAS's axpby).
+  lerp; the NumPy path's BLAS axpy). One exception: OpenBLAS's axpy (its x86-64 kernels, as
+  measured here) rounds the last ``n mod 32`` (float32) / ``n mod 16`` (float64) elements of a
+  call without the fused multiply-add, so those few elements can differ from the NumPy path
+  by a few ulp (measured: at most 4 after four steps); every other element, and every array
+  whose size is a multiple of those blocks, agrees to the bit. (Where NumPy's BLAS cannot be
+  reached, the NumPy path rounds every element without FMA.)
+- ``v = β2·v + (1-β2)·g²`` with the two products rounded separately (OpenBLAS's axpby, measured
+  here to use no FMA, on every element).
 - ``denom = sqrt(v̂) / sqrt(1-β2^t) + eps`` and ``p += (-lr / (1-β1^t))·m / denom``.
 
 The caller passes C-contiguous 1-D views of one dtype (float32 or float64) and one size;
@@ -136,42 +138,16 @@ def adam_update(
     ``m`` (exp_avg), ``v`` (exp_avg_sq) and ``v_max`` (max_exp_avg_sq; None without amsgrad),
     the same update as ``ember.optim._fused.adam_step``. ``step`` is the step count after
     this step's increment. All arrays: C-contiguous, 1-D, one float dtype, one size."""
-    shape, dtype = p.shape, p.dtype
     arrays = (p, g, m, v) if v_max is None else (p, g, m, v, v_max)
-    # numba does not check bounds: every array must be as long as p (checked here, ~1 us)
-    for a in arrays:
-        if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype:
-            break
-        a_flags = a.flags
-        if not a_flags.c_contiguous or not (a_flags.writeable or a is g):
-            break
-    else:
-        if len(shape) == 1 and dtype.char in "fd":
-            if shape[0] > 0:
-                _update(
-                    p,
-                    g,
-                    m,
-                    v,
-                    v_max,
-                    lr,
-                    beta1,
-                    beta2,
-                    eps,
-                    weight_decay,
-                    decoupled,
-                    maximize,
-                    step,
-                )
-            return
-    raise ValueError(
-        "adam_update: p, g, m, v (and v_max) must be C-contiguous 1-D float32 or float64 "
-        "arrays of one dtype and size (all but g writeable), got "
-        f"{[(type(a).__name__, a.dtype.str, a.shape, a.flags.c_contiguous) for a in arrays]}"
-    )
-
-
-def _update(p, g, m, v, v_max, lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step):
+    if not _alike_flat_arrays(arrays, g):
+        raise ValueError(
+            "adam_update: p, g, m, v (and v_max) must be C-contiguous 1-D float32 or float64 "
+            "arrays of one dtype and size (all but g writeable), got "
+            f"{[(type(a).__name__, a.dtype.str, a.shape, a.flags.c_contiguous) for a in arrays]}"
+        )
+    size = p.shape[0]
+    if size == 0:
+        return
     # the same Python-float scalars as the NumPy path, then cast as NumPy casts them
     flags = MAXIMIZE if maximize else 0
     decay = 0.0
@@ -195,7 +171,6 @@ def _update(p, g, m, v, v_max, lr, beta1, beta2, eps, weight_decay, decoupled, m
         ],
         p.dtype,
     )
-    size = p.shape[0]
     if size < 2 * SPAN_MIN_ELEMENTS:  # one thread's work: no hand-off to the pool
         if v_max is None:
             _adam_span(0, size, p, g, m, v, coefficients, flags)
@@ -209,3 +184,17 @@ def _update(p, g, m, v, v_max, lr, beta1, beta2, eps, weight_decay, decoupled, m
         jit.parallel_for(
             _amsgrad_span, size, p, g, m, v, v_max, coefficients, flags, min_chunk=SPAN_MIN_ELEMENTS
         )
+
+
+def _alike_flat_arrays(arrays, read_only) -> bool:
+    # numba does not check bounds: every array must be as long as the first (~1 us)
+    shape, dtype = arrays[0].shape, arrays[0].dtype
+    if len(shape) != 1 or dtype.char not in "fd":
+        return False
+    for a in arrays:
+        if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype:
+            return False
+        a_flags = a.flags
+        if not a_flags.c_contiguous or not (a_flags.writeable or a is read_only):
+            return False
+    return True
