@@ -23,9 +23,10 @@ OPS = {
     "tanh": lambda m, x: m.tanh(x),
     "sigmoid": lambda m, x: m.sigmoid(x),
     "erf": lambda m, x: m.erf(x),
+    "relu": lambda m, x: m.relu(x),
 }
 # the forward kernels whose arithmetic is the NumPy path's, operation for operation
-BITWISE_FORWARD = {("gelu", "float32")}
+BITWISE_FORWARD = {("gelu", "float32"), ("relu", "float32"), ("relu", "float64")}
 # 2**17 + 3 elements: above the compiled tanh/sigmoid threshold, split over two threads
 # output, gradient: the tolerances of the activations' float32 tests against torch (the NumPy
 # float32 tanh-GELU gradient loses ~3e-6 to cancellation where it crosses zero)
@@ -153,3 +154,32 @@ def test_large_float32_ops_without_a_kernel_keep_their_numpy_path(name):
     x = np.random.default_rng(4).uniform(0.5, 2.0, 2**21).astype(np.float32)
     got = getattr(ember, name)(ember.tensor(x)).numpy()
     np.testing.assert_array_equal(got, getattr(np, name)(x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_kernels_run_and_equal_the_numpy_path_to_the_bit(dtype, monkeypatch):
+    if not jit.enabled():
+        pytest.skip("compiled kernels are off (EMBER_JIT=0)")
+    from ember._kernels import activation_jit
+
+    calls = []
+    for name in ("relu", "relu_backward"):
+        kernel = getattr(activation_jit, name)
+        monkeypatch.setattr(
+            activation_jit, name, lambda *a, k=kernel, n=name: calls.append(n) or k(*a)
+        )
+    x = _inputs((2**17 + 3,), dtype)
+    x[::7], x[1::11], x[2::13] = np.nan, -0.0, 0.0
+    fast = _forward_backward(OPS["relu"], x)
+    assert set(calls) == {"relu", "relu_backward"}
+    with jit.disabled():
+        slow = _forward_backward(OPS["relu"], x)
+    for a, b in zip(fast, slow):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_relu_keeps_a_channels_last_layout():
+    x = ember.randn(8, 16, 32, 32).contiguous(memory_format=ember.channels_last)
+    y = ember.relu(x)
+    assert y.is_contiguous(memory_format=ember.channels_last)
+    np.testing.assert_array_equal(y.numpy(), np.maximum(x.numpy(), 0))

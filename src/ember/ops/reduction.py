@@ -121,7 +121,10 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
 
 class MeanBackward0(Node):
     def backward(self, g):
-        return _expanded_gradient(g, self.shape, self.dims, self.keepdim) / self.count
+        if not self.count:  # an empty input: nothing to divide (and no 0/0 on g)
+            return _expanded_gradient(g, self.shape, self.dims, self.keepdim)
+        # divided before it is broadcast: the same values, one division per output element
+        return _expanded_gradient(g / self.count, self.shape, self.dims, self.keepdim)
 
 
 def _floating_input(input: Tensor, dtype, message: str) -> Tensor:
