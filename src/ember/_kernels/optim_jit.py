@@ -6,13 +6,12 @@ over every element, ~0.1 ms of calls per parameter for a small model).
 Each element is rounded as the NumPy path rounds it, step by step in the arrays' dtype, with
 the scalars cast to that dtype the way NumPy casts a Python float next to an array:
 
-- ``m.lerp_(g, w)`` and the L2 decay ``g + wd·p`` as fused multiply-adds (PyTorch's vectorised
-  lerp; the NumPy path's BLAS axpy). One exception: OpenBLAS's axpy (its x86-64 kernels, as
-  measured here) rounds the last ``n mod 32`` (float32) / ``n mod 16`` (float64) elements of a
-  call without the fused multiply-add, so those few elements can differ from the NumPy path
-  by a few ulp (measured: at most 4 after four steps); every other element, and every array
-  whose size is a multiple of those blocks, agrees to the bit. (Where NumPy's BLAS cannot be
-  reached, the NumPy path rounds every element without FMA.)
+- ``m.lerp_(g, w)`` and the L2 decay ``g + wd·p`` as the NumPy path's BLAS axpy rounds them:
+  a fused multiply-add (as PyTorch's vectorised lerp) on the elements where the BLAS fuses,
+  ``y + a·x`` on the rest. OpenBLAS's x86-64 kernels leave the last ``n mod 32`` (float32) /
+  ``n mod 16`` (float64) elements unfused; :func:`_blas_fused_stop` measures this once per
+  size on the BLAS NumPy loaded, so the results agree to the bit with the NumPy path (and
+  with ``ember.compile``'s replays of it).
 - ``v = β2·v + (1-β2)·g²`` with the two products rounded separately (OpenBLAS's axpby, measured
   here to use no FMA, on every element).
 - ``denom = sqrt(v̂) / sqrt(1-β2^t) + eps`` and ``p += (-lr / (1-β1^t))·m / denom``.
@@ -64,16 +63,18 @@ def _scalars(coefficients):
 
 
 @jit.njit(inline="always", error_model="numpy")
-def _moments(param, grad, avg, square, flags, c):
+def _moments(param, grad, avg, square, flags, c, fused):
     # (decayed parameter, exp_avg, exp_avg_sq) of one element; decay is 1 - lr·wd (AdamW's
     # p *= decay) or wd (Adam's g += wd·p)
     grad = -grad if flags & MAXIMIZE else grad
     if flags & L2:
-        grad = _fma(c[DECAY], param, grad)
+        grad = _fma(c[DECAY], param, grad) if fused else grad + param * c[DECAY]
     if flags & DECOUPLED:
         param = param * c[DECAY]
     # lerp: m + w·(g - m) for |w| < 0.5, else g + (w - 1)·(g - m)
-    avg = _fma(c[LERP_WEIGHT], grad - avg, avg if flags & LERP_SMALL else grad)
+    base = avg if flags & LERP_SMALL else grad
+    diff = grad - avg
+    avg = _fma(c[LERP_WEIGHT], diff, base) if fused else base + diff * c[LERP_WEIGHT]
     square = c[BETA2] * square + c[ONE_MINUS_BETA2] * (grad * grad)
     return param, avg, square
 
@@ -85,19 +86,19 @@ def _stepped(param, avg, second, c):
 
 
 @jit.njit(error_model="numpy")
-def _adam_span(start, stop, p, g, m, v, coefficients, flags):
+def _adam_span(start, stop, p, g, m, v, coefficients, flags, fused_stop):
     # slices and range(size): an index LLVM knows is >= 0 (no wraparound), so it vectorises
     p, g, m, v = p[start:stop], g[start:stop], m[start:stop], v[start:stop]
     c = _scalars(coefficients)
     for i in range(p.size):
-        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c)
+        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c, i < fused_stop - start)
         m[i] = avg
         v[i] = square
         p[i] = _stepped(param, avg, square, c)
 
 
 @jit.njit(error_model="numpy")
-def _amsgrad_span(start, stop, p, g, m, v, v_max, coefficients, flags):
+def _amsgrad_span(start, stop, p, g, m, v, v_max, coefficients, flags, fused_stop):
     p, g, m, v, v_max = (
         p[start:stop],
         g[start:stop],
@@ -107,7 +108,7 @@ def _amsgrad_span(start, stop, p, g, m, v, v_max, coefficients, flags):
     )
     c = _scalars(coefficients)
     for i in range(p.size):
-        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c)
+        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c, i < fused_stop - start)
         m[i] = avg
         v[i] = square
         # np.maximum(v_max, v): a NaN on either side wins, v_max's first; ties keep v_max
@@ -171,18 +172,38 @@ def adam_update(
         ],
         p.dtype,
     )
+    fused_stop = _blas_fused_stop(p.dtype, size)
     if size < 2 * SPAN_MIN_ELEMENTS:  # one thread's work: no hand-off to the pool
         if v_max is None:
-            _adam_span(0, size, p, g, m, v, coefficients, flags)
+            _adam_span(0, size, p, g, m, v, coefficients, flags, fused_stop)
         else:
-            _amsgrad_span(0, size, p, g, m, v, v_max, coefficients, flags)
+            _amsgrad_span(0, size, p, g, m, v, v_max, coefficients, flags, fused_stop)
     elif v_max is None:
         jit.parallel_for(
-            _adam_span, size, p, g, m, v, coefficients, flags, min_chunk=SPAN_MIN_ELEMENTS
+            _adam_span,
+            size,
+            p,
+            g,
+            m,
+            v,
+            coefficients,
+            flags,
+            fused_stop,
+            min_chunk=SPAN_MIN_ELEMENTS,
         )
     else:
         jit.parallel_for(
-            _amsgrad_span, size, p, g, m, v, v_max, coefficients, flags, min_chunk=SPAN_MIN_ELEMENTS
+            _amsgrad_span,
+            size,
+            p,
+            g,
+            m,
+            v,
+            v_max,
+            coefficients,
+            flags,
+            fused_stop,
+            min_chunk=SPAN_MIN_ELEMENTS,
         )
 
 
@@ -198,3 +219,36 @@ def _alike_flat_arrays(arrays, read_only) -> bool:
         if not a_flags.c_contiguous or not (a_flags.writeable or a is read_only):
             return False
     return True
+
+
+_fused_stops: dict = {}
+
+
+def _blas_fused_stop(dtype: np.dtype, size: int) -> int:
+    """How many leading elements NumPy's BLAS axpy (the NumPy path's lerp and L2 decay) rounds
+    with a fused multiply-add on arrays of ``size``; it rounds the rest as ``y + a·x``.
+
+    Measured once per (dtype, size, thread count) on the BLAS itself: with ``y = -(a·x)``
+    rounded, an unfused element comes out exactly 0 and a fused one as a·x's rounding error.
+    OpenBLAS's x86-64 kernels fuse a prefix (all but the last n mod 32 float32 / n mod 16
+    float64 elements); a pattern other than a prefix keeps the fused multiply-add everywhere
+    (then a few elements may differ from the NumPy path by a few ulp)."""
+    from ember import _backend
+
+    key = (dtype.char, size, _backend.get_num_threads())
+    found = _fused_stops.get(key)
+    if found is None:
+        blas = _backend.numpy_blas()
+        if blas is None:
+            found = 0  # NumPy's ufuncs: y + a·x everywhere
+        else:
+            x = np.random.default_rng(0).uniform(1.0, 2.0, size).astype(dtype)
+            alpha = dtype.type(0.1)
+            y = -(x * alpha)
+            blas.axpy(float(alpha), x, y)
+            fused = y != 0
+            found = int(np.count_nonzero(fused))
+            if not fused[:found].all():
+                found = size
+        _fused_stops[key] = found
+    return found
