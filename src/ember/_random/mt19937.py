@@ -10,6 +10,7 @@ does.
 from __future__ import annotations
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from .._kernels import jit
 
@@ -18,6 +19,16 @@ _LOW_32 = 0xFFFFFFFF
 # from this many words the compiled fill wins over NumPy's, even with the state copied out
 # of the bit generator and back
 _COMPILED_MIN_WORDS = 1 << 16
+
+
+class _Unseeded(ISeedSequence):
+    """A seed for a bit generator that is seeded again at once: no entropy, no hashing."""
+
+    def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
+        return np.zeros(n_words, dtype)
+
+
+_UNSEEDED = _Unseeded()
 
 
 def init_genrand(seed: int) -> np.ndarray:
@@ -64,7 +75,9 @@ class MT19937:
     __slots__ = ("bits", "numpy", "initial_seed", "next_double_normal", "next_float_normal")
 
     def __init__(self, seed: int):
-        self.bits = np.random.MT19937()
+        # seeded below: skip the entropy-hashing seed NumPy would make first (~0.2 ms; a
+        # RandomSampler builds a generator every epoch)
+        self.bits = np.random.MT19937(_UNSEEDED)
         # full-range uint32 draws are the raw words, in order, and faster than random_raw
         self.numpy = np.random.Generator(self.bits)
         self.seed(seed)
@@ -73,7 +86,12 @@ class MT19937:
         self.initial_seed = seed
         self.next_double_normal = None
         self.next_float_normal = None
-        # pos 624: the first draw twists, as torch's left_ == 1 does
+        # pos 624: the first draw twists, as torch's left_ == 1 does. NumPy's legacy seeding
+        # is this init_genrand in C (what RandomState(seed) runs), 100x faster than the loop
+        legacy = getattr(self.bits, "_legacy_seeding", None)
+        if legacy is not None:
+            legacy(seed & _LOW_32)
+            return
         self.bits.state = {
             "bit_generator": "MT19937",
             "state": {"key": init_genrand(seed), "pos": STATE_WORDS},
