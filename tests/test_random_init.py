@@ -150,3 +150,12 @@ def test_default_layer_init_equals_torch(torch_mod, name, seed):
     ours_buffers = dict(ours.named_buffers())
     for key, value in theirs.named_buffers():
         np.testing.assert_array_equal(ours_buffers[key].numpy(), value.numpy())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 67280421310721, 2**32 - 1, 2**32 + 5, 2**64 - 1])
+def test_the_engines_c_seeding_is_init_genrand(seed):
+    from ember._random.mt19937 import MT19937, STATE_WORDS, init_genrand
+
+    state = MT19937(seed).bits.state["state"]  # seeded by NumPy's C routine where it has one
+    np.testing.assert_array_equal(state["key"], init_genrand(seed))  # the Python fallback
+    assert state["pos"] == STATE_WORDS
