@@ -249,7 +249,9 @@ def sgd_sparse_step(param: Tensor, grad: Tensor, lr: float, maximize: bool) -> N
 # --------------------------------------------------------------------------------- Adam
 
 
-def adam_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratch) -> bool:
+def adam_step(
+    param: Tensor, arrays, state: dict, group: dict, lr: float, scratch, kernels=None
+) -> bool:
     """One Adam/AdamW update on raw arrays (PyTorch's single-tensor rule); False when the
     state's arrays cannot be written in place (the caller then uses tensor ops)."""
     exp_avg_t, exp_avg_sq_t = state["exp_avg"], state["exp_avg_sq"]
@@ -264,9 +266,34 @@ def adam_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratc
     beta1, beta2 = group["betas"]
     eps, weight_decay, maximize = group["eps"], group["weight_decay"], group["maximize"]
     step = state["step"].item()
+    decoupled = group.get("decoupled_weight_decay", False)
+    if kernels is not None and _flat(p, g, m, v, v_max):
+        # ember._kernels.optim_jit: the whole update in one compiled pass, same roundings
+        kernels.adam_update(
+            p.reshape(-1),
+            g.reshape(-1),
+            m.reshape(-1),
+            v.reshape(-1),
+            None if v_max is None else v_max.reshape(-1),
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            eps=eps,
+            weight_decay=weight_decay,
+            decoupled=decoupled,
+            maximize=maximize,
+            step=step,
+        )
+        if weight_decay != 0 and decoupled:
+            bump(param)
+        bump(exp_avg_t, exp_avg_sq_t, exp_avg_sq_t)
+        if v_max is not None:
+            bump(max_t)
+        bump(param)
+        return True
     d, t, u = scratch.get(0, p), scratch.get(1, p), scratch.get(2, p)
     if weight_decay != 0:
-        if group.get("decoupled_weight_decay", False):
+        if decoupled:
             np.multiply(p, 1 - lr * weight_decay, out=p)
             bump(param)
             g = signed_grad(g, maximize, d)
@@ -292,6 +319,15 @@ def adam_step(param: Tensor, arrays, state: dict, group: dict, lr: float, scratc
     np.divide(u, t, out=u)
     np.add(p, u, out=p)
     bump(param)
+    return True
+
+
+def _flat(*arrays) -> bool:
+    """Plain C-contiguous NumPy arrays (not ember.compile's recording subclass: a kernel call
+    would not be recorded)."""
+    for a in arrays:
+        if a is not None and (type(a) is not np.ndarray or not a.flags.c_contiguous):
+            return False
     return True
 
 

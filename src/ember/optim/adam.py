@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterator
 
 from .. import _backend, _creation
+from .._kernels import jit
 from .._tensor import Tensor
 from ._fused import adam_step, raw_arrays, scratch_of
 from ._validation import as_scalar, check_adam_hyperparameters, check_fused
@@ -100,9 +101,13 @@ class Adam(Optimizer):
         for group in self.param_groups:
             lr = as_scalar(group["lr"])
             raw = not group["differentiable"]
+            # the group's elements decide (jit.MIN_WORK): one kernel for all its parameters
+            kernels = (
+                jit.module("optim_jit", sum(p._data.size for p in group["params"])) if raw else None
+            )
             for p, grad, state in self._params_with_state(group, negate=False):
                 arrays = raw_arrays(p, grad) if raw else None
-                if arrays is None or not adam_step(p, arrays, state, group, lr, scratch):
+                if arrays is None or not adam_step(p, arrays, state, group, lr, scratch, kernels):
                     if not _cuda_adam_step(p, grad, state, group, lr):
                         self._step_with_tensor_ops(p, grad, state, group, lr)
         return loss
