@@ -352,6 +352,11 @@ def _linear(g, a, result):
     return g.node("Add", [out, g.value(bias)]) if bias is not None else out
 
 
+@_register("linear_relu")  # a transformer feed-forward's first half, one node in ember
+def _linear_relu(g, a, result):
+    return g.node("Relu", [_linear(g, a, result)])
+
+
 @_register("matmul", "mm", "bmm")
 def _matmul(g, a, result):
     dtype = _dtype(result)
