@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import string
 
+from .. import _backend
 from .._creation import eye, tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
@@ -81,11 +82,29 @@ class MatmulBackward0(MmBackward0):
     pass
 
 
+# Below this many multiply-adds a NumPy GEMM runs on one OpenBLAS thread. A second thread
+# saves microseconds here, but once woken it spins for a while after the call and takes a core
+# from whatever runs next: ember's own threaded kernels (a small CNN's step with its convs
+# split over ember's threads measured 58 -> 39 ms with BLAS on one thread).
+SERIAL_GEMM_MACS = 1 << 22
+OPENBLAS_SERIAL_MACS = 1 << 18  # up to here OpenBLAS keeps a GEMM on one thread itself
+
+
 def gemm(xp, a, b):
     """``xp.matmul``; NumPy has no half-precision GEMM (float16 falls back to a loop 300x
-    slower, bfloat16 comes back as float32), so 2-byte floats multiply in float32 and round."""
+    slower, bfloat16 comes back as float32), so 2-byte floats multiply in float32 and round.
+    Small NumPy products run on one BLAS thread (:data:`SERIAL_GEMM_MACS`)."""
     if a.dtype.itemsize == 2 and a.dtype.kind in "fV" and xp.__name__ == "numpy":
         return xp.matmul(a.astype(xp.float32), b.astype(xp.float32)).astype(a.dtype)
+    if (
+        a.__class__ is _backend._np.ndarray
+        and a.ndim == 2
+        and b.ndim == 2
+        and OPENBLAS_SERIAL_MACS < a.shape[0] * a.shape[1] * b.shape[1] < SERIAL_GEMM_MACS
+    ):
+        blas = _backend.numpy_blas()
+        if blas is not None:
+            return blas.one_thread(xp.matmul, a, b)
     return xp.matmul(a, b)
 
 
