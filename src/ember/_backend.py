@@ -497,6 +497,21 @@ class NumpyBlas:
         self._set_threads(int(n))
 
 
+@_contextlib.contextmanager
+def one_blas_thread(active: bool = True):
+    """NumPy's OpenBLAS on one thread inside the block (the count restored afterwards); nothing
+    happens when ``active`` is false or that library cannot be reached."""
+    blas = numpy_blas() if active else None
+    threads = blas.get_num_threads() if blas is not None else 1
+    if threads > 1:
+        blas.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if threads > 1:
+            blas.set_num_threads(threads)
+
+
 _BLAS_THREADED_FROM = 10000  # OpenBLAS runs axpy/axpby on one thread up to this length
 _numpy_blas: list = []
 

@@ -16,7 +16,6 @@ on one thread meanwhile: one hand-off per span instead of one per GEMM, and im2c
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 
@@ -85,20 +84,6 @@ def _chunk_images(per_image_bytes: int) -> int:
     return max(1, CHUNK_BYTES // max(1, per_image_bytes))
 
 
-@contextlib.contextmanager
-def _blas_threads(threads: int):
-    """OpenBLAS on one thread while ``threads`` of ours call it (restored afterwards)."""
-    blas = _backend.numpy_blas() if threads > 1 else None
-    before = blas.get_num_threads() if blas is not None else 1
-    if before > 1:
-        blas.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if before > 1:
-            blas.set_num_threads(before)
-
-
 def _over_images(work, n: int, nb: int) -> list:
     """``work(start, stop, nb)`` over spans of the batch, one span per intra-op thread (each
     span at least one chunk), with OpenBLAS on one thread; returns the spans' results."""
@@ -109,7 +94,7 @@ def _over_images(work, n: int, nb: int) -> list:
         return [work(0, n, nb)]
     step = -(-n // threads)
     spans = [(start, min(start + step, n)) for start in range(0, n, step)]
-    with _blas_threads(len(spans)):
+    with _backend.one_blas_thread(len(spans) > 1):  # our threads each call it
         pool = _backend._thread_pool()
         futures = [pool.submit(work, start, stop, nb) for start, stop in spans[1:]]
         first = work(spans[0][0], spans[0][1], nb)

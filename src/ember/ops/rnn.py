@@ -22,8 +22,6 @@ sequences keep their last state.
 
 from __future__ import annotations
 
-import contextlib
-
 from .. import _backend
 from .._kernels import jit
 from .._tensor import Tensor
@@ -94,23 +92,11 @@ def _contiguous_rows(xp, g_out, like):
 SERIAL_STEP_MACS = 1 << 22
 
 
-@contextlib.contextmanager
 def _blas_threads(xp, arrays):
     """NumPy's OpenBLAS on one thread while a layer's steps run, when each step's recurrent
     GEMM is small (``SERIAL_STEP_MACS``); the thread count is restored afterwards."""
-    blas = None
-    if getattr(xp, "__name__", "") == "numpy" and arrays[1].shape[0] * arrays[4].size <= (
-        SERIAL_STEP_MACS
-    ):
-        blas = _backend.numpy_blas()
-    threads = blas.get_num_threads() if blas is not None else 1
-    if threads > 1:
-        blas.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if threads > 1:
-            blas.set_num_threads(threads)
+    small = arrays[1].shape[0] * arrays[4].size <= SERIAL_STEP_MACS
+    return _backend.one_blas_thread(getattr(xp, "__name__", "") == "numpy" and small)
 
 
 def _serial(xp, steps, arrays):
