@@ -110,7 +110,7 @@ def max_pool2d_with_indices(
     return_indices=True,
 ):
     """``max_pool2d`` returning (values, flat indices)."""
-    from ..ops.conv import max_pool2d
+    from ..ops.pooling_2d import max_pool2d
 
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 

@@ -46,18 +46,7 @@ from ..ops.activation import (
     threshold,
     threshold_,
 )
-from ..ops.conv import (
-    adaptive_avg_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    conv1d,
-    conv2d,
-    conv_transpose2d,
-    fold,
-    max_pool1d,
-    max_pool2d,
-    unfold,
-)
+from ..ops.conv import conv1d, conv2d, conv_transpose2d, fold, unfold
 from ..ops.distance import cosine_similarity, pairwise_distance, pdist
 from ..ops.dropout import dropout, dropout2d
 from ..ops.elementwise import clamp, where
@@ -93,6 +82,7 @@ from ..ops.loss_regression import (
     poisson_nll_loss,
     smooth_l1_loss,
 )
+from ..ops.pooling_2d import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from ._functional_random import rrelu, rrelu_
 
 # The losses and distances live in ember.ops (one file per family), rrelu in

@@ -1,0 +1,344 @@
+"""2-D pooling (and 1-D through it) on windows: max picks window elements with ``gather``,
+average pooling averages them with masks, never looping over pixels in Python."""
+
+from __future__ import annotations
+
+import math
+
+from .._tensor import Tensor
+from ..autograd.node import Node
+from ._dispatch import array_module, grad_state, result, wrap
+from .conv import _pair
+
+
+def _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode):
+    sizes = []
+    for size, k, s, p, d in zip((h, w), kernel, stride, padding, dilation):
+        if p * 2 > k:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+        span = size + 2 * p - d * (k - 1) - 1
+        out = (math.ceil(span / s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1  # the last window must start inside the input or the left padding
+        sizes.append(out)
+    return sizes
+
+
+def _window_index(xp, h, w, kernel, stride, padding, dilation, out_hw):
+    """Row and column of every window element: (oh, ow, kh*kw) each, plus in-bounds masks."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    oh, ow = out_hw
+    rows = (xp.arange(oh) * sh - ph)[:, None, None, None] + (xp.arange(kh) * dh)[
+        None, None, :, None
+    ]
+    cols = (xp.arange(ow) * sw - pw)[None, :, None, None] + (xp.arange(kw) * dw)[
+        None, None, None, :
+    ]
+    rows, cols = xp.broadcast_arrays(rows, cols)
+    rows, cols = rows.reshape(oh, ow, kh * kw), cols.reshape(oh, ow, kh * kw)
+    inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+    return rows, cols, inside
+
+
+def _as_4d(input: Tensor, op: str):
+    if input.dim() == 3:
+        return input.unsqueeze(0), True
+    if input.dim() != 4:
+        raise RuntimeError(f"{op}: Expected 3D or 4D input, got {input.dim()}D")
+    return input, False
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """Max over windows; the gradient goes to the chosen element (through gather)."""
+    x, unbatched = _as_4d(input, "max_pool2d")
+    kernel = _pair(kernel_size, 2, "kernel_size")
+    stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
+    padding, dilation = _pair(padding, 2, "padding"), _pair(dilation, 2, "dilation")
+    n, c, h, w = x.shape
+    oh, ow = _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode)
+    data = x._data
+    xp = array_module(data)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    # pad with -inf (and far enough for ceil_mode's last window), then visit the K window
+    # elements as strided views: a running maximum where the first maximum (or NaN) wins, as
+    # in PyTorch, and the flat input index of the winner
+    bottom = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - ph)
+    right = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pw)
+    padded = (
+        xp.pad(data, ((0, 0), (0, 0), (ph, bottom), (pw, right)), constant_values=-xp.inf)
+        if (ph or pw or bottom or right)
+        else data
+    )
+    disjoint = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and padded is data
+    if disjoint and not return_indices and data.size:
+        fast = _max_pool_disjoint(x, (kh, kw), (oh, ow))
+        if fast is not None:  # None: a NaN, which the general path orders as PyTorch does
+            return fast.squeeze(0) if unbatched else fast
+    out_rows = xp.arange(oh)[:, None] * sh - ph
+    out_cols = xp.arange(ow)[None, :] * sw - pw
+    best = index = None
+    for i in range(kh):
+        for j in range(kw):
+            value = padded[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
+            where_from = (out_rows + i * dh) * w + (out_cols + j * dw)
+            if best is None:
+                best, index = value, xp.broadcast_to(where_from, value.shape)
+                continue
+            better = (value > best) | (xp.isnan(value) & ~xp.isnan(best))
+            best = xp.where(better, value, best)
+            index = xp.where(better, where_from, index)
+    index = xp.ascontiguousarray(index, dtype="int64")
+    overlap = sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1
+    out = result(
+        MaxPool2DWithIndicesBackward0,
+        xp.ascontiguousarray(best),
+        (x,),
+        index=index,
+        shape=x._data.shape,
+        overlap=overlap,
+    )
+    indices = wrap(index)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return (out, indices) if return_indices else out
+
+
+def _window_views(data, kernel, out_size) -> list:
+    """The K = kh * kw strided views of non-overlapping windows (stride = kernel)."""
+    (kh, kw), (oh, ow) = kernel, out_size
+    return [
+        data[:, :, i : i + kh * (oh - 1) + 1 : kh, j : j + kw * (ow - 1) + 1 : kw]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+
+
+def _max_pool_disjoint(x: Tensor, kernel, out_size):
+    """Max pooling when windows tile the input (MaxPool2d(k)): a running maximum over the K
+    window views and, per output, the (first) window position it came from, as int8."""
+    data = x._data
+    xp = array_module(data)
+    views = _window_views(data, kernel, out_size)
+    best = xp.array(views[0])
+    for v in views[1:]:
+        xp.maximum(best, v, out=best)
+    if data.dtype.kind == "f" and bool(xp.isnan(best).any()):
+        return None
+    if not (x._rg and grad_state.enabled):
+        return result(MaxPoolWindowsBackward, best, (x,))
+    # the first window position holding the maximum: count the leading positions that do not
+    which = xp.zeros(best.shape, dtype=xp.int8)
+    before = xp.ones(best.shape, dtype=bool)  # no maximum seen yet
+    for v in views[:-1]:
+        xp.logical_and(before, v != best, out=before)
+        which += before
+    return result(MaxPoolWindowsBackward, best, (x,), which=which, shape=data.shape, kernel=kernel)
+
+
+class MaxPoolWindowsBackward(Node):
+    """Max pooling over tiling windows: the gradient goes to the recorded window position."""
+
+    def name(self) -> str:
+        return "MaxPool2DWithIndicesBackward0"
+
+    def backward(self, g):
+        return window_scatter(g, self.which, self.shape, self.kernel)
+
+
+def window_scatter(g: Tensor, which, shape, kernel) -> Tensor:
+    """An input-shaped tensor with g[n, c, y, x] at the window position ``which`` picked."""
+    data = g._data
+    xp = array_module(data)
+    oh, ow = which.shape[2:]
+    tiled = shape[2] == oh * kernel[0] and shape[3] == ow * kernel[1]
+    out = xp.empty(shape, dtype=data.dtype) if tiled else xp.zeros(shape, dtype=data.dtype)
+    views = _window_views(out, kernel, (oh, ow))
+    if data.dtype.kind != "f" or bool(xp.isfinite(data).all()):
+        for k, view in enumerate(views):  # g * mask: exact zeros where g is finite
+            xp.multiply(data, which == k, out=view)
+    else:  # NaN or inf in g stays at the chosen positions only
+        zero = xp.zeros((), dtype=data.dtype)
+        for k, view in enumerate(views):
+            view[...] = xp.where(which == k, data, zero)
+    return result(WindowScatterBackward, out, (g,), which=which, kernel=kernel)
+
+
+class WindowScatterBackward(Node):
+    def backward(self, gg):
+        data = gg._data
+        xp = array_module(data)
+        picked = xp.zeros(self.which.shape, dtype=data.dtype)
+        for k, view in enumerate(_window_views(data, self.kernel, self.which.shape[2:])):
+            xp.copyto(picked, view, where=self.which == k)
+        return result(
+            MaxPoolWindowsBackward,
+            picked,
+            (gg,),
+            which=self.which,
+            shape=data.shape,
+            kernel=self.kernel,
+        )
+
+
+class MaxPool2DWithIndicesBackward0(Node):
+    def backward(self, g):
+        return max_unpool(g, self.index, self.shape, self.overlap)
+
+
+class MaxUnpoolBackward0(Node):
+    def backward(self, g):
+        n, c, h, w = g.shape
+        flat = g._data.reshape(n, c, h * w)
+        xp = array_module(flat)
+        index = self.index
+        picked = xp.take_along_axis(flat, index.reshape(n, c, -1), axis=2)
+        return _gather_like(g, picked.reshape(index.shape), self.index)
+
+
+def _gather_like(g: Tensor, values, index) -> Tensor:
+    """g's values at the pooled positions, differentiable in g (through max_unpool again)."""
+    return result(
+        MaxPool2DWithIndicesBackward0, values, (g,), index=index, shape=g._data.shape, overlap=True
+    )
+
+
+def max_unpool(grad: Tensor, index, shape, overlap: bool) -> Tensor:
+    """Send each pooled gradient back to the input position its maximum came from."""
+    n, c, h, w = shape
+    data = grad._data
+    xp = array_module(data)
+    out = xp.zeros((n, c, h * w), dtype=data.dtype)
+    flat_index = index.reshape(n, c, -1)
+    flat_grad = data.reshape(n, c, -1)
+    if overlap:  # overlapping windows can pick one input twice: add, do not overwrite
+        rows = xp.arange(n)[:, None, None]
+        chans = xp.arange(c)[None, :, None]
+        xp.add.at(out, (rows, chans, flat_index), flat_grad)
+    else:
+        xp.put_along_axis(out, flat_index, flat_grad, axis=2)
+    return result(MaxUnpoolBackward0, out.reshape(shape), (grad,), index=index)
+
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override=None,
+) -> Tensor:
+    """Mean over windows, with PyTorch's rules for what the divisor counts."""
+    x, unbatched = _as_4d(input, "avg_pool2d")
+    kernel = _pair(kernel_size, 2, "kernel_size")
+    stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
+    padding = _pair(padding, 2, "padding")
+    n, c, h, w = x.shape
+    oh, ow = _pool_geometry(h, w, kernel, stride, padding, (1, 1), ceil_mode)
+    xp = array_module(x._data)
+    rows, cols, inside = _window_index(xp, h, w, kernel, stride, padding, (1, 1), (oh, ow))
+    flat = xp.where(inside, rows * w + cols, 0).reshape(oh * ow * kernel[0] * kernel[1])
+    if divisor_override:
+        divisor = xp.full((oh, ow), float(divisor_override))
+    elif count_include_pad:  # padding counts, the overflow of ceil_mode does not
+        in_pad = (
+            (rows >= -padding[0])
+            & (rows < h + padding[0])
+            & (cols >= -padding[1])
+            & (cols < w + padding[1])
+        )
+        divisor = in_pad.sum(-1)
+    else:
+        divisor = inside.sum(-1)
+    weights = inside / divisor[..., None]  # (oh, ow, K)
+    picked = x.reshape(n, c, h * w).index_select(2, wrap(flat.astype("int64")))
+    picked = picked.reshape(n, c, oh, ow, kernel[0] * kernel[1])
+    out = (picked * wrap(weights.astype(x._data.dtype))).sum(-1)
+    return out.squeeze(0) if unbatched else out
+
+
+def _adaptive_matrix(xp, size: int, out: int, dtype):
+    """Row i averages input positions floor(i·size/out) .. ceil((i+1)·size/out)."""
+    m = xp.zeros((out, size), dtype=dtype)
+    for i in range(out):
+        start = (i * size) // out
+        end = -((-(i + 1) * size) // out)
+        m[i, start:end] = 1.0 / (end - start)
+    return m
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Average over adaptive windows, as two small matrix products (rows, then columns)."""
+    x, unbatched = _as_4d(input, "adaptive_avg_pool2d")
+    h, w = x.shape[2:]
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    oh, ow = oh or h, ow or w
+    xp = array_module(x._data)
+    rows = wrap(_adaptive_matrix(xp, h, oh, x._data.dtype))
+    cols = wrap(_adaptive_matrix(xp, w, ow, x._data.dtype))
+    out = rows @ x @ cols.mT
+    return out.squeeze(0) if unbatched else out
+
+
+def _as_2d_pool(fn, input: Tensor, kernel_size, stride, padding, *args, **kwargs):
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    k = (1, _pair(kernel_size, 1)[0])
+    s = None if stride is None else (1, _pair(stride, 1)[0])
+    p = (0, _pair(padding, 1)[0])
+    out = fn(x.unsqueeze(2), k, s, p, *args, **kwargs)
+    if isinstance(out, tuple):
+        out = tuple(o.squeeze(2) for o in out)
+        return tuple(o.squeeze(0) for o in out) if unbatched else out
+    out = out.squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    return _as_2d_pool(
+        max_pool2d,
+        input,
+        kernel_size,
+        stride,
+        padding,
+        (1, _pair(dilation, 1)[0]),
+        ceil_mode,
+        return_indices,
+    )
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    return _as_2d_pool(
+        avg_pool2d, input, kernel_size, stride, padding, ceil_mode, count_include_pad
+    )
