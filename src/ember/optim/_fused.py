@@ -270,23 +270,17 @@ def adam_step(
     eps, weight_decay, maximize = group["eps"], group["weight_decay"], group["maximize"]
     step = state["step"].item()
     decoupled = group.get("decoupled_weight_decay", False)
-    if kernels is not None and _flat(p, g, m, v, v_max):
-        # ember._kernels.optim_jit: the whole update in one compiled pass, same roundings
-        kernels.adam_update(
-            p.reshape(-1),
-            g.reshape(-1),
-            m.reshape(-1),
-            v.reshape(-1),
-            None if v_max is None else v_max.reshape(-1),
-            lr=lr,
-            beta1=beta1,
-            beta2=beta2,
-            eps=eps,
-            weight_decay=weight_decay,
-            decoupled=decoupled,
-            maximize=maximize,
-            step=step,
-        )
+    layout = _flat(p, g, m, v, v_max) if kernels is not None else None
+    if layout is not None:
+        # ember._kernels.optim_jit: the whole update in one compiled pass, same roundings;
+        # while ember.compile records, one recorded call (a replay runs the kernel too)
+        hyper = (lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step)
+        if layout == "plain":
+            _adam_update_into(g, *hyper, out=(p, m, v, v_max))
+        else:
+            from .._compile.trace import _call
+
+            _call(_adam_update_into, (g, *hyper), {"out": (p, m, v, v_max)})
         if weight_decay != 0 and decoupled:
             bump(param)
         bump(exp_avg_t, exp_avg_sq_t, exp_avg_sq_t)
@@ -325,13 +319,40 @@ def adam_step(
     return True
 
 
-def _flat(*arrays) -> bool:
-    """Plain C-contiguous NumPy arrays (not ember.compile's recording subclass: a kernel call
-    would not be recorded)."""
+def _flat(*arrays) -> str | None:
+    """ "plain" for C-contiguous NumPy arrays, "recorded" when some are ember.compile's
+    recording of them (an ndarray subclass), else None (None entries are skipped)."""
+    layout = "plain"
     for a in arrays:
-        if a is not None and (type(a) is not np.ndarray or not a.flags.c_contiguous):
-            return False
-    return True
+        if a is None:
+            continue
+        if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+            return None
+        if type(a) is not np.ndarray:
+            layout = "recorded"
+    return layout
+
+
+def _adam_update_into(g, lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step, *, out):
+    """``ember._kernels.optim_jit.adam_update`` on ``out`` = (p, m, v, v_max or None)."""
+    from .._kernels import jit
+
+    p, m, v, v_max = out
+    jit.module("optim_jit").adam_update(
+        p.reshape(-1),
+        g.reshape(-1),
+        m.reshape(-1),
+        v.reshape(-1),
+        None if v_max is None else v_max.reshape(-1),
+        lr=lr,
+        beta1=beta1,
+        beta2=beta2,
+        eps=eps,
+        weight_decay=weight_decay,
+        decoupled=decoupled,
+        maximize=maximize,
+        step=step,
+    )
 
 
 def _lerp(m: np.ndarray, g: np.ndarray, weight: float, t: np.ndarray, spare: np.ndarray) -> None:
