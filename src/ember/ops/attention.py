@@ -23,11 +23,12 @@ from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
+from ._recorded import kernel_call as _kernel_call
+from ._recorded import recorder as _recorder
 from .activation import softmax
 from .elementwise import where
 from .indexing import pad
 from .linalg import linear
-from .normalization import _kernel_call, _recorder
 from .shape import cat
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]

@@ -19,6 +19,9 @@ from .._tensor import Tensor
 from ..autograd.node import Node
 from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, record, result, wrap
+from ._recorded import KernelCall as _KernelCall
+from ._recorded import kernel_call as _kernel_call
+from ._recorded import recorder as _recorder
 
 
 def _pair(value, n: int = 2, name: str = "") -> tuple:
@@ -275,29 +278,9 @@ def _pipelined(xp, x, weight, bias) -> bool:
     return recording and x.dtype == weight.dtype and x.dtype.char in "fd"
 
 
-def _recorder(xp):
-    """ember.compile's ``record_call`` while it records (its stand-in for the backend module
-    has one), else None; NumPy itself is not asked (an AttributeError, ~8 µs)."""
-    return None if xp.__class__ is types.ModuleType else getattr(xp, "record_call", None)
-
-
-class _PipelineCall:
+class _PipelineCall(_KernelCall):
     """A pipeline function as ``ember.compile`` records it: one call whose results (a tuple
     of arrays) are new arrays."""
-
-    fresh_outputs = True
-
-    def __init__(self, function):
-        self.function = function
-
-    def __call__(self, *args):
-        return self.function(*args)
-
-
-def _kernel_call(xp, function, *args):
-    """``function(*args)``, or one recorded call while ``ember.compile`` records."""
-    record_call = _recorder(xp)
-    return function(*args) if record_call is None else record_call(function, *args)
 
 
 class Im2ColBackward0(Node):

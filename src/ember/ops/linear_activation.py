@@ -15,9 +15,11 @@ from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
+from ._recorded import KernelCall as _KernelCall
+from ._recorded import kernel_call as _kernel_call
+from ._recorded import recorder as _recorder
 from .elementwise import threshold_backward
 from .linalg import gemm, linear
-from .normalization import _kernel_call, _KernelCall, _recorder
 
 __all__ = ["linear_relu"]
 

@@ -15,7 +15,6 @@ written with ember ops, so gradients of every order exist. Instance norm is batc
 from __future__ import annotations
 
 import math
-from types import ModuleType
 
 from .. import _backend
 from .._dtype import from_numpy_dtype
@@ -24,6 +23,9 @@ from .._kernels.blocked import errors_ignored, is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
+from ._recorded import KernelCall as _KernelCall
+from ._recorded import kernel_call as _kernel_call
+from ._recorded import recorder as _recorder
 from ._spatial_checks import require_floating
 
 # --------------------------------------------------------------------------------------------
@@ -323,40 +325,11 @@ class NativeBatchNormBackward0(_FusedNormBackward):
         )
 
 
-class _KernelCall:
-    """A compiled kernel entry as ``ember.compile`` records it: one call on plain arrays whose
-    results are new arrays (``fresh_outputs``), so that a replay runs the kernel as eager code
-    does, to the bit."""
-
-    fresh_outputs = True
-
-    def __init__(self, function, keep: int | None = None):
-        self.function, self.keep = function, keep
-
-    def __call__(self, *args):
-        out = self.function(*args)
-        return out if self.keep is None else out[: self.keep]
-
-
-def _kernel_call(xp, function, *args):
-    """``function(*args)``, or, while ``ember.compile`` records (its backend module has
-    ``record_call``), that call recorded as one step."""
-    record = _recorder(xp)
-    return function(*args) if record is None else record(function, *args)
-
-
-def _recorder(xp):
-    """ember.compile's ``record_call`` while it records (its stand-in for the backend module,
-    not a module, has one), else None; asked of NumPy itself it would cost an AttributeError
-    (~8 µs) per call."""
-    return None if xp.__class__ is ModuleType else getattr(xp, "record_call", None)
-
-
 def _batch_norm_kernels(data, *others):
     """ember._kernels.normalization_jit when compiled kernels are on and every array is a
     float32/float64 NumPy array (or ember.compile's recording of one) of one dtype, else None
     (the NumPy path)."""
-    recording = getattr(array_module(data), "record_call", None) is not None
+    recording = _recorder(array_module(data)) is not None
     if not (is_plain_numpy(data) or recording) or not data.size:
         return None
     if data.dtype.name not in ("float32", "float64"):

@@ -28,6 +28,7 @@ from .._tensor import Tensor
 from ..autograd import _cuts, _watch
 from ..autograd.node import Node
 from ._dispatch import _new, array_module, grad_state, record, wrap
+from ._recorded import recorder
 
 __all__ = ["rnn_sequence"]
 
@@ -602,7 +603,7 @@ def _one_call(xp, function, arrays, *args):
     """``function(xp, arrays, *args)``; while ``ember.compile`` records a step (its backend
     module has ``record_call``) one recorded call, so that a replay runs the kernel as eager
     code does instead of its ~20 array calls per time step one by one."""
-    record = getattr(xp, "record_call", None)
+    record = recorder(xp)
     if record is None:
         return function(xp, arrays, *args)
     flat = _FlatResults(function)
