@@ -479,17 +479,6 @@ class NumpyBlas:
             if threads > 1:
                 self._set_threads(threads)
 
-    def one_thread(self, fn, *args):
-        """``fn(*args)`` with OpenBLAS on one thread (restored afterwards)."""
-        threads = self._get_threads()
-        if threads < 2:
-            return fn(*args)
-        self._set_threads(1)
-        try:
-            return fn(*args)
-        finally:
-            self._set_threads(threads)
-
     def get_num_threads(self) -> int:
         return int(self._get_threads())
 

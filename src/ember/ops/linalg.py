@@ -102,9 +102,8 @@ def gemm(xp, a, b):
         and b.ndim == 2
         and OPENBLAS_SERIAL_MACS < a.shape[0] * a.shape[1] * b.shape[1] < SERIAL_GEMM_MACS
     ):
-        blas = _backend.numpy_blas()
-        if blas is not None:
-            return blas.one_thread(xp.matmul, a, b)
+        with _backend.one_blas_thread():
+            return xp.matmul(a, b)
     return xp.matmul(a, b)
 
 
