@@ -196,3 +196,59 @@ def test_gradcheck_through_the_loops_float64(loops):
         return out, h, c
 
     assert ember.autograd.gradcheck(fn, (x, h0, c0))
+
+
+def _three_spans(batch: int, work: int) -> list:
+    """Uneven spans (one of a single row), so that packed steps leave some spans empty."""
+    cuts = sorted({0, min(1, batch), batch // 2, batch})
+    return list(zip(cuts[:-1], cuts[1:], strict=True)) or [(0, batch)]
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["no_grad", "train"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,options,make_input", CASES)
+def test_loops_split_over_the_batch_equal_one_loop(
+    loops, name, options, make_input, dtype, train, monkeypatch
+):
+    whole = _layer_results(name, dtype, options, make_input, train)
+    spans_seen = []
+
+    def spans(batch, work):
+        spans_seen.append(_three_spans(batch, work))
+        return spans_seen[-1]
+
+    monkeypatch.setattr(rnn_ops, "_batch_spans", spans)
+    split = _layer_results(name, dtype, options, make_input, train)
+    assert spans_seen and all(len(s) == 3 for s in spans_seen)  # every loop did split
+    tol = TOLERANCE[dtype]
+    for a, b in zip(whole, split, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_batch_spans_need_threads_rows_and_work(monkeypatch):
+    from ember import _backend
+
+    monkeypatch.setattr(_backend, "get_num_threads", lambda: 2)
+    big = rnn_ops.SPLIT_MIN_MACS
+    assert rnn_ops._batch_spans(32, big) == [(0, 16), (16, 32)]
+    assert rnn_ops._batch_spans(17, big) == [(0, 9), (9, 17)]
+    assert rnn_ops._batch_spans(32, big - 1) == [(0, 32)]  # too little work
+    assert rnn_ops._batch_spans(2 * rnn_ops.SPLIT_MIN_ROWS - 1, big) == [(0, 15)]  # few rows
+    monkeypatch.setattr(_backend, "get_num_threads", lambda: 1)
+    assert rnn_ops._batch_spans(32, big) == [(0, 32)]
+
+
+def test_an_error_in_a_split_loop_reaches_the_caller(loops, monkeypatch):
+    monkeypatch.setattr(rnn_ops, "_batch_spans", _three_spans)
+    original = loops.gru_forward_loop
+
+    def failing(gemm, starts, sizes, *args):
+        if starts[0] > 0:  # a span past the first
+            raise RuntimeError("second span failed")
+        return original(gemm, starts, sizes, *args)
+
+    monkeypatch.setattr(loops, "gru_forward_loop", failing)
+    layer = ember.nn.GRU(3, 4)
+    with ember.no_grad(), pytest.raises(RuntimeError, match="second span failed"):
+        layer(ember.randn(2, 4, 3))
