@@ -108,3 +108,40 @@ def test_host_round_trip_returns_to_the_gpu():
     assert back.get().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     with _backend.errstate(_backend.array_module(x), divide="raise"):
         assert bool((x / 0)[1:].get().all())  # CuPy kernels never warn: a no-op there
+
+
+def test_run_spans_returns_results_in_order_and_waits_for_every_span():
+    import time
+
+    from ember import _backend
+
+    finished = []
+
+    def work(k, delay):
+        time.sleep(delay)
+        finished.append(k)
+        return k * 10
+
+    spans = [(0, 0.0), (1, 0.05), (2, 0.0)]
+    assert _backend.run_spans(work, spans) == [0, 10, 20]
+    assert sorted(finished) == [0, 1, 2]
+    assert _backend.run_spans(work, [(5, 0.0)]) == [50]
+    assert _backend.run_spans(work, []) == []
+
+
+def test_run_spans_raises_the_first_spans_error_after_the_others_finish():
+    import time
+
+    from ember import _backend
+
+    finished = []
+
+    def work(k):
+        if k == 0:
+            raise ValueError("span 0 failed")
+        time.sleep(0.05)
+        finished.append(k)
+
+    with pytest.raises(ValueError, match="span 0 failed"):
+        _backend.run_spans(work, [(0,), (1,)])
+    assert finished == [1]  # the pool's span ran to its end before the error came back

@@ -352,6 +352,24 @@ def _thread_pool():
     return _pool[0]
 
 
+def run_spans(work, spans: list) -> list:
+    """``work(*span)`` for every span, the first on this thread and the others on ember's pool,
+    with NumPy's OpenBLAS on one thread meanwhile (each span may call it: its own threads would
+    oversubscribe the cores, and its worker spins for a while after a threaded GEMM); the
+    results in order, once every span has finished (also when one raised)."""
+    if len(spans) < 2:
+        return [work(*span) for span in spans]
+    from concurrent.futures import wait
+
+    with one_blas_thread():
+        futures = [_thread_pool().submit(work, *span) for span in spans[1:]]
+        try:
+            first = work(*spans[0])
+        finally:
+            wait(futures)
+    return [first] + [future.result() for future in futures]
+
+
 def parallel_map(kernel, xp, data, ufunc=None):
     """``kernel(xp, data)`` computed in chunks on several threads when ``data`` is large.
 

@@ -93,12 +93,8 @@ def _over_images(work, n: int, nb: int) -> list:
     if threads < 2:
         return [work(0, n, nb)]
     step = -(-n // threads)
-    spans = [(start, min(start + step, n)) for start in range(0, n, step)]
-    with _backend.one_blas_thread(len(spans) > 1):  # our threads each call it
-        pool = _backend._thread_pool()
-        futures = [pool.submit(work, start, stop, nb) for start, stop in spans[1:]]
-        first = work(spans[0][0], spans[0][1], nb)
-        return [first] + [future.result() for future in futures]
+    spans = [(start, min(start + step, n), nb) for start in range(0, n, step)]
+    return _backend.run_spans(work, spans)
 
 
 def forward(x, wmat, bias, kernel, stride, pads, dilation):

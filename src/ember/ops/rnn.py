@@ -150,6 +150,12 @@ def _batch_spans(batch: int, work: int) -> list:
     return [(lo, min(lo + step, batch)) for lo in range(0, batch, step)]
 
 
+def _splits(xp) -> bool:
+    """Whether work on ``xp``'s arrays may be split over ember's threads: NumPy arrays, with a
+    BLAS that :func:`ember._backend.one_blas_thread` can hold to one thread meanwhile."""
+    return getattr(xp, "__name__", "") == "numpy" and _backend.numpy_blas() is not None
+
+
 def _product(xp, a, b, bias=None):
     """``a @ b`` (``+ bias`` when given); a large NumPy product is split by rows over ember's
     threads, each part on one BLAS thread and adding the bias to its rows while they are in
@@ -158,11 +164,7 @@ def _product(xp, a, b, bias=None):
     loops went from 20 % faster to 10 % slower)."""
     rows = a.shape[0]
     parts = min(_backend.get_num_threads(), rows // 16)
-    if (
-        getattr(xp, "__name__", "") != "numpy"
-        or parts < 2
-        or rows * a.shape[1] * b.shape[1] < SPLIT_MIN_MACS
-    ):
+    if not _splits(xp) or parts < 2 or rows * a.shape[1] * b.shape[1] < SPLIT_MIN_MACS:
         out = a @ b
         if bias is not None:
             out += bias
@@ -175,14 +177,7 @@ def _product(xp, a, b, bias=None):
         if bias is not None:
             part += bias
 
-    with _backend.one_blas_thread():
-        pool = _backend._thread_pool()
-        futures = [pool.submit(run, lo) for lo in range(step, rows, step)]
-        try:
-            run(0)
-        finally:
-            for future in futures:
-                future.result()
+    _backend.run_spans(run, [(lo,) for lo in range(0, rows, step)])
     return out
 
 
@@ -209,14 +204,7 @@ def _time_loop(xp, arrays, loop, gemm, steps, *args) -> None:
         part = [a.array[lo:hi] if isinstance(a, _Batch) else a for a in args]
         loop(gemm, starts + lo, xp.clip(sizes - lo, 0, hi - lo), *part)
 
-    with _backend.one_blas_thread():
-        pool = _backend._thread_pool()
-        futures = [pool.submit(run, lo, hi) for lo, hi in spans[1:]]
-        try:
-            run(*spans[0])
-        finally:
-            for future in futures:
-                future.result()
+    _backend.run_spans(run, spans)
 
 
 def _finish_sigmoid(xp, v) -> None:
