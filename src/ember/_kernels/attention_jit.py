@@ -139,13 +139,17 @@ def _check(*arrays) -> None:
             raise ValueError("attention_jit: arrays of different dtypes")
 
 
-def softmax_(scores, scale: float) -> None:
-    """``scores = softmax(scale · scores)`` over the last axis, in place (all -inf rows: 0)."""
+def softmax_(scores, scale: float, parallel: bool = True) -> None:
+    """``scores = softmax(scale · scores)`` over the last axis, in place (all -inf rows: 0);
+    ``parallel`` False: on this thread only (a caller already running on ember's pool)."""
     _check(scores)
     if scores.size == 0:
         return
     rows = _rows(scores)
     kernel = _softmax_rows_float32 if scores.dtype == np.float32 else _softmax_rows
+    if not parallel:
+        kernel(0, rows.shape[0], rows, scores.dtype.type(scale))
+        return
     jit.parallel_for(
         kernel,
         rows.shape[0],

@@ -40,6 +40,34 @@ def _forward_rows(start, stop, x, out, w, b, eps, mean, rstd):
             o[j] = (row[j] - mu) * rs * w[j] + b[j]
 
 
+@jit.njit
+def _add_residual(row, bias, residual):
+    # row <- (row + bias) + residual, rounded as NumPy's two adds (no fastmath: not reassociated)
+    for j in range(row.shape[0]):
+        row[j] = (row[j] + bias[j]) + residual[j]
+
+
+@jit.njit(fastmath=_FAST)
+def _residual_rows(start, stop, x, bias, residual, out, w, b, eps):
+    # x[r] <- x[r] + bias + residual[r], then out[r] <- layer norm of it (as _forward_rows)
+    width = x.shape[1]
+    for r in range(start, stop):
+        row = x[r]
+        _add_residual(row, bias, residual[r])
+        o = out[r]
+        total = 0.0
+        for j in range(width):
+            total += row[j]
+        mu = total / width
+        squares = 0.0
+        for j in range(width):
+            d = row[j] - mu
+            squares += d * d
+        rs = 1.0 / np.sqrt(squares / width + eps)
+        for j in range(width):
+            o[j] = (row[j] - mu) * rs * w[j] + b[j]
+
+
 @jit.njit(fastmath=_FAST)
 def _backward_tasks(start, stop, rows_per_task, g, x, mean, rstd, w, need_input, gx, gw, gb):
     # tasks [start, stop), each rows [t·rows_per_task, (t+1)·rows_per_task): the input's
@@ -92,9 +120,10 @@ def _tasks(rows: int, width: int) -> int:
     return max(1, min(_backend.get_num_threads(), rows))
 
 
-def layer_norm_forward(x, weight, bias, eps: float):
+def layer_norm_forward(x, weight, bias, eps: float, parallel: bool = True):
     """``(out, mean, rstd)`` of layer norm over the rows of ``x`` (rows, width); ``weight`` and
-    ``bias``: arrays of ``width`` elements of ``x``'s dtype, or None. Statistics: (rows,)."""
+    ``bias``: arrays of ``width`` elements of ``x``'s dtype, or None. Statistics: (rows,).
+    ``parallel`` False: on this thread only (a caller already running on ember's pool)."""
     _check(x)
     rows, width = x.shape
     if width == 0:
@@ -104,9 +133,44 @@ def layer_norm_forward(x, weight, bias, eps: float):
     out = np.empty_like(x)
     mean = np.empty(rows, x.dtype)
     rstd = np.empty(rows, x.dtype)
-    chunk = max(1, jit.PARALLEL_MIN_ELEMENTS // width)
-    jit.parallel_for(_forward_rows, rows, x, out, w, b, float(eps), mean, rstd, min_chunk=chunk)
+    args = (x, out, w, b, float(eps), mean, rstd)
+    if not parallel:
+        _forward_rows(0, rows, *args)
+    else:
+        chunk = max(1, jit.PARALLEL_MIN_ELEMENTS // width)
+        jit.parallel_for(_forward_rows, rows, *args, min_chunk=chunk)
     return out, mean, rstd
+
+
+def residual_layer_norm_(x, bias, residual, weight, norm_bias, eps: float, out, parallel=True):
+    """A residual block's end: ``x = x + bias + residual`` in place (added as NumPy adds, in
+    that order), then ``out`` = its layer norm over the rows (as :func:`layer_norm_forward`).
+    ``x``, ``residual``, ``out``: (rows, width), distinct; ``bias``, ``weight``, ``norm_bias``:
+    ``width`` elements or None. ``parallel`` False: on this thread only."""
+    for a in (x, residual, out):
+        _check(a)
+        if a.shape != x.shape or a.dtype != x.dtype:
+            raise ValueError(f"layernorm_jit: arrays {a.shape} {a.dtype} and {x.shape} {x.dtype}")
+    if x is residual or x is out or residual is out:
+        raise ValueError("layernorm_jit: residual_layer_norm_ needs three distinct arrays")
+    rows, width = x.shape
+    if width == 0:
+        raise ValueError("layernorm_jit: rows of width 0")
+    args = (
+        x,
+        _param(bias, width, x.dtype, 0.0),
+        residual,
+        out,
+        _param(weight, width, x.dtype, 1.0),
+        _param(norm_bias, width, x.dtype, 0.0),
+        float(eps),
+    )
+    if not parallel:
+        _residual_rows(0, rows, *args)
+    else:
+        chunk = max(1, jit.PARALLEL_MIN_ELEMENTS // width)
+        jit.parallel_for(_residual_rows, rows, *args, min_chunk=chunk)
+    return out
 
 
 def layer_norm_backward(g, x, mean, rstd, weight, need_input: bool):

@@ -53,12 +53,16 @@ def _check(*arrays) -> None:
             raise ValueError("linear_jit: expects C-contiguous float arrays of one dtype")
 
 
-def bias_relu_(out, bias) -> None:
-    """``out = relu(out + bias)`` in place: ``out`` (rows, width), ``bias`` (width,)."""
+def bias_relu_(out, bias, parallel: bool = True) -> None:
+    """``out = relu(out + bias)`` in place: ``out`` (rows, width), ``bias`` (width,);
+    ``parallel`` False: on this thread only (a caller already running on ember's pool)."""
     _check(out, bias)
     if out.ndim != 2 or bias.shape != (out.shape[1],):
         raise ValueError(f"linear_jit: bias {bias.shape} for output {out.shape}")
     if out.size == 0:
+        return
+    if not parallel:
+        _bias_relu_rows(0, out.shape[0], out, bias)
         return
     chunk = max(1, jit.PARALLEL_MIN_ELEMENTS // out.shape[1])
     jit.parallel_for(_bias_relu_rows, out.shape[0], out, bias, min_chunk=chunk)

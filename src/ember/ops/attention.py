@@ -89,6 +89,11 @@ def _softmax_scores(xp, scores, scale: float, mask) -> None:
     if kernels is not None:
         _kernel_call(xp, kernels.softmax_, scores, scale)
         return
+    _softmax_scores_numpy(xp, scores, scale)
+
+
+def _softmax_scores_numpy(xp, scores, scale: float) -> None:
+    """``scores = softmax(scores · scale)`` in place, NumPy's passes (no mask; dead rows 0)."""
     if scale != 1.0:
         scores *= scale
     top = scores.max(axis=-1, keepdims=True)

@@ -428,6 +428,20 @@ def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, slab_a
     return output, mean, var, rstd
 
 
+def layer_norm_rows(xp, rows, weight, bias, eps: float, out=None):
+    """Layer norm over the rows of a (rows, width) float32/float64 array, as the NumPy path
+    of :func:`native_layer_norm` computes it (no node, no statistics kept): for callers that
+    run whole blocks on arrays (the encoder layer's inference path); ``weight``, ``bias``:
+    (width,) arrays or None; ``out``: a (rows, width) array to write to."""
+    layout = _Layout(rows.shape, (1,), (1,))
+    if out is None:
+        out = xp.empty(rows.shape, rows.dtype)
+    stats = [xp.empty((rows.shape[0], 1), rows.dtype) for _ in range(3)]
+    params = (None if p is None else p.reshape(1, -1) for p in (weight, bias))
+    _normalize_slab(xp, rows, out, *stats, *params, layout, eps, True)
+    return out
+
+
 def _statistic(array, shape, dtype) -> Tensor:
     return wrap(array.reshape(shape).astype(dtype, copy=False))
 

@@ -10,7 +10,9 @@ import copy
 
 from ... import _creation
 from ..._tensor import Tensor
+from ...ops._dispatch import grad_state
 from ...ops.attention import multi_head_attention_forward
+from ...ops.encoder_inference import encoder_layer_inference
 from ...ops.linear_activation import linear_relu
 from .. import functional as F
 from .. import init
@@ -269,6 +271,69 @@ class TransformerEncoderLayer(Module):
             return True
         return type(activation) is ReLU and not _has_hooks(activation)
 
+    def _inference_params(self) -> dict | None:
+        """The parameters for ``encoder_layer_inference`` when the layer may run as one call
+        (PyTorch's fast path): PyTorch's own submodules, unchanged and without hooks, a ReLU
+        feed-forward, no attention extras; else None."""
+        attn = self.self_attn
+        if (
+            type(self)._sa_block is not TransformerEncoderLayer._sa_block
+            or type(self)._ff_block is not TransformerEncoderLayer._ff_block
+            or type(attn) is not MultiheadAttention
+            or not attn._qkv_same_embed_dim
+            or attn.bias_k is not None
+            or attn.add_zero_attn
+            or attn.in_proj_bias is None
+            or not self._fused_linear_relu()
+            or type(attn.out_proj) is not NonDynamicallyQuantizableLinear
+            or type(self.linear2) is not Linear
+        ):
+            return None
+        norms = (self.norm1, self.norm2)
+        dropouts = (self.dropout, self.dropout1, self.dropout2)
+        for module in (attn, attn.out_proj, self.linear2, *norms, *dropouts):
+            if _has_hooks(module) or "forward" in module.__dict__:
+                return None
+        if any(type(d) is not Dropout for d in dropouts):
+            return None
+        for norm in norms:
+            if type(norm) is not LayerNorm or norm.weight is None or norm.bias is None:
+                return None
+        params = {
+            "in_proj_weight": attn.in_proj_weight,
+            "in_proj_bias": attn.in_proj_bias,
+            "out_proj_weight": attn.out_proj.weight,
+            "out_proj_bias": attn.out_proj.bias,
+            "linear1_weight": self.linear1.weight,
+            "linear1_bias": self.linear1.bias,
+            "linear2_weight": self.linear2.weight,
+            "linear2_bias": self.linear2.bias,
+        }
+        if any(p is None for p in params.values()):
+            return None
+        for name, norm in zip(("norm1", "norm2"), norms):
+            params[name] = (norm.weight, norm.bias, norm.eps)
+        return params
+
+    def _inference(self, src: Tensor, src_mask, src_key_padding_mask) -> Tensor | None:
+        """The layer's output by ``encoder_layer_inference`` (evaluation, no masks, nothing
+        to differentiate), or None: the ordinary forward runs."""
+        if self.training or src_mask is not None or src_key_padding_mask is not None:
+            return None
+        if not isinstance(src, Tensor) or src.dim() != 3:
+            return None
+        params = self._inference_params()
+        if params is None:
+            return None
+        if grad_state.enabled and (
+            src.requires_grad or any(p.requires_grad for p in self.parameters())
+        ):
+            return None
+        attn = self.self_attn
+        return encoder_layer_inference(
+            src, attn.num_heads, attn.batch_first, self.norm_first, params
+        )
+
     def forward(
         self,
         src: Tensor,
@@ -276,6 +341,9 @@ class TransformerEncoderLayer(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor:
+        out = self._inference(src, src_mask, src_key_padding_mask)
+        if out is not None:
+            return out
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
