@@ -274,14 +274,17 @@ def _output_builder(out, recorder):
         if isinstance(value, Tensor) and isinstance(value._data, Traced):
             slot = recorder.slot_of[id(value._data)]
             recorder.returned_slots.add(slot)
+            recorder.output_slots.add(slot)
             return lambda values: Tensor._wrap(values[slot])
         if isinstance(value, Symbolic) and value._recorder is recorder:
             slot, kind = value.slot, type(value.value)
+            recorder.output_slots.add(slot)
             return lambda values: kind(values[slot])
         if isinstance(value, float) and id(value) in floats:
             index = floats[id(value)]
             _, convert, slot, _ = recorder.steps[index]
             recorder.steps[index] = ("output",)  # handed back, not a guard
+            recorder.output_slots.add(slot)
             return lambda values: convert(values[slot])
         if isinstance(value, (tuple, list)):
             parts = [build(v) for v in value]

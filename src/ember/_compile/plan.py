@@ -6,6 +6,9 @@ import numpy as np
 
 from .trace import CONST, SLOT, slots_in
 
+# the kinds of plan steps (the first field of each)
+CALL, GENERAL, GUARD, BUFFERED = 0, 1, 2, 3
+
 
 class GuardFailure(Exception):
     """A value read into Python during recording came out differently: replay cannot go on."""
@@ -53,7 +56,13 @@ def _escaping(recorder, kept: set) -> set:
 
 
 class Plan:
-    """The recorded calls, ready to run again on the current external arrays."""
+    """The recorded calls, ready to run again on the current external arrays.
+
+    The first replay interprets the steps (``_steps``), making the buffers that later replays
+    write into; from the second on they run as one generated function (``codegen``), unless
+    ``straight_line`` is off (tests compare the two)."""
+
+    straight_line = True
 
     def __init__(self, recorder, outputs, rebinds, rng=None):
         self.n_slots = recorder.n_slots
@@ -67,10 +76,15 @@ class Plan:
             (slot, holder, attr, recorder.arguments.get(slot))
             for slot, holder, attr, _ in recorder.externals
         ]
+        position = {slot: i for i, (slot, *_) in enumerate(self.externals)}
+        self.undo_inputs = [position[slot] for slot in self.undo_slots]
         self.outputs = outputs  # builds the return value from the slots
         self.rebinds = rebinds  # (holder, attribute, slot, wrap) to set after a replay
-        # each step: (kind, fn, a, b, out, scalar); kind 0: fn(*slots a), kind 1: general
-        # (a = constant args, b = (patches, kwargs, kw_patches)), kind 2: a guard, kind 3: a
+        # what ``finish`` reads from a replay's slots
+        self.kept = set(recorder.output_slots) | {slot for _, _, slot, _ in rebinds}
+        self._replay = None  # the generated function (False: not made; interpret)
+        # each step: (kind, fn, a, b, out, scalar); CALL: fn(*slots a), GENERAL: a = constant
+        # args, b = (patches, kwargs, kw_patches); GUARD: fn(slot a) must equal b; BUFFERED: a
         # ufunc of slots written into its own buffer from the previous replay (b: its index)
         self.steps = []
         self.buffers: list = []
@@ -80,7 +94,7 @@ class Plan:
                 continue
             if step[0] == "guard":
                 _, convert, slot, value = step
-                self.steps.append((2, convert, slot, value, None, False))
+                self.steps.append((GUARD, convert, slot, value, None, False))
                 continue
             _, fn, arg_specs, kw_specs, (out, scalar) = step
             if not kw_specs and all(kind == SLOT for kind, _ in arg_specs):
@@ -92,10 +106,10 @@ class Plan:
                     and scalar is False  # an array result (not 0-d, not a Python number)
                     and out not in escaping
                 ):
-                    self.steps.append((3, fn, slots, len(self.buffers), out, False))
+                    self.steps.append((BUFFERED, fn, slots, len(self.buffers), out, False))
                     self.buffers.append(None)
                 else:
-                    self.steps.append((0, fn, slots, None, out, scalar))
+                    self.steps.append((CALL, fn, slots, None, out, scalar))
                 continue
             args, patches = [], []
             for i, spec in enumerate(arg_specs):
@@ -110,21 +124,33 @@ class Plan:
                     kwargs[k] = value
                 else:
                     kw_patches.append((k, value))
-            self.steps.append((1, fn, tuple(args), (patches, kwargs, kw_patches), out, scalar))
+            self.steps.append(
+                (GENERAL, fn, tuple(args), (patches, kwargs, kw_patches), out, scalar)
+            )
 
-    def run(self, args: tuple = (), kwargs: dict | None = None) -> list:
-        values = [None] * self.n_slots
-        for slot, holder, attr, argument in self.externals:
+    def run(self, args: tuple = (), kwargs: dict | None = None):
+        """Replay the steps on the current external arrays; the slots ``finish`` reads."""
+        inputs = []
+        for _slot, holder, attr, argument in self.externals:
             if argument is None:
-                values[slot] = getattr(holder, attr)
+                inputs.append(getattr(holder, attr))
             elif argument.__class__ is int:
-                values[slot] = args[argument]._data
+                inputs.append(args[argument]._data)
             else:
-                values[slot] = kwargs[argument]._data
-        undo = [(values[s], values[s].copy()) for s in self.undo_slots]
+                inputs.append(kwargs[argument]._data)
+        undo = [(inputs[i], inputs[i].copy()) for i in self.undo_inputs]
         rng_state = self.rng.bit_generator.state if self.rng is not None else None
         try:
-            return self._steps(values)
+            replay = self._replay
+            if replay:
+                return replay(*inputs)
+            values = [None] * self.n_slots
+            for (slot, *_), array in zip(self.externals, inputs):
+                values[slot] = array
+            values = self._steps(values)
+            if replay is None:  # every buffer exists now
+                self._replay = self._generate() if self.straight_line else None
+            return values
         except GuardFailure:
             for array, copy in undo:
                 np.copyto(array, copy)
@@ -132,11 +158,18 @@ class Plan:
                 self.rng.bit_generator.state = rng_state
             raise
 
+    def _generate(self):
+        from .codegen import replay_function
+
+        inputs = [slot for slot, *_ in self.externals]
+        made = replay_function(self.steps, self.buffers, inputs, self.kept, GuardFailure)
+        return made if made is not None else False
+
     def _steps(self, values: list) -> list:
         asarray = np.asarray
         buffers = self.buffers
         for kind, fn, a, b, out, scalar in self.steps:
-            if kind == 3:
+            if kind == BUFFERED:
                 buffer = buffers[b]
                 args = [values[i] for i in a]
                 if buffer is None:
@@ -145,9 +178,9 @@ class Plan:
                     result = fn(*args, out=buffer)
                 values[out] = result
                 continue
-            if kind == 0:
+            if kind == CALL:
                 result = fn(*[values[i] for i in a])
-            elif kind == 1:
+            elif kind == GENERAL:
                 patches, kwargs, kw_patches = b
                 args = list(a)
                 for i, r in patches:

@@ -213,6 +213,7 @@ class Recorder(_watch.Observer):
         self.n_slots = 0
         self.escapes: list = []  # (python value, slot) for values handed to Python
         self.returned_slots: set = set()  # slots of tensors the step returns
+        self.output_slots: set = set()  # slots the return value is built from (numbers too)
         self.broken = ""  # why the recording was abandoned (the step then runs as eager code)
         self.writes: list = []  # (step index, external slot) for each write into an external
         self.draws: list = []  # step indexes of random draws
