@@ -38,6 +38,9 @@ def test_softmax_kernel_matches_numpy_fallback(dtype, shape):
     np.testing.assert_allclose(fast, slow, **TOL[dtype])
     if s.size and s.shape[-1] > 2:
         assert (fast[..., 1, :] == 0).all() and (fast[..., 0, 1] == 0).all()
+    serial = s.copy()  # on this thread only (a caller on ember's pool): the same values
+    kernels.softmax_(serial, 0.37, parallel=False)
+    np.testing.assert_array_equal(serial, fast)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

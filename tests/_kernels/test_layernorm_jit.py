@@ -84,3 +84,33 @@ def test_layer_norm_kernel_matches_torch(dtype, torch_mod):
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else TOL[dtype]
     for a, c in zip(ours, theirs):
         np.testing.assert_allclose(a.detach().numpy(), c.detach().numpy(), **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(5, 7), (1, 1), (300, 130), (0, 4)])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_residual_layer_norm_kernel_matches_numpy_path(dtype, shape, parallel):
+    from ember.ops.normalization import layer_norm_rows
+
+    rng = np.random.default_rng(1)
+    x, residual = ((rng.standard_normal(shape) * 3 + 1).astype(dtype) for _ in range(2))
+    bias, w, b = (rng.standard_normal(shape[1]).astype(dtype) for _ in range(3))
+    total = (x + bias) + residual
+    expected = layer_norm_rows(np, total.copy(), w, b, 1e-5)
+    out = np.empty_like(x)
+    got = kernels.residual_layer_norm_(x, bias, residual, w, b, 1e-5, out, parallel)
+    assert got is out
+    np.testing.assert_array_equal(x, total)  # the residual sum rounded as NumPy's two adds
+    np.testing.assert_allclose(out, expected, **TOL[dtype])
+    serial = kernels.layer_norm_forward(total, w, b, 1e-5, parallel=False)[0]
+    np.testing.assert_array_equal(out, serial)
+
+
+def test_residual_layer_norm_refuses_mismatched_or_shared_arrays():
+    x = np.zeros((4, 6))
+    with pytest.raises(ValueError, match="arrays"):
+        kernels.residual_layer_norm_(x, None, np.zeros((4, 5)), None, None, 1e-5, np.zeros_like(x))
+    with pytest.raises(ValueError, match="distinct"):
+        kernels.residual_layer_norm_(x, None, x, None, None, 1e-5, np.zeros_like(x))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        kernels.residual_layer_norm_(x, None, x.T.copy().T, None, None, 1e-5, np.zeros_like(x))

@@ -32,12 +32,13 @@ def _special(a):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(5, 7), (1, 1), (300, 33), (0, 4), (3, 0)])
-def test_bias_relu_kernel_equals_numpy_to_the_bit(dtype, shape):
+@pytest.mark.parametrize("parallel", [True, False])
+def test_bias_relu_kernel_equals_numpy_to_the_bit(dtype, shape, parallel):
     rng = np.random.default_rng(0)
     out = _special(rng.standard_normal(shape).astype(dtype))
     bias = rng.standard_normal(shape[1]).astype(dtype)
     expected = np.maximum(out + bias, 0)
-    kernels.bias_relu_(out, bias)
+    kernels.bias_relu_(out, bias, parallel)
     np.testing.assert_array_equal(out, expected)
     assert np.array_equal(np.signbit(out), np.signbit(expected))
 

@@ -20,24 +20,28 @@ _FAST = {"reassoc", "contract"}
 
 
 @jit.njit(fastmath=_FAST)
+def _normalize_row(row, o, w, b, eps):
+    # o <- (row - mean)·rstd·w + b; returns (mean, rstd). One function for every caller, so
+    # that a row normalises to the same bits whichever kernel runs it
+    width = row.shape[0]
+    total = 0.0
+    for j in range(width):
+        total += row[j]
+    mu = total / width
+    squares = 0.0
+    for j in range(width):
+        d = row[j] - mu
+        squares += d * d
+    rs = 1.0 / np.sqrt(squares / width + eps)
+    for j in range(width):
+        o[j] = (row[j] - mu) * rs * w[j] + b[j]
+    return mu, rs
+
+
+@jit.njit(fastmath=_FAST)
 def _forward_rows(start, stop, x, out, w, b, eps, mean, rstd):
-    width = x.shape[1]
     for r in range(start, stop):
-        row = x[r]
-        o = out[r]
-        total = 0.0
-        for j in range(width):
-            total += row[j]
-        mu = total / width
-        squares = 0.0
-        for j in range(width):
-            d = row[j] - mu
-            squares += d * d
-        rs = 1.0 / np.sqrt(squares / width + eps)
-        mean[r] = mu
-        rstd[r] = rs
-        for j in range(width):
-            o[j] = (row[j] - mu) * rs * w[j] + b[j]
+        mean[r], rstd[r] = _normalize_row(x[r], out[r], w, b, eps)
 
 
 @jit.njit
@@ -50,22 +54,10 @@ def _add_residual(row, bias, residual):
 @jit.njit(fastmath=_FAST)
 def _residual_rows(start, stop, x, bias, residual, out, w, b, eps):
     # x[r] <- x[r] + bias + residual[r], then out[r] <- layer norm of it (as _forward_rows)
-    width = x.shape[1]
     for r in range(start, stop):
         row = x[r]
         _add_residual(row, bias, residual[r])
-        o = out[r]
-        total = 0.0
-        for j in range(width):
-            total += row[j]
-        mu = total / width
-        squares = 0.0
-        for j in range(width):
-            d = row[j] - mu
-            squares += d * d
-        rs = 1.0 / np.sqrt(squares / width + eps)
-        for j in range(width):
-            o[j] = (row[j] - mu) * rs * w[j] + b[j]
+        _normalize_row(row, out[r], w, b, eps)
 
 
 @jit.njit(fastmath=_FAST)
