@@ -143,11 +143,39 @@ def _integer_input_error(name: str, input: Tensor) -> Exception | None:
 # Fused backward kernels of common activations: one op instead of three in every backward
 # pass, each differentiable again through its own formula (as PyTorch's tanh_backward ...).
 # --------------------------------------------------------------------------------------------
+def _same_arrays(first, *others) -> bool:
+    """Arrays of one class, float32/float64 dtype and shape (not 0-d), so that a formula may
+    run on them directly with ``out=``."""
+    if first.dtype.char not in "fd" or not first.ndim:
+        return False
+    kind, dtype, shape = first.__class__, first.dtype, first.shape
+    return all(a.__class__ is kind and a.dtype == dtype and a.shape == shape for a in others)
+
+
 class TanhBackwardBackward0(Node):
     def backward(self, gg):
         g, y = self.saved_tensors()
         edges = self._edges
         # out = g (1 - y²):  d/dg = 1 - y²,  d/dy = -2 g y
+        if not grad_state.enabled and _same_arrays(gg._data, g._data, y._data):
+            # no graph to record (a Hessian-vector product's second pass): the same
+            # operations in the same order on the arrays, without six ops' dispatch
+            gg_data = gg._data
+            if not gg_data.flags.c_contiguous and y._data.flags.c_contiguous:
+                # a transposed gradient (a weight gradient's, flowing back): mixed layouts
+                # make every op below a strided loop; one copy costs less than that
+                gg_data = array_module(gg_data).ascontiguousarray(gg_data)
+            dg = dy = None
+            if edges[0] is not None:
+                dg = y._data * y._data
+                xp = array_module(dg)
+                xp.subtract(1, dg, out=dg)
+                xp.multiply(gg_data, dg, out=dg)
+            if edges[1] is not None:
+                dy = gg_data * g._data
+                dy *= y._data
+                dy *= -2
+            return (None if dg is None else wrap(dg)), (None if dy is None else wrap(dy))
         return (
             gg * (1 - y * y) if edges[0] is not None else None,
             gg * g * y * -2 if edges[1] is not None else None,
