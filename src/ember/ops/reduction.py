@@ -7,6 +7,7 @@ import math
 from .. import _backend, return_types
 from .. import _dtype as dt
 from .._creation import arange, zeros
+from .._kernels import jit
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import (
@@ -30,6 +31,12 @@ def _sum_array(data, dims: tuple, keepdim: bool, dtype=None):
     """``xp.sum`` of an array; for NumPy its ufunc's reduce, the same loop without np.sum's
     Python layers (which cost more than a small tensor's whole sum)."""
     if data.__class__ is NUMPY_ARRAY:
+        if data.size >= jit.MIN_WORK and dtype is None and len(dims) == 1:
+            # one axis that is not the last: a compiled pass, NumPy's order (_kernels)
+            kernels = jit.module("reduction_jit", data.size)
+            out = kernels.sum_axis(data, dims[0], keepdim) if kernels is not None else None
+            if out is not None:
+                return out
         return _add_reduce(data, dims, dtype, None, keepdim)
     return array_module(data).sum(data, axis=dims, keepdims=keepdim, dtype=dtype)
 
