@@ -103,10 +103,11 @@ def test_zero_size_batch_takes_the_ordinary_forward(calls):
 
 
 @pytest.mark.parametrize(
-    "case", ["training", "mask", "padding", "grad", "hook", "gelu", "odd-norm", "subclass"]
+    "case",
+    ["training", "mask", "padding", "grad", "hook", "gelu", "odd-norm", "subclass", "no-bias"],
 )
 def test_ordinary_forward_where_the_one_call_would_differ(case, calls):
-    options = dict(activation="gelu") if case == "gelu" else {}
+    options = {"gelu": dict(activation="gelu"), "no-bias": dict(bias=False)}.get(case, {})
     layer = _layer(batch_first=True, **options)
     x = ember.randn(3, 5, 12)
     kwargs = {}

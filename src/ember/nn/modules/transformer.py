@@ -274,45 +274,50 @@ class TransformerEncoderLayer(Module):
     def _inference_params(self) -> dict | None:
         """The parameters for ``encoder_layer_inference`` when the layer may run as one call
         (PyTorch's fast path): PyTorch's own submodules, unchanged and without hooks, a ReLU
-        feed-forward, no attention extras; else None."""
-        attn = self.self_attn
+        feed-forward, no attention extras; else None. (Read from the modules' dicts: this
+        runs on every call, and ``Module.__getattr__`` costs ~1 µs a lookup.)"""
         if (
             type(self)._sa_block is not TransformerEncoderLayer._sa_block
             or type(self)._ff_block is not TransformerEncoderLayer._ff_block
-            or type(attn) is not MultiheadAttention
-            or not attn._qkv_same_embed_dim
-            or attn.bias_k is not None
-            or attn.add_zero_attn
-            or attn.in_proj_bias is None
             or not self._fused_linear_relu()
-            or type(attn.out_proj) is not NonDynamicallyQuantizableLinear
-            or type(self.linear2) is not Linear
         ):
             return None
-        norms = (self.norm1, self.norm2)
-        dropouts = (self.dropout, self.dropout1, self.dropout2)
-        for module in (attn, attn.out_proj, self.linear2, *norms, *dropouts):
+        modules = self._modules
+        attn, linear1, linear2 = modules["self_attn"], modules["linear1"], modules["linear2"]
+        if type(attn) is not MultiheadAttention or type(linear2) is not Linear:
+            return None
+        out_proj = attn._modules["out_proj"]
+        if type(out_proj) is not NonDynamicallyQuantizableLinear:
+            return None
+        if not attn._qkv_same_embed_dim or attn.bias_k is not None or attn.add_zero_attn:
+            return None
+        norms = (modules["norm1"], modules["norm2"])
+        dropouts = (modules["dropout"], modules["dropout1"], modules["dropout2"])
+        for module in (attn, out_proj, linear2, *norms, *dropouts):
             if _has_hooks(module) or "forward" in module.__dict__:
                 return None
-        if any(type(d) is not Dropout for d in dropouts):
-            return None
+        for dropout in dropouts:
+            if type(dropout) is not Dropout:
+                return None
         for norm in norms:
-            if type(norm) is not LayerNorm or norm.weight is None or norm.bias is None:
+            if type(norm) is not LayerNorm:
                 return None
         params = {
-            "in_proj_weight": attn.in_proj_weight,
-            "in_proj_bias": attn.in_proj_bias,
-            "out_proj_weight": attn.out_proj.weight,
-            "out_proj_bias": attn.out_proj.bias,
-            "linear1_weight": self.linear1.weight,
-            "linear1_bias": self.linear1.bias,
-            "linear2_weight": self.linear2.weight,
-            "linear2_bias": self.linear2.bias,
+            "in_proj_weight": attn._parameters["in_proj_weight"],
+            "in_proj_bias": attn._parameters["in_proj_bias"],
+            "out_proj_weight": out_proj._parameters["weight"],
+            "out_proj_bias": out_proj._parameters["bias"],
+            "linear1_weight": linear1._parameters["weight"],
+            "linear1_bias": linear1._parameters["bias"],
+            "linear2_weight": linear2._parameters["weight"],
+            "linear2_bias": linear2._parameters["bias"],
         }
-        if any(p is None for p in params.values()):
-            return None
         for name, norm in zip(("norm1", "norm2"), norms):
-            params[name] = (norm.weight, norm.bias, norm.eps)
+            weight, bias = norm._parameters.get("weight"), norm._parameters.get("bias")
+            params[name] = (weight, bias, norm.eps)
+        for value in params.values():
+            if value is None or value.__class__ is tuple and (value[0] is None or value[1] is None):
+                return None
         return params
 
     def _inference(self, src: Tensor, src_mask, src_key_padding_mask) -> Tensor | None:
