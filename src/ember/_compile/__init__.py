@@ -93,10 +93,14 @@ class _Holders:
         ]
 
 
+_CPU = str(_backend.CPU)
+
+
 def _describe(value):
     if isinstance(value, Tensor):
         d = value._data
-        return ("T", d.shape, d.dtype.str, str(_backend.device_of(d)), value.requires_grad)
+        device = _CPU if d.__class__ is np.ndarray else str(_backend.device_of(d))
+        return ("T", d.shape, d.dtype, device, value._rg)
     try:
         hash(value)
     except TypeError:
@@ -121,7 +125,7 @@ def _signature(args, kwargs, holders: _Holders) -> tuple:
         for group in o.param_groups:
             parts.append(tuple((k, v) for k, v in group.items() if k != "params"))
         for key, state in o.state.items():
-            parts.append((id(key), tuple((k, _describe(v)) for k, v in sorted(state.items()))))
+            parts.append((id(key), tuple([(k, _describe(state[k])) for k in sorted(state)])))
     for t in holders.params + holders.tensors:
         grad = t._grad
         parts.append((id(t), t._data.shape, grad is None or grad._data.shape))
