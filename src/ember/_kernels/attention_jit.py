@@ -159,9 +159,10 @@ def softmax_(scores, scale: float, parallel: bool = True) -> None:
     )
 
 
-def softmax_backward_(grad, probs, scale: float, noise=None) -> None:
+def softmax_backward_(grad, probs, scale: float, noise=None, parallel: bool = True) -> None:
     """``grad = scale · p (g·noise - Σ g·noise·p)`` over the last axis, in place: the scores'
-    gradient from that of ``dropout(softmax(scale · scores))`` (``noise`` None: no dropout)."""
+    gradient from that of ``dropout(softmax(scale · scores))`` (``noise`` None: no dropout).
+    ``parallel`` False: on this thread only (a caller already running on ember's pool)."""
     if noise is None:
         _check(grad, probs)
     else:
@@ -170,6 +171,8 @@ def softmax_backward_(grad, probs, scale: float, noise=None) -> None:
         return
     rows, p = _rows(grad), _rows(probs)
     chunk = max(1, jit.PARALLEL_MIN_ELEMENTS // rows.shape[1])
+    if not parallel:
+        chunk = rows.shape[0]  # one span: parallel_for runs it on this thread
     s = grad.dtype.type(scale)
     if noise is None:
         jit.parallel_for(_softmax_backward_rows, rows.shape[0], rows, p, s, min_chunk=chunk)

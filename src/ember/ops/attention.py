@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-from .. import _creation
+from .. import _backend, _creation
 from .._kernels import jit
-from .._kernels.blocked import is_plain_numpy
+from .._kernels.blocked import errors_ignored, is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
@@ -68,6 +68,9 @@ def _product(xp, a, b, out=None):
     return xp.matmul(a, b, out=out)
 
 
+_CHOOSE = object()  # "choose the kernels here", as opposed to a caller's choice (or None)
+
+
 def _softmax_kernels(xp, scores):
     """ember._kernels.attention_jit for a NumPy score array (or ember.compile's recording of
     one) when compiled kernels are on and the scores are large enough; else None."""
@@ -76,20 +79,26 @@ def _softmax_kernels(xp, scores):
     return jit.module("attention_jit", scores.size)
 
 
-def _softmax_scores(xp, scores, scale: float, mask) -> None:
+def _softmax_scores(xp, scores, scale: float, mask, kernels=_CHOOSE) -> None:
     """``scores = softmax(scores · scale + mask)`` over the last axis, in place; a row masked
-    everywhere (all -inf) becomes 0, as scaled_dot_product_attention's safe softmax."""
+    everywhere (all -inf) becomes 0, as scaled_dot_product_attention's safe softmax.
+    ``kernels``: chosen here (and split over ember's pool) unless a span of a split call
+    passes the module its caller chose (or None), to run on this thread only."""
     if scores.size == 0:
         return
-    kernels = _softmax_kernels(xp, scores)
+    parallel = kernels is _CHOOSE
+    if parallel:
+        kernels = _softmax_kernels(xp, scores)
     if mask is not None:
         scores *= scale
         scores += mask
         scale = 1.0
-    if kernels is not None:
+    if kernels is None:
+        _softmax_scores_numpy(xp, scores, scale)
+    elif parallel:
         _kernel_call(xp, kernels.softmax_, scores, scale)
-        return
-    _softmax_scores_numpy(xp, scores, scale)
+    else:
+        kernels.softmax_(scores, scale, False)
 
 
 def _softmax_scores_numpy(xp, scores, scale: float) -> None:
@@ -104,14 +113,20 @@ def _softmax_scores_numpy(xp, scores, scale: float) -> None:
     scores /= xp.where(dead, 1, scores.sum(axis=-1, keepdims=True))
 
 
-def _softmax_scores_backward(xp, grad, probs, scale: float, noise) -> None:
+def _softmax_scores_backward(xp, grad, probs, scale: float, noise, kernels=_CHOOSE) -> None:
     """``grad = scale · p (g·noise - Σ g·noise·p)`` in place: from the gradient of dropout's
-    output (or softmax's, ``noise`` None) to the scores' (before scaling)."""
+    output (or softmax's, ``noise`` None) to the scores' (before scaling). ``kernels``: as
+    :func:`_softmax_scores`."""
     if grad.size == 0:
         return
-    kernels = _softmax_kernels(xp, grad)
+    parallel = kernels is _CHOOSE
+    if parallel:
+        kernels = _softmax_kernels(xp, grad)
     if kernels is not None:
-        _kernel_call(xp, kernels.softmax_backward_, grad, probs, scale, noise)
+        if parallel:
+            _kernel_call(xp, kernels.softmax_backward_, grad, probs, scale, noise)
+        else:
+            kernels.softmax_backward_(grad, probs, scale, noise, False)
         return
     if noise is not None:
         grad *= noise
@@ -135,25 +150,92 @@ def _dropout_noise(probs, p: float, device):
     return _dropout_ops._with_number(noise, lambda t: t / (1.0 - p))._data
 
 
+def _batch_spans(xp, q, k) -> list:
+    """Spans of the leading axis over which a call may split attention on ember's pool (each
+    batch index is a product of its own; BLAS runs these small GEMMs on one thread anyway,
+    so unsplit they ran on one core): [] for CuPy, ember.compile's recordings, unbatched or
+    small calls, or one thread."""
+    if q.ndim < 3 or not (is_plain_numpy(q) and is_plain_numpy(k)):
+        return []
+    batch = q.shape[0]
+    scores = math.prod(q.shape[:-1]) * k.shape[-2]
+    count = min(_backend.get_num_threads(), batch, scores // jit.PARALLEL_MIN_ELEMENTS)
+    if count < 2:
+        return []
+    step = -(-batch // count)
+    return [(start, min(start + step, batch)) for start in range(0, batch, step)]
+
+
+def _part(array, start: int, stop: int, ndim: int):
+    """``array``'s rows [start, stop) along the scores' leading axis, or ``array`` itself when
+    it broadcasts along it (None, fewer dims, or size 1 there)."""
+    if array is None or array.ndim < ndim or array.shape[0] == 1:
+        return array
+    return array[start:stop]
+
+
 def _attend(xp, q, k, v, mask, scale: float, p: float, device, out=None):
     """dropout(softmax(q kᵀ · scale + mask)) v on arrays (..., L, D); ``out``: an array (or
     strided view) of the result's shape to write it to. Returns (out, probs, noise)."""
-    probs = _product(xp, q, k.swapaxes(-1, -2))
-    _softmax_scores(xp, probs, scale, mask)
-    noise = _dropout_noise(probs, p, device)
-    dropped = probs if noise is None else probs * noise
-    return _product(xp, dropped, v, out), probs, noise
+    spans = _batch_spans(xp, q, k)
+    if not spans:
+        probs = _product(xp, q, k.swapaxes(-1, -2))
+        _softmax_scores(xp, probs, scale, mask)
+        noise = _dropout_noise(probs, p, device)
+        dropped = probs if noise is None else probs * noise
+        return _product(xp, dropped, v, out), probs, noise
+    probs = xp.empty(q.shape[:-1] + (k.shape[-2],), q.dtype)
+    if out is None:
+        out = xp.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
+    kernels = _softmax_kernels(xp, probs)  # chosen on this thread (jit.disabled is per thread)
+
+    def scores_span(start: int, stop: int) -> None:
+        part = probs[start:stop]
+        xp.matmul(q[start:stop], k[start:stop].swapaxes(-1, -2), out=part)
+        with errors_ignored():
+            _softmax_scores(xp, part, scale, _part(mask, start, stop, part.ndim), kernels)
+        if p <= 0:
+            xp.matmul(part, v[start:stop], out=out[start:stop])
+
+    _backend.run_spans(scores_span, spans)
+    noise = _dropout_noise(probs, p, device)  # drawn whole: the random stream's order kept
+    if noise is not None:
+        dropped = probs * noise
+        _backend.run_spans(
+            lambda start, stop: xp.matmul(dropped[start:stop], v[start:stop], out=out[start:stop]),
+            spans,
+        )
+    return out, probs, noise
 
 
 def _attend_backward(xp, g, q, k, v, probs, noise, scale: float, need, grads):
     """The gradients of q, k, v (for ``need[i]``) into ``grads[i]`` (arrays or None: new)."""
+    spans = _batch_spans(xp, q, k)
+    if not spans:
+        return _attend_backward_span(xp, g, q, k, v, probs, noise, scale, need, grads, _CHOOSE)
+    grads = [
+        (grads[i] if grads[i] is not None else xp.empty(x.shape, probs.dtype)) if need[i] else None
+        for i, x in enumerate((q, k, v))
+    ]
+    kernels = _softmax_kernels(xp, probs)
+
+    def span(start: int, stop: int) -> None:
+        parts = [_part(a, start, stop, probs.ndim) for a in (g, q, k, v, probs, noise)]
+        targets = [None if a is None else a[start:stop] for a in grads]
+        _attend_backward_span(xp, *parts, scale, need, targets, kernels)
+
+    _backend.run_spans(span, spans)
+    return tuple(grads)
+
+
+def _attend_backward_span(xp, g, q, k, v, probs, noise, scale: float, need, grads, kernels):
     gq = gk = gv = None
     if need[2]:
         dropped = probs if noise is None else probs * noise
         gv = _product(xp, dropped.swapaxes(-1, -2), g, grads[2])
     if need[0] or need[1]:
         gs = _product(xp, g, v.swapaxes(-1, -2))
-        _softmax_scores_backward(xp, gs, probs, scale, noise)
+        _softmax_scores_backward(xp, gs, probs, scale, noise, kernels)
         if need[0]:
             gq = _product(xp, gs, k, grads[0])
         if need[1]:
