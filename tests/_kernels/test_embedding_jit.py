@@ -279,3 +279,20 @@ def test_expanded_gradient_equals_its_copy_bit_for_bit(
     np.testing.assert_array_equal(fast, copied)
     if padding_idx is not None:
         assert not fast[padding_idx].any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sparse_add_rounds_as_torch_bit_for_bit(dtype, torch_mod):
+    # PyTorch adds each entry of an uncoalesced gradient in turn with a fused multiply-add
+    rng = np.random.default_rng(7)
+    weight = rng.standard_normal((40, 33)).astype(dtype)
+    values = rng.standard_normal((300, 33)).astype(dtype)
+    index = rng.integers(0, 40, 300)
+    mine = weight.copy()
+    assert kernels.index_axpy(index, -0.1, values, mine)
+    theirs = torch_mod.from_numpy(weight.copy())
+    sparse = torch_mod.sparse_coo_tensor(
+        torch_mod.from_numpy(index).reshape(1, -1), torch_mod.from_numpy(values), weight.shape
+    )
+    theirs.add_(sparse, alpha=-0.1)
+    np.testing.assert_array_equal(mine, theirs.numpy())

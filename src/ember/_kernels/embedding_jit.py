@@ -75,9 +75,10 @@ def _scatter_add_scaled(start, stop, index, rows, factors, out):
                 dst[j] += f * src[j]
 
 
-@jit.njit
+@jit.njit(fastmath={"contract"})
 def _scatter_axpy(start, stop, index, alpha, rows, out):
-    # out[index[k], start:stop] += alpha * rows[k, start:stop] (alpha in out's dtype)
+    # out[index[k], start:stop] += alpha * rows[k, start:stop] (alpha in out's dtype), one
+    # fused multiply-add per element ("contract"), as PyTorch's sparse add_ / index_add_ round
     width = stop - start
     for k in range(rows.shape[0]):
         dst = out[index[k], start:stop]
@@ -181,8 +182,9 @@ def sum_rows_by_index(index, grad, num_rows: int, padding_idx=None, factors=None
 
 
 def index_axpy(index, alpha: float, rows, out) -> bool:
-    """``out[index[k]] += alpha · rows[k]`` in place, lookup by lookup in order (duplicates
-    added one after another, as PyTorch adds a sparse gradient to a dense tensor); False when
+    """``out[index[k]] += alpha · rows[k]`` in place, lookup by lookup in order, each a fused
+    multiply-add (duplicates added one after another, as PyTorch adds a sparse gradient to a
+    dense tensor: its results to the bit); False when
     the arrays do not suit the kernel or an index is out of range. ``out`` and ``rows`` are
     (n, ...) arrays of one float dtype."""
     if not _suits(rows, index, out) or out.dtype != rows.dtype or not out.flags.writeable:
