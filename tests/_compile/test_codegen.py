@@ -201,3 +201,15 @@ def test_a_guard_failing_after_an_in_place_write_restores_state_in_the_generated
     assert eager[0] == compiled[0]
     for a, b in zip(eager[1], compiled[1]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_plan_longer_than_the_limit_keeps_the_interpreter(monkeypatch):
+    batches = _batches(5)
+    generated = _train(True, batches)
+    monkeypatch.setattr(Plan, "MAX_GENERATED_STEPS", 5)
+    interpreted = _train(True, batches)
+    assert interpreted[2].replays >= 3 and all(p._replay is False for p in interpreted[3][1:])
+    for (_, _, f1), (_, _, f2) in zip(generated[0], interpreted[0]):
+        assert f1 == f2
+    for w1, w2 in zip(generated[1], interpreted[1]):
+        np.testing.assert_array_equal(w1, w2)

@@ -63,6 +63,9 @@ class Plan:
     ``straight_line`` is off (tests compare the two)."""
 
     straight_line = True
+    # making the function costs ~30-60 us a step (most of it Python's ``compile``) and saves
+    # ~0.7 us a step per replay: beyond this many steps the one-off pause is too long
+    MAX_GENERATED_STEPS = 20_000
 
     def __init__(self, recorder, outputs, rebinds, rng=None):
         self.n_slots = recorder.n_slots
@@ -149,7 +152,7 @@ class Plan:
                 values[slot] = array
             values = self._steps(values)
             if replay is None:  # every buffer exists now
-                self._replay = self._generate() if self.straight_line else None
+                self._replay = self._generate()
             return values
         except GuardFailure:
             for array, copy in undo:
@@ -159,6 +162,10 @@ class Plan:
             raise
 
     def _generate(self):
+        if not self.straight_line:
+            return None
+        if len(self.steps) > self.MAX_GENERATED_STEPS:
+            return False
         from .codegen import replay_function
 
         inputs = [slot for slot, *_ in self.externals]
