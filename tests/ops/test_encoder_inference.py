@@ -95,6 +95,51 @@ def test_non_contiguous_input_and_stack(calls):
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("masks", ["causal", "float", "per-head", "padding", "both", "dead-row"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_masks_equal_the_ordinary_forward(dtype, masks, threads, calls):
+    layer = _layer(dtype, d_model=16, heads=2, ff=24, batch_first=True)
+    n, length = 4, 130  # 2 spans on 2 threads
+    x = ember.randn(n, length, 16, dtype=dtype)
+    kwargs = {}
+    if masks in ("causal", "both"):
+        kwargs["src_mask"] = ember.nn.Transformer.generate_square_subsequent_mask(
+            length, dtype=dtype
+        )
+        kwargs["is_causal"] = True
+    if masks == "float":
+        kwargs["src_mask"] = ember.randn(length, length, dtype=dtype)
+    if masks == "per-head":
+        kwargs["src_mask"] = ember.randn(n * 2, length, length) > 1.0
+    if masks in ("padding", "both", "dead-row"):
+        padding = ember.zeros(n, length, dtype=ember.bool)
+        padding[1, -7:] = True
+        if masks == "dead-row":
+            padding[2] = True  # every key of a sequence masked: rows of zeros, as torch's sdpa
+        kwargs["src_key_padding_mask"] = padding
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(threads)
+        with ember.enable_grad():
+            expected = layer(x, **kwargs).detach().numpy()
+        with ember.no_grad():
+            got = layer(x, **kwargs).numpy()
+    finally:
+        ember.set_num_threads(before)
+    assert calls == [True]
+    np.testing.assert_allclose(got, expected, **_tolerance(dtype))
+
+
+def test_causal_hint_without_a_mask_raises_as_the_ordinary_forward(calls):
+    layer = _layer(batch_first=True)
+    with ember.no_grad(), pytest.raises(RuntimeError, match="Need attn_mask"):
+        layer(ember.randn(2, 5, 12), is_causal=True)
+    with ember.no_grad(), pytest.raises(RuntimeError, match="2D attn_mask"):
+        layer(ember.randn(2, 5, 12), src_mask=ember.zeros(4, 5))
+    assert not any(calls)
+
+
 def test_zero_size_batch_takes_the_ordinary_forward(calls):
     layer = _layer(batch_first=True)
     with ember.no_grad():
@@ -104,7 +149,7 @@ def test_zero_size_batch_takes_the_ordinary_forward(calls):
 
 @pytest.mark.parametrize(
     "case",
-    ["training", "mask", "padding", "grad", "hook", "gelu", "odd-norm", "subclass", "no-bias"],
+    ["training", "grad", "hook", "gelu", "odd-norm", "subclass", "no-bias", "int-mask"],
 )
 def test_ordinary_forward_where_the_one_call_would_differ(case, calls):
     options = {"gelu": dict(activation="gelu"), "no-bias": dict(bias=False)}.get(case, {})
@@ -114,10 +159,8 @@ def test_ordinary_forward_where_the_one_call_would_differ(case, calls):
     seen = []
     if case == "training":
         layer.train()
-    elif case == "mask":
-        kwargs["src_mask"] = ember.nn.Transformer.generate_square_subsequent_mask(5)
-    elif case == "padding":
-        kwargs["src_key_padding_mask"] = ember.zeros(3, 5, dtype=ember.bool)
+    elif case == "int-mask":  # the ordinary forward raises its error
+        kwargs["src_mask"] = ember.zeros(5, 5, dtype=ember.int64)
     elif case == "hook":
         layer.linear2.register_forward_hook(lambda module, args, out: seen.append(1))
     elif case == "odd-norm":
@@ -134,6 +177,9 @@ def test_ordinary_forward_where_the_one_call_would_differ(case, calls):
     if case == "grad":
         out = layer(x)  # grad mode on, parameters require grad
         assert out.requires_grad
+    elif case == "int-mask":
+        with ember.no_grad(), pytest.raises(AssertionError, match="only bool and floating"):
+            layer(x, **kwargs)
     else:
         with ember.no_grad():
             layer(x, **kwargs)

@@ -21,7 +21,7 @@ from .._kernels import jit
 from .._kernels.blocked import errors_ignored, is_plain_numpy
 from .._tensor import Tensor
 from ._dispatch import array_module, wrap
-from .attention import _heads, _softmax_scores_numpy
+from .attention import _heads, _part, _softmax_scores
 from .linalg import gemm, linear
 from .normalization import layer_norm_rows
 
@@ -69,9 +69,10 @@ def _residual_norm(k: _Kernels, xp, x, bias, residual, norm, out=None):
     return k.norm.residual_layer_norm_(x, bias, residual, weight, norm_bias, eps, out, k.parallel)
 
 
-def _self_attention(k: _Kernels, xp, rows, batch: int, heads: int, p):
+def _self_attention(k: _Kernels, xp, rows, batch: int, heads: int, mask, p):
     """The attention's heads merged, times the output projection (its bias not added):
-    ``rows`` (batch·L, E) of ``batch`` whole sequences."""
+    ``rows`` (batch·L, E) of ``batch`` whole sequences; ``mask``: additive, broadcasting to
+    their (batch, heads, L, L) scores, or None."""
     embed = rows.shape[1]
     length = rows.shape[0] // batch
     qkv = gemm(xp, rows, p["in_proj_weight"].T)
@@ -80,10 +81,10 @@ def _self_attention(k: _Kernels, xp, rows, batch: int, heads: int, p):
     q, key, value = (_heads(qkv, i, 3, heads, True) for i in range(3))
     scores = xp.matmul(q, key.swapaxes(-1, -2))
     scale = 1.0 / math.sqrt(embed // heads)
-    if k.attention is not None:
-        k.attention.softmax_(scores, scale, k.parallel)
+    if k.parallel:
+        _softmax_scores(xp, scores, scale, mask)
     else:
-        _softmax_scores_numpy(xp, scores, scale)
+        _softmax_scores(xp, scores, scale, mask, k.attention)
     merged = xp.empty((batch, length, embed), rows.dtype)
     xp.matmul(scores, value, out=_heads(merged, 0, 1, heads, True))
     return gemm(xp, merged.reshape(rows.shape), p["out_proj_weight"].T)
@@ -100,17 +101,18 @@ def _feed_forward(k: _Kernels, xp, rows, p):
     return gemm(xp, hidden, p["linear2_weight"].T)
 
 
-def _layer_rows(k: _Kernels, xp, rows, batch: int, heads: int, p, norm_first: bool, out):
+def _layer_rows(k: _Kernels, xp, rows, batch: int, heads: int, mask, p, norm_first, out):
     """The layer on ``rows`` (batch·L, E), its output written to ``out`` (same shape)."""
     norm1, norm2 = p["norm1"], p["norm2"]
     if norm_first:  # x + sa(norm1(x)), then + ff(norm2(·))
-        attended = _self_attention(k, xp, _layer_norm(k, xp, rows, norm1), batch, heads, p)
+        normed = _layer_norm(k, xp, rows, norm1)
+        attended = _self_attention(k, xp, normed, batch, heads, mask, p)
         normed = _residual_norm(k, xp, attended, p["out_proj_bias"], rows, norm2)
         fed = _feed_forward(k, xp, normed, p)
         fed += p["linear2_bias"]
         xp.add(attended, fed, out=out)  # attended now holds x + sa(norm1(x))
         return
-    attended = _self_attention(k, xp, rows, batch, heads, p)
+    attended = _self_attention(k, xp, rows, batch, heads, mask, p)
     hidden = _residual_norm(k, xp, attended, p["out_proj_bias"], rows, norm1)
     fed = _feed_forward(k, xp, hidden, p)
     _residual_norm(k, xp, fed, p["linear2_bias"], hidden, norm2, out)
@@ -153,16 +155,59 @@ def _arrays(src: Tensor, params: dict):
     return x, arrays
 
 
+def _additive(mask: Tensor, x):
+    """``mask``'s array as the attention adds it (bool: True masks out, -inf), as
+    multi_head_attention_forward converts it; None when that path would convert it otherwise
+    (or raise)."""
+    data = mask._data
+    if not is_plain_numpy(data):
+        return None
+    if data.dtype.kind == "b":
+        return array_module(data).where(data, float("-inf"), 0.0).astype(x.dtype)
+    return data if data.dtype == x.dtype else None
+
+
+def _mask(src_mask, padding, batch: int, heads: int, length: int, x):
+    """The additive (1 | batch, 1 | heads, L, L) mask of the layer's attention (or None), as
+    the packed self-attention builds it; False when the call must take the ordinary path
+    (which checks and converts the masks, or raises)."""
+    mask = None
+    if src_mask is not None:
+        mask = _additive(src_mask, x) if isinstance(src_mask, Tensor) else None
+        if mask is None:
+            return False
+        if mask.shape == (length, length):
+            mask = mask.reshape(1, length, length)
+        elif mask.shape == (batch * heads, length, length):
+            mask = mask.reshape(batch, heads, length, length)
+        else:
+            return False
+    if padding is not None:
+        pad = _additive(padding, x) if isinstance(padding, Tensor) else None
+        if pad is None or pad.shape != (batch, length):
+            return False
+        pad = pad.reshape(batch, 1, 1, length)
+        mask = pad if mask is None else mask + pad
+    return mask
+
+
 def encoder_layer_inference(
-    src: Tensor, heads: int, batch_first: bool, norm_first: bool, params: dict
+    src: Tensor,
+    heads: int,
+    batch_first: bool,
+    norm_first: bool,
+    params: dict,
+    src_mask: Tensor | None = None,
+    src_key_padding_mask: Tensor | None = None,
 ) -> Tensor | None:
-    """The output of a ReLU ``TransformerEncoderLayer`` without masks, computed on arrays, or
-    None when the arrays path cannot take the call (the caller runs its ordinary forward).
+    """The output of a ReLU ``TransformerEncoderLayer``, computed on arrays, or None when the
+    arrays path cannot take the call (the caller runs its ordinary forward).
 
     ``params``: ``in_proj_weight``, ``in_proj_bias``, ``out_proj_weight``, ``out_proj_bias``,
     ``linear1_weight``, ``linear1_bias``, ``linear2_weight``, ``linear2_bias`` (tensors) and
-    ``norm1``, ``norm2`` (``(weight, bias, eps)`` each). The caller checks what only the module
-    knows (evaluation mode, no hooks, nothing that requires grad while grad mode is on).
+    ``norm1``, ``norm2`` (``(weight, bias, eps)`` each). The masks are those of the layer's
+    forward. The caller checks what only the module knows (evaluation mode, no hooks, nothing
+    that requires grad while grad mode is on).
     """
     if linear.__code__ is not _LINEAR_CODE:  # autocast, the profiler or an ONNX export is on
         return None
@@ -174,6 +219,9 @@ def encoder_layer_inference(
     if embed % heads:
         return None
     batch, length = (x.shape[0], x.shape[1]) if batch_first else (x.shape[1], x.shape[0])
+    mask = _mask(src_mask, src_key_padding_mask, batch, heads, length, x)
+    if mask is False:
+        return None
     xp = array_module(x)
     threads = _backend.get_num_threads()
     count = max(1, min(threads, batch, x.size // MIN_SPAN_ELEMENTS))
@@ -191,7 +239,8 @@ def encoder_layer_inference(
                 rows, target = x[:, start:stop].transpose(1, 0, 2), None
             rows = xp.ascontiguousarray(rows).reshape(-1, embed)
             result = target.reshape(-1, embed) if target is not None else xp.empty_like(rows)
-            _layer_rows(kernels, xp, rows, stop - start, heads, p, norm_first, result)
+            part = _part(mask, start, stop, 4)
+            _layer_rows(kernels, xp, rows, stop - start, heads, part, p, norm_first, result)
             if target is None:
                 out[:, start:stop] = result.reshape(stop - start, length, embed).transpose(1, 0, 2)
 

@@ -320,10 +320,10 @@ class TransformerEncoderLayer(Module):
                 return None
         return params
 
-    def _inference(self, src: Tensor, src_mask, src_key_padding_mask) -> Tensor | None:
-        """The layer's output by ``encoder_layer_inference`` (evaluation, no masks, nothing
-        to differentiate), or None: the ordinary forward runs."""
-        if self.training or src_mask is not None or src_key_padding_mask is not None:
+    def _inference(self, src: Tensor, src_mask, src_key_padding_mask, is_causal) -> Tensor | None:
+        """The layer's output by ``encoder_layer_inference`` (evaluation, nothing to
+        differentiate), or None: the ordinary forward runs (and raises what it raises)."""
+        if self.training or (is_causal and src_mask is None):
             return None
         if not isinstance(src, Tensor) or src.dim() != 3:
             return None
@@ -331,12 +331,20 @@ class TransformerEncoderLayer(Module):
         if params is None:
             return None
         if grad_state.enabled and (
-            src.requires_grad or any(p.requires_grad for p in self.parameters())
+            src.requires_grad
+            or any(p.requires_grad for p in self.parameters())
+            or any(getattr(m, "requires_grad", False) for m in (src_mask, src_key_padding_mask))
         ):
             return None
         attn = self.self_attn
         return encoder_layer_inference(
-            src, attn.num_heads, attn.batch_first, self.norm_first, params
+            src,
+            attn.num_heads,
+            attn.batch_first,
+            self.norm_first,
+            params,
+            src_mask,
+            src_key_padding_mask,
         )
 
     def forward(
@@ -346,7 +354,7 @@ class TransformerEncoderLayer(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor:
-        out = self._inference(src, src_mask, src_key_padding_mask)
+        out = self._inference(src, src_mask, src_key_padding_mask, is_causal)
         if out is not None:
             return out
         x = src
