@@ -213,3 +213,16 @@ def test_a_plan_longer_than_the_limit_keeps_the_interpreter(monkeypatch):
         assert f1 == f2
     for w1, w2 in zip(generated[1], interpreted[1]):
         np.testing.assert_array_equal(w1, w2)
+
+
+def test_an_error_in_a_generated_replay_shows_the_replayed_line():
+    import traceback
+
+    def fails(x):
+        raise ValueError("boom")
+
+    replay = replay_function([(CALL, fails, (0,), None, 1, False)], [], [0], {1}, GuardFailure)
+    with pytest.raises(ValueError, match="boom") as caught:
+        replay(np.ones(2))
+    text = "".join(traceback.format_tb(caught.tb))
+    assert "ember.compile replay" in text and "s1 = k0(s0)" in text

@@ -12,11 +12,16 @@ reads afterwards (``kept``) are returned in a dict.
 
 from __future__ import annotations
 
+import itertools
 import keyword
+import linecache
+import weakref
 
 import numpy as np
 
 from .plan import BUFFERED, CALL, GUARD
+
+_serial = itertools.count()
 
 
 class _Names:
@@ -135,5 +140,11 @@ def replay_function(steps: list, buffers: list, inputs: list, kept: set, guard_f
         if dead:
             lines.append(f"    del {', '.join(f's{s}' for s in dict.fromkeys(dead))}")
     lines.append(f"    return {{{', '.join(f'{s}: s{s}' for s in sorted(kept))}}}")
-    exec(compile("\n".join(lines), "<ember.compile replay>", "exec"), namespace)  # noqa: S102
-    return namespace["replay"]
+    source = "\n".join(lines) + "\n"
+    # the source kept where tracebacks look for it: an error in a replayed call shows its line
+    filename = f"<ember.compile replay {next(_serial)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102
+    replay = namespace["replay"]
+    weakref.finalize(replay, linecache.cache.pop, filename, None)  # dropped with its plan
+    return replay
