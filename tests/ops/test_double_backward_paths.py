@@ -110,3 +110,43 @@ def test_linear_gradients_of_3d_and_1d_inputs_gradcheck():
         lambda m, x, w: m.nn.functional.linear(x, w),
         [np.linspace(-1, 1, 4), np.linspace(-1, 1, 20).reshape(5, 4)],
     )
+
+
+def _mse_second_order(m, dtype, reduction, target_grad, create_graph):
+    rng = np.random.default_rng(9)
+    x = m.tensor(rng.standard_normal((6, 3)).astype(dtype), requires_grad=True)
+    t = m.tensor(rng.standard_normal((6, 3)).astype(dtype), requires_grad=target_grad)
+    w = m.tensor(rng.standard_normal((6, 3)).astype(dtype), requires_grad=True)
+    loss = m.nn.functional.mse_loss(x * w, t, reduction=reduction)
+    if reduction == "none":
+        loss = (loss * m.tensor(rng.standard_normal((6, 3)).astype(dtype))).sum()
+    inputs = [x, w, t] if target_grad else [x, w]
+    grads = m.autograd.grad(loss, inputs, create_graph=True)
+    dot = sum((g * g.detach().flip(0)).sum() for g in grads)
+    return [h.detach().numpy() for h in m.autograd.grad(dot, inputs, create_graph=create_graph)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("target_grad", [False, True])
+def test_mse_loss_double_backward_matches_torch_and_its_recorded_form(
+    torch_mod, dtype, reduction, target_grad
+):
+    raw = _mse_second_order(ember, dtype, reduction, target_grad, False)
+    recorded = _mse_second_order(ember, dtype, reduction, target_grad, True)
+    theirs = _mse_second_order(torch_mod, dtype, reduction, target_grad, False)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, b, c in zip(raw, recorded, theirs):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=tol, atol=tol)
+
+
+@pytest.mark.filterwarnings("ignore:Using a target size")
+def test_mse_loss_gradients_gradcheck_to_second_order():
+    check_gradients(
+        lambda m, x, t: m.nn.functional.mse_loss(x * x, t), [np.linspace(-1, 1, 6), np.ones(6)]
+    )
+    check_gradients(
+        lambda m, x, t: m.nn.functional.mse_loss(x, t, reduction="none"),
+        [np.linspace(-1, 1, 6).reshape(2, 3), np.ones((1, 3))],  # a broadcast target
+    )
