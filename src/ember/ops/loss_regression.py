@@ -98,7 +98,7 @@ class MseLossBackwardBackward0(Node):
             return (
                 _wrap_or_none(dg),
                 _wrap_or_none(da if edges[1] is not None else None),
-                (_wrap_or_none(db)),
+                _wrap_or_none(db),
             )
         dg = (a - b) * 2 * gg if edges[0] is not None else None
         da = gg * g * 2 if edges[1] is not None or edges[2] is not None else None
