@@ -96,7 +96,9 @@ class PointwiseLossNode(Node):
 
 def pointwise_loss(node_cls, input: Tensor, target: Tensor, terms, reduction: str, **attrs):
     """Reduce the array ``terms`` and record one ``node_cls`` node over (input, target)."""
-    out = reduce_array(array_module(terms), terms, reduction)
+    xp = array_module(input._data)
+    # arithmetic on 0-d arrays gives NumPy scalars
+    out = reduce_array(xp, xp.asarray(terms), reduction)
     return result(
         node_cls,
         out,
