@@ -25,7 +25,11 @@ def _meet_twice_through_one_file(rank: int, path: str, out_dir: str) -> None:
         t = ember.ones(3) * (rank + 1 + round_)
         dist.all_reduce(t)
         dist.barrier()  # every rank is in: rank 0 has removed the file by now
-        seen.append((t.tolist(), os.path.exists(path)))
+        exists = os.path.exists(path)
+        # every rank has looked before any starts the next round, whose rank 0 writes the
+        # file again (without this a slow rank could see the next round's file)
+        dist.barrier()
+        seen.append((t.tolist(), exists))
         dist.destroy_process_group()
     with open(os.path.join(out_dir, f"rank{rank}"), "w") as f:
         f.write(repr(seen))
