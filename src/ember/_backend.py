@@ -352,16 +352,16 @@ def _thread_pool():
     return _pool[0]
 
 
-def run_spans(work, spans: list) -> list:
-    """``work(*span)`` for every span, the first on this thread and the others on ember's pool,
-    with NumPy's OpenBLAS on one thread meanwhile (each span may call it: its own threads would
-    oversubscribe the cores, and its worker spins for a while after a threaded GEMM); the
-    results in order, once every span has finished (also when one raised)."""
+def run_spans(work, spans: list, blas: bool = True) -> list:
+    """``work(*span)`` for every span, the first on this thread and the others on ember's pool;
+    the results in order, once every span has finished (also when one raised). With ``blas``
+    (spans that call it) NumPy's OpenBLAS runs on one thread meanwhile: its own threads would
+    oversubscribe the cores, and its worker spins for a while after a threaded GEMM."""
     if len(spans) < 2:
         return [work(*span) for span in spans]
     from concurrent.futures import wait
 
-    with one_blas_thread():
+    with one_blas_thread(blas):
         futures = [_thread_pool().submit(work, *span) for span in spans[1:]]
         try:
             first = work(*spans[0])

@@ -64,11 +64,7 @@ def _blockwise(kernel, out, inputs: tuple, scratch: int = 0, scratch_dtype=None,
         return out
     step = -(-n // threads // block) * block
     spans = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
-    pool = _backend._thread_pool()
-    futures = [pool.submit(run, lo, hi) for lo, hi in spans[1:]]
-    run(*spans[0])
-    for f in futures:
-        f.result()
+    _backend.run_spans(run, spans, blas=False)
     return out
 
 

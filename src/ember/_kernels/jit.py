@@ -112,9 +112,5 @@ def parallel_for(
         compiled(0, size, *args)
         return
     step = -(-size // threads)
-    spans = [(start, min(start + step, size)) for start in range(0, size, step)]
-    pool = _backend._thread_pool()
-    futures = [pool.submit(compiled, start, stop, *args) for start, stop in spans[1:]]
-    compiled(spans[0][0], spans[0][1], *args)
-    for future in futures:
-        future.result()
+    spans = [(start, min(start + step, size), *args) for start in range(0, size, step)]
+    _backend.run_spans(compiled, spans, blas=False)

@@ -100,11 +100,7 @@ def _run_slabs(work, slabs: list, size: int) -> list:
 
     step = -(-len(slabs) // threads)
     parts = [slabs[i : i + step] for i in range(0, len(slabs), step)]
-    futures = [_backend._thread_pool().submit(span, part) for part in parts[1:]]
-    results = span(parts[0])
-    for f in futures:
-        results.extend(f.result())
-    return results
+    return [r for part in _backend.run_spans(span, [(p,) for p in parts], blas=False) for r in part]
 
 
 def _pick(array, index):
