@@ -112,6 +112,29 @@ def test_max_pool_nan_wins_and_ties_pick_first(torch_mod):
         assert out[0, 0, 1, 0, 0].item() == 3.0 and idx.tolist()[0][0][1][0][0] == 5
 
 
+def test_max_pool_last_nan_wins_and_minus_inf_windows_keep_their_first_element(torch_mod):
+    """PyTorch's loop takes every NaN it meets, and starts a window from its first element
+    inside the input: one of -inf (next to -inf padding) keeps that element's index."""
+    row = np.array([np.nan, 1.0, np.nan, 2.0, -np.inf, -np.inf])
+    x = np.stack([row, row[::-1]])[None, None]  # (1, 1, 2, 6)
+
+    def indices(m):
+        t, f = m.tensor(x), F(m)
+        return [
+            f.max_pool2d(t, (1, 4), return_indices=True)[1].tolist(),
+            f.max_pool2d(t, 3, 1, 1, return_indices=True)[1].tolist(),
+            f.max_pool2d(t, (2, 3), (1, 2), (1, 1), (1, 2), True, True)[1].tolist(),
+            f.max_pool1d(t[0], 4, 2, return_indices=True)[1].tolist(),
+            f.max_pool3d(t[:, :, None], (1, 1, 4), return_indices=True)[1].tolist(),
+            f.adaptive_max_pool2d(t, (1, 2), return_indices=True)[1].tolist(),
+            f.max_pool2d(m.tensor(np.full((1, 1, 2, 2), -np.inf)), 3, 1, 1, return_indices=True)[
+                1
+            ].tolist(),
+        ]
+
+    assert indices(ember) == indices(torch_mod)
+
+
 @pytest.mark.parametrize(
     "cls,args,x",
     [

@@ -131,6 +131,11 @@ def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tens
         index = xp.zeros((n, c) + out_shape, dtype=xp.int64)
     else:
         which = xp.argmax(windows, axis=-1)[..., None]  # the first maximum, or the first NaN
+        if data.dtype.kind == "f":
+            nan = xp.isnan(windows)
+            if bool(nan.any()):  # PyTorch's loop takes every NaN it meets: the last one wins
+                last = windows.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)[..., None]
+                which = xp.where(nan.any(axis=-1, keepdims=True), last, which)
         index = xp.take_along_axis(flat, which, axis=-1)[..., 0].astype(xp.int64)
     values = gather_from_plane(x, index, op_name)
     return values, wrap(index)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 
+from .._kernels import jit
+from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
+from ._recorded import kernel_call, recorder
 from .conv import _pair
 
 
@@ -70,9 +73,25 @@ def max_pool2d(
     data = x._data
     xp = array_module(data)
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    overlap = sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1
+    kernels = _pool_kernels(data)
+    if kernels is not None and _every_window_inside(
+        (h, w), kernel, stride, padding, dilation, (oh, ow)
+    ):
+        best, index = kernel_call(
+            xp, kernels.max_pool2d, data, kernel, stride, padding, dilation, (oh, ow)
+        )
+        out = result(
+            MaxPool2DWithIndicesBackward0,
+            best,
+            (x,),
+            index=index,
+            shape=data.shape,
+            overlap=overlap,
+        )
+        return _pool_outputs(out, index, unbatched, return_indices)
     # pad with -inf (and far enough for ceil_mode's last window), then visit the K window
-    # elements as strided views: a running maximum where the first maximum (or NaN) wins, as
-    # in PyTorch, and the flat input index of the winner
+    # elements as strided views: a running maximum and the flat input index of the winner
     bottom = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - ph)
     right = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pw)
     padded = (
@@ -87,6 +106,8 @@ def max_pool2d(
             return fast.squeeze(0) if unbatched else fast
     out_rows = xp.arange(oh)[:, None] * sh - ph
     out_cols = xp.arange(ow)[None, :] * sw - pw
+    # PyTorch's order: a window's first element inside the input starts the running maximum;
+    # a greater element or a NaN replaces it (the last NaN wins; -inf padding never does)
     best = index = None
     for i in range(kh):
         for j in range(kw):
@@ -96,15 +117,18 @@ def max_pool2d(
                 i * dh : i * dh + sh * (oh - 1) + 1 : sh,
                 j * dw : j * dw + sw * (ow - 1) + 1 : sw,
             ]
-            where_from = (out_rows + i * dh) * w + (out_cols + j * dw)
+            rows, cols = out_rows + i * dh, out_cols + j * dw
+            where_from = rows * w + cols
+            inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
             if best is None:
-                best, index = value, xp.broadcast_to(where_from, value.shape)
+                best = xp.array(value)
+                index = xp.where(inside, where_from, -1)
+                index = xp.array(xp.broadcast_to(index, value.shape))
                 continue
-            better = (value > best) | (xp.isnan(value) & ~xp.isnan(best))
+            better = inside & ((index < 0) | (value > best) | (value != value))
             best = xp.where(better, value, best)
             index = xp.where(better, where_from, index)
     index = xp.ascontiguousarray(index, dtype="int64")
-    overlap = sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1
     out = result(
         MaxPool2DWithIndicesBackward0,
         xp.ascontiguousarray(best),
@@ -113,10 +137,33 @@ def max_pool2d(
         shape=x._data.shape,
         overlap=overlap,
     )
+    return _pool_outputs(out, index, unbatched, return_indices)
+
+
+def _pool_outputs(out: Tensor, index, unbatched: bool, return_indices: bool):
     indices = wrap(index)
     if unbatched:
         out, indices = out.squeeze(0), indices.squeeze(0)
     return (out, indices) if return_indices else out
+
+
+def _every_window_inside(size, kernel, stride, padding, dilation, out_size) -> bool:
+    """Whether every window holds an element of the input (the kernel starts from one)."""
+    return all(
+        any(0 <= o * s - p + i * d < n for i in range(k))
+        for n, k, s, p, d, out in zip(size, kernel, stride, padding, dilation, out_size)
+        for o in range(out)
+    )
+
+
+def _pool_kernels(data):
+    """ember._kernels.pooling_jit for float32/float64 NumPy arrays (or ember.compile's recording
+    of one) with enough elements to pay for it, when compiled kernels are on; else None."""
+    if not (is_plain_numpy(data) or recorder(array_module(data)) is not None):
+        return None
+    if data.dtype.char not in "fd":
+        return None
+    return jit.module("pooling_jit", data.size)
 
 
 def _window_views(data, kernel, out_size) -> list:
@@ -223,6 +270,10 @@ def max_unpool(grad: Tensor, index, shape, overlap: bool) -> Tensor:
     n, c, h, w = shape
     data = grad._data
     xp = array_module(data)
+    kernels = _pool_kernels(data) if index.dtype.name == "int64" else None
+    if kernels is not None:
+        (out,) = kernel_call(xp, kernels.max_pool2d_backward, data, index, shape)
+        return result(MaxUnpoolBackward0, out, (grad,), index=index)
     out = xp.zeros((n, c, h * w), dtype=data.dtype)
     flat_index = index.reshape(n, c, -1)
     flat_grad = data.reshape(n, c, -1)

@@ -1,0 +1,151 @@
+"""Compiled 2-D max pooling of float32/float64 NumPy arrays and its backward, in PyTorch's CPU
+order, one span of (image, channel) planes per thread of ember's pool.
+
+In a window, the running maximum starts at -inf with the first element inside the input as
+its position; an element replaces it when it is greater, or when it is NaN (so the last NaN
+wins, and a window of -inf keeps its first element inside the input), as ATen's loop does.
+The backward adds each output gradient at its recorded position of a zeroed plane: windows
+that overlap can pick one element twice.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import jit
+
+# planes per span: at least this many input elements, so that a hand-off pays
+_SPAN_ELEMENTS = 1 << 15
+
+
+@jit.njit(error_model="numpy")
+def _forward(start, stop, x, best, index, kh, kw, sh, sw, ph, pw, dh, dw, nan, exact):
+    """best/index[p] of the planes x[p], start <= p < stop. Without ``exact``, a window starts
+    at its first element inside the input and takes greater elements only: a comparison with
+    a NaN is false, so NaN is never picked there, but a plane holding one is flagged in
+    ``nan`` (its windows are redone ``exact``: from -inf, taking greater elements or NaN)."""
+    h, w = x.shape[1], x.shape[2]
+    oh, ow = best.shape[1], best.shape[2]
+    for p in range(start, stop):
+        seen = False
+        for oy in range(oh):
+            y0 = oy * sh - ph
+            i0 = 0
+            while y0 + i0 * dh < 0:
+                i0 += 1
+            i1 = kh
+            while i1 > i0 and y0 + (i1 - 1) * dh >= h:
+                i1 -= 1
+            for ox in range(ow):
+                x0 = ox * sw - pw
+                j0 = 0
+                while x0 + j0 * dw < 0:
+                    j0 += 1
+                j1 = kw
+                while j1 > j0 and x0 + (j1 - 1) * dw >= w:
+                    j1 -= 1
+                y, c = y0 + i0 * dh, x0 + j0 * dw
+                m = -math.inf if exact else x[p, y, c]
+                at = y * w + c
+                for i in range(i0, i1):
+                    y = y0 + i * dh
+                    for j in range(j0, j1):
+                        c = x0 + j * dw
+                        v = x[p, y, c]
+                        seen |= v != v
+                        if v > m or (exact and v != v):
+                            m = v
+                            at = y * w + c
+                seen |= m != m
+                best[p, oy, ox] = m
+                index[p, oy, ox] = at
+        nan[p] = seen
+
+
+@jit.njit(error_model="numpy")
+def _forward_2x2(start, stop, x, best, index, nan):
+    """:func:`_forward` (not exact) for 2x2 windows at stride 2 inside the input, unrolled."""
+    w = x.shape[2]
+    oh, ow = best.shape[1], best.shape[2]
+    for p in range(start, stop):
+        seen = False
+        for oy in range(oh):
+            y = 2 * oy
+            for ox in range(ow):
+                c = 2 * ox
+                m = x[p, y, c]
+                at = y * w + c
+                v = x[p, y, c + 1]
+                seen |= v != v
+                if v > m:
+                    m, at = v, y * w + c + 1
+                v = x[p, y + 1, c]
+                seen |= v != v
+                if v > m:
+                    m, at = v, (y + 1) * w + c
+                v = x[p, y + 1, c + 1]
+                seen |= v != v
+                if v > m:
+                    m, at = v, (y + 1) * w + c + 1
+                seen |= m != m
+                best[p, oy, ox] = m
+                index[p, oy, ox] = at
+        nan[p] = seen
+
+
+@jit.njit(error_model="numpy")
+def _backward(start, stop, g, index, out):
+    """out[p] = zeros with g[p] added at index[p], over planes p; index is max pooling's own."""
+    for p in range(start, stop):
+        plane = out[p]
+        plane[:] = 0
+        grads = g[p]
+        picked = index[p]
+        for o in range(grads.shape[0]):
+            plane[picked[o]] += grads[o]
+
+
+def _planes_per_span(plane_elements: int) -> int:
+    return max(1, _SPAN_ELEMENTS // max(1, plane_elements))
+
+
+def max_pool2d(x, kernel, stride, padding, dilation, out_size) -> tuple:
+    """Max pooling of the (N, C, H, W) array ``x``: new (N, C, oh, ow) values and int64 indices
+    into each H·W plane (PyTorch's ``return_indices``). The geometry is checked by the caller:
+    every window holds an element of the input."""
+    n, c, h, w = x.shape
+    oh, ow = out_size
+    planes = np.ascontiguousarray(x).reshape(n * c, h, w)
+    best = np.empty((n * c, oh, ow), x.dtype)
+    index = np.empty((n * c, oh, ow), np.int64)
+    nan = np.empty(n * c, np.bool_)
+    span = _planes_per_span(h * w)
+    geometry = (*kernel, *stride, *padding, *dilation)
+    if geometry == (2, 2, 2, 2, 0, 0, 1, 1) and 2 * oh <= h and 2 * ow <= w:
+        jit.parallel_for(_forward_2x2, n * c, planes, best, index, nan, min_chunk=span)
+    else:
+        jit.parallel_for(
+            _forward, n * c, planes, best, index, *geometry, nan, False, min_chunk=span
+        )
+    for p in np.flatnonzero(nan):  # NaN: PyTorch's order, the last NaN of a window wins
+        _forward(p, p + 1, planes, best, index, *geometry, nan, True)
+    return best.reshape(n, c, oh, ow), index.reshape(n, c, oh, ow)
+
+
+def max_pool2d_backward(g, index, shape) -> tuple:
+    """The (N, C, H, W) input gradient of :func:`max_pool2d` for the output gradient ``g``."""
+    n, c, h, w = shape
+    planes = n * c
+    grads = np.ascontiguousarray(g).reshape(planes, -1)
+    out = np.empty((planes, h * w), g.dtype)
+    jit.parallel_for(
+        _backward,
+        planes,
+        grads,
+        np.ascontiguousarray(index).reshape(planes, -1),
+        out,
+        min_chunk=_planes_per_span(h * w),
+    )
+    return (out.reshape(shape),)
