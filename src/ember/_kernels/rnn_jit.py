@@ -36,6 +36,7 @@ from numba import types
 from numba.extending import overload
 
 from . import jit
+from .packed_gemm_jit import pack, packed_product
 
 # Eigen's float32 tanh (the one torch's CPU kernels follow): odd rational 13/6, clamped where
 # tanh rounds to ±1 in float32; a few ulp from the true value, and vectorisable (no libm call)
@@ -443,6 +444,17 @@ def lstm_forward_loop(gemm, starts, sizes, gates, w_hh_t, h, c, out, recurrent, 
 
 
 @jit.njit(error_model="numpy")
+def lstm_forward_loop_packed(packed, starts, sizes, gates, h, c, out, recurrent, half):
+    """Every step of :func:`lstm_forward_step`, each after its h W_hhᵀ from W_hhᵀ packed
+    once (``packed_gemm_jit``: ~1.5x OpenBLAS's speed on a step's few rows); ``recurrent``
+    has the packed matrix's (padded) width."""
+    for s in range(starts.shape[0]):
+        start, n = starts[s], sizes[s]
+        packed_product(h, 0, n, packed, recurrent)
+        lstm_forward_step(start, n, gates, recurrent, h, c, out, half)
+
+
+@jit.njit(error_model="numpy")
 def lstm_forward_loop_saving(
     gemm, starts, sizes, gates, w_hh_t, h, c, out, recurrent,
     h_prev, c_prev, tanh_c, slopes, out_slope, one, half,
@@ -568,9 +580,12 @@ __all__ = [
     "lstm_backward_loop",
     "lstm_backward_step",
     "lstm_forward_loop",
+    "lstm_forward_loop_packed",
     "lstm_forward_loop_saving",
     "lstm_forward_step",
     "lstm_forward_step_saving",
+    "pack",
+    "packed_product",
     "product_rows",
     "rnn_backward_loop",
     "rnn_backward_step",

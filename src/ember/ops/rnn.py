@@ -257,10 +257,12 @@ def _lstm_forward(xp, arrays, steps, keep):
                     *states, h_prev, c_prev, tanh_c, slopes, out_slope, gates.dtype.type(1),
                     half,
                 )  # fmt: skip
-            else:
+            else:  # W_hhᵀ packed once for the layer's many few-row products
+                packed = loops.pack(w_hh_t)
+                recurrent = xp.empty((c.shape[0], packed.shape[0] * packed.shape[2]), gates.dtype)
                 _time_loop(
-                    xp, arrays, loops.lstm_forward_loop, gemm, steps, gates, w_hh_t, *states,
-                    half,
+                    xp, arrays, loops.lstm_forward_loop_packed, packed, steps, gates, _Batch(h),
+                    _Batch(c), out, _Batch(recurrent), half,
                 )  # fmt: skip
             steps = ()
         for start, n in _serial(xp, steps, arrays):
