@@ -155,3 +155,71 @@ def test_compiled_step_replays_the_kernel():
         eager = run(False)
     assert compiled[0] == eager[0]
     np.testing.assert_array_equal(compiled[1], eager[1])
+
+
+# (shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+AVERAGES = [
+    ((2, 3, 8, 8), 2, None, 0, False, True, None),
+    ((2, 3, 9, 7), 3, 2, 1, True, True, None),
+    ((2, 3, 9, 7), 3, 2, 1, True, False, None),
+    ((1, 2, 10, 9), (3, 2), (1, 2), (1, 0), False, False, None),
+    ((1, 2, 10, 9), (2, 3), (3, 1), (1, 1), True, True, 3),
+    ((3, 1, 5, 13), (1, 4), None, 0, True, False, None),
+]
+
+
+def _average(x_np, case, dtype, m=ember, disabled=False):
+    shape, k, s, p, ceil, count_pad, divisor = case
+    x = m.tensor(x_np.astype(dtype), requires_grad=True)
+
+    def run():
+        y = m.nn.functional.avg_pool2d(x, k, s, p, ceil, count_pad, divisor)
+        grad_out = np.random.default_rng(4).standard_normal(tuple(y.shape)).astype(dtype)
+        (y * m.tensor(grad_out)).sum().backward()
+        return y.detach().numpy(), x.grad.numpy()
+
+    if disabled:
+        with jit.disabled():
+            return run()
+    return run()
+
+
+@pytest.mark.parametrize("case", AVERAGES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_average_kernel_matches_torch_to_the_bit_and_the_numpy_path(case, dtype):
+    x = np.random.default_rng(5).standard_normal(case[0])
+    got = _average(x, case, dtype)
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-12}
+    for a, b in zip(got, _average(x, case, dtype, disabled=True)):  # x·(1/count) summed there
+        np.testing.assert_allclose(a, b, **tolerance)
+    torch = pytest.importorskip("torch")
+    for a, b in zip(got, _average(x, case, dtype, m=torch)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_average_kernel_gradients_and_node_names():
+    rng = np.random.default_rng(6)
+    for shape, k, s, p, ceil, count_pad, divisor in AVERAGES:
+        x = ember.tensor(rng.standard_normal(shape), requires_grad=True)
+
+        def f(x, k=k, s=s, p=p, ceil=ceil, count_pad=count_pad, divisor=divisor):
+            return F.avg_pool2d(x, k, s, p, ceil, count_pad, divisor)
+
+        assert f(x).grad_fn.name() == "AvgPool2DBackward0"
+        assert gradcheck(f, (x,))
+        assert gradgradcheck(f, (x,))
+
+
+def test_average_of_a_non_contiguous_input_and_divisor_zero():
+    x = np.random.default_rng(7).standard_normal((2, 3, 9, 8)).astype("float32")
+    view = ember.tensor(np.ascontiguousarray(x.transpose(0, 1, 3, 2))).transpose(2, 3)
+    np.testing.assert_array_equal(
+        F.avg_pool2d(view, 3, 2, 1).numpy(), F.avg_pool2d(ember.tensor(x), 3, 2, 1).numpy()
+    )
+    for disabled in (False, True):
+        with pytest.raises(RuntimeError, match="divisor must be not zero"):
+            if disabled:
+                with jit.disabled():
+                    F.avg_pool2d(view, 2, divisor_override=0)
+            else:
+                F.avg_pool2d(view, 2, divisor_override=0)

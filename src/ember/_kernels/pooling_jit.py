@@ -149,3 +149,78 @@ def max_pool2d_backward(g, index, shape) -> tuple:
         min_chunk=_planes_per_span(h * w),
     )
     return (out.reshape(shape),)
+
+
+@jit.njit(inline="always")
+def _avg_window(o, k, s, p, size):
+    """A window's first and end position inside the input, and its length counting padding
+    (not ceil_mode's overflow past it), as ATen's average pooling counts them."""
+    lo = o * s - p
+    hi = min(lo + k, size + p)
+    return max(lo, 0), min(hi, size), hi - lo
+
+
+@jit.njit(error_model="numpy")
+def _avg_forward(start, stop, x, out, kh, kw, sh, sw, ph, pw, divisor, count_pad):
+    """out[p] = window sums / divisor over planes p, each sum in window order as ATen's loop
+    (in the array's dtype); ``divisor`` 0: the window's count (with padding if ``count_pad``)."""
+    h, w = x.shape[1], x.shape[2]
+    oh, ow = out.shape[1], out.shape[2]
+    typed = np.zeros(1, x.dtype)  # a count and a sum in the array's dtype, as C++ has them
+    for p in range(start, stop):
+        for oy in range(oh):
+            ya, yb, rows = _avg_window(oy, kh, sh, ph, h)
+            for ox in range(ow):
+                xa, xb, cols = _avg_window(ox, kw, sw, pw, w)
+                typed[0] = 0
+                total = typed[0]
+                for y in range(ya, yb):
+                    for c in range(xa, xb):
+                        total += x[p, y, c]
+                if ya >= yb or xa >= xb:
+                    out[p, oy, ox] = 0
+                    continue
+                typed[0] = divisor or (rows * cols if count_pad else (yb - ya) * (xb - xa))
+                out[p, oy, ox] = total / typed[0]
+
+
+@jit.njit(error_model="numpy")
+def _avg_backward(start, stop, g, gx, kh, kw, sh, sw, ph, pw, divisor, count_pad):
+    """gx[p]: each output gradient / its window's count, added over the window's elements."""
+    h, w = gx.shape[1], gx.shape[2]
+    oh, ow = g.shape[1], g.shape[2]
+    typed = np.zeros(1, g.dtype)
+    for p in range(start, stop):
+        plane = gx[p]
+        plane[:] = 0
+        for oy in range(oh):
+            ya, yb, rows = _avg_window(oy, kh, sh, ph, h)
+            for ox in range(ow):
+                xa, xb, cols = _avg_window(ox, kw, sw, pw, w)
+                typed[0] = divisor or (rows * cols if count_pad else (yb - ya) * (xb - xa))
+                delta = g[p, oy, ox] / typed[0]
+                for y in range(ya, yb):
+                    for c in range(xa, xb):
+                        plane[y, c] += delta
+
+
+def avg_pool2d(x, kernel, stride, padding, out_size, divisor: int, count_pad: bool) -> tuple:
+    """Average pooling of the (N, C, H, W) array ``x`` as ATen computes it: a new (N, C, oh, ow)
+    array. ``divisor`` 0: each window's count."""
+    n, c, h, w = x.shape
+    oh, ow = out_size
+    planes = np.ascontiguousarray(x).reshape(n * c, h, w)
+    out = np.empty((n * c, oh, ow), x.dtype)
+    geometry = (*kernel, *stride, *padding, divisor, count_pad)
+    jit.parallel_for(_avg_forward, n * c, planes, out, *geometry, min_chunk=_planes_per_span(h * w))
+    return (out.reshape(n, c, oh, ow),)
+
+
+def avg_pool2d_backward(g, shape, kernel, stride, padding, divisor: int, count_pad: bool):
+    """The (N, C, H, W) input gradient of :func:`avg_pool2d` for the output gradient ``g``."""
+    n, c, h, w = shape
+    grads = np.ascontiguousarray(g).reshape((n * c,) + g.shape[2:])
+    gx = np.empty((n * c, h, w), g.dtype)
+    geometry = (*kernel, *stride, *padding, divisor, count_pad)
+    jit.parallel_for(_avg_backward, n * c, grads, gx, *geometry, min_chunk=_planes_per_span(h * w))
+    return (gx.reshape(shape),)

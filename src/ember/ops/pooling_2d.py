@@ -297,12 +297,19 @@ def avg_pool2d(
 ) -> Tensor:
     """Mean over windows, with PyTorch's rules for what the divisor counts."""
     x, unbatched = _as_4d(input, "avg_pool2d")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     kernel = _pair(kernel_size, 2, "kernel_size")
     stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
     padding = _pair(padding, 2, "padding")
     n, c, h, w = x.shape
     oh, ow = _pool_geometry(h, w, kernel, stride, padding, (1, 1), ceil_mode)
     xp = array_module(x._data)
+    kernels = _pool_kernels(x._data)
+    if kernels is not None and (divisor_override is None or isinstance(divisor_override, int)):
+        pooling = _AvgPooling(kernel, stride, padding, divisor_override or 0, count_include_pad)
+        out = pooling.forward(x, (oh, ow))
+        return out.squeeze(0) if unbatched else out
     rows, cols, inside = _window_index(xp, h, w, kernel, stride, padding, (1, 1), (oh, ow))
     flat = xp.where(inside, rows * w + cols, 0).reshape(oh * ow * kernel[0] * kernel[1])
     if divisor_override:
@@ -322,6 +329,60 @@ def avg_pool2d(
     picked = picked.reshape(n, c, oh, ow, kernel[0] * kernel[1])
     out = (picked * wrap(weights.astype(x._data.dtype))).sum(-1)
     return out.squeeze(0) if unbatched else out
+
+
+class _AvgPooling:
+    """Average pooling through ember._kernels.pooling_jit, as ATen computes it (window sums in
+    order, then one division); its backward spreads each gradient / count over the window,
+    and that backward's own backward is the pooling again."""
+
+    def __init__(self, kernel, stride, padding, divisor: int, count_pad: bool):
+        self.geometry = (kernel, stride, padding)
+        self.divisor, self.count_pad = divisor, count_pad
+
+    def forward(self, x: Tensor, out_size) -> Tensor:
+        data = x._data
+        (out,) = kernel_call(
+            array_module(data),
+            _kernel_module().avg_pool2d,
+            data,
+            *self.geometry,
+            out_size,
+            self.divisor,
+            self.count_pad,
+        )
+        return result(AvgPool2DBackward0, out, (x,), pooling=self, shape=data.shape)
+
+    def backward(self, g: Tensor, shape) -> Tensor:
+        data = g._data
+        (out,) = kernel_call(
+            array_module(data),
+            _kernel_module().avg_pool2d_backward,
+            data,
+            shape,
+            *self.geometry,
+            self.divisor,
+            self.count_pad,
+        )
+        return result(AvgPool2DBackwardBackward0, out, (g,), pooling=self, out_size=data.shape[2:])
+
+
+def _kernel_module():
+    """The kernel module a recorded kernel node calls again, even in a thread where kernels
+    were switched off since (jit.disabled): its results must stay the kernels'."""
+    import importlib
+
+    return importlib.import_module("ember._kernels.pooling_jit")
+
+
+class AvgPool2DBackward0(Node):
+    def backward(self, g):
+        return self.pooling.backward(g, self.shape)
+
+
+class AvgPool2DBackwardBackward0(Node):
+    def backward(self, gg):
+        return self.pooling.forward(gg, self.out_size)
 
 
 def _adaptive_matrix(xp, size: int, out: int, dtype):
