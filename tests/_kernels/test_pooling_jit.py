@@ -223,3 +223,21 @@ def test_average_of_a_non_contiguous_input_and_divisor_zero():
                     F.avg_pool2d(view, 2, divisor_override=0)
             else:
                 F.avg_pool2d(view, 2, divisor_override=0)
+
+
+@pytest.mark.parametrize("shape,size", [((4, 3, 8, 8), (2, 2)), ((2, 5, 6, 9), (3, 1))])
+def test_adaptive_average_over_tiling_windows_is_the_kernel(shape, size):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(8).standard_normal(shape).astype("float32")
+    results = []
+    for m in (ember, torch):
+        xt = m.tensor(x, requires_grad=True)
+        y = m.nn.functional.adaptive_avg_pool2d(xt, size)
+        grad_out = np.random.default_rng(9).standard_normal(tuple(y.shape)).astype("float32")
+        (y * m.tensor(grad_out)).sum().backward()
+        name = y.grad_fn.name() if m is ember else type(y.grad_fn).__name__
+        results.append((y.detach().numpy(), xt.grad.numpy(), name))
+    (got, got_grad, got_name), (want, want_grad, want_name) = results
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_grad, want_grad)
+    assert got_name == want_name == "AdaptiveAvgPool2DBackward0"

@@ -213,3 +213,13 @@ def test_amax_amin_over_zero_size_dims_match_torch(torch_mod):
         assert tuple(kept.shape) == tuple(getattr(torch_mod, name)(torch_mod.zeros(2, 0), 0).shape)
         with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
             getattr(ember, name)(ember.zeros(2, 0), 1)
+
+
+def test_sum_and_mean_over_dims_have_pytorchs_node_names():
+    x = ember.randn(3, 4, requires_grad=True)
+    names = [t.grad_fn.name() for t in (x.sum(), x.sum(1), x.mean(), x.mean((0, 1)))]
+    assert names == ["SumBackward0", "SumBackward1", "MeanBackward0", "MeanBackward1"]
+    y = ember.nn.functional.adaptive_avg_pool2d(x.reshape(1, 1, 3, 4), 1)  # a mean, as torch's
+    assert y.grad_fn.name() == "MeanBackward1"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((3, 4), 1 / 12))

@@ -381,7 +381,9 @@ RULES = {
     "TransposeBackward0": _transpose,
     "PermuteBackward0": _permute,
     "SumBackward0": _sum_rule,
+    "SumBackward1": _sum_rule,
     "MeanBackward0": _mean,
+    "MeanBackward1": _mean,
     "VarBackward0": _var,
     "IndexBackward0": _index,  # and Slice, Select, Unsqueeze, Alias
     "IndexSelectBackward0": _index_select,

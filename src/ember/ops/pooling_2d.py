@@ -340,7 +340,7 @@ class _AvgPooling:
         self.geometry = (kernel, stride, padding)
         self.divisor, self.count_pad = divisor, count_pad
 
-    def forward(self, x: Tensor, out_size) -> Tensor:
+    def forward(self, x: Tensor, out_size, node: type = None) -> Tensor:
         data = x._data
         (out,) = kernel_call(
             array_module(data),
@@ -351,7 +351,8 @@ class _AvgPooling:
             self.divisor,
             self.count_pad,
         )
-        return result(AvgPool2DBackward0, out, (x,), pooling=self, shape=data.shape)
+        node = node or AvgPool2DBackward0
+        return result(node, out, (x,), pooling=self, shape=data.shape)
 
     def backward(self, g: Tensor, shape) -> Tensor:
         data = g._data
@@ -380,6 +381,10 @@ class AvgPool2DBackward0(Node):
         return self.pooling.backward(g, self.shape)
 
 
+class AdaptiveAvgPool2DBackward0(AvgPool2DBackward0):
+    pass
+
+
 class AvgPool2DBackwardBackward0(Node):
     def backward(self, gg):
         return self.pooling.forward(gg, self.out_size)
@@ -401,6 +406,14 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     h, w = x.shape[2:]
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
     oh, ow = oh or h, ow or w
+    if (oh, ow) == (1, 1) and h * w:  # as PyTorch: a mean (MeanBackward1), one pass
+        out = x.mean((-2, -1), keepdim=True)
+        return out.squeeze(0) if unbatched else out
+    kernels = _pool_kernels(x._data)
+    if kernels is not None and oh and ow and h % oh == 0 and w % ow == 0:  # tiling windows
+        pooling = _AvgPooling((h // oh, w // ow), (h // oh, w // ow), (0, 0), 0, True)
+        out = pooling.forward(x, (oh, ow), AdaptiveAvgPool2DBackward0)
+        return out.squeeze(0) if unbatched else out
     xp = array_module(x._data)
     rows = wrap(_adaptive_matrix(xp, h, oh, x._data.dtype))
     cols = wrap(_adaptive_matrix(xp, w, ow, x._data.dtype))

@@ -90,6 +90,10 @@ class SumBackward0(Node):
         return _expanded_gradient(g, self.shape, self.dims, self.keepdim)
 
 
+class SumBackward1(SumBackward0):  # PyTorch's name for a sum over given dims
+    pass
+
+
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = input._data
     dims = _dims(input, dim, "sum")
@@ -97,7 +101,8 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     out = _sum_array(data, dims, keepdim, acc)
     if back is not None:
         out = out.astype(back)
-    return result(SumBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim)
+    node = SumBackward0 if dim is None else SumBackward1
+    return result(node, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim)
 
 
 class SumToSizeBackward0(Node):
@@ -134,6 +139,10 @@ class MeanBackward0(Node):
         return _expanded_gradient(g / self.count, self.shape, self.dims, self.keepdim)
 
 
+class MeanBackward1(MeanBackward0):  # PyTorch's name for a mean over given dims
+    pass
+
+
 def _floating_input(input: Tensor, dtype, message: str) -> Tensor:
     """Cast to ``dtype`` when given; integer and bool inputs are refused with ``message``."""
     if dtype is not None:
@@ -158,9 +167,8 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         count *= data.shape[d]
     out = _sum_array(data, dims, keepdim, acc)
     out = (out / count if count else out * math.nan).astype(data.dtype, copy=False)
-    return result(
-        MeanBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, count=count
-    )
+    node = MeanBackward0 if dim is None else MeanBackward1
+    return result(node, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, count=count)
 
 
 def _prod_except_self(x: Tensor, d: int) -> Tensor:
