@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._backend import array_module as _array_module
 from .anomaly import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -18,6 +19,7 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .node import _tensor_class
 from .threading_modes import (
     _force_original_view_tracking,
     is_multithreading_enabled,
@@ -69,16 +71,8 @@ def _make_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list
 
 
 def _ones_like(t):
-    from .._backend import array_module
-
     data = t._data
-    return _tensor_class()._wrap(array_module(data).ones(data.shape, dtype=data.dtype))
-
-
-def _tensor_class():
-    from .node import _tensor_class as tensor_class
-
-    return tensor_class()
+    return _tensor_class()._wrap(_array_module(data).ones(data.shape, dtype=data.dtype))
 
 
 def _roots(outputs: tuple, grads: list):

@@ -10,6 +10,7 @@ from .._creation import eye, tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
+from . import linear_backward  # it reads gemm from this module when called
 from ._dispatch import array_module, result, wrap
 from .complex import conj_of
 from .reduction import vector_norm
@@ -575,9 +576,15 @@ class LinearBackward0(Node):
 
     def backward(self, g):
         x, w = self.saved_tensors()
+        edges = self._edges
+        if linear_backward.applies(g, x, w):
+            # 2-D real operands: on the arrays, or (create_graph) as one differentiable op
+            need_b = len(edges) > 2 and edges[2] is not None
+            return linear_backward.linear_gradients(
+                g, x, w, edges[0] is not None, edges[1] is not None, need_b
+            )[: len(edges)]
         if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
             x, w = conj_of(x), conj_of(w)
-        edges = self._edges
         gx = None
         if edges[0] is not None:
             if g.dim() > 2:  # one 2-D GEMM over the flattened leading dims (see linear)
