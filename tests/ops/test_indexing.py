@@ -160,3 +160,39 @@ def test_gather_and_index_select_over_generated_shapes(shape, data):
     for fn in (gather, select):
         check_gradients(fn, [x])
         compare_with_torch(fn, [x])
+
+
+@pytest.mark.parametrize(
+    "shape,dim,k", [((64, 300), -1, 10), ((12, 90, 5), 1, 7), ((400,), 0, 3), ((80, 6), 0, 20)]
+)
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8"])
+def test_topk_of_a_few_equals_the_head_of_a_stable_sort(shape, dim, k, largest, dtype):
+    """A few of many are selected by partition: the same positions as the stable sort's head,
+    ties included (few distinct integers), and torch's values (and indices without ties)."""
+    rng = np.random.default_rng(k)
+    if dtype in ("int64", "uint8"):
+        x = rng.integers(0, 6, shape).astype(dtype)
+    else:
+        x = rng.standard_normal(shape).astype(dtype)
+    values, indices = ember.tensor(x).topk(k, dim, largest)
+    head = ember.tensor(x).sort(dim, descending=largest).indices.numpy()
+    np.testing.assert_array_equal(indices.numpy(), head.take(range(k), axis=dim))
+    np.testing.assert_array_equal(values.numpy(), np.take_along_axis(x, indices.numpy(), dim))
+    torch = pytest.importorskip("torch")
+    want = torch.tensor(x).topk(k, dim, largest)
+    np.testing.assert_array_equal(values.numpy(), want.values.numpy())
+    if dtype.startswith("float"):
+        np.testing.assert_array_equal(indices.numpy(), want.indices.numpy())
+
+
+def test_topk_of_a_few_with_nan_and_gradient():
+    x = np.random.default_rng(1).standard_normal((6, 40))
+    x[2, 5] = np.nan
+    t = ember.tensor(x, requires_grad=True)
+    values, indices = t.topk(3, 1)
+    assert indices[2, 0].item() == 5 and np.isnan(values[2, 0].item())  # NaN is the largest
+    values.sum().backward()
+    expected = np.zeros_like(x)
+    np.put_along_axis(expected, indices.numpy(), 1.0, 1)
+    np.testing.assert_array_equal(t.grad.numpy(), expected)

@@ -799,11 +799,43 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     size = data.shape[d] if data.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
+    if data.ndim and 0 < k and 4 * k <= size:  # a few of many: select, then sort only those
+        picked = _top_positions(data, d, k, largest)
+        if picked is not None:
+            indices = wrap(picked)
+            return topk_result(gather(input, d, indices), indices)
     indices = argsort(input, d, descending=largest)
     if data.ndim == 0:
         return topk_result(input.clone(), indices)
     indices = narrow_indices(indices, d, k)
     return topk_result(gather(input, d, indices), indices)
+
+
+def _top_positions(data, d: int, k: int, largest: bool):
+    """argsort's first k positions along ``d`` (stable: among equal values the lower index
+    first, and the lower indices picked at the boundary) without sorting the whole axis: the
+    k-th key by partition, the keys before it and as many of the equal ones as fit, in index
+    order, then a stable sort of those k. None with a NaN (argsort orders those)."""
+    xp = array_module(data)
+    if data.dtype.kind == "f" and bool(xp.isnan(data).any()):
+        return None
+    moved = xp.moveaxis(data, d, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    key = rows if not largest else (-rows if rows.dtype.kind == "f" else -(rows.astype("int64")))
+    positions = xp.argpartition(key, k - 1, axis=-1)[:, :k]
+    kth = xp.take_along_axis(key, positions[:, k - 1 :], axis=-1)
+    taken = (xp.take_along_axis(key, positions, axis=-1) == kth).sum(axis=-1)
+    if bool(((key == kth).sum(axis=-1) == taken).all()):
+        positions = xp.sort(positions, axis=-1)  # every key equal to the k-th one is taken
+    else:  # ties across the boundary: the lowest positions among the equal keys
+        before = key < kth
+        room = k - before.sum(axis=-1, keepdims=True)
+        equal = key == kth
+        chosen = before | (equal & (xp.cumsum(equal, axis=-1) <= room))
+        positions = xp.nonzero(chosen)[1].reshape(rows.shape[0], k)
+    order = xp.argsort(xp.take_along_axis(key, positions, axis=-1), axis=-1, kind="stable")
+    picked = xp.take_along_axis(positions, order, axis=-1).astype("int64", copy=False)
+    return xp.moveaxis(picked.reshape(moved.shape[:-1] + (k,)), -1, d)
 
 
 def narrow_indices(indices: Tensor, d: int, k: int) -> Tensor:
