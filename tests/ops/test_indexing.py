@@ -196,3 +196,55 @@ def test_topk_of_a_few_with_nan_and_gradient():
     expected = np.zeros_like(x)
     np.put_along_axis(expected, indices.numpy(), 1.0, 1)
     np.testing.assert_array_equal(t.grad.numpy(), expected)
+
+
+PAD_CASES = [
+    ((2, 3, 7), (2, 3)),
+    ((3, 7), (1, 0)),
+    ((2, 3, 5, 6), (1, 2, 3, 1)),
+    ((3, 5, 6), (0, 2, 2, 0)),
+    ((1, 2, 4, 5, 6), (1, 1, 2, 0, 3, 3)),
+    ((2, 4, 5, 6), (3, 1, 1, 2, 2, 1)),
+]
+
+
+@pytest.mark.parametrize("shape,amounts", PAD_CASES)
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_match_torch_values_gradients_and_names(shape, amounts, mode):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(len(shape)).standard_normal(shape)
+    results = []
+    for m in (ember, torch):
+        t = m.tensor(x, requires_grad=True)
+        y = m.nn.functional.pad(t, amounts, mode=mode)
+        weights = np.random.default_rng(9).standard_normal(tuple(y.shape))
+        (y * m.tensor(weights)).sum().backward()
+        name = y.grad_fn.name() if m is ember else type(y.grad_fn).__name__
+        results.append((y.detach().numpy(), t.grad.numpy(), name))
+    (got, got_grad, got_name), (want, want_grad, want_name) = results
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-12, atol=1e-12)
+    assert got_name == want_name
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_second_order_and_cropping(mode):
+    x = ember.tensor(np.random.default_rng(2).standard_normal((2, 4, 5)), requires_grad=True)
+
+    def padded(t):
+        return ember.nn.functional.pad(t, (2, 1, 1, 3), mode=mode)
+
+    assert ember.autograd.gradcheck(padded, (x,))
+    assert ember.autograd.gradgradcheck(padded, (x,))
+    cropped = ember.nn.functional.pad(x, (-1, 2), mode=mode)  # negative: the indexed path
+    assert cropped.shape == (2, 4, 6)
+
+
+def test_pad_modes_refuse_what_torch_refuses():
+    x = ember.zeros(2, 3, 5, 6)
+    with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 4D"):
+        ember.nn.functional.pad(x, (1, 1), mode="reflect")
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        ember.nn.functional.pad(x, (6, 0, 0, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="wrapping around more than once"):
+        ember.nn.functional.pad(x, (7, 0, 0, 0), mode="circular")

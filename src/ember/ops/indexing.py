@@ -11,6 +11,7 @@ from .._kernels import jit
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, check_same_device, result, to_tensor, wrap, wrap_dim
+from .padding_modes import pad_by_mode
 from .shape import broadcast_shapes, make_view
 
 sort_result = return_types.sort
@@ -970,26 +971,39 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
         raise NotImplementedError(
             f"padding mode '{mode}' is not one of constant, reflect, replicate, circular"
         )
-    out = input
+    k = len(pairs)
+    if not 1 <= k <= 3 or data.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {2 * k} is not supported for {data.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    for d, lo, hi in pairs:
+        n = data.shape[d]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                f"{list(data.shape)}"
+            )
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+    if builtins.min(builtins.min(lo, hi) for _, lo, hi in pairs) >= 0:
+        return pad_by_mode(input, pairs, mode)
+    out = input  # cropping too: the positions each output takes
     xp = array_module(data)
     for d, lo, hi in pairs:
         n = data.shape[d]
         positions = xp.arange(-lo, n + hi)
         if mode == "reflect":
-            if lo >= n or hi >= n:
-                raise RuntimeError(
-                    f"Argument #4: Padding size should be less than the corresponding input "
-                    f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
-                    f"{list(data.shape)}"
-                )
             period = 2 * (n - 1) if n > 1 else 1
             positions = xp.abs(positions) % period
             positions = xp.where(positions >= n, period - positions, positions)
         elif mode == "replicate":
             positions = xp.clip(positions, 0, n - 1)
         else:
-            if lo > n or hi > n:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
             positions = positions % n
         out = index_select(out, d, wrap(positions.astype(dt.int64.np)))
     return out
