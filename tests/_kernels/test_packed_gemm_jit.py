@@ -75,6 +75,7 @@ def test_packed_product_refuses_a_matrix_that_is_not_c_contiguous(kernels):
         ((4, 5), 0, 4, (4, 8)),  # a's width is not the packed depth
         ((4, 3), 2, 3, (4, 8)),  # rows past a's end
         ((4, 3), -1, 2, (4, 8)),  # a negative start
+        ((4, 3), 0, -1, (4, 8)),  # negative rows
         ((4, 3), 0, 4, (3, 8)),  # more rows than the output has
         ((4, 3), 0, 4, (4, 7)),  # an output narrower than the packed panels
     ],
@@ -89,3 +90,55 @@ def test_packed_product_raises_on_a_matrix_packed_for_another_dtype(kernels):
     packed = kernels.pack(np.ones((3, 8), dtype=np.float32))  # panels of 16 float32
     with pytest.raises(ValueError, match="do not fit"):
         kernels.packed_product(np.ones((2, 3)), 0, 2, packed.astype(np.float64), np.empty((2, 16)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "inputs,state,columns,rows", [(3, 5, 20, 7), (64, 128, 512, 16), (2, 0, 9, 1)]
+)
+def test_packed_affine_pair_equals_numpy(kernels, dtype, inputs, state, columns, rows):
+    rng = np.random.default_rng(inputs + rows)
+    matrix = rng.standard_normal((inputs + state, columns)).astype(dtype)
+    packed = kernels.pack(matrix)
+    width = packed.shape[0] * packed.shape[2]
+    bias = np.zeros(width, dtype=dtype)
+    bias[:columns] = rng.standard_normal(columns)
+    x = rng.standard_normal((3 * rows, inputs)).astype(dtype)
+    h = rng.standard_normal((rows + 1, state)).astype(dtype)
+    out = np.full((rows + 1, width), np.nan, dtype=dtype)
+    kernels.packed_affine_pair(x, rows, h, rows, packed, bias, out)
+    want = np.concatenate([x[rows : 2 * rows], h[:rows]], 1) @ matrix + bias[:columns]
+    tol = TOLERANCE[dtype] * 4
+    np.testing.assert_allclose(out[:rows, :columns], want, rtol=tol, atol=tol)
+    assert np.isnan(out[rows:]).all()
+
+
+def test_packed_affine_pair_raises_when_shapes_do_not_fit(kernels):
+    packed = kernels.pack(np.ones((5, 8)))  # 2 inputs + 3 states deep, one panel of 8
+    x, h, bias, out = np.ones((4, 2)), np.ones((3, 3)), np.zeros(8), np.empty((3, 8))
+    kernels.packed_affine_pair(x, 1, h, 3, packed, bias, out)  # fits
+    kernels.packed_affine_pair(x, 9, h, 0, packed, bias, out)  # no rows: any start
+    for args in [
+        (np.ones((4, 3)), 0, h, 3, packed, bias, out),  # x and h not the packed depth
+        (x, 2, h, 3, packed, bias, out),  # x rows past its end
+        (x, 0, np.ones((2, 3)), 3, packed, bias, out),  # more rows than h has
+        (x, 0, h, 3, packed, np.zeros(7), out),  # bias narrower than the panels
+        (x, 0, h, 3, packed, bias, np.empty((3, 7))),  # output narrower than the panels
+    ]:
+        with pytest.raises(ValueError, match="do not fit"):
+            kernels.packed_affine_pair(*args)
+
+
+def test_rnn_jit_names_the_packed_gemm_source_its_loops_inline():
+    # numba caches rnn_jit's loops by rnn_jit.py's content only; see PACKED_GEMM_SOURCE
+    import hashlib
+    from pathlib import Path
+
+    import ember._kernels.packed_gemm_jit as packed_gemm
+    import ember._kernels.rnn_jit as rnn_jit
+
+    digest = hashlib.sha256(Path(packed_gemm.__file__).read_bytes()).hexdigest()[:16]
+    assert rnn_jit.PACKED_GEMM_SOURCE == digest, (
+        f"packed_gemm_jit.py changed: set PACKED_GEMM_SOURCE = {digest!r} in rnn_jit.py so that "
+        "numba recompiles the loops that inline it"
+    )

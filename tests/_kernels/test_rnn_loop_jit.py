@@ -132,7 +132,7 @@ def test_loops_equal_per_step_kernels_and_numpy_path(name, options, make_input, 
 
 def test_the_loops_run_every_step(loops, monkeypatch):
     calls = []
-    for name in ("lstm_forward_loop_packed", "lstm_forward_loop_saving", "lstm_backward_loop"):
+    for name in ("lstm_inference_loop", "lstm_forward_loop_saving", "lstm_backward_loop"):
         original = getattr(loops, name)
 
         def spy(*args, _original=original, _name=name):
@@ -146,7 +146,7 @@ def test_the_loops_run_every_step(loops, monkeypatch):
         layer(x)
     layer(x)[0].sum().backward()
     assert calls == [
-        ("lstm_forward_loop_packed", 6),
+        ("lstm_inference_loop", 6),
         ("lstm_forward_loop_saving", 6),
         ("lstm_backward_loop", 6),
     ]

@@ -156,22 +156,38 @@ def pack(matrix: np.ndarray) -> np.ndarray:
     weights one step of the kernel's inner loop reads."""
     depth, columns = matrix.shape
     width = panel_width(matrix.dtype)
-    panels = -(-columns // width)
-    padded = np.zeros((depth, panels * width), dtype=matrix.dtype)
-    padded[:, :columns] = matrix
-    return np.ascontiguousarray(padded.reshape(depth, panels, width).transpose(1, 0, 2))
+    packed = np.empty((-(-columns // width), depth, width), dtype=matrix.dtype)
+    _pack_panels(matrix, packed)
+    return packed
 
 
 @jit.njit(error_model="numpy")
-def _four_rows(a, a_first, packed, panel, out, out_first):
-    # out[out_first:+4, panel's columns] = a[a_first:+4] @ panel: 8 accumulators in registers
-    depth, width = packed.shape[1], packed.shape[2]
+def _pack_panels(matrix, packed):
+    # (NumPy's copy through a transposed view gathers element by element: ~10x slower)
+    depth, columns = matrix.shape
+    width = packed.shape[2]
+    for panel in range(packed.shape[0]):
+        first = panel * width
+        count = min(width, columns - first)
+        block = packed[panel]
+        for j in range(count):  # along a weight's row when ``matrix`` is its transpose
+            column = matrix[:, first + j]
+            for k in range(depth):
+                block[k, j] = column[k]
+        for j in range(count, width):
+            for k in range(depth):
+                block[k, j] = 0
+
+
+@jit.njit(error_model="numpy")
+def _accumulate_four(acc, a, a_first, packed, w):
+    # acc (4 rows x 2 vectors) += a[a_first:+4] @ the packed rows from flat offset ``w`` on,
+    # a's whole width deep; returned, not stored: the accumulators stay in registers
+    c00, c01, c10, c11, c20, c21, c30, c31 = acc
+    depth, width = a.shape[1], packed.shape[2]
     lanes = width // 2
     a0 = a_first * depth
     a1, a2, a3 = a0 + depth, a0 + 2 * depth, a0 + 3 * depth
-    w = panel * depth * width
-    c00, c01, c10, c11 = _zero(a), _zero(a), _zero(a), _zero(a)
-    c20, c21, c30, c31 = _zero(a), _zero(a), _zero(a), _zero(a)
     for k in range(depth):
         w0 = _load(packed, w)
         w1 = _load(packed, w + lanes)
@@ -188,7 +204,15 @@ def _four_rows(a, a_first, packed, panel, out, out_first):
         x = _broadcast(a, a3 + k)
         c30 = _multiply_add(x, w0, c30)
         c31 = _multiply_add(x, w1, c31)
+    return c00, c01, c10, c11, c20, c21, c30, c31
+
+
+@jit.njit(error_model="numpy")
+def _store_four(out, out_first, panel, acc):
+    width = 2 * VECTOR_BYTES // out.itemsize
+    lanes = width // 2
     stride = out.shape[1]
+    c00, c01, c10, c11, c20, c21, c30, c31 = acc
     o = out_first * stride + panel * width
     _store(out, o, c00)
     _store(out, o + lanes, c01)
@@ -204,46 +228,95 @@ def _four_rows(a, a_first, packed, panel, out, out_first):
 
 
 @jit.njit(error_model="numpy")
-def _one_row(a, a_row, packed, panel, out, out_row):
-    # the rows a block of four leaves over
-    depth, width = packed.shape[1], packed.shape[2]
+def _accumulate_one(acc, a, a_row, packed, w):
+    # the rows a block of four leaves over: acc (2 vectors) += a[a_row] @ packed rows from w
+    c0, c1 = acc
+    depth, width = a.shape[1], packed.shape[2]
     lanes = width // 2
     a0 = a_row * depth
-    w = panel * depth * width
-    c0, c1 = _zero(a), _zero(a)
     for k in range(depth):
         x = _broadcast(a, a0 + k)
         c0 = _multiply_add(x, _load(packed, w), c0)
         c1 = _multiply_add(x, _load(packed, w + lanes), c1)
         w += width
+    return c0, c1
+
+
+@jit.njit(error_model="numpy")
+def _store_one(out, out_row, panel, acc):
+    width = 2 * VECTOR_BYTES // out.itemsize
     o = out_row * out.shape[1] + panel * width
-    _store(out, o, c0)
-    _store(out, o + lanes, c1)
+    _store(out, o, acc[0])
+    _store(out, o + width // 2, acc[1])
 
 
 @jit.njit(error_model="numpy")
 def packed_product(a, a_start, rows, packed, out):
     """``out[:rows, :panels·width] = a[a_start:a_start + rows] @ M`` for the matrix M that
     :func:`pack` gave as ``packed`` (its padding columns included, as zeros). Raises
-    ValueError when the shapes do not fit."""
+    ValueError when the shapes do not fit (a start past ``a``'s rows only with rows to read:
+    a split time loop hands empty steps to threads whose rows finished)."""
     panels, depth, width = packed.shape
     if (
         width * a.itemsize != 2 * VECTOR_BYTES
         or a.shape[1] != depth
         or out.shape[1] < panels * width
-        or a_start < 0
         or rows < 0
-        or a_start + rows > a.shape[0]
         or rows > out.shape[0]
+        or (rows > 0 and (a_start < 0 or a_start + rows > a.shape[0]))
     ):
         raise ValueError("packed_product: the rows, packed matrix and output do not fit")
+    zero = _zero(a)
     block_rows = rows - rows % ROWS
     for r in range(0, block_rows, ROWS):  # a block's rows stay in L1 while every panel passes
         for panel in range(panels):
-            _four_rows(a, a_start + r, packed, panel, out, r)
+            acc = (zero, zero, zero, zero, zero, zero, zero, zero)
+            acc = _accumulate_four(acc, a, a_start + r, packed, panel * depth * width)
+            _store_four(out, r, panel, acc)
     for r in range(block_rows, rows):
         for panel in range(panels):
-            _one_row(a, a_start + r, packed, panel, out, r)
+            acc = _accumulate_one((zero, zero), a, a_start + r, packed, panel * depth * width)
+            _store_one(out, r, panel, acc)
 
 
-__all__ = ["pack", "packed_product", "panel_width"]
+@jit.njit(error_model="numpy")
+def packed_affine_pair(x, x_start, h, rows, packed, bias, out):
+    """``out[:rows, :panels·width] = [x[x_start:x_start + rows], h[:rows]] @ M + bias`` for
+    the matrix M (x's width and then h's width deep) that :func:`pack` gave as ``packed`` and
+    ``bias`` padded to its width: a recurrent step's input and state products and bias in one
+    pass, the sums kept in registers from the bias to the last term. Raises ValueError when
+    the shapes do not fit."""
+    panels, depth, width = packed.shape
+    if (
+        width * x.itemsize != 2 * VECTOR_BYTES
+        or x.shape[1] + h.shape[1] != depth
+        or bias.shape[0] != panels * width
+        or out.shape[1] < panels * width
+        or rows < 0
+        or rows > h.shape[0]
+        or rows > out.shape[0]
+        or (rows > 0 and (x_start < 0 or x_start + rows > x.shape[0]))
+    ):
+        raise ValueError("packed_affine_pair: the rows, packed matrix and output do not fit")
+    lanes = width // 2
+    state_offset = x.shape[1] * width  # where h's rows of a panel start
+    block_rows = rows - rows % ROWS
+    for r in range(0, block_rows, ROWS):
+        for panel in range(panels):
+            b0 = _load(bias, panel * width)
+            b1 = _load(bias, panel * width + lanes)
+            w = panel * depth * width
+            acc = (b0, b1, b0, b1, b0, b1, b0, b1)
+            acc = _accumulate_four(acc, x, x_start + r, packed, w)
+            acc = _accumulate_four(acc, h, r, packed, w + state_offset)
+            _store_four(out, r, panel, acc)
+    for r in range(block_rows, rows):
+        for panel in range(panels):
+            w = panel * depth * width
+            acc = (_load(bias, panel * width), _load(bias, panel * width + lanes))
+            acc = _accumulate_one(acc, x, x_start + r, packed, w)
+            acc = _accumulate_one(acc, h, r, packed, w + state_offset)
+            _store_one(out, r, panel, acc)
+
+
+__all__ = ["pack", "packed_affine_pair", "packed_product", "panel_width"]

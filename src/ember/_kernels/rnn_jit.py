@@ -9,16 +9,20 @@ product of the step (rows 0:n) comes from BLAS before the kernel runs. The kerne
 same arrays as the NumPy path, so either backward can follow either forward. Scalars ``one``
 and ``half`` arrive typed as the arrays (a Python ``1`` would widen float32 maths to float64).
 
-The time loops (``lstm_forward_loop`` and the like) run every step of a layer and direction
+The time loops (``gru_forward_loop`` and the like) run every step of a layer and direction
 in one call: each step's recurrent GEMM, then its gate kernel, instead of two Python calls and
-their dispatch per step. Their GEMMs call the OpenBLAS NumPy itself uses (``cblas_?gemm``,
+their dispatch per step. LSTM's forward loops multiply by ``W_hh`` packed once per layer
+(``packed_gemm_jit``: ~1.4x OpenBLAS on a step's few rows), and without saving
+(:func:`lstm_inference_loop`) add the step's input projection and bias in the same product.
+The other GEMMs call the OpenBLAS NumPy itself uses (``cblas_?gemm``,
 found through ``ember._backend.numpy_blas``) by its address, as a numba first-class function:
 the same library and call as NumPy's ``matmul`` on these C-contiguous matrices, under the
 thread count the caller set. (numba's own ``np.dot`` calls SciPy's OpenBLAS instead: measured
 1.5x slower on the (32, 128) x (128, 512) step of a 128-unit LSTM.) Where NumPy's BLAS cannot
 be reached, :func:`gemm_for` is None and the caller keeps its per-step loop. The loops live in
 this file with the kernels they inline: numba's disk cache is keyed on the file of the cached
-function, so loops in another file would keep stale copies of edited kernels.
+function, so loops in another file would keep stale copies of edited kernels (for the packed
+products they inline, see ``PACKED_GEMM_SOURCE``).
 
 numba does not check bounds: ``ember.ops.rnn`` checks the steps against the arrays and makes
 every matrix a loop's GEMM reads or writes C-contiguous first.
@@ -36,7 +40,13 @@ from numba import types
 from numba.extending import overload
 
 from . import jit
-from .packed_gemm_jit import pack, packed_product
+from .packed_gemm_jit import pack, packed_affine_pair, packed_product
+
+# numba keys a function's disk cache on the content of its own file only, so the loops here
+# would keep stale copies of edited packed products: this names the packed_gemm_jit.py they
+# were written against (its SHA-256, first 16 hex digits); a test fails when that file
+# changes, and updating the digest changes this file, which recompiles the loops
+PACKED_GEMM_SOURCE = "77559f259312be56"
 
 # Eigen's float32 tanh (the one torch's CPU kernels follow): odd rational 13/6, clamped where
 # tanh rounds to ±1 in float32; a few ulp from the true value, and vectorisable (no libm call)
@@ -123,6 +133,27 @@ def lstm_forward_step(start, n, gates, recurrent, h, c, out, half):
             so = gate_tanh(g_o[j] + r_o[j]) * half + half
             tg = gate_tanh(g_g[j] + r_g[j])
             c_new = cr[j] * sf + si * tg
+            cr[j] = c_new
+            h_new = so * gate_tanh(c_new)
+            o_row[j] = h_new
+            hr[j] = h_new
+
+
+@jit.njit(error_model="numpy")
+def lstm_cell_step(start, n, pre, h, c, out, half):
+    """:func:`lstm_forward_step` from whole pre-activations: ``pre`` rows 0:n hold the
+    step's input and state products and biases summed (:func:`lstm_inference_loop`)."""
+    hidden = c.shape[1]
+    for r in range(n):
+        p = pre[r]
+        cr, hr, o_row = c[r], h[r], out[start + r]
+        p_i, p_f = p[:hidden], p[hidden : 2 * hidden]
+        p_o, p_g = p[2 * hidden : 3 * hidden], p[3 * hidden : 4 * hidden]
+        for j in range(hidden):
+            si = gate_tanh(p_i[j]) * half + half
+            sf = gate_tanh(p_f[j]) * half + half
+            so = gate_tanh(p_o[j]) * half + half
+            c_new = cr[j] * sf + si * gate_tanh(p_g[j])
             cr[j] = c_new
             h_new = so * gate_tanh(c_new)
             o_row[j] = h_new
@@ -435,34 +466,26 @@ def _product_rows(gemm, a, a_start, rows, b, out):
 # LSTM (without projections)
 # --------------------------------------------------------------------------------------------
 @jit.njit(error_model="numpy")
-def lstm_forward_loop(gemm, starts, sizes, gates, w_hh_t, h, c, out, recurrent, half):
-    """Every step of :func:`lstm_forward_step`, each after its h W_hhᵀ."""
+def lstm_inference_loop(packed, starts, sizes, x, bias, h, c, out, pre, half):
+    """Every step of a layer without saving for backward: the step's pre-activations
+    [x rows, h] [W_ih; W_hh]ᵀ + b in one packed product (``packed_gemm_jit``), then
+    :func:`lstm_cell_step`; no (rows, 4·hidden) array of projected inputs is formed."""
     for s in range(starts.shape[0]):
         start, n = starts[s], sizes[s]
-        product_rows(gemm, h, 0, n, w_hh_t, recurrent)
-        lstm_forward_step(start, n, gates, recurrent, h, c, out, half)
-
-
-@jit.njit(error_model="numpy")
-def lstm_forward_loop_packed(packed, starts, sizes, gates, h, c, out, recurrent, half):
-    """Every step of :func:`lstm_forward_step`, each after its h W_hhᵀ from W_hhᵀ packed
-    once (``packed_gemm_jit``: ~1.5x OpenBLAS's speed on a step's few rows); ``recurrent``
-    has the packed matrix's (padded) width."""
-    for s in range(starts.shape[0]):
-        start, n = starts[s], sizes[s]
-        packed_product(h, 0, n, packed, recurrent)
-        lstm_forward_step(start, n, gates, recurrent, h, c, out, half)
+        packed_affine_pair(x, start, h, n, packed, bias, pre)
+        lstm_cell_step(start, n, pre, h, c, out, half)
 
 
 @jit.njit(error_model="numpy")
 def lstm_forward_loop_saving(
-    gemm, starts, sizes, gates, w_hh_t, h, c, out, recurrent,
+    packed, starts, sizes, gates, h, c, out, recurrent,
     h_prev, c_prev, tanh_c, slopes, out_slope, one, half,
 ):  # fmt: skip
-    """Every step of :func:`lstm_forward_step_saving`, each after its h W_hhᵀ."""
+    """Every step of :func:`lstm_forward_step_saving`, each after its h W_hhᵀ from W_hhᵀ
+    packed once (``packed_gemm_jit``); ``recurrent`` has the packed (padded) width."""
     for s in range(starts.shape[0]):
         start, n = starts[s], sizes[s]
-        product_rows(gemm, h, 0, n, w_hh_t, recurrent)
+        packed_product(h, 0, n, packed, recurrent)
         lstm_forward_step_saving(
             start, n, gates, recurrent, h, c, out, h_prev, c_prev, tanh_c, slopes, out_slope,
             one, half,
@@ -579,12 +602,13 @@ __all__ = [
     "gru_forward_step_saving",
     "lstm_backward_loop",
     "lstm_backward_step",
-    "lstm_forward_loop",
-    "lstm_forward_loop_packed",
+    "lstm_cell_step",
     "lstm_forward_loop_saving",
     "lstm_forward_step",
     "lstm_forward_step_saving",
+    "lstm_inference_loop",
     "pack",
+    "packed_affine_pair",
     "packed_product",
     "product_rows",
     "rnn_backward_loop",

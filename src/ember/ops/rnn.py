@@ -9,11 +9,14 @@ backward reruns the composite of ember ops on the saved inputs instead, so that 
 any order reach them.
 
 On NumPy arrays, when kernels are on, one compiled call (``ember._kernels.rnn_jit``, numba)
-runs all steps of a layer and direction, each step's GEMM (through NumPy's own OpenBLAS) and
+runs all steps of a layer and direction, each step's GEMM (through NumPy's own OpenBLAS, or
+for LSTM's forward against ``W_hh`` packed once per layer: ``_kernels.packed_gemm_jit``) and
 its gate nonlinearities and state updates in one pass; where that BLAS cannot be reached, each
 step is a NumPy GEMM and a compiled pass; else NumPy calls. All of these save the
-same arrays, so either backward follows either forward. ``ember.compile`` records each pass of
-a layer as one call (``_one_call``) rather than its ~20 array calls per time step.
+same arrays, so either backward follows either forward. An LSTM layer that saves nothing
+(no_grad) computes each step's input projection inside its loop (``_lstm_inference``).
+``ember.compile`` records each pass of a layer as one call (``_one_call``) rather than its
+~20 array calls per time step.
 
 The input is a (rows, features) matrix whose time step t occupies ``sizes[t]`` rows from
 ``offsets[t]``; the batch may only shrink over time (a PackedSequence), and rows of finished
@@ -183,7 +186,8 @@ def _product(xp, a, b, bias=None):
 
 def _time_loop(xp, arrays, loop, gemm, steps, *args) -> None:
     """``loop(gemm, starts, sizes, *args)`` over ``steps`` (first row, rows), the arguments
-    marked :class:`_Batch` given as batch rows.
+    marked :class:`_Batch` given as batch rows; ``gemm`` is NumPy's BLAS function or, for the
+    loops that use none, the packed weights.
 
     A sequence's batch rows never meet (each row's recurrence reads only its own state), so
     with enough work the batch is split into spans, each span's loop on its own thread of
@@ -216,8 +220,39 @@ def _finish_sigmoid(xp, v) -> None:
 # --------------------------------------------------------------------------------------------
 # LSTM: gates i, f, g, o; c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c') (then W_hr h')
 # --------------------------------------------------------------------------------------------
+def _lstm_inference(xp, arrays, steps):
+    """The layer without saving for backward through one compiled loop whose every step sums
+    its input and state products and bias in one packed product (``rnn_jit.
+    lstm_inference_loop``), or None where the compiled loops do not run."""
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh, _ = arrays
+    hidden = w_hh.shape[0] // 4
+    loops = _compiled(xp, x.shape[0] * w_hh.shape[0])
+    if loops is None or _loops(xp, x.dtype)[0] is None:
+        return None
+    # [W_ih W_hh] with the gates as i, f, o, g and the sigmoid gates halved, as _lstm_forward's
+    weights = _halved(xp, _lstm_blocks(xp, xp.concatenate([w_ih, w_hh], 1), hidden), 3 * hidden)
+    packed = loops.pack(weights.T)
+    width = packed.shape[0] * packed.shape[2]
+    bias = xp.zeros(width, dtype=x.dtype)
+    summed = _bias_sum(b_ih, b_hh)
+    if summed is not None:
+        bias[: 4 * hidden] = _halved(xp, _lstm_blocks(xp, summed, hidden), 3 * hidden)
+    h, c = h0.copy(), c0.copy()
+    out = xp.empty((x.shape[0], hidden), dtype=x.dtype)
+    pre = xp.empty((c.shape[0], width), dtype=x.dtype)  # one step's pre-activations
+    _time_loop(
+        xp, arrays, loops.lstm_inference_loop, packed, steps, xp.ascontiguousarray(x), bias,
+        _Batch(h), _Batch(c), out, _Batch(pre), x.dtype.type(0.5),
+    )  # fmt: skip
+    return (out, h, c), ()
+
+
 def _lstm_forward(xp, arrays, steps, keep):
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = arrays
+    if not keep and w_hr is None:
+        fused = _lstm_inference(xp, arrays, steps)
+        if fused is not None:
+            return fused
     hidden = w_hh.shape[0] // 4
     # the kernels keep the gates in the order i, f, o, g: one call finishes the sigmoids
     i_, f_, o_, g_ = (slice(k * hidden, (k + 1) * hidden) for k in range(4))
@@ -227,7 +262,8 @@ def _lstm_forward(xp, arrays, steps, keep):
         bias = _halved(xp, _lstm_blocks(xp, bias, hidden), sig.stop)
     # activated in place
     gates = _product(xp, x, _halved(xp, _lstm_blocks(xp, w_ih, hidden), sig.stop).T, bias)
-    w_hh_t = _transposed(xp, _halved(xp, _lstm_blocks(xp, w_hh, hidden), sig.stop))
+    w_hh_blocks = _halved(xp, _lstm_blocks(xp, w_hh, hidden), sig.stop)
+    w_hh_t = _transposed(xp, w_hh_blocks)
     w_hr_t = w_hr.T if w_hr is not None else None
     rows = gates.shape[0]
     h, c = h0.copy(), c0.copy()
@@ -249,21 +285,14 @@ def _lstm_forward(xp, arrays, steps, keep):
             slopes = xp.empty_like(gates)
             out_slope = xp.empty_like(c_prev)
         loops, gemm = _loops(xp, gates.dtype)
-        if loops is not None:  # one compiled call runs every step, GEMMs included
-            states = (_Batch(h), _Batch(c), out, _Batch(recurrent))
-            if keep:
-                _time_loop(
-                    xp, arrays, loops.lstm_forward_loop_saving, gemm, steps, gates, w_hh_t,
-                    *states, h_prev, c_prev, tanh_c, slopes, out_slope, gates.dtype.type(1),
-                    half,
-                )  # fmt: skip
-            else:  # W_hhᵀ packed once for the layer's many few-row products
-                packed = loops.pack(w_hh_t)
-                recurrent = xp.empty((c.shape[0], packed.shape[0] * packed.shape[2]), gates.dtype)
-                _time_loop(
-                    xp, arrays, loops.lstm_forward_loop_packed, packed, steps, gates, _Batch(h),
-                    _Batch(c), out, _Batch(recurrent), half,
-                )  # fmt: skip
+        if loops is not None:  # one compiled call runs every step (keep: else _lstm_inference)
+            packed = loops.pack(w_hh_blocks.T)  # once, for the layer's many few-row products
+            recurrent = xp.empty((c.shape[0], packed.shape[0] * packed.shape[2]), gates.dtype)
+            _time_loop(
+                xp, arrays, loops.lstm_forward_loop_saving, packed, steps, gates, _Batch(h),
+                _Batch(c), out, _Batch(recurrent), h_prev, c_prev, tanh_c, slopes, out_slope,
+                gates.dtype.type(1), half,
+            )  # fmt: skip
             steps = ()
         for start, n in _serial(xp, steps, arrays):
             rec = xp.matmul(h[:n], w_hh_t, out=recurrent[:n])
