@@ -97,15 +97,18 @@ def _over_images(work, n: int, nb: int) -> list:
     return _backend.run_spans(work, spans)
 
 
-def forward(x, wmat, bias, kernel, stride, pads, dilation):
-    """(N, C, *S) ``x`` convolved with the (O, C·∏K) matrix ``wmat`` (+ ``bias``, (O,) or
-    None): a new (N, O, *O) array."""
+def forward(x, wmat, bias, kernel, stride, pads, dilation, groups=1):
+    """(N, C, *S) ``x`` convolved with the (O, C/groups·∏K) matrix ``wmat`` (+ ``bias``, (O,)
+    or None): a new (N, O, *O) array. With ``groups``, the columns of each group's channels
+    (a contiguous block of rows) meet their group's rows of ``wmat`` in one stacked GEMM."""
     n, c = x.shape[:2]
-    out_ch = wmat.shape[0]
+    out_ch, taps = wmat.shape
     out = output_size(x.shape[2:], kernel, stride, pads, dilation)
     y = np.empty((n, out_ch) + out, x.dtype)
-    rows = y.reshape(n, out_ch, math.prod(out))
-    nb = _chunk_images(wmat.shape[1] * math.prod(out) * x.itemsize)
+    positions = math.prod(out)
+    rows = y.reshape(n, groups, out_ch // groups, positions)
+    wmats = wmat.reshape(groups, out_ch // groups, taps)
+    nb = _chunk_images(groups * taps * positions * x.itemsize)
 
     def work(start, stop, nb):
         unfold = _Unfold(
@@ -113,9 +116,10 @@ def forward(x, wmat, bias, kernel, stride, pads, dilation):
         )
         for s in range(start, stop, nb):
             e = min(s + nb, stop)
-            np.matmul(wmat, unfold(x[s:e]), out=rows[s:e])
+            cols = unfold(x[s:e]).reshape(e - s, groups, taps, positions)
+            np.matmul(wmats, cols, out=rows[s:e])
             if bias is not None:
-                rows[s:e] += bias[:, None]
+                rows[s:e] += bias.reshape(groups, -1, 1)
 
     _over_images(work, n, nb)
     return (y,)
@@ -144,61 +148,69 @@ def gradient_columns_pay(weight_shape, size, out, stride, pads, dilation, need_i
     return out_ch * math.prod(size) <= channels * math.prod(out)
 
 
-def backward(x, weight, g, kernel, stride, pads, dilation, need_input, need_weight, need_bias):
+def backward(
+    x, weight, g, kernel, stride, pads, dilation, need_input, need_weight, need_bias, groups=1
+):
     """Gradients of :func:`forward` for the (N, O, *O) output gradient ``g``: a tuple of
     new arrays, d input, d weight and d bias, each only where its ``need_`` flag is set.
 
     Where the input gradient is a unit-stride convolution of ``g`` (padded), the columns of
     ``g`` give the weight gradient as well: dW[o, c, k] = Σ_q x[c, q] · gcols[o, flip(k), q]
-    over input positions q, so the input is never unfolded again."""
+    over input positions q, so the input is never unfolded again. With ``groups``, every
+    GEMM is stacked over the groups (each a block of channels of ``x`` and of ``g``)."""
     nd = len(kernel)
     n, c = x.shape[:2]
     size = x.shape[2:]
-    out_ch = weight.shape[0]
-    taps = c * math.prod(kernel)
+    out_ch, group_in = weight.shape[:2]
+    group_out = out_ch // groups
+    taps = group_in * math.prod(kernel)
     out = tuple(g.shape[2:])
     g = np.ascontiguousarray(g)
-    g_rows = g.reshape(n, out_ch, math.prod(out))
-    wmat = weight.reshape(out_ch, taps)
+    g_rows = g.reshape(n, groups, group_out, math.prod(out))
+    wmats = weight.reshape(groups, group_out, taps)
     gx = np.empty(x.shape, x.dtype) if need_input else None
-    gx_rows = gx.reshape(n, c, math.prod(size)) if need_input else None
-    from_g = gradient_columns_pay(weight.shape, size, out, stride, pads, dilation, need_input)
-    g_taps = out_ch * math.prod(kernel)
+    gx_rows = gx.reshape(n, groups, group_in, math.prod(size)) if need_input else None
+    group_shape = (group_out,) + tuple(weight.shape[1:])
+    from_g = gradient_columns_pay(group_shape, size, out, stride, pads, dilation, need_input)
+    g_taps = group_out * math.prod(kernel)
     if from_g:
         flipped = weight[(slice(None), slice(None)) + (slice(None, None, -1),) * nd]
-        wflip = np.ascontiguousarray(flipped.swapaxes(0, 1)).reshape(c, g_taps)  # (C, O·∏K)
+        flipped = flipped.reshape((groups, group_out, group_in) + tuple(kernel)).swapaxes(1, 2)
+        wflip = np.ascontiguousarray(flipped).reshape(groups, group_in, g_taps)  # (G, C/G, O/G·∏K)
         grad_pads = tuple(
             (d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), d, k in zip(pads, dilation, kernel)
         )
-    per_image = (g_taps * math.prod(size) if from_g else taps * math.prod(out)) * x.itemsize
-    nb = _chunk_images(per_image)
+    per_image = groups * (g_taps * math.prod(size) if from_g else taps * math.prod(out))
+    nb = _chunk_images(per_image * x.itemsize)
 
     def work(start, stop, nb):
         nb = max(1, min(nb, stop - start))
-        gw = np.zeros((g_taps, c) if from_g else (out_ch, taps), np.float64)
+        gw = np.zeros((groups,) + ((g_taps, group_in) if from_g else (group_out, taps)), np.float64)
         if from_g:
             unfold_g = _Unfold(nb, out_ch, out, kernel, (1,) * nd, grad_pads, dilation, x.dtype)
         elif need_weight:
             unfold = _Unfold(nb, c, size, kernel, stride, pads, dilation, x.dtype)
         if need_input and not from_g:
             fold = _Fold(nb, c, size, kernel, stride, pads, dilation, out, x.dtype)
+            fold_cols = fold.cols.reshape(nb, groups, taps, -1)
         products = np.empty((nb,) + gw.shape, x.dtype)
         for s in range(start, stop, nb):
             e = min(s + nb, stop)
             if from_g:
-                g_cols = unfold_g(g[s:e])  # (nb, O·∏K, ∏S)
+                g_cols = unfold_g(g[s:e]).reshape(e - s, groups, g_taps, -1)  # (nb, G, ·, ∏S)
             if need_input and from_g:
                 np.matmul(wflip, g_cols, out=gx_rows[s:e])
             elif need_input:
-                fold(np.matmul(wmat.T, g_rows[s:e], out=fold.cols[: e - s]), gx[s:e])
+                cols = np.matmul(wmats.swapaxes(1, 2), g_rows[s:e], out=fold_cols[: e - s])
+                fold(cols.reshape(e - s, c * math.prod(kernel), -1), gx[s:e])
             if not need_weight:
                 continue
             if from_g:  # Σ over the chunk's images of gcols (O·∏K, ∏S) @ x.T (∏S, C)
-                x_rows = x[s:e].reshape(e - s, c, -1)
-                part = np.matmul(g_cols, x_rows.transpose(0, 2, 1), out=products[: e - s])
+                x_rows = x[s:e].reshape(e - s, groups, group_in, -1)
+                part = np.matmul(g_cols, x_rows.swapaxes(2, 3), out=products[: e - s])
             else:  # Σ of g (O, ∏O) @ columns.T (∏O, C·∏K)
-                cols = unfold(x[s:e])
-                part = np.matmul(g_rows[s:e], cols.transpose(0, 2, 1), out=products[: e - s])
+                cols = unfold(x[s:e]).reshape(e - s, groups, taps, -1)
+                part = np.matmul(g_rows[s:e], cols.swapaxes(2, 3), out=products[: e - s])
             gw += part.sum(axis=0, dtype=np.float64) if e - s > 1 else part[0]
         return gw
 
@@ -208,11 +220,11 @@ def backward(x, weight, g, kernel, stride, pads, dilation, need_input, need_weig
         gw = parts[0]
         for part in parts[1:]:
             gw += part
-        if from_g:  # (O, *K flipped, C) -> (O, C, *K)
-            gw = gw.reshape((out_ch,) + tuple(kernel) + (c,))
+        if from_g:  # (G, O/G, *K flipped, C/G) -> (O, C/G, *K)
+            gw = gw.reshape((out_ch,) + tuple(kernel) + (group_in,))
             gw = np.moveaxis(gw[(slice(None),) + (slice(None, None, -1),) * nd], -1, 1)
         gw = np.ascontiguousarray(gw, dtype=x.dtype).reshape(weight.shape)
-    gb = g_rows.sum(axis=(0, 2)) if need_bias else None
+    gb = g.reshape(n, out_ch, math.prod(out)).sum(axis=(0, 2)) if need_bias else None
     return tuple(a for a in (gx, gw, gb) if a is not None)
 
 
@@ -222,7 +234,9 @@ class _Fold:
 
     def __init__(self, nb, channels, size, kernel, stride, pads, dilation, out, dtype):
         self.kernel, self.out = kernel, out
-        padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+        # a negative upper padding (a transposed convolution's output_padding beyond its
+        # padding): the windows end before the input does, its last rows get zeros
+        padded = tuple(s + lo + max(hi, 0) for s, (lo, hi) in zip(size, pads))
         self.image = np.empty((nb, channels) + padded, dtype)
         self.inside = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
         self.cols = np.empty((nb, channels * math.prod(kernel), math.prod(out)), dtype)

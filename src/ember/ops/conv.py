@@ -2,9 +2,10 @@
 
 ``unfold`` (im2col) and ``fold`` (col2im) are each other's derivative, so convolutions built
 from them and ``matmul`` are differentiable to any order (pooling over the same windows:
-:mod:`ember.ops.pooling_2d`). A groups=1 convolution of float32/float64 NumPy arrays runs a
-few images at a time (:mod:`ember._kernels.conv_pipeline`) as one node; its double backward
-differentiates the composite.
+:mod:`ember.ops.pooling_2d`). A convolution of float32/float64 NumPy arrays (any groups) runs
+a few images at a time (:mod:`ember._kernels.conv_pipeline`) as one node, and so does a
+transposed one, as its adjoint (:mod:`ember._kernels.conv_transposed`); their double backward
+differentiates the composite (CuPy's path for groups > 1 and transposed).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import itertools
 import math
 import types
 
-from .._kernels import conv_pipeline
+from .._kernels import conv_pipeline, conv_transposed
 from .._scratch import scratch
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -105,9 +106,12 @@ class ConvolutionBackward0(CompositeBackward):
 
 
 class ConvolutionOneGemmBackward0(Node):
-    """A plain (groups=1) convolution as one node whose backward is two GEMMs and a col2im on
-    the arrays it saved (the im2col columns); under ``create_graph`` the composite of ember
-    ops is differentiated instead, so that double backward reaches the inputs."""
+    """A convolution as one node whose backward is two GEMMs and a col2im on the arrays it
+    saved (the im2col columns of a groups=1 convolution), or the pipeline's backward (any
+    groups); under ``create_graph`` the composite of ember ops is differentiated instead, so
+    that double backward reaches the inputs."""
+
+    groups = 1
 
     def name(self) -> str:
         return "ConvolutionBackward0"
@@ -179,7 +183,8 @@ class ConvolutionOneGemmBackward0(Node):
             x = x[None]
         needs = [edge is not None for edge in edges[:3]] + [False] * (3 - len(edges))
         call = _PipelineCall(conv_pipeline.backward)
-        args = (x, weight, gd, self.kernel, self.stride, self.pads, self.dilation, *needs)
+        geometry = (self.kernel, self.stride, self.pads, self.dilation)
+        args = (x, weight, gd, *geometry, *needs, self.groups)
         grads = iter(_kernel_call(xp, call, *args))  # the wanted gradients only
         gx, gw, gb = (wrap(next(grads)) if need else None for need in needs)
         if gx is not None and self.unbatched:
@@ -236,19 +241,35 @@ def _scratch_empty(xp, shape, dtype):
 
 
 def _conv_one_gemm(
-    input, weight, bias, compute, unbatched, kernel, stride, pads, dilation, out, n, out_ch, taps
+    input,
+    weight,
+    bias,
+    compute,
+    unbatched,
+    kernel,
+    stride,
+    pads,
+    dilation,
+    out,
+    n,
+    out_ch,
+    taps,
+    groups=1,
 ):
-    """groups=1: (O, C·∏K) @ (C·∏K, N·∏O), recorded as one node that keeps the columns."""
+    """groups=1: (O, C·∏K) @ (C·∏K, N·∏O), recorded as one node that keeps the columns;
+    float32/float64 NumPy arrays (any groups): the pipeline, chunk by chunk."""
     inputs = (input, weight, bias)
-    needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
     x = input._data[None] if unbatched else input._data
     xp = array_module(x)
-    wmat = weight._data.reshape(out_ch, taps)
     pipelined = _pipelined(xp, x, weight._data, bias)
+    if groups > 1 and not pipelined:  # CuPy: one batched GEMM per group, differentiated
+        return composite(ConvolutionBackward0, compute, inputs)
+    needs = grad_state.enabled and any(t is not None and t._rg for t in inputs)
+    wmat = weight._data.reshape(out_ch, taps)
     if pipelined:  # chunk by chunk, the columns never leave the caches
         b = None if bias is None else bias._data
         call = _PipelineCall(conv_pipeline.forward)
-        (y,) = _kernel_call(xp, call, x, wmat, b, kernel, stride, pads, dilation)
+        (y,) = _kernel_call(xp, call, x, wmat, b, kernel, stride, pads, dilation, groups)
     else:
         y, cols = _gemm_conv(xp, x, wmat, kernel, stride, pads, dilation)
         if bias is not None:
@@ -260,6 +281,7 @@ def _conv_one_gemm(
     node = ConvolutionOneGemmBackward0()
     node.compute, node.unbatched, node.kernel, node.stride = compute, unbatched, kernel, stride
     node.pads, node.dilation, node.out, node.pipelined = pads, dilation, out, pipelined
+    node.groups = groups
     result_tensor = record(node, y, inputs, saved=inputs)
     if not pipelined:
         node._saved_out = (cols, [0], 0)  # the columns: freed with the graph, counted as saved
@@ -441,23 +463,22 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: in
             y = y + bias.reshape((1, out_ch) + (1,) * nd)
         return y.squeeze(0) if unbatched else y
 
-    if groups == 1:
-        return _conv_one_gemm(
-            input,
-            weight,
-            bias,
-            compute,
-            unbatched,
-            kernel,
-            stride,
-            pads,
-            dilation,
-            out,
-            n,
-            out_ch,
-            taps,
-        )
-    return composite(ConvolutionBackward0, compute, (input, weight, bias))
+    return _conv_one_gemm(
+        input,
+        weight,
+        bias,
+        compute,
+        unbatched,
+        kernel,
+        stride,
+        pads,
+        dilation,
+        out,
+        n,
+        out_ch,
+        taps,
+        groups,
+    )
 
 
 def conv1d(
@@ -557,7 +578,50 @@ def _conv_transpose_nd(
             y = y + bias.reshape((1, -1) + (1,) * nd)
         return y.squeeze(0) if unbatched else y
 
+    data = input._data[None] if unbatched else input._data
+    if _pipelined(array_module(data), data, weight._data, bias):
+        geometry = (kernel, stride, pads, dilation, groups)
+        return _conv_transpose_pipelined(input, weight, bias, compute, unbatched, geometry, out)
     return composite(ConvolutionBackward0, compute, (input, weight, bias))
+
+
+class ConvolutionTransposeBackward0(ConvolutionOneGemmBackward0):
+    """A transposed convolution as one node: its backward is a convolution of the output
+    gradient (the input gradient) and a convolution's weight gradient, by
+    :mod:`ember._kernels.conv_transposed`; under ``create_graph``, the composite's."""
+
+    pipelined = True
+
+    def _pipelined_backward(self, xp, x, weight, gd, edges):
+        if self.unbatched:
+            x = x[None]
+        needs = [edge is not None for edge in edges[:3]] + [False] * (3 - len(edges))
+        call = _PipelineCall(conv_transposed.backward)
+        geometry = (self.kernel, self.stride, self.pads, self.dilation, self.groups)
+        grads = iter(_kernel_call(xp, call, x, weight, gd, *geometry, *needs))
+        gx, gw, gb = (wrap(next(grads)) if need else None for need in needs)
+        if gx is not None and self.unbatched:
+            gx = gx[0]
+        return gx, gw, gb
+
+
+def _conv_transpose_pipelined(input, weight, bias, compute, unbatched, geometry, out):
+    """A transposed convolution of float32/float64 NumPy arrays, chunk by chunk, as one
+    node; ``geometry``: the kernel, stride, the convolution's pads, dilation and groups."""
+    inputs = (input, weight, bias)
+    x = input._data[None] if unbatched else input._data
+    xp = array_module(x)
+    b = None if bias is None else bias._data
+    call = _PipelineCall(conv_transposed.forward)
+    (y,) = _kernel_call(xp, call, x, weight._data, b, *geometry, out)
+    if unbatched:
+        y = y[0]
+    if not (grad_state.enabled and any(t is not None and t._rg for t in inputs)):
+        return wrap(y)
+    node = ConvolutionTransposeBackward0()
+    node.compute, node.unbatched = compute, unbatched
+    node.kernel, node.stride, node.pads, node.dilation, node.groups = geometry
+    return record(node, y, inputs, saved=inputs)
 
 
 def conv_transpose1d(
