@@ -12,6 +12,8 @@ output_padding exceeds padding (the convolution then ignores the output's last r
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import conv_pipeline
@@ -44,16 +46,52 @@ def _cropped(g, pads):
 
 def backward(x, weight, g, kernel, stride, pads, dilation, groups, need_input, need_weight, bias):
     """Gradients of :func:`forward` for the (N, O, *size) output gradient ``g``: a tuple of
-    new arrays, d input, d weight and d bias, each only where wanted (``bias``: whether)."""
+    new arrays, d input, d weight and d bias, each only where wanted (``bias``: whether).
+
+    Both come from the columns of ``g`` (the convolution's input), unfolded once per chunk:
+    d input = W @ columns (the convolution's forward), d W = Σ x @ columns.T."""
     conv_input, conv_pads = _cropped(g, pads)
-    geometry = (kernel, stride, conv_pads, dilation)
     grads = []
-    if need_input:
-        wmat = weight.reshape(weight.shape[0], -1)
-        grads.append(conv_pipeline.forward(conv_input, wmat, None, *geometry, groups)[0])
-    if need_weight:
-        args = (conv_input, weight, x, *geometry, False, True, False, groups)
-        grads.append(conv_pipeline.backward(*args)[0])
+    if need_input or need_weight:
+        geometry = (kernel, stride, conv_pads, dilation)
+        grads += _from_columns(x, weight, conv_input, geometry, groups, need_input, need_weight)
     if bias:
         grads.append(g.sum(axis=(0,) + tuple(range(2, g.ndim))))
     return tuple(grads)
+
+
+def _from_columns(x, weight, conv_input, geometry, groups, need_input, need_weight):
+    n, in_ch = x.shape[:2]
+    group_in = in_ch // groups
+    taps = weight[0].size
+    positions = math.prod(x.shape[2:])
+    wmats = weight.reshape(groups, group_in, taps)
+    x_rows = x.reshape(n, groups, group_in, positions)
+    gx = np.empty(x.shape, x.dtype) if need_input else None
+    gx_rows = gx.reshape(n, groups, group_in, positions) if need_input else None
+    nb = conv_pipeline._chunk_images(groups * taps * positions * x.itemsize)
+    channels = conv_input.shape[1]
+
+    def work(start, stop, nb):
+        nb = max(1, min(nb, stop - start))
+        unfold = conv_pipeline._Unfold(nb, channels, conv_input.shape[2:], *geometry, x.dtype)
+        gw = np.zeros((groups, group_in, taps), np.float64)
+        products = np.empty((nb,) + gw.shape, x.dtype)
+        for s in range(start, stop, nb):
+            e = min(s + nb, stop)
+            cols = unfold(conv_input[s:e]).reshape(e - s, groups, taps, positions)
+            if need_input:
+                np.matmul(wmats, cols, out=gx_rows[s:e])
+            if need_weight:
+                part = np.matmul(x_rows[s:e], cols.swapaxes(2, 3), out=products[: e - s])
+                gw += part.sum(axis=0, dtype=np.float64) if e - s > 1 else part[0]
+        return gw
+
+    parts = conv_pipeline._over_images(work, n, nb)
+    grads = [gx] if need_input else []
+    if need_weight:
+        gw = parts[0]
+        for part in parts[1:]:
+            gw += part
+        grads.append(gw.astype(x.dtype).reshape(weight.shape))
+    return grads
