@@ -1,6 +1,6 @@
 """Linear's backward as one differentiable node under create_graph (ops/linear_backward.py):
 the gradients and the second derivatives through it match torch, a third derivative passes
-gradcheck, and the first pass records one node per linear instead of five."""
+gradcheck, and the first pass records one node per linear instead of four."""
 
 from __future__ import annotations
 

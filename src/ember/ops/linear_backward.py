@@ -1,7 +1,7 @@
 """Linear's backward as one differentiable op, for ``create_graph`` (double backward).
 
-Under ``create_graph`` the gradients of y = x Wᵀ + b were five recorded ops (gx = g W, a
-transpose and gW = gᵀ x, gb = Σ g) and, in a Hessian-vector product's second pass, five
+Under ``create_graph`` the gradients of y = x Wᵀ + b were four recorded ops (gx = g W, a
+transpose and gW = gᵀ x, gb = Σ g) and, in a Hessian-vector product's second pass, four
 nodes whose transposed gradients made the next formulas run on strided arrays. Here the
 three gradients are one node's outputs, and its backward is one formula per input:
 
