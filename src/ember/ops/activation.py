@@ -49,6 +49,17 @@ def _compiled(name: str, data, *others, dtypes: str = "fd"):
     return _backend.compiled_map(getattr(kernels, name), data, *others)
 
 
+def _piecewise(name: str, data, *others, constants: tuple = ()):
+    """``pointwise_jit.<name>`` over ``data`` (and ``others`` of its shape and dtype), its
+    ``constants`` cast to ``data``'s dtype first (as NumPy casts a Python float against a
+    float32 array), when the compiled kernels are on and apply; else None."""
+    kernels = _backend.compiled_kernels("pointwise_jit", data, *others)
+    if kernels is None:
+        return None
+    typed = tuple(data.dtype.type(c) for c in constants)
+    return _backend.compiled_map(getattr(kernels, name), data, *others, constants=typed)
+
+
 def _cuda_kernels(data):
     """``ember.cuda.kernels`` when ``data`` is a CuPy array (its fused kernels may apply), else
     None: on the CPU one attribute read and a comparison."""
@@ -176,6 +187,11 @@ def _in_place(input: Tensor, fn) -> Tensor:
 class LeakyReluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
+        if not grad_state.enabled:
+            slope = (self.negative_slope,)
+            fused = _piecewise("leaky_relu_backward", g._data, x._data, constants=slope)
+            if fused is not None:
+                return wrap(fused)
         return where(x > 0, g, g * self.negative_slope)
 
 
@@ -183,6 +199,11 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     """x where x > 0, else ``negative_slope * x``."""
     if inplace:
         return _in_place(input, lambda t: leaky_relu(t, negative_slope))
+    _floating(input, "leaky_relu")
+    out = _piecewise("leaky_relu", input._data, constants=(negative_slope,))
+    if out is not None:
+        attrs = {"negative_slope": negative_slope}
+        return result(LeakyReluBackward0, out, (input,), (input,), **attrs)
     kernel = lambda xp, x: xp.where(x > 0, x, x * negative_slope)
     return _pointwise(
         LeakyReluBackward0, input, "leaky_relu", kernel, negative_slope=negative_slope
@@ -197,6 +218,12 @@ class EluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
         a, s, k = self.alpha, self.scale, self.input_scale
+        if not grad_state.enabled:
+            constants = (s, k, s * a * k, 0)
+            name = "elu_backward_float32" if x._data.dtype.char == "f" else "elu_backward"
+            fused = _piecewise(name, g._data, x._data, constants=constants)
+            if fused is not None:
+                return wrap(fused)
         # d/dx s·α(e^{kx} - 1) = s·α·k·e^{kx}; clamp keeps exp finite on the unused branch
         negative = (clamp(x, max=0.0) * k).exp() * (s * a * k)
         return where(x > 0, g * s, g * negative)
@@ -212,6 +239,11 @@ def _elu(input, alpha, scale, input_scale, op, node_cls=EluBackward0) -> Tensor:
         return xp.where(x > 0, x * scale, negative)
 
     attrs = dict(alpha=alpha, scale=scale, input_scale=input_scale)
+    _floating(input, op)
+    name = "elu_float32" if input._data.dtype.char == "f" else "elu"
+    out = _piecewise(name, input._data, constants=(alpha * scale, scale, input_scale, 0))
+    if out is not None:
+        return result(node_cls, out, (input,), (input,), **attrs)
     return _pointwise(node_cls, input, op, kernel, **attrs)
 
 
@@ -301,6 +333,11 @@ class HardswishBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
         # d/dx x·relu6(x + 3)/6 = 0 below -3, x/3 + 1/2 in between, 1 above 3
+        if not grad_state.enabled:
+            constants = (3, 0.5, 0, 1)
+            fused = _piecewise("hardswish_backward", g._data, x._data, constants=constants)
+            if fused is not None:
+                return wrap(fused)
         return g * where(x < -3, 0.0, where(x <= 3, x / 3 + 0.5, 1.0))
 
 
@@ -308,6 +345,10 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x · relu6(x + 3) / 6."""
     if inplace:
         return _in_place(input, hardswish)
+    _floating(input, "hardswish")
+    out = _piecewise("hardswish", input._data, constants=(3, 6, 0))
+    if out is not None:
+        return result(HardswishBackward0, out, (input,), (input,))
     kernel = lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6
     return _pointwise(HardswishBackward0, input, "hardswish", kernel)
 
@@ -315,6 +356,11 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 class HardsigmoidBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
+        if not grad_state.enabled:
+            constants = (3, 6, 0, 1)
+            fused = _piecewise("hardsigmoid_backward", g._data, x._data, constants=constants)
+            if fused is not None:
+                return wrap(fused)
         return g * ((x > -3) & (x < 3)) / 6
 
 
@@ -322,6 +368,10 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """relu6(x + 3) / 6."""
     if inplace:
         return _in_place(input, hardsigmoid)
+    _floating(input, "hardsigmoid")
+    out = _piecewise("hardsigmoid", input._data, constants=(3, 6, 0))
+    if out is not None:
+        return result(HardsigmoidBackward0, out, (input,), (input,))
     kernel = lambda xp, x: xp.clip(x + 3, 0, 6) / 6
     return _pointwise(HardsigmoidBackward0, input, "hardsigmoid", kernel)
 
