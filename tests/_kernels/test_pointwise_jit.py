@@ -22,6 +22,9 @@ ACTIVATIONS = {
     "elu": lambda m, x: m.nn.functional.elu(x, 0.7),
     "selu": lambda m, x: m.nn.functional.selu(x),
     "celu": lambda m, x: m.nn.functional.celu(x, 1.5),
+    "softplus": lambda m, x: m.nn.functional.softplus(x),
+    "softplus_beta": lambda m, x: m.nn.functional.softplus(x, 2.0, 5.0),
+    "mish": lambda m, x: m.nn.functional.mish(x),
 }
 EXACT = {"leaky_relu", "leaky_relu_default", "hardswish", "hardsigmoid"}  # no libm call
 
@@ -63,8 +66,9 @@ def test_kernels_match_the_numpy_path(name, dtype):
         if name in EXACT:
             np.testing.assert_array_equal(a, b)
             assert np.array_equal(np.signbit(a), np.signbit(b))
-        else:  # float32: the kernels' expm1/exp against C's (within 1.4 ulps)
-            np.testing.assert_allclose(a, b, rtol=3e-7 if dtype == "float32" else 1e-15)
+        else:  # float32: the kernels' exp/expm1/log1p/tanh against NumPy's (a few ulps)
+            rtol = 5e-7 if dtype == "float32" else 1e-15
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-6 if dtype == "float32" else 0)
 
 
 @pytest.mark.parametrize("name", ACTIVATIONS)
@@ -102,3 +106,23 @@ def test_float32_elu_within_two_ulps_of_the_exact_value():
     for got, want in ((y.detach().numpy(), np.expm1(exact)), (t.grad.numpy(), np.exp(exact))):
         ulps = np.abs(got - want) / np.spacing(np.abs(want).astype(np.float32))
         assert ulps.max() < 2.0
+
+
+def test_float32_softplus_and_mish_within_a_few_ulps_of_the_exact_value():
+    x = np.concatenate([np.linspace(-80, 25, 20001), -np.logspace(-8, 1.9, 2000)])
+    x = x.astype("float32")
+    exact = x.astype(np.float64)
+    softplus = np.where(exact > 20, exact, np.log1p(np.exp(exact)))
+    sigmoid = 1 / (1 + np.exp(-exact))
+    for fn, want, bound in (
+        (F.softplus, softplus, 4.0),
+        (F.softplus, sigmoid, 4.0),  # its gradient
+        (F.mish, exact * np.tanh(np.log1p(np.exp(exact))), 6.0),
+    ):
+        t = ember.tensor(x, requires_grad=True)
+        y = fn(t)
+        y.sum().backward()
+        got = y.detach().numpy() if want is not sigmoid else t.grad.numpy()
+        normal = np.abs(want) > 1e-30  # float32 keeps few digits below
+        ulps = np.abs(got - want)[normal] / np.spacing(np.abs(want[normal]).astype(np.float32))
+        assert ulps.max() < bound

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from . import jit
-from .activation_jit import exp_f32
+from .activation_jit import exp_f32, tanh_f32
 
 F32 = np.float32
 
@@ -129,3 +129,80 @@ def elu_backward_float32(start, stop, g, x, out, scale, input_scale, coefficient
         m = v if v < zero or v != v else zero
         negative = gs[i] * (exp_f32(m * input_scale) * coefficient)
         os[i] = gs[i] * scale if v > zero else negative
+
+
+# log(m) = 2 artanh(s), s = (m - 1) / (m + 1), |s| <= 0.172 for m in [√½, √2]: to s^11
+LOG_SERIES_F32 = tuple(F32(2.0 / n) for n in (3, 5, 7, 9, 11))
+LN2_HI_F32, LN2_LO_F32 = F32(0.693359375), F32(-2.12194440e-4)
+SQRT2_F32 = F32(math.sqrt(2.0))
+
+
+@jit.njit(inline="always", error_model="numpy")
+def log1p_f32(u):
+    """log(1 + u) of a float32 u in [0, 1] in float32 arithmetic: w = 1 + u, log w from its
+    mantissa's series, plus the rounding error of w (u - (w - 1)) / w."""
+    w = F32(1.0) + u
+    big = w > SQRT2_F32
+    m = w * F32(0.5) if big else w
+    k = F32(1.0) if big else F32(0.0)
+    s = (m - F32(1.0)) / (m + F32(1.0))
+    q = s * s
+    c3, c5, c7, c9, c11 = LOG_SERIES_F32
+    series = ((((c11 * q + c9) * q + c7) * q + c5) * q + c3) * q * s
+    log_w = k * LN2_HI_F32 + (F32(2.0) * s + (series + k * LN2_LO_F32))
+    return log_w + (u - (w - F32(1.0))) / w
+
+
+@jit.njit(inline="always", error_model="numpy")
+def softplus_f32(z):
+    """log(1 + e^z) as log1p(e^-|z|) + max(z, 0), the NumPy path's form."""
+    a = -z if z > F32(0.0) else z
+    # exp_f32 gives 0 below -87; e^a there is (e^(a/2))², down to float32's subnormals
+    h = exp_f32(a * F32(0.5))
+    e = exp_f32(a) if a > F32(-80.0) else h * h
+    return log1p_f32(e) + (z if z > F32(0.0) else F32(0.0))
+
+
+@jit.njit(inline="always", error_model="numpy")
+def sigmoid_f32(v):
+    positive = v >= F32(0.0)
+    e = exp_f32(-v if positive else v)
+    return F32(1.0) / (F32(1.0) + e) if positive else e / (F32(1.0) + e)
+
+
+@jit.njit(error_model="numpy")
+def softplus_float32(start, stop, x, out, beta, threshold):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        z = v * beta
+        smooth = softplus_f32(z) / beta
+        os[i] = v if z > threshold else (smooth if z == z else z)
+
+
+@jit.njit(error_model="numpy")
+def softplus_backward_float32(start, stop, g, x, out, beta, threshold):
+    gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        z = xs[i] * beta
+        smooth = gs[i] * (sigmoid_f32(z) if z == z else z)
+        os[i] = gs[i] if z > threshold else smooth
+
+
+@jit.njit(error_model="numpy")
+def mish_float32(start, stop, x, out):
+    xs, os = x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        os[i] = v * tanh_f32(softplus_f32(v)) if v == v else v
+
+
+@jit.njit(error_model="numpy")
+def mish_backward_float32(start, stop, g, x, out):
+    """g (t + x σ(x) (1 - t²)), t = tanh(softplus(x))."""
+    gs, xs, os = g[start:stop], x[start:stop], out[start:stop]
+    for i in range(xs.size):
+        v = xs[i]
+        t = tanh_f32(softplus_f32(v))
+        d = t + v * sigmoid_f32(v) * (F32(1.0) - t * t)
+        os[i] = gs[i] * (d if v == v else v)

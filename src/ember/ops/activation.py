@@ -49,11 +49,11 @@ def _compiled(name: str, data, *others, dtypes: str = "fd"):
     return _backend.compiled_map(getattr(kernels, name), data, *others)
 
 
-def _piecewise(name: str, data, *others, constants: tuple = ()):
-    """``pointwise_jit.<name>`` over ``data`` (and ``others`` of its shape and dtype), its
-    ``constants`` cast to ``data``'s dtype first (as NumPy casts a Python float against a
-    float32 array), when the compiled kernels are on and apply; else None."""
-    kernels = _backend.compiled_kernels("pointwise_jit", data, *others)
+def _piecewise(name: str, data, *others, constants: tuple = (), dtypes: str = "fd"):
+    """``pointwise_jit.<name>`` over ``data`` (and ``others`` of its shape and dtype, one of
+    ``dtypes``), its ``constants`` cast to ``data``'s dtype first (as NumPy casts a Python
+    float against a float32 array), when the compiled kernels are on and apply; else None."""
+    kernels = _backend.compiled_kernels("pointwise_jit", data, *others, dtypes=dtypes)
     if kernels is None:
         return None
     typed = tuple(data.dtype.type(c) for c in constants)
@@ -434,6 +434,13 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
 class SoftplusBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
+        if not grad_state.enabled:
+            constants = (self.beta, self.threshold)
+            fused = _piecewise(
+                "softplus_backward_float32", g._data, x._data, constants=constants, dtypes="f"
+            )
+            if fused is not None:
+                return wrap(fused)
         z = x * self.beta
         return where(z > self.threshold, g, g * sigmoid(z))
 
@@ -447,6 +454,12 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
         smooth = (xp.log1p(xp.exp(-xp.abs(z))) + xp.maximum(z, 0)) / beta
         return xp.where(z > threshold, x, smooth)
 
+    _floating(input, "softplus")
+    constants = (beta, threshold)
+    out = _piecewise("softplus_float32", input._data, constants=constants, dtypes="f")
+    if out is not None:
+        attrs = {"beta": beta, "threshold": threshold}
+        return result(SoftplusBackward0, out, (input,), (input,), **attrs)
     return _pointwise(SoftplusBackward0, input, "softplus", kernel, beta=beta, threshold=threshold)
 
 
@@ -494,6 +507,10 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 class MishBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
+        if not grad_state.enabled:
+            fused = _piecewise("mish_backward_float32", g._data, x._data, dtypes="f")
+            if fused is not None:
+                return wrap(fused)
         t = tanh(softplus(x))
         return g * (t + x * sigmoid(x) * (1 - t * t))  # d/dx x tanh(sp(x)), sp' = σ
 
@@ -506,6 +523,10 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     def kernel(xp, x):
         return x * xp.tanh(xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(x, 0))
 
+    _floating(input, "mish")
+    out = _piecewise("mish_float32", input._data, dtypes="f")
+    if out is not None:
+        return result(MishBackward0, out, (input,), (input,))
     return _pointwise(MishBackward0, input, "mish", kernel)
 
 
