@@ -285,7 +285,7 @@ def _lstm_forward(xp, arrays, steps, keep):
             slopes = xp.empty_like(gates)
             out_slope = xp.empty_like(c_prev)
         loops, gemm = _loops(xp, gates.dtype)
-        if loops is not None:  # one compiled call runs every step (keep: else _lstm_inference)
+        if loops is not None and keep:  # one compiled call runs every step (else: inference)
             packed = loops.pack(w_hh_blocks.T)  # once, for the layer's many few-row products
             recurrent = xp.empty((c.shape[0], packed.shape[0] * packed.shape[2]), gates.dtype)
             _time_loop(
