@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember import nn
+from ember import func, nn
 from ember.func import functional_call, grad, grad_and_value
 
 
@@ -56,3 +56,36 @@ def test_jacrev_with_aux_returns_the_aux_as_torch(torch_mod):
     t_jac, t_aux = torch_mod.func.jacrev(f(torch_mod), has_aux=True)(torch_mod.tensor([1.0, 2.0]))
     np.testing.assert_allclose(e_jac.numpy(), t_jac.numpy(), rtol=1e-6)
     assert e_aux.item() == pytest.approx(t_aux.item())
+
+
+def test_transforms_nest_over_grad_as_torch_func():
+    """grad inside grad, vjp, jvp, jacrev and jacfwd: the inner gradient keeps its graph when
+    an outer transform tracks its input (for f = Σ w³: H = diag(6w))."""
+    f = lambda w: (w * w * w).sum()  # noqa: E731
+    w = ember.tensor([1.0, 2.0, 3.0])
+    v = ember.tensor([1.0, 0.0, 1.0])
+    hv = [6.0, 0.0, 18.0]
+    assert func.jvp(func.grad(f), (w,), (v,))[1].tolist() == hv
+    assert func.vjp(func.grad(f), w)[1](v)[0].tolist() == hv
+    assert func.grad(lambda x: func.grad(f)(x).sum())(w).tolist() == [6.0, 12.0, 18.0]
+    assert func.grad(lambda x: func.vjp(f, x)[1](ember.tensor(1.0))[0].sum())(w).tolist() == [
+        6.0,
+        12.0,
+        18.0,
+    ]
+    for jac in (func.jacrev, func.jacfwd):
+        np.testing.assert_array_equal(jac(func.grad(f))(w).numpy(), np.diag([6.0, 12.0, 18.0]))
+    # the inner derivative counts only uses through its argument, not the outer closure's
+    inner = lambda x: func.grad(lambda y: (x * y).sum())(x).sum()  # noqa: E731
+    assert func.grad(inner)(w).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_grad_of_an_input_that_requires_grad_stays_differentiable():
+    f = lambda w: (w * w * w).sum()  # noqa: E731
+    plain = func.grad(f)(ember.tensor([1.0, 2.0]))
+    assert not plain.requires_grad
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    g = func.grad(f)(w)
+    assert g.requires_grad
+    g.sum().backward()
+    assert w.grad.tolist() == [6.0, 12.0]

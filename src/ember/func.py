@@ -52,10 +52,12 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         nums = _argnums(argnums)
         args = list(args)
         trees = []  # per differentiated argument: (its leaves, rebuild)
+        nested = False
         with enable_grad():
             for i in nums:
                 leaves, rebuild = _flatten(args[i])
-                leaves = [t._detach().requires_grad_(True) for t in leaves]
+                nested = nested or any(t.requires_grad for t in leaves)
+                leaves = [_inner_variable(t) for t in leaves]
                 trees.append((leaves, rebuild))
                 args[i] = rebuild(leaves)
             out = func(*args, **kwargs)
@@ -65,7 +67,11 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                     "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor"
                 )
             flat = [t for leaves, _ in trees for t in leaves]
-            grads = _autograd_grad(value, flat, allow_unused=True, materialize_grads=True)
+            # inside another transform (or of inputs that require grad) the gradient keeps its
+            # graph, so that the outer transform differentiates it in turn
+            grads = _autograd_grad(
+                value, flat, create_graph=nested, allow_unused=True, materialize_grads=True
+            )
         g, start = [], 0
         for leaves, rebuild in trees:  # each argument's gradient has the argument's structure
             g.append(rebuild(list(grads[start : start + len(leaves)])))
@@ -75,6 +81,15 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         return (g, (value, aux)) if has_aux else (g, value)
 
     return wrapper
+
+
+def _inner_variable(t: Tensor) -> Tensor:
+    """The variable a transform differentiates with respect to: a fresh leaf, or, for a tensor
+    an outer transform (or autograd) tracks, an alias in its graph: the inner derivative counts
+    only the uses through the argument, and stays differentiable for the outer one."""
+    if t.requires_grad:
+        return t.view_as(t)
+    return t._detach().requires_grad_(True)
 
 
 def grad(func, argnums=0, has_aux: bool = False):
@@ -95,18 +110,24 @@ def grad(func, argnums=0, has_aux: bool = False):
 
 def vjp(func, *primals, has_aux: bool = False):
     """(func(*primals), vjp_fn) where vjp_fn(cotangent) returns one gradient per primal."""
+    nested = any(p.requires_grad for p in primals)
     with enable_grad():
-        xs = tuple(p._detach().requires_grad_(True) for p in primals)
+        xs = tuple(_inner_variable(p) for p in primals)
         out = func(*xs)
     value, aux = out if has_aux else (out, None)
 
     def vjp_fn(*cotangents):
         outs = value if isinstance(value, (tuple, list)) else (value,)
-        return tuple(
-            _autograd_grad(
-                outs, xs, cotangents, retain_graph=True, allow_unused=True, materialize_grads=True
-            )
+        grads = _autograd_grad(
+            outs,
+            xs,
+            cotangents,
+            retain_graph=True,
+            create_graph=nested or any(c.requires_grad for c in cotangents),
+            allow_unused=True,
+            materialize_grads=True,
         )
+        return tuple(grads)
 
     detached = value._detach() if isinstance(value, Tensor) else tuple(v._detach() for v in value)
     return (detached, vjp_fn, aux) if has_aux else (detached, vjp_fn)
