@@ -65,6 +65,59 @@ def _forward(start, stop, x, best, index, kh, kw, sh, sw, ph, pw, dh, dw, nan, e
 
 
 @jit.njit(error_model="numpy")
+def _forward_separable(start, stop, x, best, index, kh, kw, sh, sw, ph, pw, dh, dw, nan):
+    """:func:`_forward` (not exact) in two passes: each input row's maximum over each output's
+    columns (the first greatest), then each output's maximum over its rows of those (the
+    first greatest row): the same window element, row-major first, as one pass picks."""
+    h, w = x.shape[1], x.shape[2]
+    oh, ow = best.shape[1], best.shape[2]
+    across = np.empty((h, ow), x.dtype)
+    column = np.empty((h, ow), np.int64)
+    for p in range(start, stop):
+        seen = False
+        for y in range(h):
+            row = x[p, y]
+            for ox in range(ow):
+                c0 = ox * sw - pw
+                j0 = 0
+                while c0 + j0 * dw < 0:
+                    j0 += 1
+                at = c0 + j0 * dw
+                m = row[at]
+                seen |= m != m
+                for j in range(j0 + 1, kw):
+                    c = c0 + j * dw
+                    if c >= w:
+                        break
+                    v = row[c]
+                    seen |= v != v
+                    if v > m:
+                        m, at = v, c
+                across[y, ox] = m
+                column[y, ox] = at
+        for oy in range(oh):
+            y0 = oy * sh - ph
+            i0 = 0
+            while y0 + i0 * dh < 0:
+                i0 += 1
+            y = y0 + i0 * dh
+            values, where = best[p, oy], index[p, oy]
+            for ox in range(ow):
+                values[ox] = across[y, ox]
+                where[ox] = y * w + column[y, ox]
+            for i in range(i0 + 1, kh):
+                y = y0 + i * dh
+                if y >= h:
+                    break
+                for ox in range(ow):
+                    v = across[y, ox]
+                    if v > values[ox]:
+                        values[ox] = v
+                        where[ox] = y * w + column[y, ox]
+        nan[p] = seen
+
+
+@jit.njit(error_model="numpy")
 def _forward_2x2(start, stop, x, best, index, nan):
     """:func:`_forward` (not exact) for 2x2 windows at stride 2 inside the input, unrolled."""
     w = x.shape[2]
@@ -127,7 +180,7 @@ def max_pool2d(x, kernel, stride, padding, dilation, out_size) -> tuple:
         jit.parallel_for(_forward_2x2, n * c, planes, best, index, nan, min_chunk=span)
     else:
         jit.parallel_for(
-            _forward, n * c, planes, best, index, *geometry, nan, False, min_chunk=span
+            _forward_separable, n * c, planes, best, index, *geometry, nan, min_chunk=span
         )
     for p in np.flatnonzero(nan):  # NaN: PyTorch's order, the last NaN of a window wins
         _forward(p, p + 1, planes, best, index, *geometry, nan, True)
