@@ -11,7 +11,7 @@ and ``half`` arrive typed as the arrays (a Python ``1`` would widen float32 math
 
 The time loops (``gru_forward_loop`` and the like) run every step of a layer and direction
 in one call: each step's recurrent GEMM, then its gate kernel, instead of two Python calls and
-their dispatch per step. LSTM's forward loops multiply by ``W_hh`` packed once per layer
+their dispatch per step. LSTM's loops multiply by ``W_hh`` packed once per layer
 (``packed_gemm_jit``: ~1.4x OpenBLAS on a step's few rows), and without saving
 (:func:`lstm_inference_loop`) add the step's input projection and bias in the same product.
 The other GEMMs call the OpenBLAS NumPy itself uses (``cblas_?gemm``,
@@ -494,16 +494,23 @@ def lstm_forward_loop_saving(
 
 @jit.njit(error_model="numpy")
 def lstm_backward_loop(
-    gemm, starts, sizes, dh, dc, g_out, gates, slopes, out_slope, tanh_c, c_prev, d_gates, w_hh
-):
+    packed, starts, sizes, dh, dc, g_out, gates, slopes, out_slope, tanh_c, c_prev, d_gates,
+    product,
+):  # fmt: skip
     """Every step of :func:`lstm_backward_step` (steps in backward order), each
-    followed by dh = d_gates W_hh for the step before."""
+    followed by dh = d_gates W_hh for the step before, from W_hh packed once
+    (``packed_gemm_jit``) into ``product`` (the packed, padded width) and copied to dh."""
+    hidden = dh.shape[1]
     for s in range(starts.shape[0]):
         start, n = starts[s], sizes[s]
         lstm_backward_step(
             start, n, dh, dc, g_out, gates, slopes, out_slope, tanh_c, c_prev, d_gates
         )
-        product_rows(gemm, d_gates, start, n, w_hh, dh)
+        packed_product(d_gates, start, n, packed, product)
+        for r in range(n):
+            dhr, pr = dh[r], product[r]
+            for j in range(hidden):
+                dhr[j] = pr[j]
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ any order reach them.
 
 On NumPy arrays, when kernels are on, one compiled call (``ember._kernels.rnn_jit``, numba)
 runs all steps of a layer and direction, each step's GEMM (through NumPy's own OpenBLAS, or
-for LSTM's forward against ``W_hh`` packed once per layer: ``_kernels.packed_gemm_jit``) and
+for LSTM against ``W_hh`` packed once per layer: ``_kernels.packed_gemm_jit``) and
 its gate nonlinearities and state updates in one pass; where that BLAS cannot be reached, each
 step is a NumPy GEMM and a compiled pass; else NumPy calls. All of these save the
 same arrays, so either backward follows either forward. An LSTM layer that saves nothing
@@ -352,10 +352,12 @@ def _lstm_backward(xp, arrays, kept, grads, steps, needs):
         g_rows = _contiguous_rows(xp, g_out, h_prev)
         loops, gemm = _loops(xp, gates.dtype)
         if loops is not None:  # one compiled call runs every step, GEMMs included
+            packed = loops.pack(w_hh)  # once, for the layer's many few-row products
+            product = xp.empty((dh.shape[0], packed.shape[0] * packed.shape[2]), dh.dtype)
             _time_loop(
-                xp, arrays, loops.lstm_backward_loop, gemm, steps[::-1], _Batch(dh),
+                xp, arrays, loops.lstm_backward_loop, packed, steps[::-1], _Batch(dh),
                 _Batch(dc), g_rows, gates, slopes, out_slope, tanh_c, c_prev, d_gates,
-                xp.ascontiguousarray(w_hh),
+                _Batch(product),
             )  # fmt: skip
             steps = ()
         for start, n in _serial(xp, steps[::-1], arrays):
