@@ -186,3 +186,33 @@ def test_linear_with_zero_features_has_gradients_like_torch(torch_mod):
         lambda m, x, w, b: m.nn.functional.linear(x, w, b),
         [np.zeros((2, 0)), np.zeros((3, 0)), np.ones(3)],
     )
+
+
+@pytest.mark.parametrize(
+    "equation,shapes",
+    [
+        ("bhqd,bhkd->bhqk", [(2, 3, 40, 16), (2, 3, 30, 16)]),
+        ("bi,oij,bj->bo", [(64, 32), (16, 32, 32), (64, 32)]),
+        ("ijk,ikl->jl", [(20, 30, 40), (20, 40, 10)]),
+        ("ii->i", [(80, 80)]),
+    ],
+)
+def test_einsum_of_larger_operands_is_planned_and_matches_torch(equation, shapes):
+    """Past EINSUM_PLAN_MIN_ELEMENTS the contraction runs pairwise (through BLAS where it can);
+    values and gradients as torch's."""
+    from ember.ops.linalg import EINSUM_PLAN_MIN_ELEMENTS
+
+    assert sum(np.prod(s) for s in shapes) >= EINSUM_PLAN_MIN_ELEMENTS
+    rng = np.random.default_rng(len(equation))
+    arrays = [rng.standard_normal(s) for s in shapes]
+    ts = [ember.tensor(a, requires_grad=True) for a in arrays]
+    out = ember.einsum(equation, *ts)
+    weights = rng.standard_normal(tuple(out.shape))
+    (out * ember.tensor(weights)).sum().backward()
+    torch = pytest.importorskip("torch")
+    tt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    want = torch.einsum(equation, *tt)
+    (want * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12)
+    for t, w in zip(ts, tt):
+        np.testing.assert_allclose(t.grad.numpy(), w.grad.numpy(), rtol=1e-12, atol=1e-12)
