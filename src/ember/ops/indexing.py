@@ -8,6 +8,7 @@ from .. import _dtype as dt
 from .. import return_types
 from .._creation import zeros
 from .._kernels import jit
+from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, check_same_device, result, to_tensor, wrap, wrap_dim
@@ -471,6 +472,19 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     return result(ScatterBackward1, out, (input,), dim=d, index=index)
 
 
+def _scatter_kernels(out, index, d: int):
+    """ember._kernels.scatter_jit for a float NumPy ``out`` (C-contiguous, 1-d or more) whose
+    ``index`` matches its shape but along ``d`` (gather's backward), with enough elements to
+    pay for it, when compiled kernels are on; else None (``add.at``)."""
+    if not (is_plain_numpy(out) and is_plain_numpy(index)) or out.dtype.char not in "fd":
+        return None
+    if out.ndim == 0 or index.ndim != out.ndim or not out.flags.c_contiguous:
+        return None
+    if any(i != o for k, (i, o) in enumerate(zip(index.shape, out.shape)) if k != d):
+        return None
+    return jit.module("scatter_jit", index.size)
+
+
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_add")
     _check_index_tensor("scatter_add", input, d, index, src)
@@ -478,8 +492,13 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         return input.clone()
     xp = array_module(input._data)
     out = input._data.copy()
-    target, key = _scatter_target(xp, out, index._data, d)
-    xp.add.at(target, key, _src_part(src, index)._data.astype(out.dtype, copy=False))
+    part = _src_part(src, index)._data.astype(out.dtype, copy=False)
+    kernels = _scatter_kernels(out, index._data, d)
+    if kernels is not None:
+        kernels.scatter_add_(out, d, index._data, part)
+    else:
+        target, key = _scatter_target(xp, out, index._data, d)
+        xp.add.at(target, key, part)
     return result(
         ScatterAddBackward0, out, (input, src), dim=d, index=index, src_shape=src._data.shape
     )

@@ -1,0 +1,77 @@
+"""The compiled scatter_add (``ember._kernels.scatter_jit``): the sums of ``np.add.at`` to
+the bit, torch's values, and gather's gradient through it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember._kernels import jit
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture(autouse=True)
+def kernels_for_small_arrays(monkeypatch):
+    monkeypatch.setattr(jit, "MIN_WORK", 1)
+
+
+CASES = [  # out shape, dim, index length along dim
+    ((50,), 0, 200),
+    ((6, 40), 1, 90),
+    ((30, 7), 0, 64),
+    ((3, 5, 20, 4), 2, 33),
+    ((2, 3, 9), -1, 5),
+]
+
+
+def _scatter(case, dtype, index_dtype, disabled=False):
+    shape, dim, length = case
+    rng = np.random.default_rng(length)
+    d = dim % len(shape)
+    index_shape = shape[:d] + (length,) + shape[d + 1 :]
+    index = rng.integers(0, shape[d], index_shape).astype(index_dtype)  # many repeats
+    src = rng.standard_normal(index_shape).astype(dtype)
+    base = rng.standard_normal(shape).astype(dtype)
+
+    def run():
+        out = ember.tensor(base).scatter_add(dim, ember.tensor(index), ember.tensor(src))
+        return out.numpy()
+
+    if disabled:
+        with jit.disabled():
+            return run(), (base, dim, index, src)
+    return run(), (base, dim, index, src)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+def test_kernel_sums_equal_add_at_to_the_bit(case, dtype, index_dtype):
+    got, _ = _scatter(case, dtype, index_dtype)
+    want, _ = _scatter(case, dtype, index_dtype, disabled=True)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_kernel_matches_torch(case):
+    torch = pytest.importorskip("torch")
+    got, (base, dim, index, src) = _scatter(case, "float64", "int64")
+    want = torch.tensor(base).scatter_add(dim, torch.tensor(index), torch.tensor(src))
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_gather_gradient_and_the_fallbacks():
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((4, 30)), requires_grad=True)
+    index = ember.tensor(rng.integers(0, 30, (4, 50)))
+    x.gather(1, index).sum().backward()
+    expected = np.zeros((4, 30))
+    np.add.at(expected, (np.arange(4)[:, None], index.numpy()), 1.0)
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    # an index narrower than the output along another dim: add.at's path
+    small = ember.zeros(5, 6).scatter_add(0, ember.tensor([[1, 2, 1]]), ember.ones(1, 3))
+    assert small.numpy()[1].tolist() == [1, 0, 1, 0, 0, 0]
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        ember.zeros(5).scatter_add(0, ember.tensor([5]), ember.ones(1))
