@@ -277,3 +277,17 @@ def test_where_with_scalars_matches_torch():
     a = arrays_for([(2, 3)], -1, 1, avoid=(0,))[0]
     compare_with_torch(lambda m, x: m.where(x > 0, x, 0.0), [a])
     compare_with_torch(lambda m, x: m.where(x > 0, 1.0, x), [a])
+
+
+@pytest.mark.parametrize("exponent", [3, 3.0, -2, -0.5, 2, -1])
+def test_pow_by_small_exponents_computes_torchs_products(exponent):
+    """torch takes x·x·x, 1/(x·x) and 1/√x for these exponents (not the C library's pow,
+    which rounds differently): the same bits, with 0, inf and NaN."""
+    torch = pytest.importorskip("torch")
+    x = (np.random.default_rng(0).random(5000) * 4 + 0.01).astype("float32")
+    x[:4] = [0.0, np.inf, np.nan, -1.5]
+    got = ember.tensor(x).pow(exponent).numpy()
+    want = torch.tensor(x).pow(exponent).numpy()
+    np.testing.assert_array_equal(got, want)
+    t = ember.tensor(x[4:20].astype("float64"), requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda t: t.pow(exponent), (t,))

@@ -808,10 +808,15 @@ def pow(input, exponent) -> Tensor:
         if ad.dtype.kind in "iu" and isinstance(e, int) and e < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         xp = array_module(ad)
+        floating = ad.dtype.kind == "f"
         if e == 2:
             data = ad * ad
-        elif e == 0.5 and ad.dtype.kind == "f":
+        elif e == 0.5 and floating:
             data = xp.sqrt(ad)
+        elif floating and e in (3, -2, -0.5):  # torch's products, not the C library's pow
+            data = ad * ad * ad if e == 3 else ad * ad if e == -2 else xp.sqrt(ad)
+            if e != 3:
+                xp.reciprocal(data, out=data)
         else:
             data = ad ** data_of(e, ad)  # a 0-d array of ad's dtype: bfloat16 stays bfloat16
         return result(PowBackward0, data, (a,), (a,), exponent=e)
