@@ -3,9 +3,9 @@
 ``unfold`` (im2col) and ``fold`` (col2im) are each other's derivative, so convolutions built
 from them and ``matmul`` are differentiable to any order (pooling over the same windows:
 :mod:`ember.ops.pooling_2d`). A convolution of float32/float64 NumPy arrays (any groups) runs
-a few images at a time (:mod:`ember._kernels.conv_pipeline`) as one node, and so does a
-transposed one, as its adjoint (:mod:`ember._kernels.conv_transposed`); their double backward
-differentiates the composite (CuPy's path for groups > 1 and transposed).
+a few images at a time (:mod:`ember._kernels.conv_pipeline`) as one node, whose double
+backward differentiates the composite (CuPy's path for groups > 1). Transposed convolutions:
+:mod:`ember.ops.conv_transpose`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import itertools
 import math
 import types
 
-from .._kernels import conv_pipeline, conv_transposed
+from .._kernels import conv_pipeline
 from .._scratch import scratch
 from .._tensor import Tensor
 from ..autograd.node import Node
@@ -524,181 +524,6 @@ def conv3d(
     return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
-def _conv_transpose_nd(
-    input, weight, bias, stride, padding, output_padding, groups, dilation, nd: int, op: str
-):
-    x, unbatched = _batched(input, nd, op)
-    _check_weight(x, weight, nd, op)
-    _check_devices(x, weight, bias)
-    if isinstance(padding, str):
-        raise RuntimeError(f"{op}: padding='{padding}' is not supported for transposed convolution")
-    in_ch, out_per_group = weight.shape[:2]
-    kernel = tuple(weight.shape[2:])
-    n, c = x.shape[:2]
-    size = tuple(x.shape[2:])
-    if c != in_ch:
-        raise RuntimeError(
-            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
-            f"{list(x.shape)} to have {in_ch} channels, but got {c} channels instead"
-        )
-    if in_ch % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size {list(weight.shape)} instead"
-        )
-    stride, dilation = _pair(stride, nd, "stride"), _pair(dilation, nd, "dilation")
-    pad = _pair(padding, nd, "padding")
-    out_pad = _pair(output_padding, nd, "output_padding")
-    for op_, s, d in zip(out_pad, stride, dilation):
-        if op_ >= s and op_ >= d:
-            raise RuntimeError(
-                "output padding must be smaller than either stride or dilation, but got "
-                f"output_padding: {list(out_pad)}, stride: {list(stride)}, "
-                f"dilation: {list(dilation)}"
-            )
-    out = tuple(
-        (sz - 1) * s - 2 * p + d * (k - 1) + op_ + 1
-        for sz, s, p, d, k, op_ in zip(size, stride, pad, dilation, kernel, out_pad)
-    )
-    if any(o <= 0 for o in out):
-        raise RuntimeError(
-            f"Given input size per channel: {list(size)}. Calculated output size per channel: "
-            f"{list(out)}. Output size is too small"
-        )
-    taps = out_per_group * math.prod(kernel)
-    pads = tuple((p, p - op_) for p, op_ in zip(pad, out_pad))
-
-    def compute(input, weight, bias):
-        x = input.unsqueeze(0) if unbatched else input
-        xs = x.reshape(n, groups, in_ch // groups, math.prod(size))
-        wmat = weight.reshape(groups, in_ch // groups, taps).transpose(1, 2)
-        cols = (wmat @ xs).reshape((n, groups * out_per_group) + kernel + size)
-        y = fold_windows(cols, out, kernel, stride, pads, dilation)
-        if bias is not None:
-            y = y + bias.reshape((1, -1) + (1,) * nd)
-        return y.squeeze(0) if unbatched else y
-
-    data = input._data[None] if unbatched else input._data
-    if _pipelined(array_module(data), data, weight._data, bias):
-        geometry = (kernel, stride, pads, dilation, groups)
-        return _conv_transpose_pipelined(input, weight, bias, compute, unbatched, geometry, out)
-    return composite(ConvolutionBackward0, compute, (input, weight, bias))
-
-
-class ConvolutionTransposeBackward0(ConvolutionOneGemmBackward0):
-    """A transposed convolution as one node: its backward is a convolution of the output
-    gradient (the input gradient) and a convolution's weight gradient, by
-    :mod:`ember._kernels.conv_transposed`; under ``create_graph``, the composite's."""
-
-    pipelined = True
-
-    def _pipelined_backward(self, xp, x, weight, gd, edges):
-        if self.unbatched:
-            x = x[None]
-        needs = [edge is not None for edge in edges[:3]] + [False] * (3 - len(edges))
-        call = _PipelineCall(conv_transposed.backward)
-        geometry = (self.kernel, self.stride, self.pads, self.dilation, self.groups)
-        grads = iter(_kernel_call(xp, call, x, weight, gd, *geometry, *needs))
-        gx, gw, gb = (wrap(next(grads)) if need else None for need in needs)
-        if gx is not None and self.unbatched:
-            gx = gx[0]
-        return gx, gw, gb
-
-
-def _conv_transpose_pipelined(input, weight, bias, compute, unbatched, geometry, out):
-    """A transposed convolution of float32/float64 NumPy arrays, chunk by chunk, as one
-    node; ``geometry``: the kernel, stride, the convolution's pads, dilation and groups."""
-    inputs = (input, weight, bias)
-    x = input._data[None] if unbatched else input._data
-    xp = array_module(x)
-    b = None if bias is None else bias._data
-    call = _PipelineCall(conv_transposed.forward)
-    (y,) = _kernel_call(xp, call, x, weight._data, b, *geometry, out)
-    if unbatched:
-        y = y[0]
-    if not (grad_state.enabled and any(t is not None and t._rg for t in inputs)):
-        return wrap(y)
-    node = ConvolutionTransposeBackward0()
-    node.compute, node.unbatched = compute, unbatched
-    node.kernel, node.stride, node.pads, node.dilation, node.groups = geometry
-    return record(node, y, inputs, saved=inputs)
-
-
-def conv_transpose1d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride=1,
-    padding=0,
-    output_padding=0,
-    groups: int = 1,
-    dilation=1,
-) -> Tensor:
-    """The adjoint of conv1d over (N, C, L): scatter each input position through the kernel."""
-    return _conv_transpose_nd(
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-        1,
-        "conv_transpose1d",
-    )
-
-
-def conv_transpose2d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride=1,
-    padding=0,
-    output_padding=0,
-    groups: int = 1,
-    dilation=1,
-) -> Tensor:
-    """The adjoint of conv2d: scatter each input pixel through the kernel (col2im)."""
-    return _conv_transpose_nd(
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-        2,
-        "conv_transpose2d",
-    )
-
-
-def conv_transpose3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride=1,
-    padding=0,
-    output_padding=0,
-    groups: int = 1,
-    dilation=1,
-) -> Tensor:
-    """The adjoint of conv3d over (N, C, D, H, W)."""
-    return _conv_transpose_nd(
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-        3,
-        "conv_transpose3d",
-    )
-
-
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """``ember.nn.functional.unfold``: (N, C, H, W) -> (N, C·kh·kw, L), or unbatched
     (C, H, W) -> (C·kh·kw, L)."""
@@ -752,3 +577,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     cols = x.reshape(n, c, kernel[0], kernel[1], oh, ow)
     out = fold_windows(cols, size, kernel, stride, pads, dilation)
     return out.squeeze(0) if unbatched else out
+
+
+# the transposed convolutions live next door; ember.ops.conv keeps offering them
+from .conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402, F401
