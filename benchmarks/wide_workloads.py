@@ -415,6 +415,7 @@ def recurrent_inference(m, cell: str = "LSTM") -> Step:
 def conv2d_step(m) -> Step:
     """One Conv2d(32, 32, 3, padding=1) forward and backward on 64 x 32 x 32 x 32."""
     conv = m.nn.Conv2d(32, 32, 3, padding=1, bias=False)
+    set_parameters(m, conv)  # both libraries from the same weights, so the readouts agree
     x = m.tensor(data((64, 32, 32, 32)), requires_grad=True)
 
     def run():

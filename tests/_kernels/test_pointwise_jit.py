@@ -25,6 +25,10 @@ ACTIVATIONS = {
     "softplus": lambda m, x: m.nn.functional.softplus(x),
     "softplus_beta": lambda m, x: m.nn.functional.softplus(x, 2.0, 5.0),
     "mish": lambda m, x: m.nn.functional.mish(x),
+    "logsigmoid": lambda m, x: m.nn.functional.logsigmoid(x),
+    "bce_with_logits": lambda m, x: m.nn.functional.binary_cross_entropy_with_logits(
+        x, (x.detach() > 0.3).to(x.dtype) * 0.8, reduction="none"
+    ),
 }
 EXACT = {"leaky_relu", "leaky_relu_default", "hardswish", "hardsigmoid"}  # no libm call
 

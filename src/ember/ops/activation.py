@@ -469,8 +469,22 @@ class LogSigmoidBackward0(Node):
         return g * sigmoid(-x)  # d/dx -log(1 + e^-x) = σ(-x)
 
 
+def softplus_array(xp, z):
+    """log(1 + e^z) of an array (or a 0-d result), as log1p(e^-|z|) + max(z, 0): the float32
+    kernel where it applies (C's log1p is one call per element), else ``xp``'s functions."""
+    out = _piecewise("softplus_float32", z, constants=(1.0, math.inf), dtypes="f")
+    if out is not None:
+        return out
+    return xp.log1p(xp.exp(-xp.abs(z))) + xp.maximum(z, 0)
+
+
 def logsigmoid(input: Tensor) -> Tensor:
-    """log σ(x), finite for large |x|."""
+    """log σ(x) = -softplus(-x), finite for large |x|."""
+    _floating(input, "log_sigmoid_forward")
+    if input._data.dtype.char == "f":
+        out = _piecewise("softplus_float32", -input._data, constants=(1.0, math.inf), dtypes="f")
+        if out is not None:
+            return result(LogSigmoidBackward0, -out, (input,), (input,))
     kernel = lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
     return _pointwise(LogSigmoidBackward0, input, "log_sigmoid_forward", kernel)
 

@@ -13,7 +13,7 @@ from .. import _backend
 from .._backend import errstate
 from .._tensor import Tensor
 from ._dispatch import array_module, check_same_device, promote
-from .activation import log_softmax, logsigmoid
+from .activation import log_softmax, logsigmoid, softplus_array
 from .elementwise import clamp, sigmoid
 from .loss import (
     PointwiseLossNode,
@@ -129,8 +129,7 @@ def binary_cross_entropy_with_logits(
     refuse_grad("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     input, target = promote("binary_cross_entropy_with_logits", input, target)
     x, t = input._data, target._data
-    xp = array_module(x)
-    softplus_neg = xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0)
+    softplus_neg = softplus_array(array_module(x), -x)
     if pos_weight is not None:
         pos_weight = pos_weight.detach()
         terms = (1 - t) * x + ((pos_weight._data - 1) * t + 1) * softplus_neg
