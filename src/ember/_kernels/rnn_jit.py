@@ -11,7 +11,7 @@ and ``half`` arrive typed as the arrays (a Python ``1`` would widen float32 math
 
 The time loops (``gru_forward_loop`` and the like) run every step of a layer and direction
 in one call: each step's recurrent GEMM, then its gate kernel, instead of two Python calls and
-their dispatch per step. LSTM's loops multiply by ``W_hh`` packed once per layer
+their dispatch per step. LSTM's and GRU's loops multiply by ``W_hh`` packed once per layer
 (``packed_gemm_jit``: ~1.4x OpenBLAS on a step's few rows), and without saving
 (:func:`lstm_inference_loop`) add the step's input projection and bias in the same product.
 The other GEMMs call the OpenBLAS NumPy itself uses (``cblas_?gemm``,
@@ -517,23 +517,25 @@ def lstm_backward_loop(
 # GRU
 # --------------------------------------------------------------------------------------------
 @jit.njit(error_model="numpy")
-def gru_forward_loop(gemm, starts, sizes, gates, w_hh_t, b_hn, h, out, recurrent, half):
-    """Every step of :func:`gru_forward_step`, each after its h W_hhᵀ."""
+def gru_forward_loop(packed, starts, sizes, gates, b_hn, h, out, recurrent, half):
+    """Every step of :func:`gru_forward_step`, each after its h W_hhᵀ from W_hhᵀ packed once
+    (``packed_gemm_jit``); ``recurrent`` has the packed (padded) width."""
     for s in range(starts.shape[0]):
         start, n = starts[s], sizes[s]
-        product_rows(gemm, h, 0, n, w_hh_t, recurrent)
+        packed_product(h, 0, n, packed, recurrent)
         gru_forward_step(start, n, gates, recurrent, b_hn, h, out, half)
 
 
 @jit.njit(error_model="numpy")
 def gru_forward_loop_saving(
-    gemm, starts, sizes, gates, w_hh_t, b_hn, h, out, recurrent,
+    packed, starts, sizes, gates, b_hn, h, out, recurrent,
     h_prev, new_slope, z_slope, r_slope, one, half,
 ):  # fmt: skip
-    """Every step of :func:`gru_forward_step_saving`, each after its h W_hhᵀ."""
+    """Every step of :func:`gru_forward_step_saving`, each after its h W_hhᵀ from W_hhᵀ
+    packed once (``packed_gemm_jit``); ``recurrent`` has the packed (padded) width."""
     for s in range(starts.shape[0]):
         start, n = starts[s], sizes[s]
-        product_rows(gemm, h, 0, n, w_hh_t, recurrent)
+        packed_product(h, 0, n, packed, recurrent)
         gru_forward_step_saving(
             start, n, gates, recurrent, b_hn, h, out, h_prev, new_slope, z_slope, r_slope,
             one, half,
@@ -542,15 +544,16 @@ def gru_forward_loop_saving(
 
 @jit.njit(error_model="numpy")
 def gru_backward_loop(
-    gemm, starts, sizes, dh, g_out, gates, new_slope, z_slope, r_slope, d_x, d_hh, w_hh, product
+    packed, starts, sizes, dh, g_out, gates, new_slope, z_slope, r_slope, d_x, d_hh, product
 ):
     """Every step of :func:`gru_backward_step` (steps in backward order), each
-    followed by dh += d_hh W_hh (the product apart first: NumPy's rounding)."""
+    followed by dh += d_hh W_hh (the product apart first, into ``product`` of the packed
+    width: NumPy's rounding) from W_hh packed once (``packed_gemm_jit``)."""
     hidden = dh.shape[1]
     for s in range(starts.shape[0]):
         start, n = starts[s], sizes[s]
         gru_backward_step(start, n, dh, g_out, gates, new_slope, z_slope, r_slope, d_x, d_hh)
-        product_rows(gemm, d_hh, start, n, w_hh, product)
+        packed_product(d_hh, start, n, packed, product)
         for r in range(n):
             dhr, pr = dh[r], product[r]
             for j in range(hidden):

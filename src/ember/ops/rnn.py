@@ -10,7 +10,7 @@ any order reach them.
 
 On NumPy arrays, when kernels are on, one compiled call (``ember._kernels.rnn_jit``, numba)
 runs all steps of a layer and direction, each step's GEMM (through NumPy's own OpenBLAS, or
-for LSTM against ``W_hh`` packed once per layer: ``_kernels.packed_gemm_jit``) and
+for LSTM and GRU against ``W_hh`` packed once per layer: ``_kernels.packed_gemm_jit``) and
 its gate nonlinearities and state updates in one pass; where that BLAS cannot be reached, each
 step is a NumPy GEMM and a compiled pass; else NumPy calls. All of these save the
 same arrays, so either backward follows either forward. An LSTM layer that saves nothing
@@ -414,7 +414,8 @@ def _gru_forward(xp, arrays, steps, keep):
         bias[rz] += _halved(xp, b_hh[rz], rz.stop)
         b_hn = b_hh[n_]
     gates = _product(xp, x, _halved(xp, w_ih, rz.stop).T, bias)  # becomes r, z, n in place
-    w_hh_t = _transposed(xp, _halved(xp, w_hh, rz.stop))
+    w_hh_halved = _halved(xp, w_hh, rz.stop)
+    w_hh_t = _transposed(xp, w_hh_halved)
     rows = gates.shape[0]
     h = h0.copy()
     out = xp.empty((rows, hidden), dtype=gates.dtype)
@@ -432,16 +433,18 @@ def _gru_forward(xp, arrays, steps, keep):
         loops, gemm = _loops(xp, gates.dtype)
         if loops is not None:  # one compiled call runs every step, GEMMs included
             b_hn = xp.ascontiguousarray(b_hn)
+            packed = loops.pack(w_hh_halved.T)  # once, for the layer's many few-row products
+            recurrent = xp.empty((h.shape[0], packed.shape[0] * packed.shape[2]), gates.dtype)
             states = (_Batch(h), out, _Batch(recurrent))
             if keep:
                 _time_loop(
-                    xp, arrays, loops.gru_forward_loop_saving, gemm, steps, gates, w_hh_t,
-                    b_hn, *states, h_prev, *slopes, one, half,
+                    xp, arrays, loops.gru_forward_loop_saving, packed, steps, gates, b_hn,
+                    *states, h_prev, *slopes, one, half,
                 )  # fmt: skip
             else:
                 _time_loop(
-                    xp, arrays, loops.gru_forward_loop, gemm, steps, gates, w_hh_t, b_hn,
-                    *states, half,
+                    xp, arrays, loops.gru_forward_loop, packed, steps, gates, b_hn, *states,
+                    half,
                 )  # fmt: skip
             steps = ()
         for start, n in _serial(xp, steps, arrays):
@@ -502,10 +505,11 @@ def _gru_backward(xp, arrays, kept, grads, steps, needs):
         product = xp.empty_like(dh)
         loops, gemm = _loops(xp, gates.dtype)
         if loops is not None:  # one compiled call runs every step, GEMMs included
+            packed = loops.pack(w_hh)  # once, for the layer's many few-row products
+            wide = xp.empty((dh.shape[0], packed.shape[0] * packed.shape[2]), dh.dtype)
             _time_loop(
-                xp, arrays, loops.gru_backward_loop, gemm, steps[::-1], _Batch(dh), g_rows,
-                gates, new_slope, z_slope, r_slope, d_x, d_hh, xp.ascontiguousarray(w_hh),
-                _Batch(product),
+                xp, arrays, loops.gru_backward_loop, packed, steps[::-1], _Batch(dh), g_rows,
+                gates, new_slope, z_slope, r_slope, d_x, d_hh, _Batch(wide),
             )  # fmt: skip
             steps = ()
         for start, n in _serial(xp, steps[::-1], arrays):
