@@ -3,6 +3,8 @@ path and PyTorch: values and gradients, with NaN, infinities, signed zeros and t
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -130,3 +132,25 @@ def test_float32_softplus_and_mish_within_a_few_ulps_of_the_exact_value():
         normal = np.abs(want) > 1e-30  # float32 keeps few digits below
         ulps = np.abs(got - want)[normal] / np.spacing(np.abs(want[normal]).astype(np.float32))
         assert ulps.max() < bound
+
+
+@pytest.mark.parametrize("shape,dim", [((6, 40), -1), ((8, 3, 5), 0), ((4, 6, 7), 1)])
+def test_glu_kernel_matches_the_numpy_path_and_torch(shape, dim):
+    x = np.random.default_rng(3).standard_normal(shape).astype("float32") * 3
+    weights = np.random.default_rng(4).standard_normal(shape).astype("float32")
+    results = []
+    for m, disabled in ((ember, False), (ember, True)):
+        t = m.tensor(x, requires_grad=True)
+        with jit.disabled() if disabled else contextlib.nullcontext():
+            y = m.nn.functional.glu(t, dim)
+            (y * m.tensor(weights[tuple(slice(0, n) for n in y.shape)])).sum().backward()
+        results.append((y.detach().numpy(), t.grad.numpy()))
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x, requires_grad=True)
+    y = torch.nn.functional.glu(t, dim)
+    (y * torch.tensor(weights[tuple(slice(0, n) for n in y.shape)])).sum().backward()
+    results.append((y.detach().numpy(), t.grad.numpy()))
+    for got, want in zip(results[0], results[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+    for got, want in zip(results[0], results[2]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)

@@ -206,3 +206,49 @@ def mish_backward_float32(start, stop, g, x, out):
         t = tanh_f32(softplus_f32(v))
         d = t + v * sigmoid_f32(v) * (F32(1.0) - t * t)
         os[i] = gs[i] * (d if v == v else v)
+
+
+@jit.njit(error_model="numpy")
+def glu_float32(start, stop, x, out):
+    """out[o] = a σ(b) for the halves a = x[o, 0], b = x[o, 1] of rows start <= o < stop."""
+    for o in range(start, stop):
+        a, b, y = x[o, 0], x[o, 1], out[o]
+        for i in range(y.size):
+            y[i] = a[i] * sigmoid_f32(b[i])
+
+
+@jit.njit(error_model="numpy")
+def glu_backward_float32(start, stop, g, x, out):
+    """out[o, 0] = g σ(b), out[o, 1] = g a σ(b) (1 - σ(b)), as the Tensor formula rounds."""
+    for o in range(start, stop):
+        a, b, gs = x[o, 0], x[o, 1], g[o]
+        ga, gb = out[o, 0], out[o, 1]
+        for i in range(gs.size):
+            s = sigmoid_f32(b[i])
+            ga[i] = gs[i] * s
+            gb[i] = gs[i] * a[i] * s * (F32(1.0) - s)
+
+
+def glu(x, dim: int):
+    """GLU of the float32 array ``x`` along ``dim`` (even): a new array."""
+    outer, inner = math.prod(x.shape[:dim]), math.prod(x.shape[dim + 1 :])
+    half = x.shape[dim] // 2
+    rows = np.ascontiguousarray(x).reshape(outer, 2, half * inner)
+    out = np.empty(x.shape[:dim] + (half,) + x.shape[dim + 1 :], x.dtype)
+    span = max(1, jit.PARALLEL_MIN_ELEMENTS // max(1, half * inner))
+    jit.parallel_for(glu_float32, outer, rows, out.reshape(outer, -1), min_chunk=span)
+    return out
+
+
+def glu_backward(g, x, dim: int):
+    """The gradient of :func:`glu` for the output gradient ``g``: a new array shaped as x."""
+    outer, inner = math.prod(x.shape[:dim]), math.prod(x.shape[dim + 1 :])
+    half = x.shape[dim] // 2
+    rows = np.ascontiguousarray(x).reshape(outer, 2, half * inner)
+    grads = np.ascontiguousarray(g, dtype=x.dtype).reshape(outer, half * inner)
+    out = np.empty(x.shape, x.dtype)
+    span = max(1, jit.PARALLEL_MIN_ELEMENTS // max(1, half * inner))
+    jit.parallel_for(
+        glu_backward_float32, outer, grads, rows, out.reshape(outer, 2, -1), min_chunk=span
+    )
+    return out

@@ -11,6 +11,7 @@ import math
 
 from .. import _backend
 from .._kernels import blocked as _blocked
+from .._kernels.jit import module as jit_module
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, float_result, grad_state, result, wrap, wrap_dim
@@ -641,10 +642,24 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 class GluBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
+        if not grad_state.enabled:
+            kernels = _glu_kernels(x._data, g._data)
+            if kernels is not None:
+                return wrap(kernels.glu_backward(g._data, x._data, self.dim))
         half = x.shape[self.dim] // 2
         a, b = x.narrow(self.dim, 0, half), x.narrow(self.dim, half, half)
         s = sigmoid(b)
         return cat([g * s, g * a * s * (1 - s)], self.dim)
+
+
+def _glu_kernels(data, *others):
+    """ember._kernels.pointwise_jit for float32 NumPy arrays, when the kernels are on."""
+    for array in (data, *others):
+        if array.__class__ is not data.__class__ or not _blocked.is_plain_numpy(array):
+            return None
+        if array.dtype.char != "f":
+            return None
+    return jit_module("pointwise_jit", data.size)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
@@ -657,6 +672,9 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
     _floating(input, "glu")
     data = input._data
+    kernels = _glu_kernels(data)
+    if kernels is not None:
+        return result(GluBackward0, kernels.glu(data, d), (input,), (input,), dim=d)
     xp = array_module(data)
     half = size // 2
     lead = (slice(None),) * d
