@@ -16,13 +16,11 @@ dispatch.
 
 from __future__ import annotations
 
-from ..autograd import _watch
 from ..autograd.node import Node
 from . import linalg
-from ._dispatch import _ARRAY_TYPES, array_module, as_array, grad_state, record, wrap
+from ._dispatch import array_module, grad_state, wrap
+from ._linalg_common import record_outputs
 from .reduction import _sum_array
-
-_new = object.__new__
 
 
 def applies(g, x, w) -> bool:
@@ -120,32 +118,8 @@ def linear_gradients(g, x, w, need_x: bool, need_w: bool, need_b: bool) -> tuple
         datas.append(_sum_array(gd, (0,), False))
         outputs.append("b")
     inputs = (g, x, w)
-    if grad_state.enabled and any(t is not None and t._rg for t in inputs):
-        outs = _record(datas, outputs, inputs)
-    else:
-        outs = [wrap(d) for d in datas]
+    outs = record_outputs(
+        LinearBackwardBackward0, tuple(datas), inputs, inputs, outputs=tuple(outputs)
+    )
     result = {kind: out for kind, out in zip(outputs, outs)}
     return result.get("x"), result.get("w"), result.get("b")
-
-
-def _record(datas: list, outputs: list, inputs: tuple) -> list:
-    node = LinearBackwardBackward0()
-    node.outputs = tuple(outputs)
-    first = record(node, datas[0], inputs, inputs)
-    outs = [first]
-    Tensor = first.__class__
-    for nr, data in enumerate(datas[1:], 1):
-        if data.__class__ not in _ARRAY_TYPES:
-            data = as_array(data)
-        out = _new(Tensor)
-        out._data = data
-        out._vc = [0]
-        out._rg = True
-        out._grad_fn = node
-        out._out_nr = nr
-        outs.append(out)
-        if _watch.watch.on:
-            _watch.node_created(node, out, inputs)
-    node.num_outputs = len(outs)
-    node._meta = tuple((o._data.shape, o._data.dtype) for o in outs)
-    return outs
