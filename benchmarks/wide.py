@@ -4,6 +4,7 @@ Run::
 
     uv run python benchmarks/wide.py [--rounds 3] [--only PATTERN] [--quick]
         [--markdown out.md] [--in-process] [--control] [--param KEY=VALUE] [--list]
+        [--table layer_workloads]
 
 For every workload the loss agreement check comes first: both libraries are built from the
 same NumPy data and parameters in this process, run ``--check-steps`` steps, and their readouts
@@ -16,9 +17,11 @@ the per-process medians) and the median and min–max of the per-round ratios em
 ``--only`` takes comma-separated shell patterns over the names (``--list`` prints them).
 ``--quick``: one round, one warm-up and two timed steps, two check steps (proves every workload
 runs; the figures mean nothing). ``--param shape=64,512,512`` overrides a parameter of every
-selected workload that has it. ``--in-process`` times both libraries in this one process
-(profiling only, labelled so). ``--control`` measures the MLP b32 step both ways, separate
-processes and one process alternating, to show the unfairness of the latter.
+selected workload that has it. ``--table layer_workloads`` times the single layers and ops
+of ``layer_workloads.py`` instead of the training steps. ``--in-process`` times both
+libraries in this one process (profiling only, labelled so). ``--control`` measures the MLP
+b32 step both ways, separate processes and one process alternating, to show the unfairness of
+the latter.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 from wide_workloads import WORKLOADS, Workload  # noqa: E402
+
+TABLES = ("wide_workloads", "layer_workloads")
 
 LIBS = ("ember", "torch")
 IN_PROCESS_LABEL = (
@@ -73,13 +78,13 @@ def agreement(workload: Workload, params: dict, steps: int = 3) -> tuple[bool, s
     return True, f"agree ({steps} steps, max rel. diff {worst:.1e})"
 
 
-def select(patterns: str | None) -> list[Workload]:
+def select(patterns: str | None, table: dict = WORKLOADS) -> list[Workload]:
     if not patterns:
-        return list(WORKLOADS.values())
+        return list(table.values())
     wanted = [p.strip() for p in patterns.split(",") if p.strip()]
-    chosen = [w for w in WORKLOADS.values() if any(fnmatch.fnmatch(w.name, p) for p in wanted)]
+    chosen = [w for w in table.values() if any(fnmatch.fnmatch(w.name, p) for p in wanted)]
     if not chosen:
-        raise SystemExit(f"--only {patterns!r} matches none of: {', '.join(WORKLOADS)}")
+        raise SystemExit(f"--only {patterns!r} matches none of: {', '.join(table)}")
     return chosen
 
 
@@ -108,7 +113,7 @@ def measure(workload: Workload, params: dict, args, counts: tuple[int, int]) -> 
             workload.name, steps_by_lib, rounds=args.rounds, warmup=warmup, steps=steps
         )
     return harness.compare(
-        "wide_workloads",
+        args.table,
         workload.name,
         params,
         libs=LIBS,
@@ -168,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--param", action="append", default=[], help="KEY=VALUE override")
     parser.add_argument("--check-steps", type=int, default=3)
     parser.add_argument("--list", action="store_true", help="print the workloads and exit")
+    parser.add_argument("--table", choices=TABLES, default=TABLES[0], help="which workloads")
     args = parser.parse_args(argv)
+    table = importlib.import_module(args.table).WORKLOADS
     if args.list:
-        for w in WORKLOADS.values():
+        for w in table.values():
             counts = f"{w.warmup} warm-up + {w.steps} timed steps"
             print(f"{w.name:32} {w.what}; {counts}; {w.params or ''}")
         return 0
@@ -189,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         sections = [report]
     else:
         rows = []
-        for workload in select(args.only):
+        for workload in select(args.only, table):
             params = {**workload.params, **{k: v for k, v in extra.items() if k in workload.params}}
             ok, verdict = agreement(workload, params, args.check_steps)
             if ok:

@@ -112,3 +112,15 @@ def test_param_overrides_and_selection(wide):
     assert names == ["chain50-1", "chain50-1e3", "chain50-1e5", "chain50-1e6", "hvp"]
     with pytest.raises(SystemExit, match="matches none of"):
         wide.select("no-such-*")
+
+
+@pytest.mark.parametrize("name", ["glu", "logsigmoid", "maxpool2", "pad-reflect", "bilinear"])
+def test_layer_workloads_agree_with_torch(wide, name):
+    """The single-layer table (``wide.py --table layer_workloads``): both libraries compute the
+    same output and input gradient from the same parameters."""
+    import layer_workloads
+
+    workload = layer_workloads.WORKLOADS[name]
+    ok, verdict = wide.agreement(workload, workload.params, steps=1)
+    assert ok, verdict
+    assert wide.select("conv*", layer_workloads.WORKLOADS)[0].name == "conv3x3"
