@@ -75,3 +75,21 @@ def test_gather_gradient_and_the_fallbacks():
     assert small.numpy()[1].tolist() == [1, 0, 1, 0, 0, 0]
     with pytest.raises(RuntimeError, match="out of bounds"):
         ember.zeros(5).scatter_add(0, ember.tensor([5]), ember.ones(1))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+def test_gather_kernel_equals_indexing_and_torch(case, index_dtype):
+    shape, dim, length = case
+    d = dim % len(shape)
+    rng = np.random.default_rng(length)
+    index = rng.integers(0, shape[d], shape[:d] + (length,) + shape[d + 1 :]).astype(index_dtype)
+    data = rng.standard_normal(shape).astype("float32")
+    view = ember.tensor(np.ascontiguousarray(data.T)).T  # non-contiguous: copied first
+    got = view.gather(dim, ember.tensor(index)).numpy()
+    with jit.disabled():
+        want = ember.tensor(data).gather(dim, ember.tensor(index)).numpy()
+    np.testing.assert_array_equal(got, want)
+    torch = pytest.importorskip("torch")
+    expected = torch.tensor(data).gather(dim, torch.tensor(index.astype("int64"))).numpy()
+    np.testing.assert_array_equal(got, expected)

@@ -34,3 +34,29 @@ def scatter_add_(out, dim: int, index, src) -> None:
     values = np.ascontiguousarray(src, dtype=out.dtype).reshape(outer, steps, inner)
     span = max(1, jit.PARALLEL_MIN_ELEMENTS // max(1, steps * inner))
     jit.parallel_for(_scatter_add, outer, target, where, values, min_chunk=span)
+
+
+@jit.njit(error_model="numpy")
+def _gather(start, stop, data, index, out):
+    """out[a, k, b] = data[a, index[a, k, b], b] for start <= a < stop."""
+    for a in range(start, stop):
+        for k in range(index.shape[1]):
+            for b in range(index.shape[2]):
+                out[a, k, b] = data[a, index[a, k, b], b]
+
+
+def gather(data, dim: int, index):
+    """``data``'s values at ``index`` along ``dim``: a new array of ``index``'s shape. The
+    caller has checked the indices' bounds and that ``index`` has ``data``'s shape apart from
+    ``dim``."""
+    outer = math.prod(data.shape[:dim])
+    inner = math.prod(data.shape[dim + 1 :])
+    steps = index.shape[dim]
+    source = np.ascontiguousarray(data).reshape(outer, data.shape[dim], inner)
+    where = np.ascontiguousarray(index).reshape(outer, steps, inner)
+    out = np.empty(index.shape, data.dtype)
+    span = max(1, jit.PARALLEL_MIN_ELEMENTS // max(1, steps * inner))
+    jit.parallel_for(
+        _gather, outer, source, where, out.reshape(outer, steps, inner), min_chunk=span
+    )
+    return out

@@ -382,8 +382,12 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
             index=index,
         )
     idx = index._data
-    key = _along_dim_key(xp, idx.reshape(1) if idx.ndim == 0 else idx, d)
-    out = data[key].reshape(idx.shape)
+    kernels = _scatter_kernels(data, idx, d, contiguous=False)
+    if kernels is not None:
+        out = kernels.gather(data, d, idx)
+    else:
+        key = _along_dim_key(xp, idx.reshape(1) if idx.ndim == 0 else idx, d)
+        out = data[key].reshape(idx.shape)
     return result(GatherBackward0, out, (input,), shape=data.shape, dim=d, index=index)
 
 
@@ -472,13 +476,14 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     return result(ScatterBackward1, out, (input,), dim=d, index=index)
 
 
-def _scatter_kernels(out, index, d: int):
-    """ember._kernels.scatter_jit for a float NumPy ``out`` (C-contiguous, 1-d or more) whose
-    ``index`` matches its shape but along ``d`` (gather's backward), with enough elements to
-    pay for it, when compiled kernels are on; else None (``add.at``)."""
+def _scatter_kernels(out, index, d: int, contiguous: bool = True):
+    """ember._kernels.scatter_jit for a float NumPy ``out`` (1-d or more; C-contiguous where
+    ``contiguous``: it is written in place) whose ``index`` matches its shape but along ``d``
+    (gather and its backward), with enough elements to pay for it, when compiled kernels are
+    on; else None (NumPy's indexing and ``add.at``)."""
     if not (is_plain_numpy(out) and is_plain_numpy(index)) or out.dtype.char not in "fd":
         return None
-    if out.ndim == 0 or index.ndim != out.ndim or not out.flags.c_contiguous:
+    if out.ndim == 0 or index.ndim != out.ndim or (contiguous and not out.flags.c_contiguous):
         return None
     if any(i != o for k, (i, o) in enumerate(zip(index.shape, out.shape)) if k != d):
         return None
