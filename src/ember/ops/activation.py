@@ -482,12 +482,9 @@ def softplus_array(xp, z):
 def logsigmoid(input: Tensor) -> Tensor:
     """log σ(x) = -softplus(-x), finite for large |x|."""
     _floating(input, "log_sigmoid_forward")
-    if input._data.dtype.char == "f":
-        out = _piecewise("softplus_float32", -input._data, constants=(1.0, math.inf), dtypes="f")
-        if out is not None:
-            return result(LogSigmoidBackward0, -out, (input,), (input,))
-    kernel = lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
-    return _pointwise(LogSigmoidBackward0, input, "log_sigmoid_forward", kernel)
+    data = input._data
+    out = -softplus_array(array_module(data), -data)
+    return result(LogSigmoidBackward0, out.astype(data.dtype, copy=False), (input,), (input,))
 
 
 class SiluBackward0(Node):

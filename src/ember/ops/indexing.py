@@ -382,7 +382,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
             index=index,
         )
     idx = index._data
-    kernels = _scatter_kernels(data, idx, d, contiguous=False)
+    kernels = _along_dim_kernels(data, idx, d, contiguous=False)
     if kernels is not None:
         out = kernels.gather(data, d, idx)
     else:
@@ -476,7 +476,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     return result(ScatterBackward1, out, (input,), dim=d, index=index)
 
 
-def _scatter_kernels(out, index, d: int, contiguous: bool = True):
+def _along_dim_kernels(out, index, d: int, contiguous: bool = True):
     """ember._kernels.scatter_jit for a float NumPy ``out`` (1-d or more; C-contiguous where
     ``contiguous``: it is written in place) whose ``index`` matches its shape but along ``d``
     (gather and its backward), with enough elements to pay for it, when compiled kernels are
@@ -498,7 +498,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     xp = array_module(input._data)
     out = input._data.copy()
     part = _src_part(src, index)._data.astype(out.dtype, copy=False)
-    kernels = _scatter_kernels(out, index._data, d)
+    kernels = _along_dim_kernels(out, index._data, d)
     if kernels is not None:
         kernels.scatter_add_(out, d, index._data, part)
     else:
