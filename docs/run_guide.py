@@ -1,11 +1,11 @@
 """Run every ```python block of a guide in order, in one namespace, and check what it prints.
 
     uv run python docs/run_guide.py            # run, and compare with the guide's Output blocks
-    uv run python docs/run_guide.py --update   # rewrite the Output blocks with what was printed
+    uv run python docs/run_guide.py --update   # rewrite the Output blocks and the pictures
 
-Run from anywhere: as a script it works in ``docs/``, where the blocks write their pictures
-under ``images/`` (the tests call ``run`` in a scratch folder). Object addresses print as
-``0x...``.
+Run from anywhere. A check works in a scratch folder, so the checkout stays as it was (the
+profiler's trace holds timings and would change on every run); ``--update`` works in ``docs/``,
+where the blocks write their pictures under ``images/``. Object addresses print as ``0x...``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import linecache
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 GUIDE = Path(__file__).with_name("autograd-guide.md")
@@ -52,10 +53,13 @@ def update(path: Path = GUIDE) -> None:
 
 
 if __name__ == "__main__":
-    os.chdir(GUIDE.parent)  # the pictures belong in docs/images, wherever this is started
     if "--update" in sys.argv:
+        os.chdir(GUIDE.parent)  # the pictures belong in docs/images, wherever this is started
         update()
     else:
+        scratch = tempfile.TemporaryDirectory(prefix="ember-guide-")
+        os.chdir(scratch.name)
+        (Path(scratch.name) / "images").mkdir()
         failed = 0
         for i, (_code, expected, out) in enumerate(run(), start=1):
             if expected is not None and expected != out:

@@ -37,3 +37,25 @@ def test_pictures_the_guide_links_to_are_committed():
     assert len(linked) >= 3
     for path in linked:
         assert (DOCS / path).exists(), path
+
+
+def test_running_the_guide_as_a_script_leaves_the_checkout_as_it_was():
+    import subprocess
+    import sys
+
+    def files():
+        return {
+            p: p.read_bytes()
+            for p in DOCS.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+
+    before = files()
+    done = subprocess.run(
+        [sys.executable, str(DOCS / "run_guide.py")], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all outputs match" in done.stdout
+    after = files()
+    assert after.keys() == before.keys()
+    assert [p for p in after if after[p] != before[p]] == []

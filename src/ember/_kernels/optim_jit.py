@@ -12,8 +12,10 @@ the scalars cast to that dtype the way NumPy casts a Python float next to an arr
   ``n mod 16`` (float64) elements unfused; :func:`_blas_fused_stop` measures this once per
   size on the BLAS NumPy loaded, so the results agree to the bit with the NumPy path (and
   with ``ember.compile``'s replays of it).
-- ``v = β2·v + (1-β2)·g²`` with the two products rounded separately (OpenBLAS's axpby, measured
-  here to use no FMA, on every element).
+- ``v = β2·v + (1-β2)·g²`` as the NumPy path's BLAS axpby rounds it, which depends on the CPU
+  kind OpenBLAS picked: its AVX2 (Haswell) kernel rounds both products separately, its
+  AVX-512 (SkylakeX) kernel rounds ``β2·v`` and fuses the rest; :func:`_blas_axpby_rounding`
+  measures which once per size.
 - ``denom = sqrt(v̂) / sqrt(1-β2^t) + eps`` and ``p += (-lr / (1-β1^t))·m / denom``.
 
 The caller passes C-contiguous 1-D views of one dtype (float32 or float64) and one size;
@@ -45,6 +47,8 @@ MAXIMIZE, DECOUPLED, L2, LERP_SMALL = 1, 2, 4, 8
 # the coefficients' order in the array the kernels take (one argument: numba's dispatch
 # types each argument, ~0.1 us apiece)
 DECAY, LERP_WEIGHT, BETA2, ONE_MINUS_BETA2, BIAS2_SQRT, EPS, STEP_SIZE = range(7)
+# how a BLAS axpby rounds y = a·x + b·y: both products rounded, or one of them fused into the add
+UNFUSED, FUSED_AX, FUSED_BY = range(3)
 
 
 @jit.njit(inline="always")
@@ -63,7 +67,7 @@ def _scalars(coefficients):
 
 
 @jit.njit(inline="always", error_model="numpy")
-def _moments(param, grad, avg, square, flags, c, fused):
+def _moments(param, grad, avg, square, flags, c, fused, axpby_rounding):
     # (decayed parameter, exp_avg, exp_avg_sq) of one element; decay is 1 - lr·wd (AdamW's
     # p *= decay) or wd (Adam's g += wd·p)
     grad = -grad if flags & MAXIMIZE else grad
@@ -75,7 +79,12 @@ def _moments(param, grad, avg, square, flags, c, fused):
     base = avg if flags & LERP_SMALL else grad
     diff = grad - avg
     avg = _fma(c[LERP_WEIGHT], diff, base) if fused else base + diff * c[LERP_WEIGHT]
-    square = c[BETA2] * square + c[ONE_MINUS_BETA2] * (grad * grad)
+    if axpby_rounding == FUSED_AX:
+        square = _fma(c[ONE_MINUS_BETA2], grad * grad, c[BETA2] * square)
+    elif axpby_rounding == FUSED_BY:
+        square = _fma(c[BETA2], square, c[ONE_MINUS_BETA2] * (grad * grad))
+    else:
+        square = c[BETA2] * square + c[ONE_MINUS_BETA2] * (grad * grad)
     return param, avg, square
 
 
@@ -86,19 +95,21 @@ def _stepped(param, avg, second, c):
 
 
 @jit.njit(error_model="numpy")
-def _adam_span(start, stop, p, g, m, v, coefficients, flags, fused_stop):
+def _adam_span(start, stop, p, g, m, v, coefficients, flags, fused_stop, axpby_rounding):
     # slices and range(size): an index LLVM knows is >= 0 (no wraparound), so it vectorises
     p, g, m, v = p[start:stop], g[start:stop], m[start:stop], v[start:stop]
     c = _scalars(coefficients)
     for i in range(p.size):
-        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c, i < fused_stop - start)
+        param, avg, square = _moments(
+            p[i], g[i], m[i], v[i], flags, c, i < fused_stop - start, axpby_rounding
+        )
         m[i] = avg
         v[i] = square
         p[i] = _stepped(param, avg, square, c)
 
 
 @jit.njit(error_model="numpy")
-def _amsgrad_span(start, stop, p, g, m, v, v_max, coefficients, flags, fused_stop):
+def _amsgrad_span(start, stop, p, g, m, v, v_max, coefficients, flags, fused_stop, axpby_rounding):
     p, g, m, v, v_max = (
         p[start:stop],
         g[start:stop],
@@ -108,7 +119,9 @@ def _amsgrad_span(start, stop, p, g, m, v, v_max, coefficients, flags, fused_sto
     )
     c = _scalars(coefficients)
     for i in range(p.size):
-        param, avg, square = _moments(p[i], g[i], m[i], v[i], flags, c, i < fused_stop - start)
+        param, avg, square = _moments(
+            p[i], g[i], m[i], v[i], flags, c, i < fused_stop - start, axpby_rounding
+        )
         m[i] = avg
         v[i] = square
         # np.maximum(v_max, v): a NaN on either side wins, v_max's first; ties keep v_max
@@ -173,11 +186,14 @@ def adam_update(
         p.dtype,
     )
     fused_stop = _blas_fused_stop(p.dtype, size)
+    axpby_rounding = _blas_axpby_rounding(p.dtype, size)
     if size < 2 * SPAN_MIN_ELEMENTS:  # one thread's work: no hand-off to the pool
         if v_max is None:
-            _adam_span(0, size, p, g, m, v, coefficients, flags, fused_stop)
+            _adam_span(0, size, p, g, m, v, coefficients, flags, fused_stop, axpby_rounding)
         else:
-            _amsgrad_span(0, size, p, g, m, v, v_max, coefficients, flags, fused_stop)
+            _amsgrad_span(
+                0, size, p, g, m, v, v_max, coefficients, flags, fused_stop, axpby_rounding
+            )
     elif v_max is None:
         jit.parallel_for(
             _adam_span,
@@ -189,6 +205,7 @@ def adam_update(
             coefficients,
             flags,
             fused_stop,
+            axpby_rounding,
             min_chunk=SPAN_MIN_ELEMENTS,
         )
     else:
@@ -203,6 +220,7 @@ def adam_update(
             coefficients,
             flags,
             fused_stop,
+            axpby_rounding,
             min_chunk=SPAN_MIN_ELEMENTS,
         )
 
@@ -251,4 +269,50 @@ def _blas_fused_stop(dtype: np.dtype, size: int) -> int:
             if not fused[:found].all():
                 found = size
         _fused_stops[key] = found
+    return found
+
+
+_axpby_roundings: dict = {}
+
+
+@jit.njit(error_model="numpy")
+def _axpby_candidates(a, x, b, y, out):
+    # out[k]: y = a·x + b·y rounded as UNFUSED, FUSED_AX, FUSED_BY
+    for i in range(x.size):
+        out[UNFUSED, i] = a * x[i] + b * y[i]
+        out[FUSED_AX, i] = _fma(a, x[i], b * y[i])
+        out[FUSED_BY, i] = _fma(b, y[i], a * x[i])
+
+
+def _blas_axpby_rounding(dtype: np.dtype, size: int) -> int:
+    """How NumPy's BLAS axpby (the NumPy path's ``v.mul_(β2).addcmul_(g, g, value=1 - β2)``)
+    rounds ``y = a·x + b·y`` on arrays of ``size``: UNFUSED, FUSED_AX or FUSED_BY.
+
+    OpenBLAS's axpby is a C loop whose compiler contracts it into a fused multiply-add on some
+    CPU kinds (its AVX-512 build) and not on others (its AVX2 build), so it is measured on the
+    BLAS itself, once per (dtype, size, thread count): random data until one rounding alone
+    matches every element (a few elements may by chance agree with several)."""
+    from ember import _backend
+
+    key = (dtype.char, size, _backend.get_num_threads())
+    found = _axpby_roundings.get(key)
+    if found is None:
+        blas = _backend.numpy_blas()
+        found = UNFUSED
+        if blas is not None and blas.has_axpby and size > 0:
+            rng = np.random.default_rng(0)
+            a, b = dtype.type(0.001), dtype.type(0.999)  # Adam's default 1 - β2 and β2
+            possible = [True, True, True]
+            candidates = np.empty((3, size), dtype)
+            for _ in range(16):
+                x = rng.uniform(0.0, 4.0, size).astype(dtype)
+                y = rng.uniform(0.0, 0.01, size).astype(dtype)
+                _axpby_candidates(a, x, b, y, candidates)
+                blas.axpby(float(a), x, float(b), y)
+                for k in range(3):
+                    possible[k] = possible[k] and bool(np.array_equal(candidates[k], y))
+                if sum(possible) <= 1:
+                    break
+            found = possible.index(True) if any(possible) else FUSED_AX
+        _axpby_roundings[key] = found
     return found

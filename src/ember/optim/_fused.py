@@ -97,11 +97,13 @@ def axpy(alpha: float, x: np.ndarray, y: np.ndarray, spare: np.ndarray | None = 
 
 def scale_add(beta: float, y: np.ndarray, alpha: float, x: np.ndarray, spare=None) -> None:
     """``y = beta * y + alpha * x`` in place (PyTorch's ``buf.mul_(m).add_(g, alpha=a)``): one
-    pass through OpenBLAS's axpby where it is there, else two. OpenBLAS's axpby (0.3.31 on
-    AVX2, measured) does not fuse the multiply-add, and its axpy fuses all but the last
-    n mod 32 (float32) / 16 (float64) elements: PyTorch's vectorised add_ fuses every one, so
-    results can differ from torch's by an ulp (``ember._kernels.optim_jit`` reproduces these
-    roundings exactly, so the compiled Adam equals this path to the bit)."""
+    pass through OpenBLAS's axpby where it is there, else two. How OpenBLAS rounds depends on
+    the CPU kind it picked (0.3.31, measured): on AVX2 its axpby fuses no multiply-add and its
+    axpy fuses all but the last n mod 32 (float32) / 16 (float64) elements; on AVX-512 its
+    axpby rounds ``beta·y`` and fuses the rest and its axpy fuses every element. PyTorch's
+    vectorised add_ fuses every one, so results can differ from torch's by an ulp
+    (``ember._kernels.optim_jit`` measures and reproduces these roundings, so the compiled Adam
+    equals this path to the bit on either kind)."""
     blas = _backend.numpy_blas()
     if (
         blas is not None
