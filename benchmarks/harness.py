@@ -161,6 +161,39 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def instruction_set() -> str:
+    """The widest x86 vector extension the CPU reports (``avx512f``, ``avx2``, ...)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    for name in ("avx512f", "avx2", "avx", "sse4_2"):
+                        if name in flags:
+                            return name
+                    return "no AVX"
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def busy_warning() -> str | None:
+    """A warning when other work keeps the machine busy (1-minute load above a quarter of the
+    usable cores): the figures measured now would be noisy. None when it is quiet enough."""
+    try:
+        load = os.getloadavg()[0]
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if load <= 0.25 * cores:
+        return None
+    return (
+        f"warning: the machine is busy (load average {load:.2f} on {cores} usable cores): "
+        "other processes compete with the measurement, so the figures will be noisy; "
+        "measure again when it is quiet"
+    )
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{v:.2f}" for v in os.getloadavg())
@@ -238,7 +271,8 @@ def header(libs: tuple[str, ...] = ("ember", "torch")) -> list[str]:
         usable = os.cpu_count()
     lines = [
         f"date: {now}",
-        f"machine: {cpu_model()}, {os.cpu_count()} logical cores ({usable} usable), "
+        f"machine: {cpu_model()} ({instruction_set()}), {os.cpu_count()} logical cores "
+        f"({usable} usable), "
         f"{platform.system()} {platform.release()}",
         f"Python {platform.python_version()}, NumPy {numpy.__version__}",
     ]
@@ -260,7 +294,8 @@ def machine_info() -> str:
     import numpy
 
     parts = [
-        f"{platform.machine()}, {cpu_model()}, {os.cpu_count()} cores",
+        f"{platform.machine()}, {cpu_model()} ({instruction_set()}), {os.cpu_count()} cores",
+        f"load {load_average()}",
         f"Python {platform.python_version()}",
         f"NumPy {numpy.__version__}",
     ]
