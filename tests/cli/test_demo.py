@@ -9,7 +9,7 @@ import pytest
 import ember
 from ember import cli
 
-from .helpers import run_ember, start_ember
+from .helpers import process_marker, processes_marked, run_ember, start_ember
 
 
 def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
@@ -101,34 +101,43 @@ def test_digits_dataset_is_shipped():
     _ = np
 
 
-def test_graph_picture_is_svg_with_graphviz_or_a_hint_without(tmp_path, capsys, monkeypatch):
+def test_graph_picture_is_svg_with_graphviz_or_a_note_without(tmp_path, capsys, monkeypatch):
     import shutil
 
     if shutil.which("dot"):
         cli.main(["demo", "--epochs", "1", "--out", str(tmp_path / "svg"), "--no-progress"])
         svg = (tmp_path / "svg" / "graph.svg").read_text()
         assert svg.lstrip().startswith("<?xml") and "AddmmBackward0" in svg
+        capsys.readouterr()
     monkeypatch.setattr(shutil, "which", lambda name: None)
     cli.main(["demo", "--epochs", "1", "--out", str(tmp_path / "dot"), "--no-progress"])
-    assert "Graphviz's `dot` was not found" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "Graphviz" not in printed.out
+    assert "ember demo: graph.svg skipped: Graphviz's `dot` was not found" in printed.err
     assert not (tmp_path / "dot" / "graph.svg").exists()
     assert (tmp_path / "dot" / "graph.dot").exists()
 
 
-_NO_DOT = "Graphviz's `dot` was not found"  # printed where Graphviz is not installed
-
-
-def _next_line(process) -> str:
-    """The demo's next line of output, past the note about a missing Graphviz."""
-    line = process.stdout.readline()
-    return process.stdout.readline() if line.startswith(_NO_DOT) else line
+def test_the_graphviz_note_comes_after_the_run_on_stderr_and_points_at_graph_html(tmp_path):
+    """Not in the middle of the progress line on stdout: after the results, on stderr."""
+    out = tmp_path / "run"
+    result = run_ember("demo", "--epochs", "2", "--out", out, env={"PATH": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "Graphviz" not in result.stdout and "graph.dot" not in result.stderr
+    note = [line for line in result.stderr.splitlines() if "Graphviz" in line]
+    assert note == [
+        "ember demo: graph.svg skipped: Graphviz's `dot` was not found; graph.html draws the "
+        "graph in a browser (for graph.svg, install Graphviz: `apt-get install graphviz` on "
+        "Debian/Ubuntu, `brew install graphviz` on macOS)"
+    ]
+    assert (out / "graph.html").exists() and not (out / "graph.svg").exists()
 
 
 def test_one_epoch_run_reads_well_and_says_how_to_load_the_model(tmp_path):
     out = tmp_path / "run"
     result = run_ember("demo", "--epochs", "1", "--out", out)
     assert result.returncode == 0, result.stderr
-    lines = [line for line in result.stdout.splitlines() if not line.startswith(_NO_DOT)]
+    lines = result.stdout.splitlines()
     assert lines[1].startswith("epoch 1/1: loss ") and ", held-out acc 0." in lines[1]
     assert " after 1 epoch (" in result.stdout  # not "1 epochs"
     checkpoint = out / "model.safetensors"
@@ -176,21 +185,48 @@ def test_a_second_run_replaces_the_results_and_drops_stale_ones(tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the staging folder is gone
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_run_leaves_the_previous_results(tmp_path, stop):
+@pytest.mark.parametrize(
+    ("stop", "code", "words"),
+    [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+)
+def test_an_interrupted_run_leaves_the_previous_results(tmp_path, stop, code, words):
     out = tmp_path / "run"
     out.mkdir()
     (out / "model.safetensors").write_bytes(b"a good model")
     process = start_ember("demo", "--epochs", "100000", "--out", out)
-    assert _next_line(process).startswith("ember demo: mlp")
-    assert _next_line(process).startswith("epoch 1/100000")  # training, graph written
+    assert process.stdout.readline().startswith("ember demo: mlp")
+    assert process.stdout.readline().startswith("epoch 1/100000")  # training, graph written
     process.send_signal(stop)
     stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130
-    assert stderr.strip().endswith(f"ember demo: interrupted; {out} was left as it was")
+    assert process.returncode == code
+    assert stderr == f"ember demo: {words}; {out} was left as it was\n"
     assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
     assert (out / "model.safetensors").read_bytes() == b"a good model"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_a_diverging_run_says_so_exits_1_and_leaves_the_previous_results(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"a good model")
+    result = run_ember("demo", "--lr", "1e6", "--epochs", "1", "--out", out)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1].startswith("epoch 1/1: loss ")  # no results line
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("ember demo: training diverged: the last epoch's loss is ")
+    assert "(guessing gives 2.30)" in result.stderr
+    assert result.stderr.endswith(f"try a smaller --lr than 1e+06; {out} was left as it was\n")
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
+    assert (out / "model.safetensors").read_bytes() == b"a good model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_a_run_that_learns_is_not_called_diverged():
+    history = {"train_loss": [2.1, 0.4], "test_loss": [2.0, 0.5], "test_acc": [0.5, 0.9]}
+    assert cli.demo._divergence(history, lr=3e-3) is None
+    for bad in (float("nan"), float("inf"), 5.0):
+        history["test_loss"][-1] = bad
+        assert "held-out loss" in cli.demo._divergence(history, lr=3e-3)
 
 
 def test_a_failed_write_is_one_line_and_leaves_the_previous_results(tmp_path, monkeypatch, capsys):
@@ -223,3 +259,50 @@ def test_data_parallel_demo_reaches_the_single_process_accuracy(tmp_path):
     assert not (out / ".summary").exists()
     model = cli.build_model("mlp")
     model.load_state_dict(ember.load(out / "model.safetensors"))  # plain keys, no "module."
+
+
+def _without_mpi4py(folder) -> dict:
+    """An environment in which ``import mpi4py`` fails, as where the extra is not installed."""
+    package = folder / "hide" / "mpi4py"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'mpi4py'\", name='mpi4py')\n"
+    )
+    return {"PYTHONPATH": str(folder / "hide")}
+
+
+def test_data_parallel_without_the_distributed_extra_is_one_line_before_anything_starts(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"a good model")
+    env = _without_mpi4py(tmp_path)
+    result = run_ember("demo", "--nproc", "2", "--epochs", "1", "--out", out, env=env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        "ember demo: --nproc 2: data-parallel training needs the distributed extra (mpi4py is "
+        "not installed): pip install 'ember[distributed]', or leave out --nproc\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hide", "run"]  # no staging folder
+
+
+def test_ctrl_c_in_a_data_parallel_run_is_one_line_and_stops_every_worker(tmp_path):
+    if not ember.distributed.is_available():
+        pytest.skip("mpi4py is not installed")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"a good model")
+    marker = process_marker()
+    process = start_ember(
+        "demo", "--nproc", "2", "--epochs", "100000", "--out", out, env=marker, own_session=True
+    )
+    # rank 0 says this once both workers have joined the process group
+    assert process.stdout.readline().startswith("ember demo: mlp"), process.stderr.read()
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C in the terminal
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr == f"ember demo: interrupted (Ctrl-C); {out} was left as it was\n"
+    assert "BAD TERMINATION" not in stdout and "YOUR APPLICATION" not in stdout
+    assert processes_marked(marker) == []
+    assert (out / "model.safetensors").read_bytes() == b"a good model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]

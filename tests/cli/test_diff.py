@@ -50,7 +50,7 @@ def test_diff_names_every_kind_of_difference(tmp_path, capsys):
     assert "shape: steps is (3,) in A, (4,) in B" in lines
     assert (
         "values: fc.weight: 1 of 12 elements differ (rtol=1e-05, atol=1e-08); "
-        "max abs 0.25 at (1, 2), max rel 0.2941 at (1, 2); first at (1, 2): 0.6 in A, "
+        "max abs 0.25 at [1, 2], max rel 0.2941 at [1, 2]; first at [1, 2]: 0.6 in A, "
         "0.85 in B"
     ) in lines
     assert lines[-1] == "the checkpoints differ"
@@ -83,7 +83,7 @@ def test_nan_in_the_same_place_is_equal_and_elsewhere_differs(tmp_path, capsys):
     assert code == 1
     assert (
         "values: w: 1 of 2 elements differ (rtol=1e-05, atol=1e-08); max abs -, max rel -; "
-        "first at (0): nan in A, 0 in B"
+        "first at [0]: nan in A, 0 in B"
     ) in lines
 
 
@@ -110,7 +110,7 @@ def test_torch_and_ember_checkpoints_of_one_model_compare_equal(tmp_path, torch_
     result = run_ember("diff", tmp_path / "changed.pt", tmp_path / "ember.safetensors")
     assert result.returncode == 1
     assert "values: 1.weight: 1 of 8,192 elements differ" in result.stdout
-    assert "first at (5, 7)" in result.stdout
+    assert "first at [5, 7]" in result.stdout
 
 
 @pytest.mark.parametrize("problem", ["missing", "unreadable", "negative tolerance"])
@@ -127,3 +127,20 @@ def test_diff_usage_errors_exit_2_with_one_line(tmp_path, problem):
     result = run_ember("diff", *args)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("ember diff: ") and result.stderr.count("\n") == 1
+
+
+def test_where_an_element_differs_is_written_as_indexing_it(tmp_path):
+    ember.save({"v": ember.arange(60.0), "s": ember.tensor(1.0)}, tmp_path / "a.safetensors")
+    changed = {"v": ember.arange(60.0), "s": ember.tensor(2.0)}
+    changed["v"][49] = 50.0
+    ember.save(changed, tmp_path / "b.safetensors")
+    result = run_ember("diff", tmp_path / "a.safetensors", tmp_path / "b.safetensors")
+    assert result.returncode == 1
+    assert (
+        "values: v: 1 of 60 elements differ (rtol=1e-05, atol=1e-08); max abs 1 at [49], "
+        "max rel 0.02 at [49]; first at [49]: 49 in A, 50 in B"
+    ) in result.stdout.splitlines()
+    assert (  # a 0-d tensor has one element: no place to name
+        "values: s: 1 of 1 elements differ (rtol=1e-05, atol=1e-08); max abs 1, max rel 0.5; "
+        "the value: 1 in A, 2 in B"
+    ) in result.stdout.splitlines()

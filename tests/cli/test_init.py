@@ -8,12 +8,18 @@ from ember import cli
 from .helpers import run_ember, start_ember
 
 
-def test_ember_alone_shows_the_help_and_succeeds():
+def test_ember_alone_prints_the_usage_on_stderr_and_exits_2():
     result = run_ember()
+    assert result.returncode == 2 and result.stdout == ""
+    for command in ("demo", "inspect", "diff", "run"):
+        assert command in result.stderr
+    assert result.stderr.startswith("usage: ember")
+
+
+def test_ember_help_succeeds():
+    result = run_ember("--help")
     assert result.returncode == 0 and result.stderr == ""
-    for command in ("demo", "inspect", "diff"):
-        assert command in result.stdout
-    assert result.stdout.startswith("usage: ember")
+    assert result.stdout.startswith("usage: ember") and "`ember run --help`" not in result.stdout
 
 
 def test_version_prints_the_package_version():

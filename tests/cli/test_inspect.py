@@ -1,12 +1,15 @@
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
 import ember
 from ember import cli
 
-from .helpers import run_ember
+from .helpers import ember_command, ember_env, run_ember
 
 
 def _inspect_json(path, capsys) -> dict:
@@ -74,7 +77,11 @@ def test_inspect_refuses_a_pickled_module_without_running_it(tmp_path, torch_mod
 
 @pytest.mark.parametrize(
     ("content", "words"),
-    [(None, "no such file"), (b"hello", "not a valid safetensors file"), ("folder", "is a folder")],
+    [
+        (None, "no such file"),
+        (b"hello", "not a valid safetensors file"),
+        ("folder", "is a directory"),
+    ],
 )
 def test_inspect_of_an_unreadable_file_is_a_usage_error(tmp_path, capsys, content, words):
     path = tmp_path / "checkpoint.pt"
@@ -85,6 +92,63 @@ def test_inspect_of_an_unreadable_file_is_a_usage_error(tmp_path, capsys, conten
     assert cli.main(["inspect", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ember inspect: ") and words in err and err.count("\n") == 1
+
+
+# the CLI in a child process in which reading a file (and os.stat on a folder past a locked
+# one) is refused, as it is for a user who may not read it; root may read anything
+_AS_A_USER_WITHOUT_ACCESS = """
+import errno, os, sys
+locked = sys.argv[1]
+real_stat, real_access = os.stat, os.access
+def stat(path, *args, **kwargs):
+    if str(path).startswith(locked + os.sep):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+    return real_stat(path, *args, **kwargs)
+os.stat = stat
+os.access = lambda path, mode, **kwargs: not str(path).startswith(locked) and real_access(
+    path, mode, **kwargs)
+from ember.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _inspect_without_access(locked, path) -> subprocess.CompletedProcess:
+    if os.geteuid() != 0:  # a real refusal
+        command = ember_command("inspect", path)
+    else:
+        command = [sys.executable, "-c", _AS_A_USER_WITHOUT_ACCESS, str(locked), "inspect", path]
+    return subprocess.run(command, capture_output=True, text=True, env=ember_env(), timeout=120)
+
+
+def test_inspect_tells_no_such_file_from_permission_denied_and_a_directory(tmp_path):
+    ember.save({"w": ember.ones(2)}, tmp_path / "good.safetensors")
+    unreadable = tmp_path / "secret.safetensors"
+    unreadable.write_bytes((tmp_path / "good.safetensors").read_bytes())
+    unreadable.chmod(0)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    ember.save({"w": ember.ones(2)}, locked / "inside.safetensors")
+    locked.chmod(0)
+    try:
+        cases = {
+            tmp_path / "missing.safetensors": "no such file",
+            tmp_path / "good.safetensors" / "x": "no such file",
+            tmp_path: "is a directory; give a checkpoint file (such as model.safetensors)",
+        }
+        for path, words in cases.items():
+            result = run_ember("inspect", path)
+            assert result.returncode == 2 and result.stderr == f"ember inspect: {path}: {words}\n"
+        result = _inspect_without_access(unreadable, unreadable)
+        assert result.returncode == 2
+        assert result.stderr == f"ember inspect: {unreadable}: permission denied\n"
+        inside = locked / "inside.safetensors"
+        result = _inspect_without_access(locked, inside)
+        assert result.returncode == 2
+        assert result.stderr == (
+            f"ember inspect: {inside}: permission denied (a folder on the way cannot be searched)\n"
+        )
+    finally:
+        locked.chmod(0o755)
 
 
 def test_inspect_and_diff_read_an_onnx_models_weights(tmp_path, capsys):

@@ -5,8 +5,9 @@
 - ``ember diff A B`` compares two checkpoints tensor by tensor (``diff.py``);
 - ``ember run --nproc-per-node N script.py`` starts a script on N processes (``run.py``).
 
-A mistake in how it is called is one line on stderr and exit code 2; only a bug in ember shows
-a traceback (exit code 70), with a line asking to report it.
+A mistake in how it is called is one line on stderr and exit code 2 (``ember`` alone prints
+the usage on stderr, exit code 2); Ctrl-C is exit code 130 and SIGTERM 143, with one line; only
+a bug in ember shows a traceback (exit code 70), with a line asking to report it.
 
 Example::
     >>> from ember import cli
@@ -46,11 +47,12 @@ def parser() -> Parser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``ember`` with ``argv`` (default: the process's arguments); returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["run"]:  # every flag belongs to the launcher, which parses its own
-        return run.run_argv(argv[1:])
     p = parser()
     command = "ember"
     try:
+        if argv[:1] == ["run"]:  # every flag belongs to the launcher, which parses its own
+            command = "ember run"
+            return run.run_argv(argv[1:])
         args, unknown = p.parse_known_args(argv)
         if args.command is not None:
             command = f"ember {args.command}"
@@ -58,15 +60,15 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(
                 f"unrecognized arguments: {' '.join(unknown)} (see `{command} --help`)"
             )
-        if args.command is None:
-            p.print_help()
-            return 0
+        if args.command is None:  # no command is a mistake too: what there is, on stderr
+            p.print_help(sys.stderr)
+            return EXIT_USAGE
         return args.run(args)
     except UsageError as exc:
         print(f"{exc.command or command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("ember: interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # before a command took Ctrl-C over
+        print(f"{command}: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`ember inspect big.pt | head`): nothing more to say, and Python's

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import stat
 
 import numpy as np
 
+from . import _extras
 from ._arguments import UsageError
 
 
@@ -21,10 +23,9 @@ def read_checkpoint(path: str) -> tuple[dict, dict]:
     cannot be read."""
     import ember
 
-    if not os.path.exists(path):
-        raise UsageError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise UsageError(f"{path} is a folder; give a checkpoint file (such as model.safetensors)")
+    problem = _unreadable(path)
+    if problem:
+        raise UsageError(f"{path}: {problem}")
     if path.endswith(".onnx"):
         return _read_onnx(path)
     try:
@@ -39,6 +40,23 @@ def read_checkpoint(path: str) -> tuple[dict, dict]:
     return tensors, others
 
 
+def _unreadable(path: str) -> str | None:
+    """Why ``path`` cannot be read (no such file, permission denied, a directory), or None."""
+    try:
+        info = os.stat(path)  # not os.path.exists, which says False for "permission denied" too
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file"
+    except PermissionError:
+        return "permission denied (a folder on the way cannot be searched)"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(info.st_mode):
+        return "is a directory; give a checkpoint file (such as model.safetensors)"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
+
+
 def _read_onnx(path: str) -> tuple[dict, dict]:
     """An ONNX model's initializers (its weights) as tensors, its producer and opset as others."""
     import ember
@@ -48,7 +66,8 @@ def _read_onnx(path: str) -> tuple[dict, dict]:
         from onnx import numpy_helper
     except ImportError:
         raise UsageError(
-            f"{path}: reading ONNX files needs the onnx package (pip install 'ember[onnx]')"
+            f"{path}: reading ONNX files needs the onnx package "
+            f"({_extras.install_hint(_extras.ONNX)})"
         ) from None
     try:
         model = onnx.load(path)

@@ -1,7 +1,9 @@
 """``ember demo``: train a digits classifier end to end and write what it learned.
 
 Every argument is checked before anything is written; the results go to a staging folder and
-are moved into ``--out`` only when the run finishes (``_output_folder.py``).
+are moved into ``--out`` only when the run finishes (``_output_folder.py``). A run that was
+stopped (Ctrl-C: exit code 130, SIGTERM: 143) or that diverged (exit code 1) leaves ``--out`` as
+it was. Notes about what was skipped (no Graphviz, no onnx) come after the run, on stderr.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shlex
 import signal
@@ -16,7 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import _output_folder
+from ..distributed._rank_output import dropping_mpiexec_banners
+from ..distributed.run import signal_event, stop_process_groups
+from . import _extras, _output_folder
 from ._arguments import UsageError, folder, positive_float, positive_int, seed
 from .curves import plot_curves
 
@@ -32,6 +37,11 @@ OUTPUT_NAMES = (
     "metrics.json",
     "README.txt",
 )
+EXIT_DIVERGED = 1  # a failed job, as a failed write is
+# cross-entropy of a uniform guess over the 10 digits (ln 10 = 2.30): a network that ends at
+# twice that does worse than guessing, its weights blown up by too large steps
+CHANCE_LOSS = math.log(10)
+DIVERGED_LOSS = 2 * CHANCE_LOSS
 
 
 def build_model(kind: str):
@@ -122,18 +132,24 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     device = _checked_device(args.device)
+    if args.nproc > 1:
+        _check_data_parallel(args, device)
     out = Path(args.out)
     staging = _output_folder.open_staging(out, OUTPUT_NAMES)
     try:
         with _terminate_as_interrupt():
             if args.nproc > 1:
-                summary = _train_data_parallel(args, device, staging)
+                result = _train_data_parallel(args, device, staging)
             else:
-                summary = _train_and_write(args, device, staging)
+                result = _train_and_write(args, device, staging)
+        if result["diverged"]:
+            print(f"ember demo: {result['diverged']}; {out} was left as it was", file=sys.stderr)
+            return EXIT_DIVERGED
         _output_folder.publish(staging, out, OUTPUT_NAMES)
     except KeyboardInterrupt:
-        print(f"ember demo: interrupted; {out} was left as it was", file=sys.stderr)
-        return 130
+        signum = _stop_requested[0] or signal.SIGINT
+        print(f"ember demo: {signal_event(signum)}; {out} was left as it was", file=sys.stderr)
+        return 128 + signum
     except OSError as exc:  # the disk filled up, the folder went away: the machine, not ember
         print(
             f"ember demo: could not write the results to {out}: {exc}",
@@ -143,14 +159,19 @@ def run(args: argparse.Namespace) -> int:
     finally:
         _output_folder.discard(staging)
     written = ", ".join(name for name in OUTPUT_NAMES if (out / name).exists())
-    print(summary)
+    print(result["summary"])
     print(f"wrote {out}{'' if str(out).endswith('/') else '/'}: {written}")
     print("load the model back in Python:")
     print(_indent(_load_snippet(args.model, out)))
+    sys.stdout.flush()
+    for note in result["notes"]:  # after the run, apart from its results
+        print(f"ember demo: {note}", file=sys.stderr)
     return 0
 
 
-_stop_requested = [False]
+# the stop signal's number once one arrived (0 before): the training loop checks it at every
+# batch, and run() names the signal and returns 128 + its number
+_stop_requested = [0]
 
 
 @contextlib.contextmanager
@@ -158,13 +179,16 @@ def _terminate_as_interrupt():
     """SIGTERM (``kill``, a job scheduler's time limit) ends the run as Ctrl-C does, so that
     the staging folder is removed rather than left behind. The handler also leaves a flag that
     the training loop checks at every batch: a KeyboardInterrupt raised where Python swallows
-    it (inside a finalizer, say) would otherwise let the run go on."""
+    it (inside a finalizer, say) would otherwise let the run go on. Only the first signal
+    raises: a second one must not break off the clean-up the first one started."""
 
     def interrupt(signum, frame):
-        _stop_requested[0] = True
+        if _stop_requested[0]:
+            return
+        _stop_requested[0] = signum
         raise KeyboardInterrupt
 
-    _stop_requested[0] = False
+    _stop_requested[0] = 0
     try:
         previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread: signals stay as they are
@@ -202,10 +226,10 @@ def _checked_device(name: str):
     return device
 
 
-def _train_data_parallel(args, device, staging: Path) -> str:
-    """``--nproc N``: the same training on N processes, each with 1/N of every batch, their
-    gradients averaged by DistributedDataParallel; rank 0 writes the results."""
-    import ember.multiprocessing as mp
+def _check_data_parallel(args, device) -> None:
+    """``--nproc N`` can run here: on the CPU, a batch to split, and MPI installed."""
+    from ..distributed import is_available
+    from ..multiprocessing.spawn import _mpiexec
 
     if device.type != "cpu":
         raise UsageError("--nproc: data-parallel training runs on the CPU (MPI); use --device cpu")
@@ -214,14 +238,43 @@ def _train_data_parallel(args, device, staging: Path) -> str:
             f"--nproc {args.nproc}: --batch-size {args.batch_size} must be at least the number "
             "of processes"
         )
+    if not is_available():
+        missing = "mpi4py is not installed"
+    elif _mpiexec() is None:
+        missing = "no mpiexec was found (next to this Python or on the PATH)"
+    else:
+        return
+    raise UsageError(
+        f"--nproc {args.nproc}: data-parallel training needs the {_extras.DISTRIBUTED} extra "
+        f"({missing}): {_extras.install_hint(_extras.DISTRIBUTED)}, or leave out --nproc"
+    )
+
+
+def _train_data_parallel(args, device, staging: Path) -> dict:
+    """``--nproc N``: the same training on N processes, each with 1/N of every batch, their
+    gradients averaged by DistributedDataParallel; rank 0 writes the results."""
+    import ember.multiprocessing as mp
+
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # one BLAS thread per process: no fighting
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     settings = {k: v for k, v in vars(args).items() if k != "run"}
-    mp.spawn(_data_parallel_worker, args=(settings, str(staging)), nprocs=args.nproc)
-    summary_file = staging / ".summary"
-    summary = summary_file.read_text()
-    summary_file.unlink()
-    return summary
+    # a stopped run's workers die of SIGTERM, and each mpiexec would print a banner saying so
+    with dropping_mpiexec_banners():
+        workers = mp.spawn(
+            _data_parallel_worker, args=(settings, str(staging)), nprocs=args.nproc, join=False
+        )
+        try:
+            while not workers.join():
+                pass
+        except KeyboardInterrupt:
+            stop_process_groups(workers.processes)  # all at once: no worker sees another go
+            with contextlib.suppress(Exception):
+                workers.join()  # each has failed now: join removes what spawn wrote
+            raise
+    result_file = staging / ".result.json"
+    result = json.loads(result_file.read_text())
+    result_file.unlink()
+    return result
 
 
 def _data_parallel_worker(rank: int, settings: dict, staging: str) -> None:
@@ -231,23 +284,25 @@ def _data_parallel_worker(rank: int, settings: dict, staging: str) -> None:
     dist.init_process_group("gloo")  # env:// from spawn
     try:
         args = argparse.Namespace(**settings)
-        summary = _train_and_write(
+        result = _train_and_write(
             args, ember.device("cpu"), Path(staging), world=(rank, args.nproc)
         )
         if rank == 0:
-            (Path(staging) / ".summary").write_text(summary)
+            (Path(staging) / ".result.json").write_text(json.dumps(result))
     finally:
         dist.destroy_process_group()
 
 
-def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None = None) -> str:
-    """Train, write every result into ``staging``, return the closing line. With ``world``
-    (rank, size) this is one process of a data-parallel run: only rank 0 prints and writes."""
+def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None = None) -> dict:
+    """Train and write every result into ``staging``. Returns ``summary`` (the closing line),
+    ``notes`` (what was skipped and why) and ``diverged`` (why the run failed, or None: then
+    nothing was written). With ``world`` (rank, size) this is one process of a data-parallel
+    run: only rank 0 prints and writes."""
     import ember
     from ember.utils.data import DataLoader
 
     from ..datasets import digits_dataset
-    from ..viz import INSTALL_HINT, make_dot, to_html, to_svg, track_modules
+    from ..viz import make_dot, to_html, to_svg, track_modules
 
     ember.manual_seed(args.seed)
     train_set, test_set = digits_dataset("train"), digits_dataset("test")
@@ -282,6 +337,7 @@ def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None 
             f"{len(test_set)} held out), {args.optimizer} lr={args.lr}, device={device}{across}"
         )
     show_bar = writer and not args.no_progress and sys.stderr.isatty()
+    notes = []
     graph_written = False
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
@@ -302,7 +358,7 @@ def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None 
             loss.backward(retain_graph=first)
             if first:
                 if writer:
-                    _write_graph(staging, loss, model, make_dot, to_svg, to_html, INSTALL_HINT)
+                    notes += _write_graph(staging, loss, model, make_dot, to_svg, to_html)
                 graph_written = True
             optimizer.step()
             n = len(y)
@@ -327,14 +383,19 @@ def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None 
     elapsed = time.perf_counter() - start
     if world is not None:
         model = model.module  # the trained network, as one process would have it
-        if not writer:
-            return ""
+    result = {"summary": "", "notes": notes, "diverged": _divergence(history, args.lr)}
+    if not writer or result["diverged"]:
+        return result
     ember.save(
         model.state_dict(),
         staging / "model.safetensors",
         metadata={"model": args.model, "epochs": args.epochs, "seed": args.seed},
     )
     onnx_written = _export_onnx(model, test_set, staging / "model.onnx")
+    if not onnx_written:
+        notes.append(
+            f"model.onnx skipped: install the onnx extra ({_extras.install_hint(_extras.ONNX)})"
+        )
     plot_curves(history, staging / "curves.png")
     metrics = {
         "model": args.model,
@@ -350,7 +411,22 @@ def _train_and_write(args, device, staging: Path, world: tuple[int, int] | None 
         f"({elapsed:.1f} s)"
     )
     (staging / "README.txt").write_text(_readme(args, summary, Path(args.out), onnx_written))
-    return summary
+    result["summary"] = summary
+    return result
+
+
+def _divergence(history: dict, lr: float) -> str | None:
+    """Why the run counts as diverged, or None: the last epoch's loss (train or held out) is
+    not a number, or worse than guessing by far (``DIVERGED_LOSS``)."""
+    last = {"loss": history["train_loss"][-1], "held-out loss": history["test_loss"][-1]}
+    for name, value in last.items():
+        if not math.isfinite(value) or value > DIVERGED_LOSS:
+            return (
+                f"training diverged: the last epoch's {name} is {value:.3g} (guessing gives "
+                f"{CHANCE_LOSS:.2f}), held-out accuracy {history['test_acc'][-1]:.1%}; try a "
+                f"smaller --lr than {lr:g}"
+            )
+    return None
 
 
 def _export_onnx(model, dataset, path: Path) -> bool:
@@ -358,7 +434,6 @@ def _export_onnx(model, dataset, path: Path) -> bool:
     try:
         import onnx  # noqa: F401
     except ImportError:
-        print("model.onnx skipped: install the onnx extra (pip install 'ember[onnx]')")
         return False
     import ember
 
@@ -391,16 +466,21 @@ def _evaluate(model, loader, device) -> tuple[float, float]:
     return total_loss / count, correct / count
 
 
-def _write_graph(out: Path, loss, model, make_dot, to_svg, to_html, hint: str) -> None:
-    """One training step's backward graph: DOT, HTML, and SVG when Graphviz is installed."""
+def _write_graph(out: Path, loss, model, make_dot, to_svg, to_html) -> list[str]:
+    """One training step's backward graph: DOT, HTML, and SVG when Graphviz is installed.
+    Returns the notes for the end of the run (why there is no SVG)."""
     dot = make_dot(loss, params=dict(model.named_parameters()))
     (out / "graph.dot").write_text(dot)
     (out / "graph.html").write_text(to_html(dot, title=f"ember demo: {type(model).__name__}"))
     svg = to_svg(dot)
     if svg is not None:
         (out / "graph.svg").write_text(svg)
-    else:
-        print(hint)
+        return []
+    return [
+        "graph.svg skipped: Graphviz's `dot` was not found; graph.html draws the graph in a "
+        "browser (for graph.svg, install Graphviz: `apt-get install graphviz` on Debian/Ubuntu, "
+        "`brew install graphviz` on macOS)"
+    ]
 
 
 def _progress(iterable, desc: str, shown: bool):

@@ -118,18 +118,19 @@ def _compare_tensor(name: str, ta, tb, rtol: float, atol: float) -> list[str]:
     text = (
         f"values: {name}: {int((~close).sum()):,} of {close.size:,} elements differ "
         f"(rtol={rtol}, atol={atol}); {_largest('abs', gap)}, {_largest('rel', rel)}; "
-        f"first at {_index(first)}: {_value(x[first])} in A, {_value(y[first])} in B"
+        f"{'first' + _at(first) if first else 'the value'}: {_value(x[first])} in A, "
+        f"{_value(y[first])} in B"
     )
     lines.append(text)
     return lines
 
 
 def _largest(kind: str, gaps: np.ndarray) -> str:
-    """``max abs 0.0012 at (3, 7)`` over the gaps that are numbers, ``max abs -`` if none."""
+    """``max abs 0.0012 at [3, 7]`` over the gaps that are numbers, ``max abs -`` if none."""
     if np.isnan(gaps).all():
         return f"max {kind} -"
     where = tuple(int(i) for i in np.unravel_index(int(np.nanargmax(gaps)), gaps.shape))
-    return f"max {kind} {float(gaps[where]):.4g} at {_index(where)}"
+    return f"max {kind} {float(gaps[where]):.4g}{_at(where)}"
 
 
 def _renamed(a: dict, b: dict, only_a: list, only_b: list) -> dict:
@@ -151,8 +152,10 @@ def _fingerprint(t) -> tuple:
     return (tuple(t.shape), dtype_name(t), digest)
 
 
-def _index(index: tuple) -> str:
-    return str(index) if len(index) != 1 else f"({index[0]})"
+def _at(index: tuple) -> str:
+    """`` at [3, 7]``: where an element is, as one would index it (``[49]`` in 1-D); nothing
+    for the one element of a 0-d tensor."""
+    return f" at [{', '.join(map(str, index))}]" if index else ""
 
 
 def _value(v) -> str:

@@ -1,9 +1,9 @@
 """``ember run``: start a training script on several processes (torchrun's flags).
 
 Everything after ``ember run`` goes to ``ember.distributed.run`` (also runnable as
-``python -m ember.distributed.run``): ``--nproc-per-node N [--nnodes M --node-rank R
---master-addr A --master-port P | --rdzv-endpoint A:P | --standalone | --hostfile FILE]
-[--max-restarts K] script.py args``.
+``python -m ember.distributed.run``), which names itself ``ember run`` in its usage and
+messages: ``--nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P |
+--rdzv-endpoint A:P | --standalone | --hostfile FILE] [--max-restarts K] script.py args``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
         "MASTER_ADDR and MASTER_PORT set, as torchrun does (MPI underneath): "
         "`ember run --nproc-per-node 2 train.py --epochs 3`; on several machines "
         "`--nnodes M --node-rank R --master-addr A` on each, or `--hostfile FILE` once (ssh). "
-        "See `python -m ember.distributed.run --help` for every flag.",
+        "See `ember run --help` for every flag.",
         add_help=False,
     )
     p.add_argument("arguments", nargs=argparse.REMAINDER)
@@ -27,12 +27,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..distributed.run import main
-
-    return main(args.arguments)
+    return run_argv(args.arguments)
 
 
 def run_argv(argv: list[str]) -> int:
     from ..distributed.run import main
 
-    return main(argv)
+    return main(argv, prog="ember run")

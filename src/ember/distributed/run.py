@@ -22,21 +22,50 @@ Several machines, three ways:
 
 The first rank to fail makes the others be terminated; with ``--max-restarts K`` (one node) the
 ranks are started again, up to K times, with ``TORCHELASTIC_RESTART_COUNT`` counting.
+
+Ctrl-C, ``kill`` (SIGTERM) or a closed terminal (SIGHUP) stop every rank (SIGTERM, then SIGKILL
+after a grace period or a second Ctrl-C) with one line on stderr and the shell's exit code,
+128 + the signal's number. The script is checked before any rank starts. The ranks' stdout comes
+through the launcher a whole line at a time, without the "BAD TERMINATION" banner ``mpiexec``
+prints when its rank dies of a signal (``_rank_output.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.machinery
+import importlib.util
 import os
 import shlex
+import shutil
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+
+from ._rank_output import RankOutput
+
+PROG = "python -m ember.distributed.run"
+STOP_GRACE = 30.0  # seconds a stopped rank has to finish (torchrun's), before SIGKILL
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m ember.distributed.run",
+class _UsageError(Exception):
+    """A mistake in how the launcher was called: one line on stderr, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise _UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=prog,
+        usage="%(prog)s [--nproc-per-node N] [options] training_script [script arguments ...]",
         description="Start one process per rank with the env:// rendezvous variables set.",
     )
     add = parser.add_argument
@@ -63,8 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     add("--timeout", type=float, default=None, help="seconds before every rank is terminated")
     add("-m", "--module", action="store_true", help="run the script as a module (python -m)")
     add("--no-python", "--no_python", action="store_true", help="run the script as a program")
-    add("training_script", help="the script (or module, or program) to run")
-    add("training_script_args", nargs=argparse.REMAINDER)
+    # optional for argparse, checked by main: argparse would call both positionals "required"
+    add("training_script", nargs="?", help="the script (or module, or program) to run")
+    add("training_script_args", nargs=argparse.REMAINDER, help="the script's own arguments")
     return parser
 
 
@@ -118,7 +148,11 @@ def _endpoint(args) -> tuple[str, int]:
 def _read_hostfile(path: str) -> list[tuple[str, int | None]]:
     """(host, slots or None) per line of a hostfile; ``#`` starts a comment."""
     hosts = []
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError as exc:
+        raise ValueError(f"--hostfile {path}: {(exc.strerror or str(exc)).lower()}") from None
+    with f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if not line:
@@ -146,48 +180,113 @@ def _program(args) -> list[str]:
     return program + args.training_script_args
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Launch the ranks of this node (or of every host of --hostfile); the exit code."""
-    args = _parser().parse_args(argv)
+def _check_program(args) -> None:
+    """Refuse a script, module or program that is not there before any rank starts: each rank
+    would otherwise start and report it, once per rank."""
+    target = args.training_script
+    if args.no_python:
+        if os.sep in target:
+            problem = _unrunnable(target, executable=True)
+        else:
+            problem = None if shutil.which(target) else "no such program on the PATH"
+    elif args.module:
+        top = target.partition(".")[0]
+        try:  # the ranks' `python -m` looks in the working directory first
+            found = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()]) is not None
+            found = found or importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        problem = None if found else "no such module"
+    elif os.path.isfile(os.path.join(target, "__main__.py")):
+        problem = None  # python runs a directory by its __main__.py
+    else:
+        problem = _unrunnable(target)
+    if problem:
+        raise _UsageError(f"{target}: {problem}")
+
+
+def _unrunnable(path: str, executable: bool = False) -> str | None:
+    """Why ``path`` cannot be run (``no such file``, ``permission denied``...), or None."""
     try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file"
+    except PermissionError:
+        return "permission denied"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(info.st_mode):
+        return "is a directory; give the script to run"
+    if not os.access(path, os.X_OK if executable else os.R_OK):
+        return "permission denied"
+    return None
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """Launch the ranks of this node (or of every host of --hostfile); the exit code.
+
+    ``prog`` names the launcher in its usage and messages (``ember run`` for the CLI).
+    """
+    try:
+        args = _parser(prog).parse_args(argv)
+        if args.training_script is None:
+            raise _UsageError(
+                f"give the script to run, as in `{prog} --nproc-per-node 2 train.py --epochs 3` "
+                f"(see `{prog} --help`)"
+            )
         nproc = _nproc_per_node(args.nproc_per_node)
         nnodes = _nnodes(args.nnodes)
-        if args.hostfile:
-            return _launch_hosts(args)
-    except ValueError as error:
-        print(f"ember.distributed.run: {error}", file=sys.stderr)
+        hosts = _read_hostfile(args.hostfile) if args.hostfile else None
+        if hosts is None:
+            nnodes = _check_single_node(args, nnodes)
+        else:
+            _check_hosts(args, hosts)
+        _check_program(args)
+    except (_UsageError, ValueError) as error:
+        print(f"{prog}: {error}", file=sys.stderr)
         return 2
+    received: list[int] = []
+    with _stop_signals_recorded(received):
+        if hosts is not None:
+            return _launch_hosts(args, hosts, received, prog)
+        addr, port = _endpoint(args)
+        for restart in range(args.max_restarts + 1):
+            code = _run_node(args, nproc, nnodes, addr, port, restart, received, prog)
+            if code == 0 or received or restart == args.max_restarts:
+                return code
+            print(
+                f"{prog}: restarting the workers ({restart + 1} of {args.max_restarts})",
+                file=sys.stderr,
+            )
+    return 1
+
+
+def _check_single_node(args, nnodes: int) -> int:
+    """The node's flags checked (``--standalone`` applied); the number of nodes."""
     if args.standalone:
         from ..multiprocessing.spawn import _free_port
 
         nnodes, args.node_rank = 1, 0
         args.master_addr, args.master_port, args.rdzv_endpoint = "127.0.0.1", _free_port(), ""
     if not 0 <= args.node_rank < nnodes:
-        print(
-            f"ember.distributed.run: --node-rank {args.node_rank} is not in [0, {nnodes})",
-            file=sys.stderr,
-        )
-        return 2
+        raise _UsageError(f"--node-rank {args.node_rank} is not in [0, {nnodes})")
     if args.max_restarts and nnodes > 1:
-        print(
-            "ember.distributed.run: --max-restarts needs a single node (--nnodes 1): a node "
-            "restarting alone would wait for ever for the others",
-            file=sys.stderr,
+        raise _UsageError(
+            "--max-restarts needs a single node (--nnodes 1): a node restarting alone would "
+            "wait for ever for the others"
         )
-        return 2
-    addr, port = _endpoint(args)
-    for restart in range(args.max_restarts + 1):
-        code = _run_node(args, nproc, nnodes, addr, port, restart)
-        if code in (0, 130) or restart == args.max_restarts:
-            return code
-        print(
-            f"ember.distributed.run: restarting the workers ({restart + 1} of {args.max_restarts})",
-            file=sys.stderr,
-        )
-    return 1
+    return nnodes
 
 
-def _node_env(args, nproc: int, nnodes: int, addr: str, port: int, restart: int) -> dict:
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _node_env(
+    args, nproc: int, nnodes: int, addr: str, port: int, restart: int, prog: str = PROG
+) -> dict:
     env = dict(os.environ)
     env.update(
         MASTER_ADDR=addr,
@@ -205,49 +304,190 @@ def _node_env(args, nproc: int, nnodes: int, addr: str, port: int, restart: int)
     )
     if nproc > 1 and "OMP_NUM_THREADS" not in env:
         # as torchrun: ranks sharing a machine each using every core slow each other down
-        print(
-            "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, "
-            "to avoid your system being overloaded, please further tune the variable for "
-            "optimal performance in your application as needed.",
-            file=sys.stderr,
-        )
         env["OMP_NUM_THREADS"] = "1"
+        cores = _usable_cores()
+        # torchrun says so at every launch; the notice is worth a line only where there is
+        # something to tune: with no more cores than ranks, one thread each is the right value
+        if restart == 0 and cores > nproc:
+            print(
+                f"{prog}: OMP_NUM_THREADS=1 for each of the {nproc} processes, as torchrun sets "
+                f"it; with {cores} cores here, set OMP_NUM_THREADS={cores // nproc} to give each "
+                "process its share",
+                file=sys.stderr,
+            )
     return env
 
 
-def _run_node(args, nproc: int, nnodes: int, addr: str, port: int, restart: int) -> int:
+def _run_node(
+    args,
+    nproc: int,
+    nnodes: int,
+    addr: str,
+    port: int,
+    restart: int,
+    received: list[int],
+    prog: str = PROG,
+) -> int:
     """Start this node's ranks once and wait for them."""
     from ..multiprocessing.spawn import _mpiexec
 
     program = _program(args)
     launcher = _mpiexec()
-    env = _node_env(args, nproc, nnodes, addr, port, restart)
+    env = _node_env(args, nproc, nnodes, addr, port, restart, prog)
     processes = []
-    for local_rank in range(nproc):
-        rank = args.node_rank * nproc + local_rank
-        env["RANK"] = env["ROLE_RANK"] = str(rank)
-        env["LOCAL_RANK"] = str(local_rank)
-        command = program if launcher is None else [launcher, "-n", "1", *program]
-        processes.append(subprocess.Popen(command, env=dict(env), start_new_session=True))
-    return _wait(processes, args.timeout)
+    # mpiexec's output goes through the launcher: whole lines, and no banner when it is stopped
+    output = None
+    if launcher is not None:
+        with contextlib.suppress(OSError):  # OSError: this process has no stdout to copy to
+            output = RankOutput()
+    try:
+        for local_rank in range(nproc):
+            if received:  # stopped while starting: start no more
+                break
+            rank = args.node_rank * nproc + local_rank
+            env["RANK"] = env["ROLE_RANK"] = str(rank)
+            env["LOCAL_RANK"] = str(local_rank)
+            command = program if launcher is None else [launcher, "-n", "1", *program]
+            stdout = output.pipe() if output is not None else None
+            try:
+                processes.append(
+                    subprocess.Popen(command, env=dict(env), stdout=stdout, start_new_session=True)
+                )
+            finally:
+                if stdout is not None:
+                    os.close(stdout)
+        return _wait(processes, args.timeout, received, prog)
+    finally:
+        if output is not None:
+            output.close()
 
 
-def _wait(processes: list, timeout: float | None) -> int:
+def _wait(processes: list, timeout: float | None, received: list[int], prog: str = PROG) -> int:
+    """Wait for the ranks; the first to fail, the timeout or a stop signal ends them all."""
     from ..multiprocessing.spawn import ProcessContext, ProcessException
 
     scratch = tempfile.mkdtemp(prefix="ember-run-")
     context = ProcessContext(processes, scratch, os.path.join(scratch, "none"), timeout)
     try:
-        while not context.join():
-            pass
-    except (ProcessException, TimeoutError) as error:
-        print(f"ember.distributed.run: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        context._terminate_all()
+        while not received:
+            try:
+                if context.join(timeout=0.1):
+                    return 0
+            except (ProcessException, TimeoutError) as error:
+                if received:  # the same signal reached the ranks (a whole process tree's kill)
+                    break
+                print(f"{prog}: {error}", file=sys.stderr)
+                return 1
+        return _stop(processes, received, prog)
+    finally:
         context._cleanup()
-        return 130
-    return 0
+
+
+# ---- stopping: signals, and the ranks' way out --------------------------------------------
+
+
+def signal_event(signum: int) -> str:
+    """What a stop signal is called in ember's one-line report: ``interrupted (Ctrl-C)``."""
+    names = {
+        signal.SIGINT: "interrupted (Ctrl-C)",
+        signal.SIGTERM: "terminated (SIGTERM)",
+    }
+    if hasattr(signal, "SIGHUP"):
+        names[signal.SIGHUP] = "hung up (SIGHUP: the terminal was closed)"
+    return names.get(signum, f"stopped by {signal.Signals(signum).name}")
+
+
+_STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+@contextlib.contextmanager
+def _stop_signals_recorded(received: list[int]):
+    """While it lasts, Ctrl-C, SIGTERM and SIGHUP are appended to ``received`` instead of
+    stopping the launcher: the waiting loop sees them and stops the ranks (which run in
+    sessions of their own, out of reach of the terminal's Ctrl-C). Signals that were ignored
+    (``nohup``, a background job's SIGINT) stay ignored."""
+
+    def record(signum, frame):
+        received.append(signum)
+
+    previous = {}
+    try:
+        for name in _STOP_SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, record)
+    except ValueError:  # not the main thread: signals stay as they are
+        pass
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop(processes: list, received: list[int], prog: str = PROG) -> int:
+    """Stop the ranks after a signal; one line saying so; 128 + the signal's number."""
+    running = [p for p in processes if p.poll() is None]
+    _terminate(processes, received, prog)
+    stopped = ""
+    if running:
+        stopped = f"; stopped {len(running)} process{'' if len(running) == 1 else 'es'}"
+    print(f"{prog}: {signal_event(received[0])}{stopped}", file=sys.stderr)
+    return 128 + received[0]
+
+
+def _terminate(processes: list, received: list[int], prog: str = PROG) -> None:
+    """Stop the ranks; a second stop signal (Ctrl-C again) kills those still finishing."""
+    seen = len(received)
+
+    def say_waiting(left: int) -> None:
+        print(
+            f"{prog}: waiting for {left} process{'' if left == 1 else 'es'} to stop "
+            f"(Ctrl-C again, or {STOP_GRACE:g} seconds, kills them)",
+            file=sys.stderr,
+        )
+
+    stop_process_groups(processes, hurry=lambda: len(received) > seen, on_slow=say_waiting)
+
+
+def stop_process_groups(
+    processes: list,
+    grace: float = STOP_GRACE,
+    hurry: Callable[[], bool] | None = None,
+    on_slow: Callable[[int], None] | None = None,
+) -> None:
+    """Stop processes started with ``start_new_session=True`` and all they started (an
+    ``mpiexec``, its proxy and the rank): SIGTERM to every process group, SIGKILL to what is
+    left after ``grace`` seconds or once ``hurry()`` says so. ``on_slow(left)`` is called once
+    if some are still running after 3 seconds.
+
+    Every group is frozen (SIGSTOP) before any is terminated: a rank that died while a peer
+    still ran would make the peer's MPI report the loss (UCX's "process_vm_readv ... No such
+    process") before the peer was stopped in turn. SIGTERM ends a frozen process that has no
+    handler for it at once; SIGCONT then lets those with one (a checkpoint on SIGTERM) run it.
+    """
+    for sig in (signal.SIGSTOP, signal.SIGTERM, signal.SIGCONT):
+        for p in processes:
+            _signal_group(p, sig)
+    began = time.monotonic()
+    said = False
+    while any(p.poll() is None for p in processes):
+        waited = time.monotonic() - began
+        if (hurry is not None and hurry()) or waited > grace:
+            break
+        if waited > 3 and not said and on_slow is not None:
+            on_slow(sum(p.poll() is None for p in processes))
+            said = True
+        time.sleep(0.02)
+    for p in processes:
+        _signal_group(p, signal.SIGKILL)  # what is left of the group, even if mpiexec is gone
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(5.0)
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)  # the rank's own session: its group id is its pid
 
 
 def _node_flags(args) -> list[str]:
@@ -264,9 +504,9 @@ def _node_flags(args) -> list[str]:
     return flags + [args.training_script, *args.training_script_args]
 
 
-def _launch_hosts(args) -> int:
-    """Start the launcher on every host of the hostfile (node i on host i) and wait."""
-    hosts = _read_hostfile(args.hostfile)
+def _check_hosts(args, hosts: list) -> None:
+    """The --hostfile's hosts agree with --nnodes and each other (``--nproc-per-node`` from
+    their slots when not given)."""
     if args.nnodes != "1" and _nnodes(args.nnodes) != len(hosts):
         raise ValueError(f"--nnodes {args.nnodes} but --hostfile lists {len(hosts)} hosts")
     slots = {s for _, s in hosts if s is not None}
@@ -274,12 +514,18 @@ def _launch_hosts(args) -> int:
         raise ValueError(f"--hostfile {args.hostfile}: every host needs the same slots, {slots}")
     if args.nproc_per_node is None and slots:
         args.nproc_per_node = str(slots.pop())
+
+
+def _launch_hosts(args, hosts: list, received: list[int], prog: str = PROG) -> int:
+    """Start the launcher on every host of the hostfile (node i on host i) and wait."""
     master = args.master_addr or hosts[0][0]
     port = args.master_port
     if port is None:
         port = int(args.rdzv_endpoint.rpartition(":")[2]) if ":" in args.rdzv_endpoint else 29500
     processes = []
     for node_rank, (host, _) in enumerate(hosts):
+        if received:
+            break
         remote = [sys.executable, "-m", "ember.distributed.run"]
         remote += ["--nnodes", str(len(hosts)), "--node-rank", str(node_rank)]
         remote += ["--master-addr", master, "--master-port", str(port)]
@@ -287,8 +533,12 @@ def _launch_hosts(args) -> int:
         processes.append(
             subprocess.Popen([*shlex.split(args.rsh), host, command], start_new_session=True)
         )
-    return _wait(processes, args.timeout)
+    return _wait(processes, args.timeout, received, prog)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # before the launcher took Ctrl-C over
+        print(f"{PROG}: {signal_event(signal.SIGINT)}", file=sys.stderr)
+        sys.exit(128 + signal.SIGINT)
