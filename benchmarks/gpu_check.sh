@@ -20,8 +20,9 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1 && note "nvidia-smi: $(head -n 12 "$out/
   || note "nvidia-smi: not found"
 
 # 1. CuPy and the CUDA libraries as wheels (the [ctk] extra), so a bare machine with only the
-#    driver works. --inexact keeps what the environment already has (torch, for comparisons).
-if timeout 240 uv sync --extra gpu --inexact > "$out/uv_sync.log" 2>&1; then
+#    driver works, and the test tools (--group test). --inexact keeps what the environment
+#    already has (torch, for comparisons).
+if timeout 240 uv sync --extra gpu --group test --inexact > "$out/uv_sync.log" 2>&1; then
   note "uv sync --extra gpu: ok ($(elapsed))"
 else
   note "uv sync --extra gpu: FAILED (see uv_sync.log); going on with the environment as it is"

@@ -60,6 +60,9 @@ from ._dtype import (
     set_default_dtype,
     short,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ._dtype import (
     bool_ as bool,

@@ -99,8 +99,6 @@ def tensor(
             from_python = False
         arr = np.array(data)
     target = dt.to_dtype(dtype) if dtype is not None else _infer_dtype(arr, from_python)
-    if target.np is None:
-        raise RuntimeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes")
     if arr.dtype != target.np:
         arr = arr.astype(target.np)
     elif not from_python:
@@ -293,14 +291,48 @@ def arange(
     return _finish(data, requires_grad)
 
 
+def _spaced(start, end, steps, d: dt.dtype, xp):
+    """torch's CPU range kernel: start and end converted to the output dtype, the step in it
+    too (in float64 for integers), the first half counted up from start and the second half
+    down from end, so that both ends come out exact."""
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if not isinstance(steps, int) or isinstance(steps, bool):
+        steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if d.category in (dt.FLOAT, dt.COMPLEX):
+        compute = d.np
+        start, end = compute.type(start), compute.type(end)
+    else:  # an integer dtype truncates the ends first (linspace(0.5, 2.5, 3) counts 0 .. 2)
+        compute = xp.dtype("float64")
+        start, end = compute.type(int(start.real)), compute.type(int(end.real))
+    index = xp.arange(steps).astype(compute)
+    if steps == 1:
+        return xp.full(1, start, dtype=compute)
+    step = (end - start) / compute.type(steps - 1)
+    below = index < steps // 2
+    return xp.where(below, start + step * index, end - step * (compute.type(steps - 1) - index))
+
+
+def _spaced_dtype(dtype, start, end) -> dt.dtype:
+    if dtype is not None:
+        return dt.to_dtype(dtype)
+    default = dt.get_default_dtype()
+    if any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end)):
+        return default.to_complex()
+    return default
+
+
 def linspace(
     start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False
 ) -> Tensor:
-    d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
-    xp = _xp(device)
-    data = xp.linspace(float(start), float(end), int(steps), dtype="float64")
-    if d.category != dt.FLOAT:
-        data = xp.trunc(data)
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+
+    >>> ember.linspace(0, 1, 5)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
+    d = _spaced_dtype(dtype, start, end)
+    data = _spaced(start, end, steps, d, _xp(device))
     return _finish(data.astype(d.np), requires_grad)
 
 
@@ -314,9 +346,18 @@ def logspace(
     device=None,
     requires_grad: bool = False,
 ) -> Tensor:
-    d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
-    xp = _xp(device)
-    data = base ** xp.linspace(float(start), float(end), int(steps), dtype="float64")
+    """``base`` to the powers ``linspace(start, end, steps)`` (the powers counted in the output
+    dtype, or float64 for integer dtypes, as torch's CPU kernel).
+
+    >>> ember.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    d = _spaced_dtype(dtype, start, end)
+    powers = _spaced(start, end, steps, d, _xp(device))
+    if d.category == dt.COMPLEX:
+        data = d.np.type(base) ** powers
+    else:
+        data = float(base) ** powers.astype("float64")
     return _finish(data.astype(d.np), requires_grad)
 
 

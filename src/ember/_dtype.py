@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import sys as _sys
 
 import numpy as _np
-
-try:  # bfloat16 lives in ml_dtypes; without it ember.bfloat16 exists but cannot hold data
-    import ml_dtypes as _ml_dtypes
-
-    _BF16 = _np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - depends on the environment
-    _BF16 = None
 
 BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3  # promotion categories, lowest first
 
@@ -69,15 +63,64 @@ def _by_name(name: str) -> dtype:
     return BY_NAME[name]
 
 
+_NP_SLOT = dtype.np  # the slot itself, under the property of the subclass below
+
+
+class _MlDtypesDtype(dtype):
+    """A dtype whose NumPy dtype comes from the ``ml_dtypes`` package (bfloat16), imported the
+    first time data needs it, so that ``import ember`` loads no package beyond NumPy. Without
+    ml_dtypes ``.np`` raises, so a tensor never silently gets another dtype. float32 and the
+    others keep a plain slot read (``.np`` is read on every op); only these pay for a property."""
+
+    __slots__ = ()
+
+    @property
+    def np(self):
+        np_dtype = _NP_SLOT.__get__(self)
+        if np_dtype is None:
+            np_dtype = self._load()
+        return np_dtype
+
+    @np.setter
+    def np(self, value) -> None:
+        _NP_SLOT.__set__(self, value)
+
+    def _load(self):
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise RuntimeError(
+                f"ember.{self.name} needs the ml_dtypes package, an ember dependency missing from "
+                "this environment: pip install ml_dtypes"
+            ) from None
+        np_dtype = _np.dtype(getattr(ml_dtypes, self.name))
+        _NP_SLOT.__set__(self, np_dtype)
+        FROM_NUMPY[np_dtype] = self
+        return np_dtype
+
+
+def is_available(d: dtype) -> bool:
+    """Whether tensors of ``d`` can be made here (bfloat16 needs ml_dtypes installed)."""
+    try:
+        return d.np is not None
+    except RuntimeError:
+        return False
+
+
 float16 = dtype("float16", _np.dtype("float16"), FLOAT, 2, True)
 float32 = dtype("float32", _np.dtype("float32"), FLOAT, 4, True)
 float64 = dtype("float64", _np.dtype("float64"), FLOAT, 8, True)
-bfloat16 = dtype("bfloat16", _BF16, FLOAT, 2, True)
+bfloat16 = _MlDtypesDtype("bfloat16", None, FLOAT, 2, True)
 int8 = dtype("int8", _np.dtype("int8"), INT, 1, True)
 int16 = dtype("int16", _np.dtype("int16"), INT, 2, True)
 int32 = dtype("int32", _np.dtype("int32"), INT, 4, True)
 int64 = dtype("int64", _np.dtype("int64"), INT, 8, True)
 uint8 = dtype("uint8", _np.dtype("uint8"), INT, 1, False)
+# torch's "barebones" unsigned types: tensors of them are stored, converted and compared, but
+# never promoted with another integer type (torch raises; see promote_types)
+uint16 = dtype("uint16", _np.dtype("uint16"), INT, 2, False)
+uint32 = dtype("uint32", _np.dtype("uint32"), INT, 4, False)
+uint64 = dtype("uint64", _np.dtype("uint64"), INT, 8, False)
 bool_ = dtype("bool", _np.dtype("bool"), BOOL, 1, False)
 complex64 = dtype("complex64", _np.dtype("complex64"), COMPLEX, 8, True)
 complex128 = dtype("complex128", _np.dtype("complex128"), COMPLEX, 16, True)
@@ -98,6 +141,9 @@ LEGACY_NAMES = {
     "int16": "Short",
     "int8": "Char",
     "uint8": "Byte",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
     "bool": "Bool",
     "complex64": "ComplexFloat",
     "complex128": "ComplexDouble",
@@ -117,10 +163,37 @@ ALL = (
     complex64,
     complex128,
 )
-BY_NAME = {d.name: d for d in ALL}
+BAREBONES_UNSIGNED = (uint16, uint32, uint64)  # not in ALL: torch has no legacy classes for them
+BY_NAME = {d.name: d for d in ALL + BAREBONES_UNSIGNED}
 BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
 BY_NAME.update(cfloat=complex64, cdouble=complex128)
-FROM_NUMPY = {d.np: d for d in ALL if d.np is not None}
+
+
+class _ByNumpyDtype(dict):
+    """NumPy dtype -> ember dtype. bfloat16 joins on first use (``_MlDtypesDtype._load``); an
+    array of it made elsewhere (ml_dtypes imported by the user) joins it on first lookup."""
+
+    __slots__ = ()
+
+    def __missing__(self, np_dtype):
+        for d in _LOADED_ON_FIRST_USE:
+            if getattr(np_dtype, "name", None) == d.name and is_available(d) and d.np == np_dtype:
+                return d
+        raise KeyError(np_dtype)
+
+    def get(self, np_dtype, default=None):
+        try:
+            return self[np_dtype]
+        except KeyError:
+            return default
+
+
+_LOADED_ON_FIRST_USE = (bfloat16,)
+FROM_NUMPY = _ByNumpyDtype(
+    {d.np: d for d in ALL + BAREBONES_UNSIGNED if d not in _LOADED_ON_FIRST_USE}
+)
+if _sys.modules.get("ml_dtypes") is not None:  # imported already: nothing to save by waiting
+    bfloat16._load()
 
 _default = [float32]
 
@@ -150,7 +223,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
         raise TypeError(
             f"can't convert np.ndarray of type {np_dtype}. The only supported types are: "
             "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "
-            "int8, uint8, and bool."
+            "int8, uint64, uint32, uint16, uint8, and bool."
         ) from None
 
 
@@ -184,6 +257,11 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     hit = _PROMOTE.get(key)
     if hit is not None:
         return hit
+    if (a in BAREBONES_UNSIGNED or b in BAREBONES_UNSIGNED) and max(a.category, b.category) < FLOAT:
+        raise RuntimeError(
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{a.legacy_name} and {b.legacy_name}"
+        )
     if a.category == COMPLEX or b.category == COMPLEX:
         # complex wins; its precision is the wider of the two real parts
         out = promote_types(a.to_real(), b.to_real()).to_complex()

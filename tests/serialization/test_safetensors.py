@@ -36,6 +36,14 @@ MALFORMED = {
     "shape of bools": ({"w": _entry(shape=[True, True])}, "invalid shape"),
     "absurd shape": ({"w": _entry(shape=[2**62, 2**62])}, "expected .* for shape"),
     "shape past int64": ({"w": _entry(shape=[2**64])}, "invalid shape"),
+    "absurd shape holding nothing": (
+        {"w": _entry(shape=[2**40, 2**40, 0], data_offsets=[0, 0])},
+        r"shape \[1099511627776, 1099511627776, 0\] is too large",
+    ),
+    "absurd shape holding nothing, zero first": (
+        {"w": _entry(shape=[0, 2**40, 2**40], data_offsets=[0, 0])},
+        "is too large",
+    ),
     "too many dims": ({"w": _entry(shape=[1] * 65, data_offsets=[0, 4])}, "invalid shape"),
     "offsets of strings": ({"w": _entry(data_offsets=["0", "8"])}, "invalid data_offsets"),
     "metadata a list": ({"__metadata__": [1, 2], "w": _entry()}, "__metadata__ must be"),

@@ -27,7 +27,8 @@ from . import policy
 from .state import state
 
 _KWARG = "_ember_amp"
-_ELIGIBLE = frozenset(d.np for d in (dt.float16, dt.bfloat16, dt.float32) if d.np is not None)
+# the NumPy dtypes autocast casts; bfloat16's joins at the first region (ml_dtypes loads on use)
+_ELIGIBLE = {dt.float16.np, dt.float32.np}
 _FLOAT32 = _np.dtype("float32")
 _lock = threading.Lock()
 _holders = [0]
@@ -137,6 +138,8 @@ _plan: list = [None, []]  # (the resolved functions it was made for, [_prepare(.
 
 
 def _install() -> None:
+    if dt.is_available(dt.bfloat16):
+        _ELIGIBLE.add(dt.bfloat16.np)
     functions = _functions()
     if _plan[0] is not functions:
         _plan[0], _plan[1] = functions, [_prepare(fn, row) for fn, row in functions]

@@ -230,7 +230,7 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
         return False
     from .. import _dtype
 
-    if _dtype.bfloat16.np is None:
+    if not _dtype.is_available(_dtype.bfloat16):
         return False
     try:
         _backend._cupy.zeros(1, dtype=_dtype.bfloat16.np)

@@ -87,19 +87,9 @@ def _mpi_op(op, dtype: np.dtype):
     return table[op]
 
 
-def _reduce_as() -> dict:
-    """dtypes MPI has no type for, and the wider one they are reduced in."""
-    wider = {np.dtype(np.float16): np.float32}
-    try:
-        import ml_dtypes
-
-        wider[np.dtype(ml_dtypes.bfloat16)] = np.float32
-    except ImportError:
-        pass
-    return wider
-
-
-_REDUCE_AS = _reduce_as()
+# dtypes MPI has no type for, by name, and the wider one they are reduced in (by name: bfloat16's
+# NumPy dtype comes from ml_dtypes, which is imported when bfloat16 data is first made)
+_REDUCE_AS = {"float16": np.float32, "bfloat16": np.float32}
 
 
 _MPI_MODULE = []
@@ -203,7 +193,7 @@ class _Buffer:
                 f"{tensor.device}); CUDA tensors need the nccl backend"
             )
         self.tensor = tensor
-        wider = _REDUCE_AS.get(data.dtype) if reducing else None
+        wider = _REDUCE_AS.get(data.dtype.name) if reducing else None
         self.wider = wider is not None
         if wider is not None:
             self.array, self.copied = data.astype(wider), True

@@ -830,8 +830,6 @@ def to_dtype_device(input: Tensor, dtype=None, device=None, copy: bool = False) 
     if not same_device:
         out = _backend.move(out, target_device)
     if target_dtype is not None and (not same_dtype or copy):
-        if target_dtype.np is None:
-            raise RuntimeError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes")
         out = out.astype(target_dtype.np)
     elif copy and out is data:
         out = data.copy()
