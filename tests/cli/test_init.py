@@ -121,3 +121,29 @@ def test_ember_run_launches_a_script_on_two_processes(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "rank 0: 3.0" in done.stdout and "rank 1: 3.0" in done.stdout
+
+
+def test_ctrl_c_while_ember_is_still_importing_is_one_line_and_exit_130():
+    """The console script's entry point (``_ember_cli``) starts before ``import ember``."""
+    import signal
+    import subprocess
+    import sys
+
+    from .helpers import ember_env
+
+    code = "import sys, _ember_cli; sys.argv = ['ember', '--version']; sys.exit(_ember_cli.main())"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=ember_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    import time
+
+    time.sleep(0.08)  # Python's own start takes ~20 ms, importing ember several times that
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, (child.returncode, err)
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == ["ember: interrupted (Ctrl-C)"]
