@@ -7,12 +7,11 @@ model's weights (its initializers), with the ``onnx`` package.
 
 from __future__ import annotations
 
-import os
 import pickle
-import stat
 
 import numpy as np
 
+from ..utils._file_checks import why_unusable
 from . import _extras
 from ._arguments import UsageError
 
@@ -42,19 +41,7 @@ def read_checkpoint(path: str) -> tuple[dict, dict]:
 
 def _unreadable(path: str) -> str | None:
     """Why ``path`` cannot be read (no such file, permission denied, a directory), or None."""
-    try:
-        info = os.stat(path)  # not os.path.exists, which says False for "permission denied" too
-    except (FileNotFoundError, NotADirectoryError):
-        return "no such file"
-    except PermissionError:
-        return "permission denied (a folder on the way cannot be searched)"
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    if stat.S_ISDIR(info.st_mode):
-        return "is a directory; give a checkpoint file (such as model.safetensors)"
-    if not os.access(path, os.R_OK):
-        return "permission denied"
-    return None
+    return why_unusable(path, directory="give a checkpoint file (such as model.safetensors)")
 
 
 def _read_onnx(path: str) -> tuple[dict, dict]:

@@ -40,13 +40,13 @@ import os
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 
+from ..utils._file_checks import why_unusable
 from ._rank_output import RankOutput
 
 PROG = "python -m ember.distributed.run"
@@ -207,19 +207,7 @@ def _check_program(args) -> None:
 
 def _unrunnable(path: str, executable: bool = False) -> str | None:
     """Why ``path`` cannot be run (``no such file``, ``permission denied``...), or None."""
-    try:
-        info = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return "no such file"
-    except PermissionError:
-        return "permission denied"
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    if stat.S_ISDIR(info.st_mode):
-        return "is a directory; give the script to run"
-    if not os.access(path, os.X_OK if executable else os.R_OK):
-        return "permission denied"
-    return None
+    return why_unusable(path, directory="give the script to run", executable=executable)
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
