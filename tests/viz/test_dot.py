@@ -9,6 +9,7 @@ import pytest
 import ember
 from ember import nn
 from ember.viz import DotGraph, make_dot, to_html, to_svg, track_modules
+from ember.viz.dot import COLORS, label_anchors, legend_entries
 
 
 def _mlp():
@@ -58,7 +59,8 @@ def test_edges_carry_shape_and_dtype():
     assert labelled[("ReluBackward0", "AddmmBackward0")] == "(5, 8) float32"
     assert labelled[("AddmmBackward0", "SumBackward0")] == "(5, 3) float32"
     assert labelled[("2.weight", "AddmmBackward0")] == "(3, 8) float32"
-    assert re.search(r'n\d+ -> n\d+ \[label="\(5, 8\) float32"\];', graph)
+    # an HTML-like label: the text in a cell right of a blank one, where the edge runs
+    assert re.search(r"n\d+ -> n\d+ \[label=<<table .*<td>\(5, 8\) float32</td>", graph)
 
 
 def test_nodes_carry_saved_bytes_and_show_saved_draws_them():
@@ -134,6 +136,47 @@ def test_track_modules_groups_nodes_into_clusters_per_module():
     assert model(x).grad_fn._module is None
 
 
+def test_graph_runs_top_down_with_each_module_label_left_of_its_first_row():
+    model = nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.Tanh()), nn.Linear(8, 2))
+    with track_modules(model):
+        loss = model(ember.randn(3, 4)).sum()
+    graph = make_dot(loss, params=dict(model.named_parameters()))
+    assert "rankdir=TB" in graph  # inputs on top, the output at the bottom, as on the page
+    ids = {n.lines[0]: n.id for n in graph.nodes}
+    anchors = label_anchors(graph.nodes, graph.edges)
+    assert sorted(anchors["0.0"]) == sorted([ids["0.0.weight"], ids["0.0.bias"]])
+    assert anchors["0.1"] == [ids["TanhBackward0"]]  # no parameters: its first node
+    assert sorted(anchors["1"]) == sorted([ids["1.weight"], ids["1.bias"]])
+    assert anchors["0"] == anchors["0.0"]  # a container: its first submodule's row
+    # the label is a text node that shares its row and sits left of it ...
+    tanh = re.search(r"(cluster_\d+)_label \[label=\"0\.1 \(Tanh\)\"", graph).group(1)
+    assert f"{{ rank=same; {tanh}_label; {ids['TanhBackward0']}; }}" in graph
+    assert f"{tanh}_label -> {ids['TanhBackward0']} [style=invis];" in graph
+    # ... except a container's: Graphviz keeps it at the top left of the box
+    assert 'label="0 (Sequential)"; labelloc=t; labeljust=l;' in graph
+
+
+def test_legend_names_the_colours_the_graph_uses():
+    model = _mlp()
+    loss = model(ember.randn(5, 4)).sum()
+    params = dict(model.named_parameters())
+    plain = make_dot(loss, params=params)
+    assert legend_entries(plain.nodes) == [
+        (COLORS["leaf"], "parameter or input (leaf)"),
+        (COLORS["op"], "backward op"),
+        (COLORS["root"], "output (the root)"),
+    ]
+    saved = make_dot(loss, params=params, show_saved=True)
+    assert (COLORS["saved"], "saved tensor") in legend_entries(saved.nodes)
+    w = ember.tensor([float("nan")], requires_grad=True)
+    assert (COLORS["nonfinite"], "holds NaN/inf") in legend_entries(make_dot((w * 2).sum()).nodes)
+    # in the DOT text: a table node ranked with the output, one coloured cell per entry
+    legend = next(line for line in plain.splitlines() if line.startswith("  legend ["))
+    for colour, text in legend_entries(plain.nodes):
+        assert f'<td bgcolor="{colour}"' in legend and f">{text}</td>" in legend
+    assert "{ rank=max; legend; }" in plain
+
+
 def test_max_depth_collapses_deep_modules_so_a_large_graph_stays_readable():
     blocks = [
         nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU()) for _ in range(8)
@@ -170,6 +213,18 @@ def test_to_svg_renders_or_returns_none(monkeypatch):
     assert to_svg(graph) is None
 
 
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_svg_legend_shows_each_colour_with_its_meaning():
+    model = _cnn()
+    loss = model(ember.randn(2, 1, 8, 8)).sum()
+    graph = make_dot(loss, params=dict(model.named_parameters()), show_saved=True)
+    svg = to_svg(graph)
+    legend = svg[svg.index("<title>legend</title>") :].split("</g>")[0]
+    assert ">colours</text>" in legend
+    for colour, text in legend_entries(graph.nodes):
+        assert f'fill="{colour}"' in legend and f">{text}</text>" in legend
+
+
 def test_to_html_is_self_contained():
     model = _mlp()
     with track_modules(model):
@@ -179,6 +234,9 @@ def test_to_html_is_self_contained():
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in page and "<link" not in page
     assert '"AddmmBackward0"' in page and '"0.weight"' in page
+    # the layout library inline, with its licence: the one file works when copied elsewhere
+    assert "<script src" not in page
+    assert "@dagrejs/dagre 3.1.3" in page and "Permission is hereby granted" in page
     assert "mlp&lt;/script&gt;" in page
     with pytest.raises(TypeError, match="make_dot"):
         to_html("digraph { a -> b }")

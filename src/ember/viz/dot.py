@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -25,6 +26,15 @@ COLORS = {
     "saved": "#ffa500",
     "module": "#ffffe0",
     "nonfinite": "#ff6b6b",
+}
+# what each colour means, in the order the legends (SVG and HTML) list them
+LEGEND = {
+    "leaf": "parameter or input (leaf)",
+    "op": "backward op",
+    "root": "output (the root)",
+    "saved": "saved tensor",
+    "module": "collapsed module",
+    "nonfinite": "holds NaN/inf",
 }
 
 
@@ -192,6 +202,79 @@ def _collapse(nodes: list, edges: list, max_depth: int) -> tuple[list, list]:
     return keep, merged
 
 
+def label_anchors(nodes: list, edges: list) -> dict:
+    """{module path: the nodes its label sits left of, in their row}, for the SVG and the page.
+
+    A module's first row: of its nodes that no other node of it feeds, those on top (a node's
+    depth is its longest path from an input; an input sits just above its first consumer, as
+    the layouts rank it). The label goes left of their inputs (parameters) when they have
+    some, else left of the first of them; there edges run around it, as around any node.
+    """
+    preds: dict = {n.id: [] for n in nodes}
+    succs: dict = {n.id: [] for n in nodes}
+    for e in edges:
+        succs[e.src].append(e.dst)
+        preds[e.dst].append(e.src)
+    depth = dict.fromkeys(preds, 0)
+    waiting = {i: len(p) for i, p in preds.items()}
+    ready = [i for i, k in waiting.items() if k == 0]
+    for i in ready:  # Kahn's order: the list grows while it is read
+        for d in succs[i]:
+            depth[d] = max(depth[d], depth[i] + 1)
+            waiting[d] -= 1
+            if waiting[d] == 0:
+                ready.append(d)
+
+    def level(i: str) -> int:
+        return min(depth[d] for d in succs[i]) - 1 if succs[i] and not preds[i] else depth[i]
+
+    members: dict = {}
+    for n in nodes:
+        for path, _ in n.module:
+            members.setdefault(path, []).append(n.id)
+    anchors = {}
+    for path, ids in members.items():
+        inside = set(ids)
+        entries = [i for i in ids if not any(p in inside for p in preds[i])]
+        top = min((level(i) for i in entries), default=0)
+        first = [i for i in entries if level(i) == top]
+        inputs = [i for i in first if not preds[i]]
+        anchors[path] = inputs or (first or ids)[:1]
+    return anchors
+
+
+def legend_entries(nodes: list) -> list[tuple[str, str]]:
+    """(colour, meaning) for each kind of node in ``nodes``, and for NaN/inf when one has it."""
+    kinds = {n.kind for n in nodes} | ({"nonfinite"} if any(n.nonfinite for n in nodes) else set())
+    return [(COLORS[kind], text) for kind, text in LEGEND.items() if kind in kinds]
+
+
+def _legend_node(nodes: list) -> str:
+    """A table node naming the colours, ranked with the output at the bottom of the picture."""
+    rows = "".join(
+        f'<tr><td bgcolor="{colour}" width="14" height="10"></td>'
+        f'<td align="left">{html.escape(text)}</td></tr>'
+        for colour, text in legend_entries(nodes)
+    )
+    table = (
+        '<table border="0" cellborder="0" cellspacing="3" cellpadding="1">'
+        f'<tr><td colspan="2" align="left"><b>colours</b></td></tr>{rows}</table>'
+    )
+    return (
+        f'  legend [shape=box, style="rounded", color=grey70, fontsize=9, label=<{table}>];\n'
+        "  { rank=max; legend; }"
+    )
+
+
+def _edge_label(text: str) -> str:
+    """An edge label with 6 pt of room on its left, where the edge runs: a curving edge, or
+    a viewer whose font is wider than Graphviz measured, would otherwise touch the text."""
+    return (
+        '<<table border="0" cellpadding="0" cellspacing="0"><tr><td width="6"></td>'
+        f"<td>{html.escape(text)}</td></tr></table>>"
+    )
+
+
 def _quote(text: str) -> str:
     text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return '"' + text + '"'
@@ -200,10 +283,13 @@ def _quote(text: str) -> str:
 def _dot_text(nodes: list, edges: list) -> tuple[str, dict]:
     lines = [
         "digraph backward {",
-        '  graph [rankdir=BT, fontname="Helvetica", compound=true];',
+        # top-down, inputs first and the output last, like torchviz and the HTML page
+        '  graph [rankdir=TB, fontname="Helvetica", compound=true];',
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=8];',
     ]
+    by_id = {n.id: n for n in nodes}
+    anchors_of = label_anchors(nodes, edges)
     # the cluster tree: module path -> (class name, child paths, member nodes)
     clusters: dict = {}
     top_members = []
@@ -228,10 +314,34 @@ def _dot_text(nodes: list, edges: list) -> tuple[str, dict]:
         entry = clusters[path]
         indent = "  " * (depth + 1)
         label = f"{path} ({entry['cls']})" if entry["cls"] else path
-        lines.append(f"{indent}subgraph cluster_{len(lines)} {{")
-        lines.append(f'{indent}  label={_quote(label)}; style="rounded"; color=grey50;')
+        name = f"cluster_{len(lines)}"
+        lines.append(f"{indent}subgraph {name} {{")
+        lines.append(f'{indent}  style="rounded"; color=grey50;')
         for n in entry["nodes"]:
             lines.append(node_line(n, indent + "  "))
+        # Graphviz puts a cluster's own label where edges enter the box (the middle of its top
+        # side, for a narrow box); a plain text node instead, left of the module's first row,
+        # is a node that edges are routed around. A module whose first row lies in a submodule
+        # (a container) keeps the cluster label, at the top left above its submodules' boxes:
+        # dot cannot rank a node with nodes of another cluster.
+        anchors = anchors_of[path]
+        if all(by_id[a].module[-1][0] == path for a in anchors):
+            # as tall as the row, its text at the top: the label reads as the box's title
+            rows = max(len(by_id[a].lines) for a in anchors)
+            height = max(0.5, (12 * rows + 8) / 72)  # inches: 12 pt a line of 10-pt text
+            lines.append(
+                f'{indent}  {name}_label [label={_quote(label)}, shape=plaintext, style="", '
+                f"fontsize=10, fontcolor=grey30, labelloc=t, width=0, height={height:.3f}, "
+                'margin="0.04,0.055"];'
+            )
+            lines.append(f"{indent}  {{ rank=same; {name}_label; {'; '.join(anchors)}; }}")
+            for anchor in anchors:
+                lines.append(f"{indent}  {name}_label -> {anchor} [style=invis];")
+        else:
+            lines.append(
+                f"{indent}  label={_quote(label)}; labelloc=t; labeljust=l; fontsize=10; "
+                "fontcolor=grey30;"
+            )
         for child, sub in clusters.items():
             if sub["parent"] == path:
                 emit(child, depth + 1)
@@ -243,8 +353,11 @@ def _dot_text(nodes: list, edges: list) -> tuple[str, dict]:
         if entry["parent"] == "":
             emit(path, 0)
     for e in edges:
-        style = ", style=dashed, arrowhead=none" if e.saved else ""
-        lines.append(f"  {e.src} -> {e.dst} [label={_quote(e.label)}{style}];")
+        attrs = [f"label={_edge_label(e.label)}"] if e.label else []
+        if e.saved:
+            attrs.append("style=dashed, arrowhead=none")
+        lines.append(f"  {e.src} -> {e.dst} [{', '.join(attrs)}];")
+    lines.append(_legend_node(nodes))
     lines.append("}")
     return "\n".join(lines) + "\n", {p: (v["cls"], v["parent"]) for p, v in clusters.items()}
 
@@ -263,7 +376,9 @@ def make_dot(
     leaves, gradients, saved tensors, the output) turn a node red. Nodes recorded inside
     ``ember.viz.track_modules(model)`` are grouped into one cluster per module; modules nested
     deeper than ``max_depth`` are drawn as a single node each. ``show_saved=True`` adds a node
-    for every saved tensor.
+    for every saved tensor. The graph runs top-down, inputs first; each module's label is a
+    text node left of the module's first row (``label_anchors``), and a legend node names the
+    colours.
 
     Example::
         >>> with ember.viz.track_modules(model):
