@@ -67,7 +67,9 @@ def _valid_files() -> dict:
     checkpoint["expanded"] = ember.ones(1).expand(3, 4)
     pt = io.BytesIO()
     ember.save(checkpoint, pt)
-    return {"safetensors": safetensors.getvalue(), "pt": pt.getvalue()}
+    legacy = io.BytesIO()
+    ember.save(checkpoint, legacy, _use_new_zipfile_serialization=False)
+    return {"safetensors": safetensors.getvalue(), "pt": pt.getvalue(), "legacy": legacy.getvalue()}
 
 
 def _mutate(blob: bytes, rng: random.Random) -> bytes:
@@ -115,6 +117,8 @@ def _mutations(kind: str, seed: int) -> bytes:
         return len(header).to_bytes(8, "little") + header + blob[8 + n :]
     if kind == "pt-bytes":
         return _mutate(files["pt"], rng)
+    if kind == "legacy-bytes":  # torch's pre-zip format: pickles and raw storages in a row
+        return _mutate(files["legacy"], rng)
     if kind == "pt-pickle":  # a valid zip around a mutated data.pkl
         blob = files["pt"]
         with zipfile.ZipFile(io.BytesIO(blob)) as archive:
@@ -123,7 +127,7 @@ def _mutations(kind: str, seed: int) -> bytes:
     raise ValueError(kind)
 
 
-FAMILIES = ["safetensors-bytes", "safetensors-header", "pt-bytes", "pt-pickle"]
+FAMILIES = ["safetensors-bytes", "safetensors-header", "pt-bytes", "pt-pickle", "legacy-bytes"]
 
 
 def _run_cases(cases: list) -> list:
@@ -154,4 +158,4 @@ def test_mutated_files_load_or_raise_serialization_error(family):
 
 def test_the_unmutated_files_load():
     outcomes = _run_cases(sorted(_valid_files().items()))
-    assert [o[1] for o in outcomes] == ["loaded", "loaded"]
+    assert [o[1] for o in outcomes] == ["loaded", "loaded", "loaded"]

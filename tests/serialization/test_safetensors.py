@@ -94,3 +94,16 @@ def test_serialization_error_is_torch_s_unpickling_error_and_a_runtime_error():
 
     assert issubclass(SerializationError, pickle.UnpicklingError)
     assert issubclass(SerializationError, RuntimeError)
+
+
+def test_wide_unsigned_tensors_round_trip_as_safetensors_codes():
+    import numpy as np
+
+    for name, code in (("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64")):
+        t = ember.from_numpy(np.array([0, 7, np.iinfo(name).max], dtype=name))
+        buf = io.BytesIO()
+        ember.serialization._safetensors.save({"t": t}, buf)
+        header = json.loads(buf.getvalue()[8 : 8 + struct.unpack("<Q", buf.getvalue()[:8])[0]])
+        assert header["t"]["dtype"] == code
+        loaded = ember.load(io.BytesIO(buf.getvalue()))["t"]
+        assert loaded.dtype is getattr(ember, name) and loaded.tolist() == t.tolist()

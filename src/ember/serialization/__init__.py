@@ -2,8 +2,10 @@
 
 - PyTorch's zip format (what ``torch.save`` writes) for any picklable object: ``ember.save``
   writes it unless the file name ends in ``.safetensors``; ``torch.load`` reads ember's files
-  and ``ember.load`` reads torch's. ``weights_only=True`` is the default, as in PyTorch 2.6+:
-  only tensors, plain containers and allowlisted globals are rebuilt.
+  and ``ember.load`` reads torch's, and torch's pre-1.6 format too
+  (``_use_new_zipfile_serialization=False``). ``weights_only=True`` is the default, as in
+  PyTorch 2.6+: torch's weights-only rules, only tensors, plain containers and allowlisted
+  globals are rebuilt. Tensors that share memory when saved share it when loaded.
 - safetensors for ``*.safetensors`` files (tensors and nests of them, never pickle), what
   ``ember demo`` writes.
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 import os
 
 from .._tensor import Tensor
-from . import _location, _safetensors, _torch_zip
+from . import _legacy_format, _location, _safetensors, _torch_zip
 from ._errors import SerializationError
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._safetensors import load_file, save_file
@@ -55,18 +57,18 @@ def save(
     *,
     metadata: dict | None = None,
 ) -> None:
-    """Save ``obj`` to a path or file object: PyTorch's zip format, or safetensors for
-    ``*.safetensors`` paths (``metadata``: extra strings for the safetensors header)."""
+    """Save ``obj`` to a path or file object: PyTorch's zip format (its pre-1.6 format with
+    ``_use_new_zipfile_serialization=False``), or safetensors for ``*.safetensors`` paths
+    (``metadata``: extra strings for the safetensors header)."""
     if _is_safetensors_path(f):
         _safetensors.save(obj, f, metadata=metadata)
         return
     if metadata is not None:
         raise ValueError("ember.save: metadata= is only stored in .safetensors files")
-    if not _use_new_zipfile_serialization:
-        raise NotImplementedError(
-            "ember.save writes PyTorch's zip format only (_use_new_zipfile_serialization=True)"
-        )
-    payload = _torch_zip.dumps(obj, pickle_protocol)
+    if _use_new_zipfile_serialization:
+        payload = _torch_zip.dumps(obj, pickle_protocol)
+    else:
+        payload = _legacy_format.dumps(obj, pickle_protocol)
     if isinstance(f, (str, os.PathLike)):
         _safetensors._atomic_write(os.fspath(f), [payload])
     else:
@@ -82,15 +84,25 @@ def load(
     mmap=None,
     **pickle_load_args,
 ):
-    """Load what ``ember.save`` or ``torch.save`` wrote, or any safetensors file."""
+    """Load what ``ember.save`` or ``torch.save`` wrote (either of torch's formats), or any
+    safetensors file. ``weights_only`` (default True) applies torch's weights-only rules;
+    ``map_location`` moves each storage as in torch; ``encoding`` decodes Python 2 strings."""
     if weights_only is None:
         weights_only = True
     if isinstance(f, (str, os.PathLike)) and not os.path.exists(f):
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{os.fspath(f)}'")
+    encoding = pickle_load_args.get("encoding", "utf-8")
     blob = _safetensors.read_all(f)
+    # each tensor goes back to its saved location ("cuda:0"), or where map_location says
     if blob[:4] == b"PK\x03\x04":
-        # each tensor goes back to its saved location ("cuda:0"), or where map_location says
-        return _torch_zip.loads(blob, weights_only=weights_only, map_location=map_location)
+        return _torch_zip.loads(blob, weights_only, map_location, encoding)
+    if _legacy_format.is_legacy(blob):
+        return _legacy_format.loads(blob, weights_only, map_location, encoding)
+    if _legacy_format.is_tar(blob):
+        raise SerializationError(
+            "ember.load: a .tar checkpoint (PyTorch < 0.4's format) is not read; load it with "
+            "torch.load(..., weights_only=False) and save it again"
+        )
     obj = _safetensors.load(blob)  # safetensors records no location: CPU tensors
     if map_location is not None:
         obj = _map(obj, lambda t: _location.restore(t, "cpu", map_location))

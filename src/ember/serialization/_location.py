@@ -1,9 +1,10 @@
 """Where a loaded tensor goes: torch's storage locations ("cpu", "cuda:0") and ``map_location``.
 
 A checkpoint records each storage's location (``torch.save``'s persistent id); ``load`` puts
-the tensor back there unless ``map_location`` says otherwise: a device or string for every
-tensor, a dict from saved location to new location, or a callable ``fn(tensor, location)``
-whose None means "the saved location".
+the storage back there unless ``map_location`` says otherwise: a device or string for every
+storage, a dict from saved location to new location, or a callable ``fn(storage, location)``
+whose None means "the saved location". As in torch, the callable runs once per storage: it
+gets the storage as a flat tensor, and every tensor of that storage views what it returns.
 """
 
 from __future__ import annotations

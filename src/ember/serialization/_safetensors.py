@@ -34,6 +34,9 @@ _CODE_OF = {
     "int32": "I32",
     "int64": "I64",
     "uint8": "U8",
+    "uint16": "U16",
+    "uint32": "U32",
+    "uint64": "U64",
     "bool": "BOOL",
 }
 _DTYPE_OF = {code: name for name, code in _CODE_OF.items()}
@@ -267,8 +270,10 @@ def _parse_safetensors(blob: bytes):
         begin, end = offsets
         d = dt.BY_NAME[_DTYPE_OF[code]]
         count = 1
+        nonzero_bytes = d.itemsize  # NumPy's limit, zero-sized or not: [2**40, 2**40, 0] fails
         for s in shape:
             count *= s
+            nonzero_bytes *= max(s, 1)
         if not 0 <= begin <= end or end > len(data):
             raise _bad(
                 f"entry '{key}' points at bytes {begin}..{end} but the data section has "
@@ -278,6 +283,11 @@ def _parse_safetensors(blob: bytes):
             raise _bad(
                 f"entry '{key}' holds {end - begin} bytes, expected "
                 f"{count * d.itemsize} for shape {shape} and dtype {code}"
+            )
+        if nonzero_bytes > _INT64_MAX:
+            raise _bad(
+                f"entry '{key}': shape {_clip(shape)} is too large for an array (its non-zero "
+                "dimensions hold more than 2**63 - 1 bytes)"
             )
         spans.append((begin, end, key))
         np_dtype = d.np.newbyteorder("<") if d.np.byteorder not in "|" else d.np

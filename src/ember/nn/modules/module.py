@@ -343,7 +343,17 @@ class Module:
             if hasattr(module, "_load_lazy_state"):
                 module._load_lazy_state(state_dict, name + "." if name else "")
         expected = self.state_dict(keep_vars=True)
-        missing = [k for k in expected if k not in state_dict]
+        # keys older state_dicts lack, that a layer keeps its own value for (as PyTorch's
+        # _load_from_state_dict does by the version in state_dict._metadata)
+        metadata = getattr(state_dict, "_metadata", None) or {}
+        kept = set()
+        for name, module in self.named_modules():
+            if hasattr(module, "_keys_older_versions_lack"):
+                entry = metadata.get(name) if isinstance(metadata, dict) else None
+                version = entry.get("version") if isinstance(entry, dict) else None
+                prefix = name + "." if name else ""
+                kept.update(module._keys_older_versions_lack(prefix, version))
+        missing = [k for k in expected if k not in state_dict and k not in kept]
         unexpected = [k for k in state_dict if k not in expected]
         errors = []
         for key, target in expected.items():

@@ -52,6 +52,13 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
+    def _keys_older_versions_lack(self, prefix: str, version) -> list:
+        """num_batches_tracked came with version 2: a state_dict of an older version (or with
+        no version, a plain dict) may lack it, and this layer keeps its own count."""
+        if self.track_running_stats and (version is None or version < 2):
+            return [prefix + "num_batches_tracked"]
+        return []
+
     def _check_input_dim(self, input) -> None:
         if input.dim() not in self._allowed_dims:
             raise ValueError(
