@@ -286,6 +286,10 @@ def header(libs: tuple[str, ...] = ("ember", "torch")) -> list[str]:
         lines.append(f"{lib} {info['version']}{threads}; {info['blas']}{kernels}")
     env = ", ".join(f"{k}={os.environ[k]}" for k in THREAD_ENV if k in os.environ)
     lines.append(f"thread environment: {env or 'none of ' + ', '.join(THREAD_ENV[:3]) + ' set'}")
+    busy = busy_warning()
+    if busy:
+        print(busy, file=sys.stderr)
+        lines.append(busy)
     return lines
 
 
