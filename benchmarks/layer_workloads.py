@@ -1,5 +1,6 @@
 """Common layers and ops one at a time: forward and ``sum().backward()``, float32, written once
-for both libraries (the table ``layers.py`` times, each library in its own processes).
+for both libraries (the table ``wide.py --table layer_workloads`` times, each library in its
+own processes).
 
 Where the wide suite times whole training steps, this table looks for the single layer or op
 a program spends its time in: activations, losses, pooling, padding, convolutions of every
