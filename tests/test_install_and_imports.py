@@ -23,6 +23,8 @@ OPTIONAL = (
     "ml_dtypes",
     "threadpoolctl",
     "cupy",
+    "tensorboard",
+    "google.protobuf",
 )
 
 # what a PyTorch training script imports
