@@ -175,3 +175,12 @@ def test_more_kernel_names_match_torch(torch_mod):
     e = ember.orgqr(ember.tensor(orgqr_in[0]), ember.tensor(orgqr_in[1]))
     t = torch_mod.orgqr(torch_mod.tensor(orgqr_in[0]), torch_mod.tensor(orgqr_in[1]))
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-10)
+
+
+def test_gradient_default_spacing_and_complex_input_like_torch(torch_mod):
+    y = np.array([1.0, 4.0, 9.0, 16.0, 30.0])
+    compare_with_torch(lambda m, t: m.gradient(t, spacing=None)[0], [y])
+    compare_with_torch(lambda m, t: m.gradient(t)[0], [y])
+    for m in (ember, torch_mod):
+        (g,) = m.gradient(m.tensor([1 + 1j, 2, 4]))
+        assert g.is_complex() and g.tolist() == [(1 - 1j), (1.5 - 0.5j), (2 + 0j)]

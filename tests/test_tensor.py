@@ -203,3 +203,21 @@ def test_tensor_constructor_like_torch():
 def test_negative_size_is_an_error():
     with pytest.raises(RuntimeError, match="Dimension size must be non-negative"):
         ember.zeros(2, -1)
+
+
+def test_to_reads_non_blocking_and_copy_positionally_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        x = m.arange(6.0)
+        assert x.to("cpu", m.float64, False, True).dtype == m.float64
+        assert x.to(m.float64, False, True).dtype == m.float64
+        assert x.to(m.device("cpu"), m.int32, True).dtype == m.int32
+        assert x.to("cpu", m.float32, False, True) is not x  # copy=True
+        assert x.to("cpu", m.float32, False, False) is x
+        assert x.to(x.double(), False, True).dtype == m.float64
+
+
+def test_rdiv_is_reflected_true_division(torch_mod):
+    for m in (ember, torch_mod):
+        assert m.tensor([1.0, 2.0]).__rdiv__(2).tolist() == [2.0, 1.0]
+        out = m.tensor([1, 2]).__rdiv__(2)
+        assert out.tolist() == [2.0, 1.0] and out.dtype == m.float32

@@ -106,3 +106,9 @@ def test_top_level_forwarders():
     assert ember.fill(x, 7.0).tolist() == [[7.0, 7.0], [7.0, 7.0]] and x[0, 0].item() == 1.0
     assert ember.is_complex(x) is False and ember.is_storage(x) is False
     assert ember.real(x) is x
+
+
+def test_as_strided_in_place_takes_storage_offset_by_keyword(torch_mod):
+    for m in (ember, torch_mod):
+        assert m.arange(10.0).as_strided_((2,), (1,), storage_offset=3).tolist() == [3.0, 4.0]
+        assert m.as_strided_(m.arange(10.0), (2,), (2,), storage_offset=1).tolist() == [1.0, 3.0]

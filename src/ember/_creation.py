@@ -9,8 +9,20 @@ from . import _dtype as dt
 from . import _memory_format as _mf
 from ._random import default_generator, resolve_generator
 from ._tensor import Tensor
+from .autograd.node import Node
+from .ops._dispatch import result as _record
 
 _wrap = Tensor._wrap
+
+
+def _size_argument(listed: tuple, size) -> tuple:
+    """A factory's size given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as the
+    ``size=`` keyword (``zeros(size=(2, 3))``), not both."""
+    if size is None:
+        return listed
+    if listed:
+        raise TypeError("got multiple values for argument 'size'")
+    return (size,)
 
 
 def _size(size) -> tuple:
@@ -151,7 +163,8 @@ def from_dlpack(ext) -> Tensor:
 
 def _factory(fill):
     def make(
-        *size,
+        *listed,
+        size=None,
         dtype=None,
         device=None,
         requires_grad: bool = False,
@@ -163,7 +176,7 @@ def _factory(fill):
         d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
         xp = _xp(device)
         with _device_ctx(xp, device):
-            data = fill(xp, _size(size), d.np)
+            data = fill(xp, _size(_size_argument(listed, size)), d.np)
             if memory_format is not None:
                 fmt = _mf.check(memory_format, make.__name__)
                 if fmt is _mf.preserve_format:
@@ -291,34 +304,63 @@ def arange(
     return _finish(data, requires_grad)
 
 
-def _spaced(start, end, steps, d: dt.dtype, xp):
-    """torch's CPU range kernel: start and end converted to the output dtype, the step in it
-    too (in float64 for integers), the first half counted up from start and the second half
-    down from end, so that both ends come out exact."""
+def _range_end(value, d: dt.dtype, xp):
+    """A linspace end converted to an integer dtype as torch converts a Scalar: a float
+    truncates and must fit, an int wraps (uint8 takes -3 as 253)."""
+    if isinstance(value, float) and d.category != dt.BOOL:
+        info = xp.iinfo(d.np)
+        if not info.min - 1 < value < info.max + 1:
+            raise RuntimeError(f"value cannot be converted to type {d.np.name} without overflow")
+    return int(xp.asarray(int(value.real)).astype(d.np))
+
+
+def _spaced(start, end, steps, d: dt.dtype, xp, exponents: bool = False):
+    """torch's CPU range kernels: start and end converted to the output dtype, the first half
+    counted up from start and the second half down from end, so that both ends come out exact.
+
+    linspace counts in the output dtype (float64 for integers), each value one fused
+    multiply-add (formed here in a wider type and rounded once); logspace (``exponents``)
+    counts its exponents in float64 (complex128) from unrounded float ends, product and sum
+    rounded apart."""
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     if not isinstance(steps, int) or isinstance(steps, bool):
         steps = int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if d.category in (dt.FLOAT, dt.COMPLEX):
+        if not exponents:
+            start, end = d.np.type(start), d.np.type(end)
         compute = d.np
-        start, end = compute.type(start), compute.type(end)
-    else:  # an integer dtype truncates the ends first (linspace(0.5, 2.5, 3) counts 0 .. 2)
+    else:  # an integer dtype converts the ends first (linspace(0.5, 2.5, 3) counts 0 .. 2)
+        start, end = _range_end(start, d, xp), _range_end(end, d, xp)
         compute = xp.dtype("float64")
-        start, end = compute.type(int(start.real)), compute.type(int(end.real))
-    index = xp.arange(steps).astype(compute)
-    if steps == 1:
-        return xp.full(1, start, dtype=compute)
+    if exponents:
+        compute = xp.dtype("complex128" if d.category == dt.COMPLEX else "float64")
+    start, end = compute.type(start), compute.type(end)
+    if steps <= 1:
+        return xp.full(steps, start, dtype=compute)
     step = (end - start) / compute.type(steps - 1)
-    below = index < steps // 2
-    return xp.where(below, start + step * index, end - step * (compute.type(steps - 1) - index))
+    wide = compute
+    if exponents:
+        pass
+    elif compute.itemsize <= 4 or compute.char == "F":
+        wide = xp.dtype("complex128" if compute.kind == "c" else "float64")
+    elif hasattr(xp, "longdouble") and compute.char in "dD":  # NumPy's extended precision
+        wide = xp.dtype("clongdouble" if compute.kind == "c" else "longdouble")
+    index = xp.arange(steps).astype(wide)
+    start, end, step = wide.type(start), wide.type(end), wide.type(step)
+    up = start + step * index
+    down = end - step * (wide.type(steps - 1) - index)
+    return xp.where(xp.arange(steps) < steps // 2, up, down).astype(compute)
 
 
 def _spaced_dtype(dtype, start, end) -> dt.dtype:
     if dtype is not None:
         return dt.to_dtype(dtype)
     default = dt.get_default_dtype()
-    if any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end)):
+    if any(
+        isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end)
+    ):
         return default.to_complex()
     return default
 
@@ -353,11 +395,22 @@ def logspace(
     tensor([  1.,  10., 100.])
     """
     d = _spaced_dtype(dtype, start, end)
-    powers = _spaced(start, end, steps, d, _xp(device))
+    xp = _xp(device)
+    if steps == 1 and d.category != dt.COMPLEX:  # one value: base ** start, start not truncated
+        first = start.item() if isinstance(start, Tensor) else start
+        return _finish(xp.asarray([float(base) ** float(first)]).astype(d.np), requires_grad)
+    powers = _spaced(start, end, steps, d, xp, exponents=True)
     if d.category == dt.COMPLEX:
-        data = d.np.type(base) ** powers
-    else:
-        data = float(base) ** powers.astype("float64")
+        data = powers.dtype.type(base) ** powers
+    else:  # float64 as C's pow rounds it: through NumPy's extended type (its vectorized
+        # float64 power can miss by an ulp); narrower outputs do not see that ulp
+        wide = xp.dtype("float64")
+        if d.np.itemsize == 8 and d.category == dt.FLOAT and hasattr(xp, "longdouble"):
+            wide = xp.dtype("longdouble")
+        data = wide.type(base) ** powers.astype(wide)
+        if d.category != dt.FLOAT:  # as C converts on x86: through int32 for narrow types
+            through = "int64" if d.np.itemsize == 8 else "int32"  # (1e5 wraps in int16)
+            data = data.astype("float64").astype(through)
     return _finish(data.astype(d.np), requires_grad)
 
 
@@ -379,19 +432,24 @@ def _float_dtype(dtype) -> dt.dtype:
     return d
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand(
+    *listed, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     """Uniform samples in [0, 1)."""
     d = _float_dtype(dtype)
     rng = resolve_generator(generator)
-    data = rng.random(_size(size), dtype=d.np).astype(d.np, copy=False)
+    data = rng.random(_size(_size_argument(listed, size)), dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(
+    *listed, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     """Standard normal samples."""
     d = _float_dtype(dtype)
     rng = resolve_generator(generator)
-    data = rng.standard_normal(_size(size), dtype=d.np).astype(d.np, copy=False)
+    shape = _size(_size_argument(listed, size))
+    data = rng.standard_normal(shape, dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
 
 
@@ -473,6 +531,34 @@ def randint_like(
     return _random_like(input, dtype, device, requires_grad, memory_format, "randint_like", fill)
 
 
+class _SampleBackward(Node):
+    """A sample drawn from tensor parameters (bernoulli's probabilities, normal's mean and
+    std): torch records it, and its derivative for each parameter is zero."""
+
+    def name(self) -> str:
+        return self.op_name
+
+    def backward(self, g):
+        zero = g.new_zeros(g.shape)
+        return tuple(zero if edge is not None else None for edge in self._edges)
+
+
+class _NotImplementedBackward(Node):
+    """An output torch marks as requiring grad but cannot differentiate (bernoulli with a
+    number p): backward through it raises torch's error."""
+
+    def name(self) -> str:
+        return "torch::autograd::NotImplemented"
+
+    def backward(self, g):
+        raise RuntimeError(f"derivative for aten::{self.op_name} is not implemented")
+
+
+def _sample(data, params: tuple, op_name: str) -> Tensor:
+    """``data`` as the output of a sampler whose tensor ``params`` may require grad."""
+    return _record(_SampleBackward, data, params, op_name=op_name)
+
+
 def normal(
     mean=0.0,
     std=1.0,
@@ -480,10 +566,16 @@ def normal(
     *,
     generator=None,
     dtype=None,
+    layout=None,
     device=None,
+    pin_memory: bool = False,
     requires_grad: bool = False,
 ) -> Tensor:
-    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers with ``size``."""
+    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers with ``size``.
+
+    >>> ember.normal(0.0, 1.0, (2, 2), layout=ember.strided).shape
+    ember.Size([2, 2])
+    """
     rng = resolve_generator(generator)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         # drawn on the host by the CPU generator (torch's stream), then moved to the device
@@ -496,7 +588,15 @@ def normal(
 
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         data = (rng.standard_normal(shape, dtype=ref._data.dtype) * s + m).astype(ref._data.dtype)
-        return _finish(_place(data, ref.device), requires_grad)
+        if isinstance(mean, Tensor) and isinstance(std, Tensor):
+            out = _sample(_place(data, ref.device), (mean, std), "NormalBackward3")
+        elif isinstance(mean, Tensor):
+            out = _sample(_place(data, ref.device), (mean,), "NormalBackward1")
+        else:
+            out = _sample(_place(data, ref.device), (std,), "NormalBackward2")
+        if requires_grad and not out.requires_grad:
+            out.requires_grad = True
+        return out
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     d = _float_dtype(dtype)
@@ -512,7 +612,10 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     if isinstance(probs, Tensor):
         probs = _backend.to_host(probs._data)
     data = rng.bernoulli(probs, input._data.shape).astype(input._data.dtype)
-    return _wrap(_place(data, input.device))
+    data = _place(data, input.device)
+    if p is None:
+        return _sample(data, (input,), "BernoulliBackward0")
+    return _record(_NotImplementedBackward, data, (input,), op_name="bernoulli")
 
 
 def multinomial(

@@ -314,6 +314,8 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
         else ([dim] if isinstance(dim, int) else list(dim))
     )
     dims = [d % input.dim() for d in dims]
+    if spacing is None:  # torch's default: unit spacing
+        spacing = 1
     if isinstance(spacing, (int, float)) or (isinstance(spacing, Tensor) and spacing.dim() == 0):
         spacings = [spacing] * len(dims)
     else:
@@ -326,7 +328,7 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
                 f"and dim arguments to have the same length, but got a spacing argument of "
                 f"length {len(spacings)} and a dim argument of length {len(dims)}."
             )
-    x = input if input.is_floating_point() else input.to(_default_float())
+    x = input if input.is_floating_point() or input.is_complex() else input.to(_default_float())
     return tuple(_gradient_along(x, d, h, edge_order) for d, h in zip(dims, spacings))
 
 

@@ -284,6 +284,7 @@ T.__mul__ = ew.mul
 T.__rmul__ = ew.mul
 T.__truediv__ = ew.div
 T.__rtruediv__ = lambda self, other: ew.div(other, self)
+T.__rdiv__ = T.__rtruediv__  # torch's Python-2 era name, still a Tensor method
 T.__floordiv__ = ew.floor_divide
 T.__rfloordiv__ = lambda self, other: ew.floor_divide(other, self)
 T.__mod__ = ew.remainder
@@ -635,17 +636,22 @@ def _to(self, *args, **kwargs) -> Tensor:
     memory_format = _mf.check(kwargs.pop("memory_format", None), "to")
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    flags = []  # positional non_blocking, then copy (a bool is an int: not a device ordinal)
     for a in args:
-        if isinstance(a, Tensor):
+        if isinstance(a, bool):
+            flags.append(a)
+        elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
         elif isinstance(a, dt.dtype) or a in (float, int, bool):
             dtype = a
         elif isinstance(a, (str, _backend.device, int)):
             device = a
-        elif isinstance(a, bool):
-            continue
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    if len(flags) > 2:
+        raise TypeError(f"to() received an invalid combination of arguments: {args!r}")
+    if len(flags) == 2:
+        copy = flags[1]
     aliases = memory_format is _mf.preserve_format or _mf.suggest(self._data) is memory_format
     out = sh.to_dtype_device(self, dtype, device, copy or not aliases)
     if out is not self:  # a fresh copy: laid out as torch's _to_copy lays it out

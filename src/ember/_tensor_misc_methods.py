@@ -152,7 +152,7 @@ T.istft = istft
 
 # --- in-place shape changes ---------------------------------------------------------------
 def _reshape_in_place(name: str, view_fn):
-    def method(self: Tensor, *args):
+    def method(self: Tensor, *args, **kwargs):
         tracking = grad_mode.state.enabled and self._rg
         if tracking and self._grad_fn is None:
             raise RuntimeError(
@@ -163,7 +163,7 @@ def _reshape_in_place(name: str, view_fn):
                 f"{name}: changing the shape of a view of a tensor that requires grad in place "
                 "is not supported; use the out-of-place form"
             )
-        new = view_fn(self, *args)
+        new = view_fn(self, *args, **kwargs)
         self._data = new._data
         if tracking:
             self._grad_fn, self._out_nr = new._grad_fn, new._out_nr

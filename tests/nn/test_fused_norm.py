@@ -387,3 +387,19 @@ def test_instance_norm_on_the_fused_batch_norm_matches_torch(torch_mod, shape):
     assert set(stats) == {"ember", "torch"}
     for ours, theirs in zip(stats["ember"], stats["torch"]):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+def test_group_norm_statistics_are_differentiable_like_torch(torch_mod):
+    x, w, b = arrays_for([(2, 4, 3), (4,), (4,)], seed=4)
+
+    def stats(m, xt, wt, bt):
+        _, mean, rstd = m.native_group_norm(xt, wt, bt, 2, 4, 3, 2, 1e-5)
+        return mean, rstd
+
+    compare_with_torch(stats, [x, w, b])
+    check_gradients(lambda m, xt: stats(m, xt, None, None), [x])
+    out = native_group_norm(
+        ember.tensor(x), ember.tensor(w, requires_grad=True), None, 2, 4, 3, 2, 1e-5
+    )
+    assert all(t.requires_grad for t in out)  # weight alone: still recorded, as torch
+    assert out[1].grad_fn.name() == "NativeGroupNormBackward0"

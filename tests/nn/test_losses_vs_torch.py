@@ -520,3 +520,14 @@ def test_adaptive_log_softmax_matches_torch(torch_mod):
         ours(ember.tensor(x), ember.tensor([0, 1, 2, 3, 10]))
     with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
         ember.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [7, 3])
+
+
+def test_kl_div_of_zero_negative_and_nan_targets_matches_torch(torch_mod):
+    nan = float("nan")
+    x = np.array([-1.0, -2.0, nan, -0.5, -1.0, -3.0])
+    y = np.array([-0.5, 0.5, 0.0, 0.0, nan, 2.0])  # negative: NaN as xlogy(y, y) gives
+    for reduction in ("none", "sum", "batchmean"):
+        compare_with_torch(lambda m, a, b: _f(m).kl_div(a, b, reduction=reduction), [x, y])
+    compare_with_torch(lambda m, a, b: m.nn.KLDivLoss(reduction="batchmean")(a, b), [x, y])
+    out = _f(ember).kl_div(ember.tensor([-1.0]), ember.tensor([-0.5]), reduction="none")
+    assert np.isnan(out.item())

@@ -210,3 +210,42 @@ def test_containers():
     assert len(list(pl.parameters())) == 2 and isinstance(pl[1], nn.Parameter)
     pd = nn.ParameterDict({"w": nn.Parameter(ember.ones(1))})
     assert [n for n, _ in pd.named_parameters()] == ["w"]
+
+
+def test_reassigning_a_child_parameter_or_buffer_keeps_its_place(torch_mod):
+    def build(m):
+        model = m.nn.Sequential()
+        model.conv1 = m.nn.Conv2d(1, 2, 3)
+        model.relu = m.nn.ReLU()
+        model.fc = m.nn.Linear(2, 2)
+        model.conv1 = m.nn.Conv2d(1, 4, 3)  # replaced: still the first child
+        model.fc.weight = m.nn.Parameter(m.ones(2, 2))
+        bn = m.nn.BatchNorm1d(2)
+        bn.running_mean = m.ones(2)
+        trimmed = m.nn.Sequential(*list(model.children())[:-1])
+        return (
+            [n for n, _ in model.named_children()],
+            [n for n, _ in model.named_parameters()],
+            [n for n, _ in bn.named_buffers()],
+            [type(c).__name__ for c in trimmed],
+        )
+
+    ours, theirs = build(ember), build(torch_mod)
+    assert ours == theirs
+    assert ours[0] == ["conv1", "relu", "fc"] and ours[3] == ["Conv2d", "ReLU"]
+
+
+def test_module_to_refuses_an_integer_dtype_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        layer = m.nn.Linear(2, 2)
+        before = layer.weight.detach().clone()
+        for dtype in (m.int64, m.bool):
+            with pytest.raises(TypeError, match="only accepts floating point or complex dtypes"):
+                layer.to(dtype)
+            with pytest.raises(TypeError, match="only accepts floating point or complex dtypes"):
+                layer.to("cpu", dtype)
+        assert layer.weight.dtype == m.float32 and bool((layer.weight == before).all())
+        bn = m.nn.BatchNorm1d(2).to("cpu", m.float64, False)
+        assert bn.weight.dtype == m.float64 and bn.num_batches_tracked.dtype == m.int64
+        with pytest.warns(UserWarning, match="Complex modules"):
+            assert m.nn.Linear(2, 2).to(m.complex64).weight.dtype == m.complex64

@@ -122,3 +122,73 @@ def test_conv3d_module_trains():
     model(ember.randn(2, 2, 3, 3, 3)).sum().backward()
     assert model.weight.grad.shape == model.weight.shape
     assert model.bias.grad.tolist() == [16.0, 16.0, 16.0]  # N · ∏ output size
+
+
+CONV_ARGUMENT_ERRORS = {
+    "stride_zero": (
+        lambda F, x, w: F.conv2d(x, w, stride=0),
+        "non-positive stride is not supported",
+    ),
+    "dilation_zero": (
+        lambda F, x, w: F.conv2d(x, w, dilation=0),
+        r"dilation should be greater than zero, but got \[0, 0\]",
+    ),
+    "dilation_negative": (
+        lambda F, x, w: F.conv2d(x, w, dilation=-1),
+        "dilation should be greater",
+    ),
+    "padding_negative": (lambda F, x, w: F.conv2d(x, w, padding=(1, -1)), "negative padding"),
+    "bias_shape": (
+        lambda F, x, w: F.conv2d(x, w, bias=x.new_ones(2)),
+        r"expected bias to be 1-dimensional with 1 elements, but got bias of size \[2\]",
+    ),
+    "bias_2d": (
+        lambda F, x, w: F.conv1d(x[:, :, 0], w[:, :, 0], bias=x.new_ones(1, 1)),
+        "1-dimensional",
+    ),
+    "conv1d_dilation_zero": (
+        lambda F, x, w: F.conv1d(x[:, :, 0], w[:, :, 0], dilation=0),
+        r"dilation should be greater than zero, but got \[1, 0\]",
+    ),
+    "conv3d_stride_zero": (
+        lambda F, x, w: F.conv3d(x[..., None], w[..., None], stride=0),
+        "non-positive",
+    ),
+    "transposed_stride_zero": (
+        lambda F, x, w: F.conv_transpose2d(x, w, stride=0),
+        "non-positive stride is not supported",
+    ),
+    "transposed_dilation_zero": (
+        lambda F, x, w: F.conv_transpose2d(x, w, dilation=0),
+        "dilation should be greater than zero, but got dilation_height: 0, dilation_width: 0",
+    ),
+    "transposed_padding_negative": (
+        lambda F, x, w: F.conv_transpose2d(x, w, padding=-1),
+        "negative padding is not supported",
+    ),
+    "transposed_output_padding_negative": (
+        lambda F, x, w: F.conv_transpose2d(x, w, output_padding=-1),
+        "negative output_padding is not supported",
+    ),
+    "transposed_bias_shape": (
+        lambda F, x, w: F.conv_transpose2d(x, w, bias=x.new_ones(2)),
+        r"Given transposed=1, weight of size \[1, 1, 3, 3\], expected bias",
+    ),
+    "order_padding_before_stride": (
+        lambda F, x, w: F.conv2d(x, w, stride=0, padding=-1),
+        "negative padding is not supported",
+    ),
+    "groups_before_stride": (
+        lambda F, x, w: F.conv2d(x, w, groups=0, stride=0),
+        "non-positive groups is not supported",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV_ARGUMENT_ERRORS))
+def test_bad_convolution_arguments_raise_torchs_runtime_error(torch_mod, name):
+    fn, message = CONV_ARGUMENT_ERRORS[name]
+    for m in (ember, torch_mod):
+        x, w = m.ones(1, 1, 5, 5), m.ones(1, 1, 3, 3)
+        with pytest.raises(RuntimeError, match=message):
+            fn(m.nn.functional, x, w)

@@ -100,3 +100,20 @@ def test_embedding_bag_errors_match_torch(torch_mod):
             F(m).embedding_bag(_ints(m, [[1, 2]]), w, per_sample_weights=m.ones(1, 2))
         with pytest.raises(RuntimeError, match=r"offsets\[0\] has to be 0"):
             F(m).embedding_bag(_ints(m, INDICES), w, _ints(m, [1, 3]))
+
+
+def test_mean_bags_with_a_last_offset_divide_each_sum_like_torch(torch_mod):
+    indices = [1, 2, 4, 5, 4, 3, 7]
+    for offsets in ([0, 3, 7], [0, 0, 3, 3, 7], [0, 7]):
+        for dtype in ("float32", "float64"):
+            out = []
+            for m in (ember, torch_mod):
+                w = m.arange(20, dtype=getattr(m, dtype)).reshape(10, 2) / 3
+                w.requires_grad_()
+                y = m.nn.functional.embedding_bag(
+                    m.tensor(indices), w, m.tensor(offsets), include_last_offset=True
+                )
+                (g,) = m.autograd.grad(y.sum(), w)
+                out.append((y.detach().numpy(), g.numpy()))
+            np.testing.assert_array_equal(out[0][0], out[1][0])  # bit for bit: sum, then divide
+            np.testing.assert_array_equal(out[0][1], out[1][1])

@@ -124,3 +124,19 @@ def test_norm_errors_match_torch(torch_mod):
             F(m).rms_norm(m.zeros(3, 4), (3,))
         with pytest.raises(ValueError, match=r"expected 5D input \(got 3D input\)"):
             m.nn.BatchNorm3d(3)(m.zeros(1, 3, 1))
+
+
+@pytest.mark.parametrize("name", ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"])
+def test_instance_norm_takes_the_bias_keyword_like_torch(torch_mod, name):
+    shape = {"InstanceNorm1d": (2, 3, 5), "InstanceNorm2d": (2, 3, 4, 4)}.get(name, (2, 3, 2, 3, 3))
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    out = []
+    for m in (ember, torch_mod):
+        layer = getattr(m.nn, name)(3, affine=True, bias=False)
+        assert [n for n, _ in layer.named_parameters()] == ["weight"] and layer.bias is None
+        assert "bias=False" in repr(layer)
+        out.append(layer(m.tensor(x)).detach().numpy())
+        lazy = getattr(m.nn, "Lazy" + name)(bias=False)  # torch's lazy defaults: affine, tracking
+        lazy(m.tensor(x))
+        assert lazy.affine and lazy.track_running_stats and lazy.bias is None
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)

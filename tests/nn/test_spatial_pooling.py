@@ -187,3 +187,102 @@ def test_pooling_errors_match_torch(torch_mod):
             F(m).max_unpool1d(m.zeros(1, 1, 2), m.tensor([[[0, 9]]]), 2)
         with pytest.raises(ValueError, match="invalid output_size"):
             F(m).max_unpool1d(m.zeros(1, 1, 2), m.zeros(1, 1, 2, dtype=m.int64), 2, output_size=[9])
+
+
+def test_max_unpool_duplicate_indices_assign_the_last_value_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        out1 = F(m).max_unpool1d(m.tensor([[[1.0, 2.0, 3.0, 4.0]]]), m.tensor([[[0, 0, 1, 1]]]), 2)
+        assert out1.tolist() == [[[2.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]]
+        values = m.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+        out2 = F(m).max_unpool2d(values, m.tensor([[[[0, 0], [5, 5]]]]), 2)
+        assert out2.flatten().tolist()[:6] == [2.0, 0.0, 0.0, 0.0, 0.0, 4.0]
+        out3 = F(m).max_unpool3d(values[None], m.tensor([[[[[3, 3], [3, 3]]]]]), (1, 2, 2))
+        assert float(out3.sum()) in (1.0, 2.0, 3.0, 4.0)  # one of them (torch's 3-d: any)
+
+
+def test_avg_pool_of_int64_truncates_each_mean_like_torch(torch_mod):
+    x1 = [[[-3, 0, 4, 5, -7, 2, 9]]]
+    x2 = [[[[1, 2, -5], [4, 6, 7], [-1, -2, -8]]]]
+    cases = [
+        (x1, lambda m, x: F(m).avg_pool1d(x, 2)),
+        (x1, lambda m, x: F(m).avg_pool1d(x, 3, 2, 1, count_include_pad=False)),
+        (x1, lambda m, x: F(m).avg_pool1d(x, 2, ceil_mode=True)),
+        (x2, lambda m, x: F(m).avg_pool2d(x, 2, 1)),
+        (x2, lambda m, x: F(m).avg_pool2d(x, 2, 1, 1)),
+        (x2, lambda m, x: F(m).avg_pool2d(x, 2, 1, divisor_override=3)),
+        (x2, lambda m, x: m.nn.AvgPool2d(2, 2, 1, count_include_pad=False)(x[0])),
+    ]
+    for data, fn in cases:
+        e, t = fn(ember, ember.tensor(data)), fn(torch_mod, torch_mod.tensor(data))
+        assert e.dtype == ember.int64 and e.tolist() == t.tolist()
+    for m in (ember, torch_mod):
+        for dtype in (m.int32, m.uint8, m.bool):
+            with pytest.raises(NotImplementedError, match='"avg_pool2d" not implemented for'):
+                F(m).avg_pool1d(m.ones(1, 1, 4, dtype=dtype), 2)
+        with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+            F(m).adaptive_avg_pool2d(m.ones(1, 1, 4, 4, dtype=m.int64), 2)
+
+
+def test_adaptive_avg_pool2d_to_zero_size_gives_an_empty_output(torch_mod):
+    for m in (ember, torch_mod):
+        x = m.ones(1, 2, 3, 3)
+        assert tuple(F(m).adaptive_avg_pool2d(x, 0).shape) == (1, 2, 0, 0)
+        assert tuple(F(m).adaptive_avg_pool2d(x, (0, 2)).shape) == (1, 2, 0, 2)
+        assert tuple(F(m).adaptive_avg_pool2d(x, (None, 0)).shape) == (1, 2, 3, 0)
+
+
+POOL_ARGUMENT_ERRORS = {
+    "max_kernel_zero": (lambda f, x: f.max_pool2d(x, 0), "stride should not be zero"),
+    "max_stride_zero": (lambda f, x: f.max_pool2d(x, 2, stride=0), "stride should not be zero"),
+    "max_kernel_zero_stride_one": (
+        lambda f, x: f.max_pool2d(x, 0, 1),
+        "kernel size should be greater than zero, but got kH: 0 kW: 0",
+    ),
+    "max_stride_negative": (
+        lambda f, x: f.max_pool2d(x, 2, -1),
+        "stride should be greater than zero, but got dH: -1 dW: -1",
+    ),
+    "max_dilation_zero": (
+        lambda f, x: f.max_pool2d(x, 2, dilation=0),
+        "dilation should be greater than zero, but got dilationH: 0 dilationW: 0",
+    ),
+    "max_padding_negative": (
+        lambda f, x: f.max_pool2d(x, 2, padding=-1),
+        "pad must be non-negative, but got pad: -1",
+    ),
+    "max_padding_of_dilated_kernel": (
+        lambda f, x: f.max_pool2d(x, 3, padding=2, dilation=2),
+        "pad should be smaller than or equal to half of kernel size, but got padW = 2, padH = 2",
+    ),
+    "max3d_kernel_zero": (lambda f, x: f.max_pool3d(x[None], 0), "stride should not be zero"),
+    "max3d_dilation_zero": (
+        lambda f, x: f.max_pool3d(x[None], 1, dilation=0),
+        "dilation should be greater than zero, but got dilationT: 0",
+    ),
+    "max1d_kernel_zero": (
+        lambda f, x: f.max_pool1d(x[0], 0),
+        r"max_pool1d\(\) kernel_size must be greater than zero, but got 0",
+    ),
+    "max1d_stride_zero": (
+        lambda f, x: f.max_pool1d(x[0], 2, 0),
+        r"max_pool1d\(\) stride must be greater than zero, but got 0",
+    ),
+    "max1d_with_indices_kernel_zero": (
+        lambda f, x: f.max_pool1d(x[0], 0, return_indices=True),
+        "stride should not be zero",
+    ),
+    "avg_kernel_zero": (lambda f, x: f.avg_pool2d(x, 0), "stride should not be zero"),
+    "avg1d_kernel_zero": (lambda f, x: f.avg_pool1d(x[0], 0), "stride should not be zero"),
+    "avg_padding_negative": (lambda f, x: f.avg_pool2d(x, 2, padding=-1), "pad must be non-neg"),
+    "lp_kernel_zero": (lambda f, x: f.lp_pool2d(x, 2, 0), "stride should not be zero"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOL_ARGUMENT_ERRORS))
+def test_bad_pooling_arguments_raise_torchs_runtime_error(torch_mod, name):
+    fn, message = POOL_ARGUMENT_ERRORS[name]
+    for m in (ember, torch_mod):
+        with pytest.raises(RuntimeError, match=message):
+            fn(F(m), m.ones(1, 1, 6, 6))
+    with pytest.raises(RuntimeError, match="stride should not be zero"):
+        ember.nn.MaxPool2d(0)(ember.ones(1, 1, 6, 6))

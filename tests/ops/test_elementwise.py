@@ -291,3 +291,76 @@ def test_pow_by_small_exponents_computes_torchs_products(exponent):
     np.testing.assert_array_equal(got, want)
     t = ember.tensor(x[4:20].astype("float64"), requires_grad=True)
     assert ember.autograd.gradgradcheck(lambda t: t.pow(exponent), (t,))
+
+
+@pytest.mark.parametrize("size", [4, 80_000])  # the NumPy path and the compiled kernel
+def test_relu_and_threshold_let_a_nan_through_with_its_gradient(torch_mod, size):
+    nan = float("nan")
+    x = np.tile([nan, 0.5, 2.0, -1.0], size // 4)
+    g = np.tile([1.0, 2.0, 3.0, nan], size // 4)
+    for fn in (
+        lambda m, t: m.relu(t),
+        lambda m, t: m.nn.functional.threshold(t, 1.0, -1.0),
+    ):
+        out = []
+        for m in (ember, torch_mod):
+            t = m.tensor(x, requires_grad=True)
+            y = fn(m, t)
+            y.backward(m.tensor(g))
+            out.append((y.detach().numpy(), t.grad.numpy()))
+        np.testing.assert_array_equal(out[0][0], out[1][0])  # NaN stays NaN
+        np.testing.assert_array_equal(out[0][1], out[1][1])  # masked NaN grads are 0
+
+
+def test_relu_double_backward_gives_zeros_not_none_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        x = m.tensor([1.0, -1.0], dtype=m.float64, requires_grad=True)
+        v = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+        (gx,) = m.autograd.grad(m.relu(x), x, v, create_graph=True)
+        gxx, gv = m.autograd.grad(gx.sum(), [x, v], allow_unused=True)
+        assert gxx is not None and gxx.tolist() == [0.0, 0.0]
+        assert gv.tolist() == [1.0, 0.0]
+    check_gradients(
+        lambda m, t: m.nn.functional.threshold(t, 0.5, -2.0), arrays_for([(3, 4)], avoid=[0.5])
+    )
+
+
+def test_addcmul_and_addcdiv_promote_tensors_only_and_convert_value_like_torch(torch_mod):
+    def cases(m):
+        i = m.tensor([1, 2, 3])
+        f = m.tensor([1.5, 2.5, -3.25])
+        return [
+            m.addcmul(i, i, i, value=0.5),  # int64: 0.5 converts to 0
+            m.addcmul(i, i, i, value=1.7),
+            m.tensor([1, 2, 3]).addcmul_(i, i, value=0.5),
+            m.addcmul(i, f, i, value=0.5),  # float32, not float64
+            m.addcmul(f, f, f, value=1.7),  # float32 rounded as torch's fused multiply-add
+            m.addcmul(i, i, m.tensor(2.5, dtype=m.float64), value=0.5),  # 0-d joins in
+            m.addcdiv(i, f, f, value=0.5),
+        ]
+
+    for e, t in zip(cases(ember), cases(torch_mod)):
+        assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    for m in (ember, torch_mod):
+        b = m.tensor([True])
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            m.addcmul(b, b, b)
+
+
+def test_clamp_with_tensor_bounds_routes_gradients_as_torch(torch_mod):
+    x = np.array([0.0, 1.0, 2.0, 3.0, np.nan, 1.5])
+    cases = [
+        ([1.0, 1.0, 0.5, 0.0, 0.0, 1.5], [2.0, 2.0, 1.5, 3.0, 1.0, 1.5]),
+        ([2.0] * 6, [1.0] * 6),  # min > max: the result is max, max takes every gradient
+        ([1.5] * 6, [1.5] * 6),
+        ([np.nan, 1, 1, 1, 1, 1], [2, np.nan, 2, 2, 2, 2]),
+    ]
+    for lo, hi in cases:
+        compare_with_torch(lambda m, a, b, c: m.clamp(a, b, c), [x, np.array(lo), np.array(hi)])
+    compare_with_torch(lambda m, a, b: m.clamp(a, min=b), [x, np.array(cases[0][0])])
+    compare_with_torch(lambda m, a, b: m.clamp(a, max=b), [x, np.array(cases[0][1])])
+    compare_with_torch(lambda m, a: m.clamp(a, 2.0, 1.0), [x])
+    grid = arrays_for([(3, 4), (4,), (3, 1)], avoid=[0.0])
+    grid[1], grid[2] = grid[1] - 1.5, grid[2] + 1.5  # min < max everywhere: smooth
+    check_gradients(lambda m, a, b, c: m.clamp(a, b, c), grid)

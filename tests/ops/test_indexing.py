@@ -248,3 +248,71 @@ def test_pad_modes_refuse_what_torch_refuses():
         ember.nn.functional.pad(x, (6, 0, 0, 0), mode="reflect")
     with pytest.raises(RuntimeError, match="wrapping around more than once"):
         ember.nn.functional.pad(x, (7, 0, 0, 0), mode="circular")
+
+
+def test_unique_consecutive_along_dim_matches_torch(torch_mod):
+    rows = [[1, 2, 1], [1, 2, 1], [3, 0, 0], [1, 2, 1]]
+    for dim in (0, 1, -1):
+        e = ember.unique_consecutive(ember.tensor(rows), True, True, dim=dim)
+        t = torch_mod.unique_consecutive(torch_mod.tensor(rows), True, True, dim=dim)
+        for a, b in zip(e, t):
+            assert a.tolist() == b.tolist() and str(a.dtype)[-5:] == str(b.dtype)[-5:]
+    e = ember.unique_consecutive(ember.tensor(rows), dim=0)
+    assert e.tolist() == [[1, 2, 1], [3, 0, 0], [1, 2, 1]]
+
+
+def test_unique_keeps_each_nan_apart_as_torch(torch_mod):
+    nan = float("nan")
+    data = [3.0, nan, 1.0, nan, 1.0]
+    e = ember.unique(ember.tensor(data), return_inverse=True, return_counts=True)
+    t = torch_mod.unique(torch_mod.tensor(data), return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(e[0].numpy(), t[0].numpy())  # [1, 3, nan, nan]
+    assert e[1].tolist() == t[1].tolist() and e[2].tolist() == t[2].tolist()
+    e = ember.unique_consecutive(ember.tensor([1.0, nan, nan]), return_counts=True)
+    assert e[1].tolist() == [1, 1, 1]
+    e = ember.unique(ember.tensor([[1.0, nan], [1.0, nan], [0.0, 1.0]]), dim=0, return_counts=True)
+    assert e[1].tolist() == [1, 1, 1]
+
+
+def test_unique_dim_edge_cases_match_torch():
+    with pytest.raises(IndexError, match="tensor has no dimensions"):
+        ember.unique(ember.tensor(5), dim=0)
+    out = ember.unique(ember.zeros(0, 3), dim=0, return_inverse=True, return_counts=True)
+    assert [tuple(t.shape) for t in out] == [(0, 3), (0,), (0,)]
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        ember.unique_consecutive(ember.zeros(2, 0), dim=0)
+
+
+def test_circular_pad_with_a_negative_side_wraps_what_the_crop_kept(torch_mod):
+    for shape, amounts in [
+        ((1, 2, 3), (-1, 2)),
+        ((1, 1, 4), (1, -2)),
+        ((1, 1, 3, 4), (-1, 2, 1, -1)),
+    ]:
+        x = np.arange(float(np.prod(shape))).reshape(shape)
+        fn = lambda m, t, amounts=amounts: m.nn.functional.pad(t, amounts, mode="circular")
+        compare_with_torch(fn, [x])
+        check_gradients(fn, [x])
+    with pytest.raises(RuntimeError, match="resulting in an empty dimension"):
+        ember.nn.functional.pad(ember.ones(1, 1, 3), (-2, -2), mode="circular")
+
+
+ZERO_DIM_INDEX = {
+    "scatter_src": lambda m, x: x.scatter(0, m.tensor(1), x[2] * 3),
+    "scatter_value": lambda m, x: x.scatter(0, m.tensor(1), 7.0),
+    "scatter_add": lambda m, x: x.scatter_add(0, m.tensor(1), x[0] * 2),
+    "scatter_reduce_amax": lambda m, x: x.scatter_reduce(0, m.tensor(1), x[0] * 5, "amax"),
+    "scatter_reduce_mean": lambda m, x: x.scatter_reduce(
+        0, m.tensor(2), x[0] + 4, "mean", include_self=False
+    ),
+    "gather": lambda m, x: x.gather(0, m.tensor(1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_DIM_INDEX))
+def test_zero_dim_index_into_a_vector_names_one_element(name):
+    fn = ZERO_DIM_INDEX[name]
+    x = np.array([1.0, -2.0, 3.0])
+    compare_with_torch(fn, [x])
+    check_gradients(fn, [x])
+    assert ember.zeros(3).scatter(0, ember.tensor(1), 3.0).tolist() == [0.0, 3.0, 0.0]

@@ -216,3 +216,19 @@ def test_einsum_of_larger_operands_is_planned_and_matches_torch(equation, shapes
     np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12)
     for t, w in zip(ts, tt):
         np.testing.assert_allclose(t.grad.numpy(), w.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_beta_zero_ignores_nan_and_inf_in_the_added_input(torch_mod):
+    bad = np.array([[np.nan, np.inf], [1.0, 2.0]])
+    eye = np.eye(2)
+    for fn in (
+        lambda m, i, a, b: m.addmm(i, a, b, beta=0),
+        lambda m, i, a, b: m.addmm(i, a, b, beta=0, alpha=2.0),
+        lambda m, i, a, b: i.addmm(a, b, beta=0),
+        lambda m, i, a, b: m.addbmm(i, a[None], b[None], beta=0),
+        lambda m, i, a, b: m.baddbmm(i[None], a[None], b[None], beta=0),
+        lambda m, i, a, b: m.addmv(i[0], a, b[0], beta=0),
+    ):
+        compare_with_torch(fn, [bad, eye, eye])
+    out = ember.tensor(bad).addmm_(ember.tensor(eye), ember.tensor(eye), beta=0)
+    assert out.tolist() == [[1.0, 0.0], [0.0, 1.0]]

@@ -108,3 +108,31 @@ def test_half_precision_is_refused_except_by_matrix_exp():
     got = ember.linalg.matrix_exp(ember.eye(2, dtype=ember.float16))
     assert got.dtype == ember.float16
     np.testing.assert_allclose(got.float().numpy(), np.e * np.eye(2), rtol=1e-3)
+
+
+SVD_OF_NON_FINITE = {
+    "svd": lambda m, a: m.linalg.svd(a),
+    "svdvals": lambda m, a: m.linalg.svdvals(a),
+    "pinv": lambda m, a: m.linalg.pinv(a),
+    "torch.svd": lambda m, a: m.svd(a),
+    "matrix_rank": lambda m, a: m.linalg.matrix_rank(a),
+    "matrix_norm_2": lambda m, a: m.linalg.matrix_norm(a, 2),
+    "cond": lambda m, a: m.linalg.cond(a),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SVD_OF_NON_FINITE))
+def test_svd_of_a_nan_raises_torchs_linalg_error(torch_mod, name):
+    message = (
+        r"linalg.svd: \(Batch element 1\): The algorithm failed to converge because the "
+        "input matrix contained non-finite values"
+    )
+    for m in (ember, torch_mod):
+        a = m.ones(3, 2, 2)
+        a[1, 0, 0] = float("nan")
+        with pytest.raises(m.linalg.LinAlgError, match=message):
+            SVD_OF_NON_FINITE[name](m, a)
+        with pytest.raises(RuntimeError, match="contained non-finite values"):
+            SVD_OF_NON_FINITE[name](m, a[1])
+        a[1, 0, 0] = float("inf")  # LAPACK returns NaN singular values: no error, as torch
+        assert bool(m.linalg.svdvals(a)[1].isnan().all())

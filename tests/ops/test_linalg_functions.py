@@ -226,3 +226,49 @@ def test_cond_of_a_singular_matrix_is_infinite_like_torch():
     singular = np.stack([np.array([[1.0, 2.0], [2.0, 4.0]]), np.eye(2)])
     for p in ("fro", 1, float("inf")):
         compare_with_torch(lambda m, x: m.linalg.cond(x, p), [singular], grad=False)
+
+
+def test_householder_product_without_reflectors_is_recorded_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        A = m.ones(3, 2, requires_grad=True)
+        out = m.linalg.householder_product(A, m.zeros(0, requires_grad=True))
+        assert out.requires_grad and out.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
+        assert m.autograd.grad(out.sum(), A, allow_unused=True) == (None,)
+
+
+def _fused_products(m):
+    M, v = m.tensor([[1, 2], [3, 4]]), m.tensor([1, 2])
+    return {
+        "addmv": lambda **k: m.addmv(v, M, v, **k),
+        "addbmm": lambda **k: m.addbmm(M, M[None], M[None], **k),
+        "baddbmm": lambda **k: m.baddbmm(M[None], M[None], M[None], **k),
+        "addmm": lambda **k: m.addmm(M, M, M, **k),
+    }
+
+
+@pytest.mark.parametrize("scalars", [{}, {"beta": 0.5}, {"alpha": 2.5}, {"beta": -1.7}])
+def test_integer_fused_products_stay_integer_and_truncate_beta_alpha(torch_mod, scalars):
+    ours, theirs = _fused_products(ember), _fused_products(torch_mod)
+    for name in ours:
+        e, t = ours[name](**scalars), theirs[name](**scalars)
+        assert e.dtype == ember.int64 and e.tolist() == t.tolist(), name
+
+
+def test_fused_products_refuse_mixed_dtypes_bool_and_float_scalars_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        M, v = m.tensor([[1, 2], [3, 4]]), m.tensor([1, 2])
+        F = M.float()
+        with pytest.raises(RuntimeError, match="addmv input tensors must have the same dtype"):
+            m.addmv(v, F, v.float())
+        with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype, but got"):
+            m.addbmm(F, M[None], M[None])
+        with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype"):
+            m.addmm(M, F, F)
+        with pytest.raises(RuntimeError, match="input float, batch1: long int, batch2: long int"):
+            m.baddbmm(F[None], M[None], M[None])
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            m.addmm(M.bool(), M.bool(), M.bool())
+        with pytest.raises(RuntimeError, match="argument beta must not be a floating point"):
+            m.addr(M, v, v, beta=0.5)
+        with pytest.raises(RuntimeError, match="Boolean beta only supported for Boolean results"):
+            m.addr(M, v, v, beta=True)

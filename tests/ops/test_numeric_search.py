@@ -146,3 +146,51 @@ def test_top_level_in_place_functions_and_aliases():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ember.tensor([0.5]).arctanh().item() == pytest.approx(np.arctanh(0.5))
+
+
+def _first_and_second_order(m, fn, *values):
+    leaves = [m.tensor(v, dtype=m.float64, requires_grad=True) for v in values]
+    out = fn(m, *leaves)
+    firsts = m.autograd.grad(out.sum(), leaves, create_graph=True, allow_unused=True)
+    result = [out.detach().numpy()]
+    for g in firsts:
+        result.append(None if g is None else g.detach().numpy())
+        if g is not None and g.requires_grad:
+            seconds = m.autograd.grad(g.sum(), leaves, retain_graph=True, allow_unused=True)
+            result.extend(None if s is None else s.numpy() for s in seconds)
+    return result, type(out.grad_fn).__name__
+
+
+@pytest.mark.parametrize(
+    "fn, values",
+    [
+        (lambda m, a, b: m.copysign(a, b), ([1.0, -2.0, 0.0, -0.0], [-1.0, 1.0, -1.0, 2.0])),
+        (lambda m, a: m.copysign(a, -1.0), ([1.0, -2.0, 0.0, -0.0],)),
+        (lambda m, a, b: m.ldexp(a, b), ([1.0, -2.0, 0.5], [1.0, 2.0, -1.0])),
+        # torch's pow(2, other) for an integer exponent: 2**-1 is 0, 2**70 wraps to 0
+        (lambda m, a: m.ldexp(a, m.tensor([1, 2, -1, 70])), ([1.0, -2.0, 0.5, 3.0],)),
+        (lambda m, a, b: m.atan2(a, b), ([0.0, 1.0, 0.0, -0.0], [0.0, 1.0, -0.0, 0.0])),
+    ],
+)
+def test_gradients_and_their_gradients_follow_torchs_formulas(torch_mod, fn, values):
+    ours, our_node = _first_and_second_order(ember, fn, *values)
+    theirs, their_node = _first_and_second_order(torch_mod, fn, *values)
+    assert our_node == their_node
+    assert len(ours) == len(theirs)
+    for e, t in zip(ours, theirs):
+        assert (e is None) == (t is None)
+        if e is not None:
+            np.testing.assert_array_equal(e, t)  # zeros (not None) for copysign's other
+
+
+def test_frexp_mantissa_and_nextafter_take_torchs_gradients(torch_mod):
+    compare_with_torch(lambda m, x: m.frexp(x).mantissa, [np.array([3.0, -0.25, 10.0])])
+    compare_with_torch(
+        lambda m, x, y: m.nextafter(x, y), [np.array([3.0, -0.25]), np.array([1.0, 2.0])]
+    )
+    x = ember.tensor([3.0, -0.25], requires_grad=True)
+    mantissa, exponent = ember.frexp(x)
+    assert mantissa.grad_fn.name() == "FrexpBackward0" and not exponent.requires_grad
+    (g,) = ember.autograd.grad(ember.nextafter(ember.ones(2), x).sum(), x)
+    assert g.tolist() == [0.0, 0.0]  # zeros for other, not None
+    check_gradients(lambda m, x: m.frexp(x)[0], [np.array([3.0, -0.3, 10.0])])

@@ -223,3 +223,24 @@ def test_sum_and_mean_over_dims_have_pytorchs_node_names():
     assert y.grad_fn.name() == "MeanBackward1"
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.full((3, 4), 1 / 12))
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_correction_beyond_the_sample_size_gives_inf_and_torch_gradients(torch_mod, name):
+    results = []
+    for m in (ember, torch_mod):
+        out = []
+        for data in ([1.0, 2.0], [3.0, 3.0], [[1.0, 2.0, 2.0], [1.0, 1.0, 1.0]]):
+            size = np.size(data)
+            for correction, dim in ((size, None), (size + 1, None), (3, -1), (5, -1)):
+                x = m.tensor(data, dtype=m.float64, requires_grad=True)
+                with pytest.warns(UserWarning, match=rf"{name}\(\): degrees of freedom is <= 0"):
+                    y = getattr(m, name)(x, dim=dim, correction=correction)
+                (g,) = m.autograd.grad(y.sum(), x)
+                out.append((y.detach().numpy(), g.numpy()))
+        results.append(out)
+    for (ey, eg), (ty, tg) in zip(*results):
+        np.testing.assert_array_equal(ey, ty)  # inf, or NaN for 0/0
+        np.testing.assert_array_equal(eg, tg)
+    with pytest.warns(UserWarning, match=r"var_mean\(\): degrees of freedom"):
+        assert ember.var_mean(ember.tensor([1.0, 2.0]), correction=3)[0].item() == float("inf")

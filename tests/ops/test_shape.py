@@ -165,3 +165,18 @@ def test_shape_ops_over_generated_shapes(name, shape):
     fn = GENERATED_SHAPE_OPS[name]
     check_gradients(fn, [x])
     compare_with_torch(fn, [x])
+
+
+def test_flip_takes_dims_by_keyword_and_atleast_takes_lists_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        x = m.arange(6.0).reshape(2, 3)
+        assert m.flip(x, dims=(0,)).tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]
+        assert m.flip(x, dims=[0, 1]).tolist() == x.flip(0, 1).tolist() == x.flip((0, 1)).tolist()
+        assert x.flip(dims=(1,)).tolist() == [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]]
+        pair = [m.tensor(1.0), m.tensor([2.0, 3.0])]
+        assert [tuple(t.shape) for t in m.atleast_1d(pair)] == [(1,), (2,)]
+        assert [tuple(t.shape) for t in m.atleast_2d(pair)] == [(1, 1), (1, 2)]
+        assert [tuple(t.shape) for t in m.atleast_1d(tuple(pair))] == [(1,), (2,)]
+        assert [tuple(t.shape) for t in m.atleast_2d(*pair)] == [(1, 1), (1, 2)]
+        assert tuple(m.atleast_1d(m.tensor(1.0)).shape) == (1,)
+    check_gradients(lambda m, t: m.flip(t, dims=[1]), arrays_for([(2, 3)]))

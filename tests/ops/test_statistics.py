@@ -136,3 +136,36 @@ def test_zero_size_reductions():
     assert ember.nansum(ember.zeros(0)).item() == 0.0
     with pytest.raises(IndexError, match="non-zero size"):
         ember.median(ember.zeros(2, 0), 1)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_median_of_all_elements_splits_the_gradient_among_ties_like_torch(torch_mod, name):
+    nan = float("nan")
+    for data in ([1.0, 2.0, 2.0, 2.0, 3.0], [2.0, 2.0, 1.0, 5.0], [1.0, 2.0, 2.0, nan, 3.0]):
+        fn = lambda m, x, name=name: getattr(m, name)(x)  # noqa: E731
+        compare_with_torch(fn, [np.array(data)])
+    x = ember.tensor([1.0, 2.0, 2.0, 2.0, 3.0], requires_grad=True)
+    ember.median(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0, 1 / 3, 1 / 3, 1 / 3, 0])
+    assert ember.median(x).grad_fn.name() == "MedianBackward0"
+
+
+@pytest.mark.parametrize("name", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "midpoint"])
+def test_quantile_gradient_reaches_q_through_the_linear_weight(torch_mod, name, interpolation):
+    nan = float("nan")
+    rows = np.array([[1.0, 4.0, 2.0, 8.0], [3.0, nan, 1.0, 0.0], [nan, nan, nan, nan]])
+    for data, q, dim in (
+        (rows[0], np.array([0.3, 0.5]), None),
+        (rows[0], np.array(0.3), None),
+        (rows, np.array([0.0, 0.7, 1.0]), 1),
+    ):
+        fn = lambda m, x, p, dim=dim: getattr(m, name)(  # noqa: E731
+            x, p, dim=dim, interpolation=interpolation
+        )
+        compare_with_torch(fn, [data, q])
+    if interpolation == "linear":
+        check_gradients(
+            lambda m, x, p: getattr(m, name)(x, p, dim=1),
+            [np.array([[1.0, 4.0, 2.0, 8.0], [3.0, 5.0, 1.0, 0.0]]), np.array([0.3, 0.55])],
+        )

@@ -270,8 +270,8 @@ def relu(start, stop, x, out):  # np.maximum(x, 0): NaN kept, -0 made +0 (one pa
 
 
 @jit.njit(error_model="numpy")
-def relu_backward(start, stop, g, y, out, one):  # g · (y > 0), as NumPy multiplies by the mask
+def relu_backward(start, stop, g, y, out, one):  # 0 where y <= 0, else g (NaN y lets g through)
     gs, ys, os = g[start:stop], y[start:stop], out[start:stop]
     zero = one - one
     for i in range(ys.size):
-        os[i] = gs[i] * (one if ys[i] > 0 else zero)
+        os[i] = zero if ys[i] <= 0 else gs[i]

@@ -30,9 +30,10 @@ def _bias_relu_rows(start, stop, out, bias):
 
 @jit.njit
 def _relu_backward_columns(start, stop, grad, out, one, zero, grad_in, grad_bias):
-    # grad_in = grad · (out > 0) and grad_bias = Σ_rows grad_in, for the columns [start, stop);
-    # ``one``, ``zero`` in the arrays' dtype: grad times the mask as NumPy multiplies it. Each
-    # row through 1-D views indexed from 0, so that LLVM vectorizes the loop
+    # grad_in = 0 where out <= 0 else grad (a NaN output lets grad through, as torch's
+    # threshold_backward) and grad_bias = Σ_rows grad_in, for the columns [start, stop);
+    # ``zero`` in the arrays' dtype. Each row through 1-D views indexed from 0, so that LLVM
+    # vectorizes the loop
     width = stop - start
     total = grad_bias[start:stop]
     total[:] = 0
@@ -41,7 +42,7 @@ def _relu_backward_columns(start, stop, grad, out, one, zero, grad_in, grad_bias
         y = out[r, start:stop]
         z = grad_in[r, start:stop]
         for j in range(width):
-            v = g[j] * (one if y[j] > 0 else zero)
+            v = zero if y[j] <= 0 else g[j]
             z[j] = v
             total[j] += v
 

@@ -371,7 +371,9 @@ def _sort(g, a, result):
 
 def _flip(g, a, result):
     x = a["input"]
-    dims = a["dims"]
+    dims = a["dims"] if a.get("dims") is not None else a["listed"]  # flip(x, dims=) or listed
+    if isinstance(dims, int):
+        dims = (dims,)
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
     axes = [_axis(d, _ndim(x)) for d in dims]

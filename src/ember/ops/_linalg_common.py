@@ -98,6 +98,30 @@ def batch_prefix(index: int, batched: bool) -> str:
     return f"(Batch element {index}): " if batched else ""
 
 
+def svd_kernel(xp, a, full_matrices: bool = False, compute_uv: bool = True):
+    """The backend's SVD of a stack of matrices, raising torch's LinAlgError (not NumPy's)
+    where it cannot converge: a matrix with a NaN (an infinity gives NaN singular values, in
+    torch too), or LAPACK giving up."""
+    if a.size:
+        stack = a.reshape((-1,) + a.shape[-2:])
+        has_nan = xp.isnan(stack).any(axis=(1, 2))
+        if bool(has_nan.any()):
+            index = int(has_nan.argmax())
+            raise LinAlgError(
+                f"linalg.svd: {batch_prefix(index, a.ndim > 2)}The algorithm failed to converge "
+                "because the input matrix contained non-finite values."
+            )
+    try:
+        if not compute_uv:
+            return xp.linalg.svd(a, compute_uv=False)
+        return xp.linalg.svd(a, full_matrices=full_matrices)
+    except _backend.KernelLinAlgError:
+        raise LinAlgError(
+            "linalg.svd: The algorithm failed to converge because the input matrix is "
+            "ill-conditioned or has too many repeated singular values."
+        ) from None
+
+
 def first_failure(info) -> tuple:
     """(flat batch index, info value) of the first nonzero entry of an info array."""
     flat = info.reshape(-1)

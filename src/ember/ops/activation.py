@@ -15,7 +15,7 @@ from .._kernels.jit import module as jit_module
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, float_result, grad_state, result, wrap, wrap_dim
-from .elementwise import clamp, erf, sigmoid, tanh, where
+from .elementwise import clamp, erf, sigmoid, tanh, threshold_backward, where
 from .shape import cat
 
 SQRT_HALF = math.sqrt(0.5)
@@ -411,11 +411,11 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 class ThresholdBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
-        return g * (x > self.threshold)
+        return threshold_backward(g, x, self.threshold)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """x where x > threshold, else ``value``."""
+    """``value`` where x <= threshold, else x (NaN stays NaN, as torch)."""
     if inplace:
         return _in_place(input, lambda t: _threshold(t, threshold, value))
     return _threshold(input, threshold, value)
@@ -424,7 +424,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     data = input._data
     xp = array_module(data)
-    out = xp.where(data > threshold, data, xp.asarray(value).astype(data.dtype))
+    out = xp.where(data <= threshold, xp.asarray(value).astype(data.dtype), data)
     return result(ThresholdBackward0, out, (input,), (input,), threshold=threshold)
 
 

@@ -412,6 +412,39 @@ def _check_devices(input: Tensor, weight: Tensor, bias) -> None:
             )
 
 
+def check_conv_params(stride, padding, dilation, output_padding=()) -> None:
+    """torch's checks of a convolution's numbers, in its order (after groups)."""
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d < 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+
+
+def check_conv_bias(weight: Tensor, bias, out_channels: int, transposed: bool) -> None:
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_channels):
+        prefix = "Given transposed=1, weight" if transposed else "Given weight"
+        raise RuntimeError(
+            f"{prefix} of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+            f"{out_channels} elements, but got bias of size {list(bias.shape)} instead"
+        )
+
+
+def check_conv_dilation(dilation: tuple, transposed: bool) -> None:
+    """A zero dilation, caught last as torch's kernels catch it (1-d as the 2-d kernel)."""
+    if all(d > 0 for d in dilation):
+        return
+    shown = (1,) + dilation if len(dilation) == 1 else dilation
+    if not transposed:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(shown)}")
+    names = ("dilation_depth", "dilation_height", "dilation_width")[-len(shown) :]
+    got = ", ".join(f"{name}: {d}" for name, d in zip(names, shown))
+    raise RuntimeError(f"dilation should be greater than zero, but got {got}")
+
+
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: int, op: str):
     x, unbatched = _batched(input, nd, op)
     _check_weight(x, weight, nd, op)
@@ -434,6 +467,12 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: in
             f"but got weight of size {list(weight.shape)} instead"
         )
     stride, dilation = _pair(stride, nd, "stride"), _pair(dilation, nd, "dilation")
+    if not isinstance(padding, str):
+        check_conv_params(stride, _pair(padding, nd, "padding"), dilation)
+    else:
+        check_conv_params(stride, (), dilation)
+    check_conv_bias(weight, bias, out_ch, transposed=False)
+    check_conv_dilation(dilation, transposed=False)
     pads = _padding_pairs(padding, kernel, dilation, stride, nd, op)
     out = tuple(
         _out_size(sz, k, s, lo, hi, d)

@@ -24,6 +24,9 @@ from .conv import (
     _pair,
     _PipelineCall,
     _pipelined,
+    check_conv_bias,
+    check_conv_dilation,
+    check_conv_params,
     fold_windows,
 )
 
@@ -53,6 +56,9 @@ def _conv_transpose_nd(
     stride, dilation = _pair(stride, nd, "stride"), _pair(dilation, nd, "dilation")
     pad = _pair(padding, nd, "padding")
     out_pad = _pair(output_padding, nd, "output_padding")
+    check_conv_params(stride, pad, dilation, out_pad)
+    check_conv_bias(weight, bias, out_per_group * groups, transposed=True)
+    check_conv_dilation(dilation, transposed=True)
     for op_, s, d in zip(out_pad, stride, dilation):
         if op_ >= s and op_ >= d:
             raise RuntimeError(

@@ -24,6 +24,7 @@ from ._dispatch import (
     NUMPY_ARRAY,
     array_module,
     broadcast_error,
+    cast,
     data_of,
     float_result,
     grad_state,
@@ -258,17 +259,21 @@ def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
 class ThresholdBackwardBackward0(Node):
     def backward(self, gg):
         (y,) = self.saved_tensors()
-        return gg * (y > self.threshold), None  # piecewise constant in y
+        # piecewise constant in y: its gradient is zero (a zero tensor, as torch gives)
+        g_y = y.new_zeros(y.shape) if self.needs(1) else None
+        return threshold_backward(gg, y, self.threshold), g_y
 
 
 def threshold_backward(grad: Tensor, output: Tensor, threshold: float) -> Tensor:
-    """grad where output > threshold, else 0 (the gradient of relu and threshold)."""
+    """0 where output <= threshold, else grad (the gradient of relu and threshold; a NaN
+    output lets its gradient through, as torch)."""
     g, y = grad._data, output._data
     data = None
     if threshold == 0 and g.flags.c_contiguous and y.flags.c_contiguous:
         data = _compiled_backward("relu_backward", g, y)
     if data is None:
-        data = g * (y > threshold)
+        xp = array_module(g)
+        data = xp.where(y <= threshold, xp.zeros((), dtype=g.dtype), g)
     return result(ThresholdBackwardBackward0, data, (grad, output), (output,), threshold=threshold)
 
 
@@ -863,8 +868,12 @@ def float_power(input, exponent) -> Tensor:
 class Atan2Backward0(Node):
     def backward(self, g):
         a, b = self.saved_tensors()
+        # d atan2(a,b) = (b da - a db)/(a²+b²); torch takes 1/(a²+b²) as 0 at the origin
         denom = a * a + b * b
-        return g * b / denom, g * -a / denom  # d atan2(a,b) = (b da - a db)/(a²+b²)
+        recip = denom.reciprocal().masked_fill(denom == 0, 0.0)
+        g_a = g * b * recip if self.needs(0) else None
+        g_b = g * -a * recip if self.needs(1) else None
+        return g_a, g_b
 
 
 def atan2(input, other) -> Tensor:
@@ -1071,29 +1080,32 @@ def _scalar_array(value, like: Tensor):
 class ClampBackward0(Node):  # number bounds
     def backward(self, g):
         (x,) = self.saved_tensors()
-        lo, hi = self.min, self.max
-        keep = None
-        if lo is not None:
-            keep = x >= lo
-        if hi is not None:
-            keep = (x <= hi) if keep is None else keep & (x <= hi)
-        return g * keep
+        return g.masked_fill(~_clamp_kept(x, self.min, self.max), 0.0)
 
 
-class ClampBackward1(Node):  # tensor bounds
+def _clamp_kept(x: Tensor, lo, hi) -> Tensor:
+    """Where clamp passes x through: min <= x <= max (False for NaN x, and wherever
+    min > max, where the result is max)."""
+    if lo is None:
+        return x <= hi
+    if hi is None:
+        return x >= lo
+    return (x >= lo) & (x <= hi)
+
+
+class ClampBackward1(Node):  # tensor bounds, torch's clamp_backward_min_max
     def backward(self, g):
         x, lo, hi = self.saved_tensors()
-        keep = None
+        g_x = g.masked_fill(~_clamp_kept(x, lo, hi), 0.0) if self._edges[0] is not None else None
         g_lo = g_hi = None
-        if lo is not None:
-            keep = x >= lo
-            g_lo = g.masked_fill(~(x < lo), 0.0) if self._edges[1] is not None else None
-        if hi is not None:
-            keep = (x <= hi) if keep is None else keep & (x <= hi)
-            g_hi = g.masked_fill(~(x > hi), 0.0) if self._edges[2] is not None else None
-            if g_lo is not None:  # when min > max the result is max: min gets nothing there
-                g_lo = g_lo.masked_fill(lo > hi, 0.0)
-        return g * keep, g_lo, g_hi
+        if lo is not None and self._edges[1] is not None:
+            # min is the result where x < min, unless max < min overrides it
+            taken = (x < lo) if hi is None else (x < lo) & (lo < hi)
+            g_lo = g.masked_fill(~taken, 0.0)
+        if hi is not None and self._edges[2] is not None:
+            taken = (x > hi) if lo is None else (x > hi) | (hi < lo)
+            g_hi = g.masked_fill(~taken, 0.0)
+        return g_x, g_lo, g_hi
 
 
 _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int"}
@@ -1226,24 +1238,44 @@ class AddcdivBackward0(Node):
         )
 
 
+def _fused_operands(op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value):
+    """addcmul/addcdiv's operands in their result dtype, and ``value`` converted to it as
+    torch converts a Scalar (int64 takes 0.5 as 0); ``value`` does not take part in promotion."""
+    rt = dt.result_type(input, tensor1, tensor2)
+    if rt.category == dt.BOOL:
+        raise NotImplementedError(f"\"{op}_cpu_out\" not implemented for 'Bool'")
+    if rt.category == dt.INT:
+        value = int(value.real if isinstance(value, complex) else value)
+    converted = rt.np.type(value)
+    return cast(input, rt), cast(tensor1, rt), cast(tensor2, rt), converted
+
+
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-    data = input._data + value * (tensor1._data * tensor2._data)
-    data = data.astype(input._data.dtype, copy=False) if input._data.dtype.kind == "f" else data
+    """input + value · tensor1 · tensor2, in the three tensors' result dtype."""
+    input, tensor1, tensor2, v = _fused_operands("addcmul", input, tensor1, tensor2, value)
+    a, scaled, t2 = input._data, v * tensor1._data, tensor2._data
+    if a.dtype.kind == "f" and a.dtype.itemsize <= 4:
+        # torch's kernel: one fused multiply-add, a + (v·t1)·t2 rounded once; the product of
+        # two float32 numbers is exact in float64, so the sum there rounds as the FMA does
+        data = (a.astype("float64") + scaled.astype("float64") * t2).astype(a.dtype)
+    else:
+        data = a + scaled * t2
     return result(
-        AddcmulBackward0, data, (input, tensor1, tensor2), (None, tensor1, tensor2), value=value
+        AddcmulBackward0, data, (input, tensor1, tensor2), (None, tensor1, tensor2), value=v.item()
     )
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """input + value · tensor1 / tensor2; integer tensor1 and tensor2 are refused, as torch."""
     if tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future release "
             "addcdiv will perform a true division of tensor1 and tensor2."
         )
-    data = input._data + value * (tensor1._data / tensor2._data)
-    data = data.astype(input._data.dtype, copy=False) if input._data.dtype.kind == "f" else data
+    input, tensor1, tensor2, v = _fused_operands("addcdiv", input, tensor1, tensor2, value)
+    data = input._data + v * tensor1._data / tensor2._data
     return result(
-        AddcdivBackward0, data, (input, tensor1, tensor2), (None, tensor1, tensor2), value=value
+        AddcdivBackward0, data, (input, tensor1, tensor2), (None, tensor1, tensor2), value=v.item()
     )
 
 

@@ -129,11 +129,11 @@ def embedding_bag(
         return _bag_max(rows, ids, bags, empty, xp)
     if sample_weights is not None:
         rows = rows * sample_weights.unsqueeze(1)
-    if mode == "mean":
+    sums = empty.index_add(0, bag_of, rows)
+    if mode == "mean":  # torch divides each bag's sum by its size (an empty bag gives 0)
         counts = xp.bincount(ids, minlength=bags).astype(weight._data.dtype)
-        scale = 1.0 / xp.maximum(counts, 1)[ids]
-        rows = rows * wrap(scale[:, None])
-    return empty.index_add(0, bag_of, rows)
+        return sums / wrap(xp.maximum(counts, 1)[:, None])
+    return sums
 
 
 def _kept_positions(input: Tensor, offsets, include_last_offset: bool, xp):

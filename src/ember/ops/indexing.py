@@ -401,9 +401,11 @@ def _embed(small: Tensor, shape: tuple) -> Tensor:
 
 def _scatter_target(xp, out, index, d: int):
     """Where scatter writes and the key addressing it; a 0-d ``out`` is written as one element
-    of a 1-d view (its index may be 0-d or hold one element)."""
+    of a 1-d view (its index may be 0-d or hold one element), as is a 0-d index of a 1-d one."""
     if out.ndim == 0:
         return out.reshape(1), (index.reshape(-1),)
+    if index.ndim == 0:  # a 0-d index into a 1-d tensor names one element
+        return out, (index.reshape(1),)
     return out, _along_dim_key(xp, index, d)
 
 
@@ -908,6 +910,59 @@ def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
 
 
+def _unique_rows(rows, consecutive: bool):
+    """Distinct rows of a 2-D array: (first-row positions in order, inverse, counts).
+
+    NaN is unequal to itself, so each NaN row stands alone as in torch (np.unique merges them).
+    Unless ``consecutive``, rows are sorted lexicographically first (NaN last, as torch)."""
+    xp = array_module(rows)
+    n = rows.shape[0]
+    if consecutive or n == 0:
+        order = xp.arange(n)
+    elif rows.shape[1] == 1:
+        order = xp.argsort(rows[:, 0], kind="stable")
+    else:
+        order = xp.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    starts = xp.ones(n, dtype=bool)
+    if n > 1:
+        starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    group = xp.cumsum(starts) - 1
+    inverse = xp.empty(n, dtype=dt.int64.np)
+    inverse[order] = group
+    first = xp.nonzero(starts)[0]
+    counts = xp.diff(xp.concatenate([first, xp.asarray([n])])).astype(dt.int64.np)
+    return order[first], inverse, counts
+
+
+def _unique_along(input: Tensor, return_inverse, return_counts, dim, consecutive, op):
+    data = input._data
+    xp = array_module(data)
+    if dim is None:
+        taken, inverse, counts = _unique_rows(data.reshape(-1, 1), consecutive)
+        values = data.reshape(-1)[taken]
+        inverse = inverse.reshape(data.shape)
+    else:
+        if data.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        d = wrap_dim(dim, data.ndim, op)
+        moved = xp.moveaxis(data, d, 0)
+        if moved.size == 0 and moved.shape[0] != 0:
+            raise RuntimeError(
+                "There are 0 sized dimensions, and they aren't selected, so unique cannot be "
+                "applied"
+            )
+        rows = moved.reshape(moved.shape[0], moved.size // builtins.max(moved.shape[0], 1))
+        taken, inverse, counts = _unique_rows(rows, consecutive)
+        values = xp.take(data, taken, axis=d)
+    out = [wrap(values)]
+    if return_inverse:
+        out.append(wrap(inverse))
+    if return_counts:
+        out.append(wrap(counts))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def unique(
     input: Tensor,
     sorted: bool = True,
@@ -915,41 +970,11 @@ def unique(
     return_counts: bool = False,
     dim=None,
 ):
-    xp = array_module(input._data)
-    data = input._data
-    if dim is None:
-        values, inverse, counts = xp.unique(
-            data.reshape(-1), return_inverse=True, return_counts=True
-        )
-        inverse = inverse.reshape(data.shape)
-    else:
-        d = wrap_dim(dim, data.ndim, "unique")
-        values, inverse, counts = xp.unique(data, return_inverse=True, return_counts=True, axis=d)
-        inverse = inverse.reshape(-1)
-    out = [wrap(values)]
-    if return_inverse:
-        out.append(wrap(inverse.astype(dt.int64.np)))
-    if return_counts:
-        out.append(wrap(counts.astype(dt.int64.np)))
-    return out[0] if len(out) == 1 else tuple(out)
+    return _unique_along(input, return_inverse, return_counts, dim, False, "unique")
 
 
 def unique_consecutive(input: Tensor, return_inverse=False, return_counts=False, dim=None):
-    xp = array_module(input._data)
-    flat = input._data.reshape(-1)
-    if flat.size == 0:
-        keep = xp.zeros(0, dtype=bool)
-    else:
-        keep = xp.concatenate([xp.asarray([True]), flat[1:] != flat[:-1]])
-    out = [wrap(flat[keep])]
-    if return_inverse:
-        out.append(wrap((xp.cumsum(keep) - 1).reshape(input._data.shape).astype(dt.int64.np)))
-    if return_counts:
-        starts = xp.nonzero(keep)[0]
-        out.append(
-            wrap(xp.diff(xp.concatenate([starts, xp.asarray([flat.size])])).astype(dt.int64.np))
-        )
-    return out[0] if len(out) == 1 else tuple(out)
+    return _unique_along(input, return_inverse, return_counts, dim, True, "unique_consecutive")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1014,6 +1039,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
             )
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
+        if mode == "circular" and n + lo + hi < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
     if builtins.min(builtins.min(lo, hi) for _, lo, hi in pairs) >= 0:
         return pad_by_mode(input, pairs, mode)
     out = input  # cropping too: the positions each output takes
@@ -1027,7 +1054,8 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
             positions = xp.where(positions >= n, period - positions, positions)
         elif mode == "replicate":
             positions = xp.clip(positions, 0, n - 1)
-        else:
-            positions = positions % n
+        else:  # circular: crop first, then wrap around what the crop kept (as torch)
+            first, last = builtins.max(-lo, 0), n - builtins.max(-hi, 0)
+            positions = first + (positions - first) % builtins.max(last - first, 1)
         out = index_select(out, d, wrap(positions.astype(dt.int64.np)))
     return out

@@ -6,12 +6,14 @@ import math
 import string
 
 from .. import _backend
+from .. import _dtype as dt
 from .._creation import eye, tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
 from . import linear_backward  # it reads gemm from this module when called
 from ._dispatch import array_module, result, wrap
+from ._linalg_common import svd_kernel
 from .complex import conj_of
 from .reduction import vector_norm
 from .shape import stack
@@ -267,11 +269,64 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 ger = outer
 
 
-def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
-    prod = mm(mat1, mat2)
+def scaled_sum(input: Tensor, product: Tensor, beta, alpha) -> Tensor:
+    """β·input + α·product; β = 0 ignores input (nan and inf in it do not propagate). An
+    integer result takes β and α as torch converts them to its type (0.5 truncates to 0)."""
+    if not (product.is_floating_point() or product.is_complex()):
+        beta, alpha = int(beta), int(alpha)
     if alpha != 1:
-        prod = prod * alpha
-    return (input if beta == 1 else input * beta) + prod
+        product = product * alpha
+    if beta == 0:
+        return product + (input * 0).nan_to_num(0.0, 0.0, 0.0)
+    return (input if beta == 1 else input * beta) + product
+
+
+_C_TYPE_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+    "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
+}
+
+
+def check_fused_product(op: str, input: Tensor, a: Tensor, b: Tensor) -> None:
+    """addmm/addmv/addbmm/baddbmm take one dtype for all three tensors (no promotion) and no
+    bool, each with torch's message."""
+    dtypes = (input.dtype, a.dtype, b.dtype)
+    if dtypes[0] != dtypes[1] or dtypes[0] != dtypes[2]:
+        if op == "addmv":
+            names = [d.legacy_name for d in dtypes]
+            raise RuntimeError(
+                f"addmv input tensors must have the same dtype, but got {names[0]}, {names[1]}, "
+                f"and {names[2]}"
+            )
+        if op == "baddbmm":
+            c = [_C_TYPE_NAMES.get(d.name, d.name) for d in dtypes]
+            raise RuntimeError(
+                f"Input dtypes must be the same, got: input {c[0]}, batch1: {c[1]}, batch2: {c[2]}"
+            )
+        other = dtypes[2] if dtypes[2] != dtypes[0] else dtypes[1]
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {dtypes[0].legacy_name} and "
+            f"{other.legacy_name}"
+        )
+    if input.dtype == dt.bool_:
+        kernel = {"addmv": "addmv_impl_cpu", "baddbmm": "baddbmm"}.get(op, "addmm_impl_cpu_")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """β·input + α·(mat1 @ mat2)."""
+    check_fused_product("addmm", input, mat1, mat2)
+    return scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
 # --------------------------------------------------------------------------------------------
@@ -543,7 +598,7 @@ class LinalgSvdvalsBackward0(Node):
 
 def svdvals(A: Tensor) -> Tensor:
     xp = array_module(A._data)
-    u, s, vh = xp.linalg.svd(A._data, full_matrices=False)
+    u, s, vh = svd_kernel(xp, A._data)
     k = s.shape[-1]
     return result(LinalgSvdvalsBackward0, s, (A,), u=wrap(u[..., :, :k]), vh=wrap(vh[..., :k, :]))
 

@@ -46,6 +46,7 @@ from ._linalg_common import (
     is_numpy,
     record_outputs,
     scipy_linalg,
+    svd_kernel,
 )
 from .linalg_solvers import inv_ex, solve_triangular
 from .shape import cat
@@ -324,7 +325,7 @@ def _svd_arrays(a, xp, full_matrices: bool):
         u = xp.broadcast_to(xp.eye(m, ucols, dtype=a.dtype), batch + (m, ucols)).copy()
         vh = xp.broadcast_to(xp.eye(vrows, n, dtype=a.dtype), batch + (vrows, n)).copy()
         return u, xp.zeros(batch + (k,), dtype=a.dtype), vh
-    return xp.linalg.svd(a, full_matrices=full_matrices)
+    return svd_kernel(xp, a, full_matrices)
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> tuple:

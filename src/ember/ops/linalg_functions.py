@@ -16,7 +16,7 @@ from .._creation import eye, ones
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
-from ._linalg_common import check_matrix
+from ._linalg_common import check_matrix, svd_kernel
 from .linalg import matmul
 from .linalg import matrix_norm as _matrix_norm_basic
 from .linalg_decompositions import svdvals
@@ -121,7 +121,7 @@ def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, tol
     m, n = a.shape[-2:]
     if a.size == 0:
         return wrap(xp.zeros(a.shape[:-2], dtype=dt.int64.np))
-    s = xp.abs(xp.linalg.eigvalsh(a)) if hermitian else xp.linalg.svd(a, compute_uv=False)
+    s = xp.abs(xp.linalg.eigvalsh(a)) if hermitian else svd_kernel(xp, a, compute_uv=False)
     s_max = s.max(-1, keepdims=True)
     eps = float(xp.finfo(a.dtype).eps)
     if rtol is None:
@@ -331,6 +331,13 @@ def vander(x: Tensor, N: int | None = None) -> Tensor:
     return cat([first, powers], -1)
 
 
+class LinalgHouseholderProductBackward0(Node):
+    """householder_product with no reflectors: constant in A and tau."""
+
+    def backward(self, g):
+        return None, None
+
+
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of H₁⋯H_k, H_i = I - τ_i v_i v_iᵀ with v_i stored below A's
     diagonal (as LAPACK's orgqr)."""
@@ -354,6 +361,9 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
         raise RuntimeError(
             f"{op}: tau dtype {tau.dtype.name} does not match input dtype {A.dtype.name}"
         )
+    if k == 0:  # no reflectors: the identity's columns, recorded (as torch) with no gradient
+        Q = eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape)).contiguous()
+        return result(LinalgHouseholderProductBackward0, Q._data, (A, tau))
     V = A.tril(-1)[..., :, :k] + eye(m, k, dtype=A.dtype, device=A.device)
     Q = eye(m, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, m))
     for i in range(k):

@@ -6,21 +6,14 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._creation import zeros
 from .._tensor import Tensor
-from .linalg import bmm, mv, outer
+from .linalg import bmm, check_fused_product, mv, outer
+from .linalg import scaled_sum as _scaled_sum
 from .shape import cat
-
-
-def _scaled_sum(input: Tensor, product: Tensor, beta, alpha) -> Tensor:
-    """β·input + α·product; β = 0 ignores input (nan and inf in it do not propagate)."""
-    if alpha != 1:
-        product = product * alpha
-    if beta == 0:
-        return product + (input * 0).nan_to_num(0.0, 0.0, 0.0)
-    return (input if beta == 1 else input * beta) + product
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """β·input + α·(mat @ vec)."""
+    check_fused_product("addmv", input, mat, vec)
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
@@ -32,16 +25,30 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
             if vec1.ndim != 1
             else f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D"
         )
-    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+    product = outer(vec1, vec2)
+    if not (product.is_floating_point() or product.is_complex()):
+        for name, value in (("beta", beta), ("alpha", alpha)):
+            if isinstance(value, float):
+                raise RuntimeError(
+                    f"For integral input tensors, argument {name} must not be a floating point "
+                    "number."
+                )
+            if isinstance(value, bool) and product.dtype != dt.bool_:
+                raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    if product.dtype == dt.bool_:  # torch: input · beta or (vec1 ⊗ vec2 · alpha), logically
+        return (input.bool() & bool(beta)) | (product & bool(alpha))
+    return _scaled_sum(input, product, beta, alpha)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """β·input + α·(batch1 @ batch2), batch by batch."""
+    check_fused_product("baddbmm", input, batch1, batch2)
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """β·input + α·Σ_b batch1[b] @ batch2[b]."""
+    check_fused_product("addbmm", input, batch1, batch2)
     return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
 
 

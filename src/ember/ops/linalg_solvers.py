@@ -32,6 +32,7 @@ from ._linalg_common import (
     int_tensor,
     is_numpy,
     shape_str,
+    svd_kernel,
 )
 from .linalg import LinalgInvExBackward0, LinalgSolveExBackward0
 from .linalg import solve as _solve
@@ -411,7 +412,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, rcond=None
         inv_w = xp.where(keep, 1 / xp.where(keep, w, 1), 0)
         out = (v * inv_w[..., None, :]) @ xp.swapaxes(v, -1, -2)
     else:
-        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+        u, s, vh = svd_kernel(xp, a)
         cutoff = _tolerances(s[..., :1], atol, rtol, m, n, eps, xp)
         keep = s > cutoff
         inv_s = xp.where(keep, 1 / xp.where(keep, s, 1), 0)
@@ -456,7 +457,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     eps = float(xp.finfo(a.dtype).eps)
     rtol = eps * max(m, n) if rcond is None or rcond < 0 else rcond
     if a.size:
-        s = xp.linalg.svd(a, compute_uv=False)
+        s = svd_kernel(xp, a, compute_uv=False)
         rank = (s > rtol * s[..., :1]).sum(-1)
     else:
         s = xp.zeros(a.shape[:-2] + (0,), dtype=a.dtype)

@@ -21,6 +21,7 @@ from .loss import (
     reduce,
     warn_if_sizes_differ,
 )
+from .special import xlogy
 
 _reduce = reduce  # inside the losses ``reduce`` is PyTorch's legacy argument
 
@@ -321,11 +322,8 @@ def kl_div(
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
-    else:
-        # y log y is 0 at y = 0 (xlogy); log(1) on the unused branch keeps gradients finite
-        positive = target > 0
-        safe = where(positive, target, 1.0)
-        loss = where(positive, target * safe.log(), 0.0) - target * input
+    else:  # torch's formula: y log y is 0 at y = 0, NaN for a negative target
+        loss = xlogy(target, target) - target * input
     if reduction == "batchmean":
         total = loss.sum()
         return total / input.shape[0] if input.dim() else total

@@ -23,6 +23,7 @@ from .._kernels.blocked import errors_ignored, is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
+from ._linalg_common import MultiOutputNode, record_outputs
 from ._recorded import KernelCall as _KernelCall
 from ._recorded import kernel_call as _kernel_call
 from ._recorded import recorder as _recorder
@@ -626,7 +627,36 @@ def native_group_norm(
         NativeGroupNormBackward0, input, layout, weight, bias, eps, (C,), 0
     )
     dtype = input._data.dtype
-    return out, _statistic(mean, (N, group), dtype), _statistic(rstd, (N, group), dtype)
+    stats = (mean.reshape(N, group).astype(dtype), rstd.reshape(N, group).astype(dtype))
+    # recorded on weight and bias too: torch marks the statistics as requiring grad when any
+    # input does (they take no gradient from weight or bias)
+    inputs = (input, weight, bias)
+    mean, rstd = record_outputs(NativeGroupNormStatsBackward, stats, inputs, (input,))
+    return out, mean, rstd
+
+
+class NativeGroupNormStatsBackward(MultiOutputNode):
+    """The statistics of native_group_norm, differentiable as torch's are: over each group
+    of M elements, d mean/dx = 1/M and d rstd/dx = -rstd³ (x - mean)/M."""
+
+    def name(self) -> str:
+        return "NativeGroupNormBackward0"
+
+    def backward(self, g_mean, g_rstd):
+        (x,) = self.saved_tensors()
+        mean, rstd = self.saved_outputs()
+        if not self.needs(0):
+            return None, None, None
+        groups = x.reshape(mean.shape[0], mean.shape[1], -1)
+        m = groups.shape[-1]
+        grad = None
+        if g_mean is not None:
+            grad = (g_mean / m).unsqueeze(-1).expand(groups.shape)
+        if g_rstd is not None:
+            scale = (g_rstd * -(rstd**3) / m).unsqueeze(-1)
+            part = scale * (groups - mean.unsqueeze(-1))
+            grad = part if grad is None else grad + part
+        return grad.reshape(x.shape), None, None
 
 
 def instance_norm(

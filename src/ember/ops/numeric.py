@@ -8,22 +8,59 @@ import math
 from .. import _dtype as dt
 from .. import return_types
 from .._tensor import Tensor
-from ._dispatch import array_module, non_differentiable, promote, to_tensor, wrap
-from .elementwise import _integers_to_float, float_result, logaddexp, signbit, trunc, where
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import Node
+from ._dispatch import (
+    array_module,
+    broadcast_error,
+    non_differentiable,
+    promote,
+    result,
+    to_tensor,
+    wrap,
+)
+from .elementwise import _integers_to_float, float_result, logaddexp, trunc
 
 LN2 = math.log(2.0)
 
 
+class CopysignBackward0(Node):  # tensor other: torch gives it a zero gradient
+    def backward(self, g):
+        (a,) = self.saved_tensors()
+        g_a = g * (self.saved_output() / a).masked_fill(a == 0, 0.0) if self.needs(0) else None
+        g_other = _zeros_as(self.other) if self.needs(1) else None
+        return g_a, g_other
+
+
+class CopysignBackward1(Node):  # a number for other
+    def backward(self, g):
+        (a,) = self.saved_tensors()
+        return g * (self.saved_output() / a).masked_fill(a == 0, 0.0)
+
+
+def _zeros_as(meta) -> Tensor:
+    shape, dtype, xp = meta
+    return wrap(xp.zeros(shape, dtype=dtype))
+
+
 def copysign(input, other) -> Tensor:
-    """|input| with the sign of ``other`` (the sign bit, so -0.0 counts as negative)."""
+    """|input| with the sign of ``other`` (the sign bit, so -0.0 counts as negative).
+
+    Gradients as torch: result/input for input (0 where input is 0), zeros for other."""
     a, b = _integers_to_float("copysign", to_tensor(input), other)
     a, b = promote("copysign", a, b)
     a = float_result("copysign", a)
     b = float_result("copysign", b) if isinstance(b, Tensor) else b
-    negative = signbit(b) if isinstance(b, Tensor) else math.copysign(1.0, b) < 0
-    if isinstance(negative, Tensor):
-        return where(negative, -a.abs(), a.abs())
-    return -a.abs() if negative else a.abs()
+    xp = array_module(a._data)
+    if isinstance(b, Tensor):
+        try:
+            data = xp.copysign(a._data, b._data)
+        except ValueError:
+            raise broadcast_error("copysign", a._data, b._data) from None
+        other = (b._data.shape, b._data.dtype, xp)  # what other's zero gradient looks like
+        return result(CopysignBackward0, data, (a, b), (a,), True, other=other)
+    data = xp.copysign(a._data, a._data.dtype.type(b))
+    return result(CopysignBackward1, data, (a,), (a,), True)
 
 
 def deg2rad(input: Tensor) -> Tensor:
@@ -34,6 +71,27 @@ def rad2deg(input: Tensor) -> Tensor:
     return float_result("rad2deg", input) * (180.0 / math.pi)
 
 
+class LdexpBackward0(Node):
+    """torch's formulas: d/dinput = pow(2, other), d/dother = result · ln 2."""
+
+    def backward(self, g):
+        (other,) = self.saved_tensors()
+        g_input = g * _two_to(other) if self.needs(0) else None
+        g_other = g * self.saved_output() * LN2 if self.needs(1) else None
+        return g_input, g_other
+
+
+def _two_to(other: Tensor) -> Tensor:
+    """at::pow(2, other): for integer exponents an integer power, as torch computes it (a
+    negative exponent gives 0, and 2**63 and beyond wrap in int64)."""
+    if other.dtype.is_floating_point or other.is_complex():
+        return 2.0**other
+    xp = array_module(other._data)
+    e = other._data.astype(dt.int64.np)
+    inside = (e >= 0) & (e < 64)
+    return wrap(xp.where(inside, xp.left_shift(1, xp.where(inside, e, 0)), 0))
+
+
 def ldexp(input: Tensor, other) -> Tensor:
     """input · 2^other, in the promoted floating dtype of both."""
     other = to_tensor(other, input)
@@ -41,12 +99,15 @@ def ldexp(input: Tensor, other) -> Tensor:
         # PyTorch's kernel for a floating mantissa takes integer exponents, not bools
         raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     input = to_tensor(input)
-    if input.dtype.is_floating_point and other._data.dtype.kind in "iu":
-        return input * (2.0 ** other.to(input.dtype))  # integer exponents keep input's dtype
-    # otherwise, as PyTorch: 2 ** other in other's floating dtype (the default one for
-    # integers), then the product with the usual promotion
-    exponent = other if other.dtype.is_floating_point else other.to(dt.get_default_dtype())
-    return input * (2.0**exponent)
+    with no_grad():
+        if input.dtype.is_floating_point and other._data.dtype.kind in "iu":
+            out = input * (2.0 ** other.to(input.dtype))  # integer exponents keep input's dtype
+        else:
+            # as PyTorch: 2 ** other in other's floating dtype (the default one for integers),
+            # then the product with the usual promotion
+            exponent = other if other.dtype.is_floating_point else other.to(dt.get_default_dtype())
+            out = input * (2.0**exponent)
+    return result(LdexpBackward0, out._data, (input, other), (other,), save_output=True)
 
 
 def frexp(input: Tensor):
@@ -58,8 +119,14 @@ def frexp(input: Tensor):
         )
     xp = array_module(input._data)
     mantissa, exponent = xp.frexp(input._data)
-    frexp_result = return_types.frexp
-    return frexp_result(wrap(mantissa), wrap(exponent.astype(dt.int32.np)))
+    exponent = wrap(exponent.astype(dt.int32.np))
+    mantissa = result(FrexpBackward0, mantissa, (input,), exponent=exponent)
+    return return_types.frexp(mantissa, exponent)
+
+
+class FrexpBackward0(Node):  # d mantissa/d input = 2^-exponent
+    def backward(self, g):
+        return g / self.exponent.to(g.dtype).exp2()
 
 
 def _integer_op(op: str, kernel: str, input, other) -> Tensor:
@@ -102,7 +169,13 @@ def nextafter(input: Tensor, other) -> Tensor:
     if a._data.dtype.kind in "biu":
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{a.dtype.legacy_name}'")
     xp = array_module(a._data)
-    return non_differentiable("nextafter", wrap(xp.nextafter(a._data, b._data)), a, b)
+    return result(NextafterBackward0, xp.nextafter(a._data, b._data), (a, b))
+
+
+class NextafterBackward0(Node):  # torch's formulas: the step is taken as constant
+    def backward(self, g):
+        g_other = g.new_zeros(g.shape) if self.needs(1) else None
+        return (g if self.needs(0) else None), g_other
 
 
 def logaddexp2(input, other) -> Tensor:

@@ -15,7 +15,7 @@ from .. import _creation
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
-from ._spatial_checks import require_floating
+from ._spatial_checks import check_pool_args, require_floating
 from .resample import _area_matrix, apply_along_axes
 from .shape import broadcast_shapes
 
@@ -84,8 +84,11 @@ def gather_from_plane(input: Tensor, index, op_name: str = "MaxPoolBackward0") -
     )
 
 
-def scatter_to_plane(values: Tensor, index, shape) -> Tensor:
-    """An (N, C, *S) tensor of zeros with ``values`` added at flat positions ``index``."""
+def scatter_to_plane(values: Tensor, index, shape, accumulate: bool = True) -> Tensor:
+    """An (N, C, *S) tensor of zeros with ``values`` added at flat positions ``index``.
+
+    Without ``accumulate`` each position takes one value, the last one that names it (what
+    max_unpool does with duplicate indices, as torch); with it (gradients) they add up."""
     data = values._data
     xp = array_module(data)
     n, c = shape[:2]
@@ -93,7 +96,11 @@ def scatter_to_plane(values: Tensor, index, shape) -> Tensor:
     rows = xp.arange(n)[:, None, None]
     chans = xp.arange(c)[None, :, None]
     count = math.prod(index.shape[2:])
-    xp.add.at(out, (rows, chans, index.reshape(n, c, count)), data.reshape(n, c, count))
+    where = (rows, chans, index.reshape(n, c, count))
+    if accumulate:
+        xp.add.at(out, where, data.reshape(n, c, count))
+    else:
+        out[where] = data.reshape(n, c, count)
     return result(_ScatterToPlaneBackward, out.reshape(shape), (values,), index=index)
 
 
@@ -142,18 +149,10 @@ def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tens
 
 
 def _check_pool_args(kernel, stride, padding, dilation, op: str) -> None:
-    if any(k <= 0 for k in kernel):
-        raise RuntimeError(f"{op}: kernel_size must be greater than zero, but got {kernel}")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError(f"{op}: stride must be greater than zero, but got {stride}")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError(f"{op}: dilation must be greater than zero, but got {dilation}")
-    for k, p, d in zip(kernel, padding, dilation):
-        if p < 0 or p * 2 > k:
-            raise RuntimeError(
-                f"pad should be at most half of effective kernel size, but got pad={p}, "
-                f"kernel_size={k} and dilation={d}"
-            )
+    if len(kernel) == 1:  # 1-d poolings are torch's 2-d ones over a (1, L) plane
+        check_pool_args((1, *kernel), (1, *stride), (0, *padding), (1, *dilation))
+    else:
+        check_pool_args(kernel, stride, padding, dilation)
 
 
 def _pooled_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool, op: str) -> int:
@@ -341,7 +340,7 @@ def max_unpool_nd(
             f"Found an invalid max index: {bad} (output volumes are of size "
             f"{'x'.join(str(s) for s in sizes)}"
         )
-    out = scatter_to_plane(x, index, tuple(x.shape[:2]) + sizes)
+    out = scatter_to_plane(x, index, tuple(x.shape[:2]) + sizes, accumulate=False)
     return _unbatch(out, unbatched)
 
 

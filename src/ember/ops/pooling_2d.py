@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import math
 
+from .. import _dtype as dt
 from .._kernels import jit
 from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
 from ._recorded import kernel_call, recorder
+from ._spatial_checks import check_max_pool1d_args, check_pool_args, require_floating
 from .conv import _pair
 
 
 def _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode):
+    check_pool_args(kernel, stride, padding, dilation)
     sizes = []
     for size, k, s, p, d in zip((h, w), kernel, stride, padding, dilation):
-        if p * 2 > k:
-            raise RuntimeError(
-                f"pad should be at most half of effective kernel size, but got pad={p}, "
-                f"kernel_size={k} and dilation={d}"
-            )
         span = size + 2 * p - d * (k - 1) - 1
         out = (math.ceil(span / s) if ceil_mode else span // s) + 1
         if ceil_mode and (out - 1) * s >= size + p:
@@ -305,6 +303,9 @@ def avg_pool2d(
     n, c, h, w = x.shape
     oh, ow = _pool_geometry(h, w, kernel, stride, padding, (1, 1), ceil_mode)
     xp = array_module(x._data)
+    integer = not (x.is_floating_point() or x.is_complex())
+    if integer and x.dtype != dt.int64:  # torch's CPU kernel takes int64 among the integers
+        raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{x.dtype.legacy_name}'")
     kernels = _pool_kernels(x._data)
     if kernels is not None and (divisor_override is None or isinstance(divisor_override, int)):
         pooling = _AvgPooling(kernel, stride, padding, divisor_override or 0, count_include_pad)
@@ -313,7 +314,7 @@ def avg_pool2d(
     rows, cols, inside = _window_index(xp, h, w, kernel, stride, padding, (1, 1), (oh, ow))
     flat = xp.where(inside, rows * w + cols, 0).reshape(oh * ow * kernel[0] * kernel[1])
     if divisor_override:
-        divisor = xp.full((oh, ow), float(divisor_override))
+        divisor = xp.full((oh, ow), divisor_override if integer else float(divisor_override))
     elif count_include_pad:  # padding counts, the overflow of ceil_mode does not
         in_pad = (
             (rows >= -padding[0])
@@ -324,9 +325,13 @@ def avg_pool2d(
         divisor = in_pad.sum(-1)
     else:
         divisor = inside.sum(-1)
-    weights = inside / divisor[..., None]  # (oh, ow, K)
     picked = x.reshape(n, c, h * w).index_select(2, wrap(flat.astype("int64")))
     picked = picked.reshape(n, c, oh, ow, kernel[0] * kernel[1])
+    if integer:  # the window's integer sum divided as C divides: truncated toward zero
+        total = (picked._data * inside).sum(-1)
+        out = wrap(xp.sign(total) * (xp.abs(total) // divisor.astype(total.dtype)))
+        return out.squeeze(0) if unbatched else out
+    weights = inside / divisor[..., None]  # (oh, ow, K)
     out = (picked * wrap(weights.astype(x._data.dtype))).sum(-1)
     return out.squeeze(0) if unbatched else out
 
@@ -403,9 +408,10 @@ def _adaptive_matrix(xp, size: int, out: int, dtype):
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Average over adaptive windows, as two small matrix products (rows, then columns)."""
     x, unbatched = _as_4d(input, "adaptive_avg_pool2d")
+    require_floating(x, "adaptive_avg_pool2d")
     h, w = x.shape[2:]
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
-    oh, ow = oh or h, ow or w
+    oh, ow = h if oh is None else oh, w if ow is None else ow  # None keeps a size, 0 is 0
     if (oh, ow) == (1, 1) and h * w:  # as PyTorch: a mean (MeanBackward1), one pass
         out = x.mean((-2, -1), keepdim=True)
         return out.squeeze(0) if unbatched else out
@@ -444,6 +450,10 @@ def max_pool1d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ):
+    if not return_indices:  # torch's max_pool1d kernel checks first (with indices: 2-d's)
+        k, p, d = _pair(kernel_size, 1)[0], _pair(padding, 1)[0], _pair(dilation, 1)[0]
+        s = k if stride is None or stride == [] else _pair(stride, 1)[0]
+        check_max_pool1d_args((k,), (s,), (p,), (d,))
     return _as_2d_pool(
         max_pool2d,
         input,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import _backend, return_types
 from .. import _dtype as dt
@@ -21,7 +22,7 @@ from ._dispatch import (
     wrap,
     wrap_dim,
 )
-from .elementwise import float_result, maximum, minimum
+from .elementwise import float_result, maximum, minimum, where
 from .shape import _broadcast_view, cat
 
 _add_reduce = array_module(NUMPY_ARRAY(0)).add.reduce  # numpy.add.reduce (ops import no NumPy)
@@ -364,22 +365,31 @@ def _var_args(dim, unbiased, correction):
     return dim, unbiased, correction
 
 
+def _var_backward(g: Tensor, x: Tensor, node) -> Tensor:
+    """d var/dx = 2(x - x̄)/(N - c), as torch: with no dim and N - c <= 0 the factor is
+    infinite (NaN where x = x̄); along dims 2/(N - c) keeps its sign (and 2/0 is inf)."""
+    g = expand_reduced(g, x.shape, node.dims, node.keepdim)
+    mean_x = x.mean(node.dims, keepdim=True)
+    if node.whole and node.denom <= 0:
+        nan, inf = x.new_full((), math.nan), x.new_full((), math.inf)
+        return g * where(x == mean_x, nan, inf)
+    factor = 2.0 / node.denom if node.denom else math.inf
+    return g * (x - mean_x) * factor
+
+
 class VarBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
-        g = expand_reduced(g, x.shape, self.dims, self.keepdim)
-        mean_x = x.mean(self.dims, keepdim=True)
-        return g * (x - mean_x) * (2.0 / self.denom)  # d var = 2(x - x̄)/(N - c)
+        return _var_backward(g, x, self)
 
 
 class StdBackward0(Node):
     def backward(self, g):
         (x,) = self.saved_tensors()
-        y = expand_reduced(self.saved_output(), x.shape, self.dims, self.keepdim)
-        g = expand_reduced(g, x.shape, self.dims, self.keepdim)
-        mean_x = x.mean(self.dims, keepdim=True)
-        # d std = (x - x̄)/((N - c) std); 0 where std is 0
-        return (g * (x - mean_x) / (y * self.denom)).masked_fill(y == 0, 0.0)
+        y = self.saved_output()
+        # d std = d var / (2 std); 0 where std is 0
+        g_var = (g / (y * 2)).masked_fill(y == 0, 0.0)
+        return _var_backward(g_var, x, self)
 
 
 def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
@@ -397,6 +407,12 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
         n *= data.shape[d]
     xp = array_module(data)
     denom = n - c
+    if denom <= 0:
+        warnings.warn(
+            f"{op}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel).",
+            stacklevel=4,
+        )
     # PyTorch takes the mean in the input's dtype and sums the squared deviations in double:
     # squares that overflow float32 still give a finite std (a sum that overflows gives inf).
     # A float32 result that is not finite is recomputed that way; half floats always are.
@@ -406,7 +422,8 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
         var_data = _two_pass_var(xp, data, dims, keepdim, denom)
         if data.dtype == dt.float32.np and not bool(xp.isfinite(var_data).all()):
             var_data = _two_pass_var(xp, data, dims, keepdim, denom, dt.float64.np)
-    return data, dims, var_data, denom, xp
+    attrs = dict(dims=dims, keepdim=keepdim, denom=denom, whole=dim is None or data.ndim == 0)
+    return data, var_data, attrs, xp
 
 
 def _two_pass_var(xp, data, dims, keepdim, denom, deviations_dtype=None):
@@ -417,42 +434,41 @@ def _two_pass_var(xp, data, dims, keepdim, denom, deviations_dtype=None):
         centred = data - mean
         ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
     with _backend.errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
-        return ss / denom if denom > 0 else ss * math.inf if denom == 0 else ss * math.nan
+        # torch divides by max(N - c, 0): no degrees of freedom give inf (NaN for 0/0)
+        return ss / denom if denom > 0 else ss / xp.zeros((), ss.dtype)
+
+
+def _var(input: Tensor, dim, unbiased, keepdim: bool, correction, op: str) -> Tensor:
+    data, var_data, attrs, xp = _var_forward(input, dim, unbiased, keepdim, correction, op)
+    with _backend.errstate(xp, over="ignore"):
+        var_data = var_data.astype(data.dtype, copy=False)
+    return result(VarBackward0, var_data, (input,), (input,), **attrs)
+
+
+def _std(input: Tensor, dim, unbiased, keepdim: bool, correction, op: str) -> Tensor:
+    data, var_data, attrs, xp = _var_forward(input, dim, unbiased, keepdim, correction, op)
+    out = xp.sqrt(var_data).astype(data.dtype, copy=False)
+    return result(StdBackward0, out, (input,), (input,), True, **attrs)
 
 
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    data, dims, var_data, denom, _ = _var_forward(input, dim, unbiased, keepdim, correction, "var")
-    with _backend.errstate(array_module(data), over="ignore"):
-        var_data = var_data.astype(data.dtype, copy=False)
-    return result(
-        VarBackward0, var_data, (input,), (input,), dims=dims, keepdim=keepdim, denom=denom
-    )
+    return _var(input, dim, unbiased, keepdim, correction, "var")
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
-    data, dims, var_data, denom, xp = _var_forward(input, dim, unbiased, keepdim, correction, "std")
-    return result(
-        StdBackward0,
-        xp.sqrt(var_data).astype(data.dtype, copy=False),
-        (input,),
-        (input,),
-        True,
-        dims=dims,
-        keepdim=keepdim,
-        denom=denom,
-    )
+    return _std(input, dim, unbiased, keepdim, correction, "std")
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     return (
-        var(input, dim, unbiased, keepdim, correction=correction),
+        _var(input, dim, unbiased, keepdim, correction, "var_mean"),
         mean(input, _var_args(dim, unbiased, correction)[0], keepdim),
     )
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     return (
-        std(input, dim, unbiased, keepdim, correction=correction),
+        _std(input, dim, unbiased, keepdim, correction, "std_mean"),
         mean(input, _var_args(dim, unbiased, correction)[0], keepdim),
     )
 

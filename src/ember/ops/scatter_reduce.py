@@ -111,6 +111,10 @@ def scatter_reduce(
             include_self=include_self,
         )
         return flat.reshape(())
+    if index._data.ndim == 0:  # a 0-d index into a 1-d tensor names one element
+        return scatter_reduce(
+            input, 0, index.reshape(1), src.reshape(-1)[:1], reduce, include_self=include_self
+        )
     xp = array_module(input._data)
     data = input._data
     out = data.copy()

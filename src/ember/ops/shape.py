@@ -478,13 +478,30 @@ def vstack(tensors) -> Tensor:
     return cat([atleast_2d(t) for t in tensors], 0)
 
 
-def atleast_1d(t: Tensor) -> Tensor:
+def _each(one, tensors: tuple):
+    """atleast_*d's calling forms: one tensor, several, or one list or tuple of them."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(one(t) for t in tensors[0])
+    return one(tensors[0]) if len(tensors) == 1 else tuple(one(t) for t in tensors)
+
+
+def _at_least_1d(t: Tensor) -> Tensor:
     return reshape(t, (1,)) if t._data.ndim == 0 else t
 
 
-def atleast_2d(t: Tensor) -> Tensor:
-    t = atleast_1d(t)
+def _at_least_2d(t: Tensor) -> Tensor:
+    t = _at_least_1d(t)
     return unsqueeze(t, 0) if t._data.ndim == 1 else t
+
+
+def atleast_1d(*tensors):
+    """Tensors with at least one dim; a list or several tensors give a tuple."""
+    return _each(_at_least_1d, tensors)
+
+
+def atleast_2d(*tensors):
+    """Tensors with at least two dims (a vector becomes a row)."""
+    return _each(_at_least_2d, tensors)
 
 
 class SliceBackward0(Node):
@@ -640,11 +657,15 @@ class FlipBackward0(Node):
         return g.flip(self.dims)
 
 
-def flip(input: Tensor, *dims) -> Tensor:
+def flip(input: Tensor, *listed, dims=None) -> Tensor:
+    """Reverse the order along ``dims`` (``flip(x, (0, 1))``, ``x.flip(0, 1)`` or
+    ``flip(x, dims=[0])``)."""
     data = input._data
-    if len(dims) == 1 and not isinstance(dims[0], int):
-        dims = dims[0]
-    dims = tuple(dims)
+    if dims is None:
+        dims = listed[0] if len(listed) == 1 and not isinstance(listed[0], int) else listed
+    elif listed:
+        raise TypeError("flip() got multiple values for argument 'dims'")
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(wrap_dim(d, data.ndim, "flip") for d in dims)
     _distinct_dims(dims)
     xp = array_module(data)

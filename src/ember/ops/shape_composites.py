@@ -14,6 +14,7 @@ from .._tensor import Tensor
 from ._dispatch import array_module, wrap, wrap_dim
 from .indexing import getitem, index_put, index_select
 from .shape import (
+    _each,
     atleast_2d,
     cat,
     diag,
@@ -37,9 +38,7 @@ def atleast_3d(*tensors):
             return t.unsqueeze(-1)
         return t
 
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        return tuple(one(t) for t in tensors[0])
-    return one(tensors[0]) if len(tensors) == 1 else tuple(one(t) for t in tensors)
+    return _each(one, tensors)
 
 
 def column_stack(tensors) -> Tensor:
@@ -205,9 +204,8 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         return input.new_empty(0)
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
-    if not rows:
-        return input.new_empty(0, r)
     xp = array_module(input._data)
+    # no combinations still selects (an empty index): the result stays in the graph, as torch's
     index = wrap(xp.asarray(rows, dtype=dt.int64.np).reshape(-1))
     return index_select(input, 0, index).reshape(-1, r)
 
@@ -311,9 +309,26 @@ def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor
 # --------------------------------------------------------------------------------------------
 # Strided windows: element positions come from the kernel, values through indexing
 # --------------------------------------------------------------------------------------------
+def _storage_of(data):
+    """The flat array a NumPy view looks into, and where the view starts in it (in elements);
+    None where that is not a plain same-dtype contiguous array (CuPy, reinterpreted bytes)."""
+    root = data
+    while getattr(root, "base", None) is not None and hasattr(root.base, "__array_interface__"):
+        root = root.base
+    if root is data:
+        return None
+    if getattr(root, "dtype", None) != data.dtype or not root.flags.c_contiguous:
+        return None
+    start = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return root.reshape(-1), start // data.itemsize
+
+
 def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
-    """A view-like selection of ``input``'s elements at ``offset + Σ i_k stride_k`` (in
-    elements of its contiguous layout); differentiable, each position gets its gradient."""
+    """The elements of ``input``'s storage at ``offset + Σ i_k stride_k``, as torch: positions
+    count from the start of the storage (a view's own offset is the default ``offset``, not a
+    base added to it). Differentiable: each position takes its gradient from the element of
+    ``input`` that lives there (positions outside ``input`` but inside its storage read the
+    storage and take none)."""
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} != {len(size)}")
@@ -322,22 +337,43 @@ def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:
             f"as_strided: Negative strides are not supported at the moment, got strides: "
             f"{list(stride)}"
         )
-    offset = 0 if storage_offset is None else int(storage_offset)
-    xp = array_module(input._data)
+    data = input._data
+    xp = array_module(data)
+    storage = _storage_of(data)
+    start = 0 if storage is None else storage[1]
+    offset = start if storage_offset is None else int(storage_offset)
     positions = xp.full(size, offset, dtype=dt.int64.np)
     for axis, (n, step) in enumerate(zip(size, stride)):
         shape = [1] * len(size)
         shape[axis] = n
         positions = positions + (xp.arange(n, dtype=dt.int64.np) * step).reshape(shape)
-    numel = input.numel()
-    if positions.size and int(positions.max()) >= numel:
+    room = input.numel() if storage is None else storage[0].size
+    if positions.size and int(positions.max()) >= room:
         raise RuntimeError(
             f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, "
             f"and itemsize {input.element_size()} requiring a storage size of "
             f"{(int(positions.max()) + 1) * input.element_size()} are out of bounds for "
-            f"storage of size {numel * input.element_size()}"
+            f"storage of size {room * input.element_size()}"
         )
-    return getitem(input.reshape(-1), wrap(positions))
+    flat = input.reshape(-1)
+    if storage is None or (start == 0 and data.flags.c_contiguous):
+        return getitem(flat, wrap(positions))
+    # which element of input (in row-major order) sits at each storage position, or -1
+    where_is = xp.full(room, -1, dtype=dt.int64.np)
+    placed = xp.full(data.shape, start, dtype=dt.int64.np)
+    for axis, step in enumerate(data.strides):
+        shape = [1] * data.ndim
+        shape[axis] = data.shape[axis]
+        placed = placed + (xp.arange(data.shape[axis]) * (step // data.itemsize)).reshape(shape)
+    where_is[placed.reshape(-1)] = xp.arange(data.size, dtype=dt.int64.np)
+    element = where_is[positions]
+    inside = element >= 0
+    picked = getitem(flat, wrap(xp.where(inside, element, 0)))
+    if bool(inside.all()):
+        return picked
+    from .elementwise import where
+
+    return where(wrap(inside), picked, wrap(storage[0][positions]))
 
 
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:

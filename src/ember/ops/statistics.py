@@ -42,6 +42,21 @@ def _nan_count(xp, data, d):
     return xp.zeros([1 if i == d else s for i, s in enumerate(data.shape)], dtype=dt.int64.np)
 
 
+class MedianBackward0(Node):
+    """The median of all elements: torch splits the gradient evenly among the elements equal
+    to it (among the NaNs when it is NaN)."""
+
+    def backward(self, g):
+        (x,) = self.saved_tensors()
+        y = self.saved_output()
+        chosen = isnan(x) if bool(isnan(y)) else x == y
+        return where(chosen, g / sum(chosen), 0.0)
+
+
+class NanmedianBackward0(MedianBackward0):
+    pass
+
+
 def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool, op: str, result_type):
     data = input._data
     xp = array_module(data)
@@ -55,8 +70,10 @@ def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool, op: str, result
     if dim is None:
         if data.size == 0:
             return wrap(xp.full((), xp.nan, dtype=data.dtype))
-        flat = input.reshape(-1)
-        return _median(flat, 0, False, ignore_nan, op, result_type).values
+        flat = wrap(data.reshape(-1))
+        value = _median(flat, 0, False, ignore_nan, op, result_type).values._data
+        node = NanmedianBackward0 if ignore_nan else MedianBackward0
+        return result(node, value, (input,), (input,), True)
     if data.ndim == 0:
         return result_type(input.clone(), wrap(xp.zeros((), dtype=dt.int64.np)))
     n = data.shape[d]
@@ -153,9 +170,10 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_n
     nans = _nan_count(xp, data, d)  # kept dim of size 1
     qv = qd.reshape(-1).astype(data.dtype)  # (k,)
     shape_q = (-1,) + (1,) * data.ndim
-    if ignore_nan:
+    if ignore_nan:  # an all-NaN row gets rank 0: its quantile is its first NaN, as torch
         valid = (n - nans).astype(data.dtype)
-        rank = qv.reshape(shape_q) * xp.maximum(valid - 1, 0)
+        rank = qv.reshape(shape_q) * (valid - 1)
+        rank = xp.where(rank < 0, 0, rank)
     else:
         rank = xp.where(nans > 0, n - 1, qv.reshape(shape_q) * (n - 1)).astype(data.dtype)
     if interpolation == "lower":
@@ -173,13 +191,18 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_n
     if interpolation == "midpoint":
         out = v_low + (v_high - v_low) * 0.5
     elif interpolation == "linear":
-        weight = wrap((rank - low).astype(data.dtype))
+        # the weight as torch forms it, rank - floor(rank) with rank = q·(N-1) (or q·(count-1)
+        # ignoring NaNs), so that q gets its gradient (v_high - v_low)·(N-1)
+        q_col = q_t.to(x.dtype).reshape(shape_q)
+        if ignore_nan:
+            q_rank = q_col * wrap(valid - 1)
+            q_rank = q_rank.masked_fill(q_rank < 0, 0.0)
+        else:
+            q_rank = where(wrap(nans > 0), wrap(rank), q_col * (n - 1))
+        weight = q_rank - wrap(low.astype(data.dtype))
         out = v_low + (v_high - v_low) * weight
     else:
         out = v_low
-    if ignore_nan:
-        all_nan = wrap(xp.broadcast_to(nans == n, out._data.shape).copy())
-        out = where(all_nan, wrap(xp.asarray(xp.nan, dtype=data.dtype)), out)
     out = out.squeeze(d + 1)
     if keepdim:
         if dim is None:

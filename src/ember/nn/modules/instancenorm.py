@@ -20,8 +20,12 @@ class _InstanceNorm(_BatchNorm):
         track_running_stats: bool = False,
         device=None,
         dtype=None,
+        *,
+        bias: bool = True,
     ) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
 
     def _check_input_dim(self, input) -> None:
         allowed = (self._spatial + 1, self._spatial + 2)

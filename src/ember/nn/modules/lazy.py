@@ -267,10 +267,11 @@ LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d)
 
 # --- normalisation ----------------------------------------------------------------------------
 class _LazyNormMixin(LazyModuleMixin):
-    def _lazy_setup(self, affine: bool, track_running_stats: bool, device, dtype) -> None:
+    def _lazy_setup(self, affine: bool, bias: bool, track_running_stats: bool, device, dtype):
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -283,9 +284,10 @@ class _LazyNormMixin(LazyModuleMixin):
         self.num_features = self._features_of(input)
         if self.affine:
             self.weight.materialize((self.num_features,))
-            self.bias.materialize((self.num_features,))
             self.weight.fill_(1.0)
-            self.bias.zero_()
+            if self.bias is not None:
+                self.bias.materialize((self.num_features,))
+                self.bias.zero_()
         if self.track_running_stats:
             like = self.running_mean
             self.running_mean = _creation.zeros(
@@ -298,7 +300,7 @@ class _LazyNormMixin(LazyModuleMixin):
         self._lazy_buffers = ()
 
 
-def _lazy_norm(eager, instance: bool):
+def _lazy_norm(eager):
     class LazyNorm(_LazyNormMixin, eager):
         cls_to_become = eager
 
@@ -306,26 +308,28 @@ def _lazy_norm(eager, instance: bool):
             self,
             eps: float = 1e-5,
             momentum: float | None = 0.1,
-            affine: bool = not instance,
-            track_running_stats: bool = not instance,
+            affine: bool = True,  # torch's lazy instance norms too default to True
+            track_running_stats: bool = True,
             device=None,
             dtype=None,
+            *,
+            bias: bool = True,
         ) -> None:
             super().__init__(0, eps, momentum, False, False)
             self.affine, self.track_running_stats = affine, track_running_stats
-            self.use_bias = affine
+            self.use_bias = affine and bias
             if track_running_stats:
                 self.register_buffer("num_batches_tracked", _creation.tensor(0))
-            self._lazy_setup(affine, track_running_stats, device, dtype)
+            self._lazy_setup(affine, self.use_bias, track_running_stats, device, dtype)
 
     LazyNorm.__name__ = LazyNorm.__qualname__ = f"Lazy{eager.__name__}"
     LazyNorm.__doc__ = f"A {eager.__name__} whose num_features is read from its first input."
     return LazyNorm
 
 
-LazyBatchNorm1d = _lazy_norm(BatchNorm1d, instance=False)
-LazyBatchNorm2d = _lazy_norm(BatchNorm2d, instance=False)
-LazyBatchNorm3d = _lazy_norm(BatchNorm3d, instance=False)
-LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, instance=True)
-LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, instance=True)
-LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, instance=True)
+LazyBatchNorm1d = _lazy_norm(BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm(BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm(BatchNorm3d)
+LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d)
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
@@ -113,7 +114,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
             return
         if params is not None and name in params:
@@ -128,7 +129,7 @@ class Module:
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             modules[name] = value
             return
         if modules is not None and name in modules:
@@ -141,7 +142,7 @@ class Module:
             return
         buffers = self.__dict__.get("_buffers")
         if isinstance(value, Buffer):
-            self._forget(name)
+            self._forget(name, keep="_buffers")
             self.register_buffer(name, value, persistent=value.persistent)
             return
         if buffers is not None and name in buffers:
@@ -154,9 +155,12 @@ class Module:
             return
         object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep: str) -> None:
+        """Drop ``name`` from every store but ``keep``, where re-assigning it keeps its place
+        (``model.conv1 = ...`` stays first among the children, as in torch)."""
         for store in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[store].pop(name, None)
+            if store != keep:
+                self.__dict__[store].pop(name, None)
         self.__dict__.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
@@ -460,14 +464,38 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> Module:
+        """Move and/or cast the parameters and buffers: ``to(device)``, ``to(dtype)``,
+        ``to(device, dtype, non_blocking)``, ``to(tensor)``, ``to(memory_format=...)``.
+
+        Only floating point and complex tensors take the dtype, which must be one of those
+        kinds (an integer dtype would truncate the weights): torch raises TypeError then.
+
+        >>> ember.nn.Linear(2, 2).to(ember.float64).weight.dtype
+        ember.float64
+        """
+        device, dtype, non_blocking, memory_format = _parse_to(args, kwargs)
+        if dtype is not None:
+            if not (dtype.is_floating_point or dtype.is_complex):
+                raise TypeError(
+                    "nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                    f"dtype={dtype}"
+                )
+            if dtype.is_complex:
+                warnings.warn(
+                    "Complex modules are a new feature under active development whose design may "
+                    "change, and some modules might not work as expected when using complex "
+                    "tensors as parameters or buffers. Please file an issue at "
+                    "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml if a "
+                    "complex module does not work as expected.",
+                    stacklevel=2,
+                )
+
         def convert(t: Tensor) -> Tensor:
-            dtype_args = (
-                [a for a in args if not _is_dtype(a)] if not t.is_floating_point() else list(args)
-            )
-            kw = dict(kwargs)
-            if not t.is_floating_point():
-                kw.pop("dtype", None)
-            return t.to(*dtype_args, **kw)
+            takes_dtype = t.is_floating_point() or t.is_complex()
+            kw = dict(device=device, dtype=dtype if takes_dtype else None)
+            if memory_format is not None and t.dim() in (4, 5):
+                kw["memory_format"] = memory_format
+            return t.to(non_blocking=non_blocking, **kw)
 
         return self._apply(convert)
 
@@ -556,10 +584,28 @@ class Module:
         self.__dict__.update(state)
 
 
-def _is_dtype(value) -> bool:
-    from ..._dtype import dtype
+def _parse_to(args: tuple, kwargs: dict) -> tuple:
+    """(device, dtype, non_blocking, memory_format) from Module.to's arguments, as torch's
+    _parse_to reads them."""
+    from ..._dtype import dtype as dtype_class
+    from ..._dtype import to_dtype
 
-    return isinstance(value, dtype)
+    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+    non_blocking = kwargs.pop("non_blocking", False)
+    memory_format = kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, bool):
+            non_blocking = a
+        elif isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, dtype_class) or a in (float, int, bool, complex):
+            dtype = a
+        else:
+            device = a
+    dtype = None if dtype is None else to_dtype(dtype)
+    return device, dtype, non_blocking, memory_format
 
 
 class _Identity(Function):

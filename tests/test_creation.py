@@ -1,0 +1,81 @@
+"""Factories of src/ember/_creation.py: ranges, filled tensors and their keywords, vs torch."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+
+
+def _same(e, t):
+    assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_linspace_matches_torch_bit_for_bit(torch_mod):
+    dtypes = ("float32", "float64", "int64", "int16", "uint8")
+    for start, end, steps, dtype in itertools.product(
+        (0, 0.5, -1.7, 3), (2.5, 10, -3), (1, 3, 7, 10, 33), dtypes
+    ):
+        if dtype == "uint8" and start < 0:
+            continue  # a negative float does not fit: both raise
+        e = ember.linspace(start, end, steps, dtype=getattr(ember, dtype))
+        t = torch_mod.linspace(start, end, steps, dtype=getattr(torch_mod, dtype))
+        _same(e, t)
+
+
+def test_integer_linspace_and_logspace_truncate_the_ends_first(torch_mod):
+    for m in (ember, torch_mod):
+        assert m.linspace(0.5, 2.5, 3, dtype=m.int64).tolist() == [0, 1, 2]
+        assert m.linspace(0, 2.5, 7, dtype=m.int64).tolist() == [0, 0, 0, 1, 1, 1, 2]
+        assert m.linspace(0, -3, 3, dtype=m.uint8).tolist() == [0, 126, 253]  # -3 wraps
+        assert m.logspace(0.5, 2.5, 3, dtype=m.int64).tolist() == [1, 10, 100]
+        assert m.logspace(0.5, 2.5, 1, dtype=m.int64).tolist() == [3]  # one step: base**start
+        assert m.logspace(0, 10, 3, dtype=m.int16).tolist() == [1, -31072, 0]
+        with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+            m.linspace(0, 1, -1)
+
+
+def test_logspace_matches_torch(torch_mod):
+    for start, end, steps, base in itertools.product(
+        (0, 0.5, -1.7), (2.5, 10, -3), (1, 3, 7, 10), (10.0, 2, 2.5)
+    ):
+        for dtype in ("float64", "int64", "int16"):
+            e = ember.logspace(start, end, steps, base, dtype=getattr(ember, dtype))
+            t = torch_mod.logspace(start, end, steps, base, dtype=getattr(torch_mod, dtype))
+            _same(e, t)
+        e, t = ember.logspace(start, end, steps, base), torch_mod.logspace(start, end, steps, base)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=2e-6)  # torch: a few ulps off
+
+
+def test_samples_of_parameters_that_require_grad_are_recorded_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        p = m.tensor([0.5, 0.25], requires_grad=True)
+        cases = {
+            "BernoulliBackward0": m.bernoulli(p),
+            "NormalBackward1": m.normal(p, 1.0),
+            "NormalBackward2": m.normal(0.0, p),
+            "NormalBackward3": m.normal(p, p),
+        }
+        for name, out in cases.items():
+            assert out.requires_grad and out.grad_fn.name() == name
+            (g,) = m.autograd.grad(out.sum(), p)
+            assert g.tolist() == [0.0, 0.0]  # torch's derivative of a sample: zeros
+        out = m.bernoulli(p, 0.3)  # torch records it but cannot differentiate it
+        assert out.requires_grad
+        with pytest.raises(RuntimeError, match="derivative for aten::bernoulli is not implemented"):
+            m.autograd.grad(out.sum(), p)
+        assert not m.bernoulli(m.tensor([0.5])).requires_grad
+
+
+def test_factories_take_size_by_keyword_and_normal_takes_layout(torch_mod):
+    for m in (ember, torch_mod):
+        for make in (m.empty, m.zeros, m.ones, m.rand, m.randn):
+            assert tuple(make(size=(2, 3)).shape) == (2, 3)
+            assert tuple(make(size=[4]).shape) == (4,)
+        assert tuple(m.normal(0.0, 1.0, (2, 2), layout=m.strided).shape) == (2, 2)
+        out = m.normal(0.0, 1.0, size=(2,), dtype=m.float64, layout=m.strided, device="cpu")
+        assert out.dtype == m.float64
+    with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+        ember.zeros(2, size=(2,))
