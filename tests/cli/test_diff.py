@@ -4,6 +4,7 @@ import ember
 from ember import cli
 
 from .helpers import run_ember
+from .hostile_files import nested_lists, onnx_with, run_capped, saved_on_gpu, self_containing
 
 
 def _diff(capsys, *args) -> tuple[int, list]:
@@ -144,3 +145,60 @@ def test_where_an_element_differs_is_written_as_indexing_it(tmp_path):
         "values: s: 1 of 1 elements differ (rtol=1e-05, atol=1e-08); max abs 1, max rel 0.5; "
         "the value: 1 in A, 2 in B"
     ) in result.stdout.splitlines()
+
+
+# --- files a user may hand it: every one is compared or refused in one line, exit code 2 -----
+def test_a_checkpoint_saved_on_a_gpu_compares_on_the_cpu(tmp_path):
+    saved_on_gpu(tmp_path / "gpu.pt", {"w": ember.arange(4.0)})
+    ember.save({"w": ember.arange(4.0)}, tmp_path / "cpu.safetensors")
+    result = run_ember("diff", tmp_path / "gpu.pt", tmp_path / "cpu.safetensors")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2] == "equal: 1 of the 1 tensor in both files"
+
+
+def test_expanded_records_compare_without_materialising(tmp_path):
+    n = 10**6
+    row = ember.ones(n)
+    row[7] = 2.0
+    ember.save({"big": ember.ones(1).expand(n, n)}, tmp_path / "a.pt")  # strides (0, 0)
+    ember.save({"big": row.expand(n, n)}, tmp_path / "b.pt")  # strides (0, 1)
+    result = run_capped("diff", tmp_path / "a.pt", tmp_path / "b.pt")
+    assert result.returncode == 1, result.stderr
+    assert (
+        "values: big: 1,000,000 of 1,000,000,000,000 elements differ (rtol=1e-05, atol=1e-08); "
+        "max abs 1 at [0, 7], max rel 0.5 at [0, 7]; first at [0, 7]: 1 in A, 2 in B"
+    ) in result.stdout.splitlines()
+    assert run_capped("diff", tmp_path / "b.pt", tmp_path / "b.pt").returncode == 0
+
+
+def test_records_expanded_along_different_dims_are_too_large_to_compare(tmp_path):
+    n = 10**6
+    ember.save({"big": ember.ones(n).expand(n, n)}, tmp_path / "rows.pt")  # strides (0, 1)
+    ember.save({"big": ember.ones(n, 1).expand(n, n)}, tmp_path / "columns.pt")  # (1, 0)
+    result = run_capped("diff", tmp_path / "rows.pt", tmp_path / "columns.pt")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        "ember diff: big (1000000, 1000000): comparing it reads 1,000,000,000,000 values of "
+        "each file, more than the files hold (expanded along different dims, or sparse): too "
+        "large to compare\n"
+    )
+
+
+@pytest.mark.parametrize("hostile", ["nested", "self-containing", "onnx short raw data"])
+def test_diff_refuses_a_hostile_file_in_one_line(tmp_path, hostile):
+    good = tmp_path / "good.pt"
+    ember.save({"w": ember.ones(4)}, good)
+    bad = tmp_path / "bad.pt"
+    if hostile == "nested":
+        nested_lists(bad, 100_000)
+    elif hostile == "self-containing":
+        self_containing(bad, "dict")
+    else:
+        onnx = pytest.importorskip("onnx")
+        bad = tmp_path / "bad.onnx"
+        onnx_with(bad, onnx.TensorProto(name="w", data_type=1, dims=[4], raw_data=bytes(8)))
+    for args in ((good, bad), (bad, good)):
+        result = run_capped("diff", *args)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith("ember diff: ") and result.stderr.count("\n") == 1
+        assert str(bad) in result.stderr and "Traceback" not in result.stderr

@@ -10,6 +10,7 @@ import ember
 from ember import cli
 
 from .helpers import ember_command, ember_env, run_ember
+from .hostile_files import nested_lists, onnx_with, run_capped, saved_on_gpu, self_containing
 
 
 def _inspect_json(path, capsys) -> dict:
@@ -165,3 +166,147 @@ def test_inspect_and_diff_read_an_onnx_models_weights(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "equal: 4 of the 4 tensors in both files" in printed
     assert code in (0, 1)  # ONNX files may hold extra constants (shapes) besides the weights
+
+
+# --- files a user may hand it: every one is read or refused in one line with exit code 2 -----
+def _json(result) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _refused(result, *words) -> None:
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr.startswith("ember inspect: ") and result.stderr.count("\n") == 1
+    for word in words:
+        assert word in result.stderr
+
+
+def test_inspect_reads_a_checkpoint_saved_on_a_gpu_on_the_cpu(tmp_path):
+    path = tmp_path / "gpu.pt"
+    saved_on_gpu(path, {"w": ember.arange(4.0)})
+    report = _json(run_ember("inspect", path, "--json"))
+    (row,) = report["tensors"]
+    assert (row["name"], row["shape"], row["min"], row["max"]) == ("w", [4], 0.0, 3.0)
+
+
+def test_inspect_reads_torchs_gpu_checkpoint(tmp_path, torch_mod):
+    torch = torch_mod
+    path = tmp_path / "gpu.pt"
+    tag = torch.serialization.location_tag
+    torch.serialization.location_tag = lambda storage: "cuda:0"  # as torch.save on a GPU
+    try:
+        torch.save({"w": torch.arange(4.0)}, path)
+    finally:
+        torch.serialization.location_tag = tag
+    assert b"cuda:0" in path.read_bytes()
+    assert _json(run_ember("inspect", path, "--json"))["tensors"][0]["mean"] == 1.5
+
+
+def test_inspect_summarises_an_expanded_record_without_materialising_it(tmp_path):
+    path = tmp_path / "expanded.pt"
+    ember.save(
+        {
+            "big": ember.ones(1).expand(10**6, 10**6),  # 4 TB as a tensor, one float stored
+            "rows": ember.tensor([float("nan"), 2.0, 4.0]).expand(10**6, 3),
+        },
+        path,
+    )
+    assert path.stat().st_size < 3000
+    report = _json(run_capped("inspect", path, "--json"))
+    big, rows = report["tensors"]
+    assert (big["numel"], big["bytes"], big["broadcast_dims"]) == (10**12, 4 * 10**12, [0, 1])
+    assert (big["min"], big["max"], big["mean"], big["std"], big["nan"]) == (1, 1, 1, 0, 0)
+    assert (rows["broadcast_dims"], rows["nan"], rows["inf"]) == ([0], 10**6, 0)
+    assert (rows["min"], rows["max"], rows["mean"], rows["std"]) == (2, 4, 3, 1)
+    table = run_capped("inspect", path)
+    assert table.returncode == 0
+    assert table.stdout.splitlines()[-1] == (
+        "expanded (stride 0, summarised over their distinct values): big, rows"
+    )
+
+
+def test_inspect_refuses_an_overlapping_view_too_large_to_summarise(tmp_path, torch_mod):
+    path = tmp_path / "overlap.pt"
+    storage = torch_mod.arange(2 * 10**6, dtype=torch_mod.float32)
+    torch_mod.save({"window": storage.as_strided((10**6, 10**6), (1, 1))}, path)
+    _refused(
+        run_capped("inspect", path),
+        "the record window (1000000, 1000000) float32 with strides (1, 1)",
+        "too large to summarise",
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda p: nested_lists(p, 100_000), "nest more than 100 levels deep"),
+        (lambda p: self_containing(p, "list"), "it holds a list that contains itself"),
+        (lambda p: self_containing(p, "dict"), "it holds a dict that contains itself"),
+    ],
+    ids=["100000 nested lists", "list in itself", "dict in itself"],
+)
+def test_inspect_refuses_deep_and_self_containing_pickles_in_one_line(tmp_path, make, words):
+    path = tmp_path / "hostile.pt"
+    make(path)
+    _refused(run_ember("inspect", path), words)
+
+
+def test_inspect_refuses_a_pickle_sharing_its_lists_exponentially(tmp_path):
+    level = [ember.ones(1)]
+    for _ in range(60):  # 2**60 paths to the one tensor, in a file of a few KB
+        level = [level, level]
+    path = tmp_path / "shared.pt"
+    ember.save(level, path)
+    _refused(run_capped("inspect", path), "more than 1,000,000 named values")
+
+
+def test_inspect_shows_a_value_too_large_to_print_in_a_few_words(tmp_path):
+    level = [1]
+    for _ in range(60):
+        level = [level, level]
+    path = tmp_path / "values.pt"
+    ember.save({"w": ember.ones(1), "shared": level, "small": [1, (2, 3)]}, path)
+    result = run_capped("inspect", path, "--json")
+    assert _json(result)["other_values"] == {
+        "shared": "<list of more than 1,000 items>",
+        "small": [1, [2, 3]],
+    }
+    table = run_capped("inspect", path).stdout.splitlines()
+    assert table[-1] == "other values: shared='<list of more than 1,000 items>', small=[1, (2, 3)]"
+
+
+def _initializer(**fields):
+    from onnx import TensorProto
+
+    return TensorProto(name="w", **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"data_type": 1, "dims": [4], "raw_data": bytes(8)}, "holds 8 bytes of raw data"),
+        ({"data_type": 1, "dims": [2, 3]}, "'w' (FLOAT (2, 3)) holds 0 values in float_data"),
+        ({"data_type": 1, "dims": [10**6, 10**6]}, "its shape needs 1000000000000"),
+        ({"data_type": 999, "dims": [2]}, "'w' has data type 999, which ONNX does not define"),
+    ],
+    ids=["short raw data", "dims without data", "huge dims without data", "unknown type"],
+)
+def test_inspect_refuses_a_malformed_onnx_initializer_in_one_line(tmp_path, fields, words):
+    pytest.importorskip("onnx")
+    path = tmp_path / "model.onnx"
+    onnx_with(path, _initializer(**fields))
+    _refused(run_capped("inspect", path), f"cannot read {path}: initializer", words)
+
+
+def test_inspect_reads_string_and_uint16_onnx_initializers(tmp_path):
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    strings = tmp_path / "strings.onnx"
+    onnx_with(strings, helper.make_tensor("labels", TensorProto.STRING, [2], [b"cat", b"dog"]))
+    report = _json(run_ember("inspect", strings, "--json"))
+    assert report["tensors"] == [] and report["other_values"]["labels"] == ["cat", "dog"]
+    unsigned = tmp_path / "uint16.onnx"
+    onnx_with(unsigned, helper.make_tensor("u", TensorProto.UINT16, [3], [1, 2, 65535]))
+    (row,) = _json(run_ember("inspect", unsigned, "--json"))["tensors"]
+    assert (row["dtype"], row["bytes"], row["min"], row["max"]) == ("uint16", 6, 1, 65535)

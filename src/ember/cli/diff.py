@@ -3,7 +3,8 @@
 The loop it closes: the same model in two libraries gives different numbers. Save the weights
 (and gradients) after one step in both, then ``ember diff torch.pt ember.safetensors`` names the
 first tensor that differs, where, and by how much. Exit code 0 when equal, 1 when they differ,
-2 when a file cannot be read.
+2 when a file cannot be read (``_checkpoint`` says which files) or a pair is too large to
+compare (expanded along different dims: more values than the files hold).
 """
 
 from __future__ import annotations
@@ -13,8 +14,17 @@ import hashlib
 
 import numpy as np
 
-from ._arguments import non_negative_float
-from ._checkpoint import as_array, dtype_name, read_checkpoint, shape_text
+from ._arguments import UsageError, non_negative_float
+from ._checkpoint import (
+    as_array,
+    broadcast_dims,
+    distinct_numel,
+    distinct_part,
+    dtype_name,
+    memory_limit,
+    read_checkpoint,
+    shape_text,
+)
 
 EXIT_EQUAL, EXIT_DIFFERENT = 0, 1
 
@@ -29,7 +39,9 @@ def add_parser(sub) -> None:
         "name), shape and dtype mismatches, and for each tensor whose values differ the count, "
         "the largest absolute and relative difference (relative to B) and the first index "
         "that differs. Values are close when |a - b| <= atol + rtol * |b| (NaN equals NaN). "
-        "Exit code 0 when equal, 1 when they differ, 2 on a usage error or an unreadable file.",
+        "Records expanded along the same dims (stride 0) are compared once along them. "
+        "Exit code 0 when equal, 1 when they differ, 2 on a usage error or a file it cannot "
+        "read or compare.",
     )
     p.add_argument("a", metavar="A", help="the first checkpoint")
     p.add_argument("b", metavar="B", help="the second checkpoint (the reference for rtol)")
@@ -51,7 +63,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     a, _ = read_checkpoint(args.a)
     b, _ = read_checkpoint(args.b)
-    lines, equal = compare(a, b, rtol=args.rtol, atol=args.atol)
+    limit = memory_limit(args.a, args.b)
+    lines, equal = compare(a, b, rtol=args.rtol, atol=args.atol, limit=limit)
     print(f"A: {args.a} ({_count(len(a))})")
     print(f"B: {args.b} ({_count(len(b))})")
     for line in lines:
@@ -59,8 +72,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_EQUAL if equal else EXIT_DIFFERENT
 
 
-def compare(a: dict, b: dict, *, rtol: float, atol: float) -> tuple[list[str], bool]:
-    """The report's lines and whether ``a`` and ``b`` (name → tensor) are equal."""
+def compare(
+    a: dict, b: dict, *, rtol: float, atol: float, limit: int | None = None
+) -> tuple[list[str], bool]:
+    """The report's lines and whether ``a`` and ``b`` (name → tensor) are equal. ``limit``:
+    the most bytes (in the tensors' own dtype) one comparison may read; a pair over it raises
+    ``UsageError`` (None: no limit)."""
     lines = []
     only_a = [name for name in a if name not in b]
     only_b = [name for name in b if name not in a]
@@ -77,7 +94,7 @@ def compare(a: dict, b: dict, *, rtol: float, atol: float) -> tuple[list[str], b
     common = [name for name in a if name in b]
     same = 0
     for name in common:
-        found = _compare_tensor(name, a[name], b[name], rtol, atol)
+        found = _compare_tensor(name, a[name], b[name], rtol, atol, limit)
         lines.extend(found)
         same += not found
     differ = len(lines) > 0
@@ -91,7 +108,7 @@ def compare(a: dict, b: dict, *, rtol: float, atol: float) -> tuple[list[str], b
     return lines, not differ
 
 
-def _compare_tensor(name: str, ta, tb, rtol: float, atol: float) -> list[str]:
+def _compare_tensor(name: str, ta, tb, rtol: float, atol: float, limit: int | None) -> list[str]:
     lines = []
     if tuple(ta.shape) != tuple(tb.shape):
         return [f"shape: {name} is {shape_text(ta.shape)} in A, {shape_text(tb.shape)} in B"]
@@ -100,7 +117,18 @@ def _compare_tensor(name: str, ta, tb, rtol: float, atol: float) -> list[str]:
             f"dtype: {name} is {dtype_name(ta)} in A, {dtype_name(tb)} in B "
             "(values compared after conversion)"
         )
-    x, y = as_array(ta), as_array(tb)
+    # along the dims both repeat one value (stride 0) one position stands for all
+    repeated = tuple(sorted(set(broadcast_dims(ta)) & set(broadcast_dims(tb))))
+    compared = distinct_numel(ta, repeated)
+    itemsize = max(ta.element_size(), tb.element_size())
+    if limit is not None and compared * itemsize > limit:
+        raise UsageError(
+            f"{name} {shape_text(ta.shape)}: comparing it reads {compared:,} values of each "
+            "file, more than the files hold (expanded along different dims, or sparse): too "
+            "large to compare"
+        )
+    repeats = ta.numel() // max(compared, 1)
+    x, y = as_array(distinct_part(ta, repeated)), as_array(distinct_part(tb, repeated))
     exact = x.dtype.kind in "biu" and y.dtype.kind in "biu"
     if exact:  # integers compare exactly: float64 would round those beyond 2**53
         close = x == y
@@ -114,9 +142,10 @@ def _compare_tensor(name: str, ta, tb, rtol: float, atol: float) -> list[str]:
         # only the differing elements have a size; NaN against a number has none
         gap = np.where(close, np.nan, np.abs(xf - yf))
         rel = gap / np.abs(yf)
+    # an index of the compared part is the tensor's own: the repeated dims are cut to index 0
     first = tuple(int(i) for i in np.argwhere(~close)[0])
     text = (
-        f"values: {name}: {int((~close).sum()):,} of {close.size:,} elements differ "
+        f"values: {name}: {int((~close).sum()) * repeats:,} of {ta.numel():,} elements differ "
         f"(rtol={rtol}, atol={atol}); {_largest('abs', gap)}, {_largest('rel', rel)}; "
         f"{'first' + _at(first) if first else 'the value'}: {_value(x[first])} in A, "
         f"{_value(y[first])} in B"
@@ -147,9 +176,18 @@ def _renamed(a: dict, b: dict, only_a: list, only_b: list) -> dict:
 
 
 def _fingerprint(t) -> tuple:
-    values = np.ascontiguousarray(as_array(t))
-    digest = hashlib.sha256(values.tobytes()).hexdigest()
-    return (tuple(t.shape), dtype_name(t), digest)
+    """Shape, dtype and a digest of the values: of the distinct values for an expanded
+    tensor, of the indices and values stored for a sparse one (never materialised)."""
+    digest = hashlib.sha256()
+    if t.is_sparse:
+        t = t.coalesce()
+        parts, layout = [t.indices(), t.values()], "sparse"
+    else:
+        dims = broadcast_dims(t)
+        parts, layout = [distinct_part(t, dims)], dims
+    for part in parts:
+        digest.update(np.ascontiguousarray(as_array(part)).tobytes())
+    return (tuple(t.shape), dtype_name(t), layout, digest.hexdigest())
 
 
 def _at(index: tuple) -> str:

@@ -13,7 +13,7 @@ import os
 import warnings
 from typing import IO, Any
 
-from ._state import OnnxExporterError, TracerWarning, is_in_onnx_export
+from ._state import OnnxExporterError, OnnxImportError, TracerWarning, is_in_onnx_export
 
 
 class TrainingMode(enum.IntEnum):
@@ -109,11 +109,23 @@ def load(f):
     """An ONNX model (a path, a binary file or bytes) as an ember Module running its graph
     with ember ops; floating-point initializers are trainable ``nn.Parameter``s.
 
+    The model is checked at load as ONNX Runtime checks it: a file ONNX Runtime refuses (an
+    input nothing produces, a cycle, an output never computed, no outputs, an initializer whose
+    data does not match its type and shape, a missing required attribute, an LSTM without
+    ``hidden_size``, a Conv whose input and weight ranks differ) raises ``OnnxImportError``
+    naming the node or initializer, as does one using what ember lacks (an operator, a data
+    type). Nodes listed out of order run in an order that works.
+
+    Initializers keep their ONNX names: ``model.initializers["features.0.weight"]`` and the
+    ``state_dict()`` key ``"initializers.features.0.weight"``; each dot of a name is a
+    submodule, so every ONNX name gives a distinct key (``a.b`` and ``a_b`` too) and none
+    collides with a Module attribute (``forward``, ``keys``).
+
     Example::
         >>> model = ember.onnx.load("model.onnx")
         >>> model(ember.randn(1, 4)).sum().backward()   # gradients reach model.parameters()
     """
-    from ._import import load as load_onnx
+    from ._module import load as load_onnx
 
     return load_onnx(f)
 
@@ -128,6 +140,7 @@ def is_onnxrt_backend_supported() -> bool:
 
 __all__ = [
     "OnnxExporterError",
+    "OnnxImportError",
     "OperatorExportTypes",
     "TracerWarning",
     "TrainingMode",

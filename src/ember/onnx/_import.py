@@ -1,9 +1,12 @@
 """``ember.onnx.load``: an ONNX model as an ember Module that runs its graph with ember ops.
 
 Floating-point initializers become ``nn.Parameter``s (so the model can be fine-tuned), other
-initializers buffers. ``forward`` walks the nodes in order through ``IMPORTERS`` (ONNX op
+initializers buffers. ``forward`` walks the nodes in a run order through ``IMPORTERS`` (ONNX op
 type -> function on ember tensors), so gradients flow through every op. Covers what
 ``ember.onnx.export`` writes and the common ops of exported classifiers (torch.onnx's too).
+
+What an importer cannot map (an attribute, an optional input) is refused at load by its entry
+in ``LOAD_CHECKS``; what makes a model invalid for any runtime is checked in ``_load_checks``.
 """
 
 from __future__ import annotations
@@ -12,12 +15,16 @@ import math
 
 import numpy as np
 
-from onnx import helper, numpy_helper
+from onnx import helper
 
-from .. import nn
-from ._state import OnnxExporterError
+from . import _load_checks
+from ._state import OnnxImportError
 
 IMPORTERS: dict = {}
+# op type -> fn(attrs, inputs, outputs, ranks) -> the reason ember cannot run the node, or None;
+# ``inputs``/``outputs`` are the node's value names ("" for an absent optional one), ``ranks``
+# the rank of each input where the file makes it known (None elsewhere)
+LOAD_CHECKS: dict = {}
 
 
 def _importer(*op_types):
@@ -27,6 +34,20 @@ def _importer(*op_types):
         return fn
 
     return decorate
+
+
+def _load_check(*op_types):
+    def decorate(fn):
+        for op_type in op_types:
+            LOAD_CHECKS[op_type] = fn
+        return fn
+
+    return decorate
+
+
+def _given(names: list, position: int) -> bool:
+    """Whether the node names a value at input or output ``position``."""
+    return len(names) > position and bool(names[position])
 
 
 def _e():
@@ -39,6 +60,20 @@ def _F():
     from ..nn import functional
 
     return functional
+
+
+class NodeContext:
+    """What an importer may ask about its node besides inputs and attributes."""
+
+    __slots__ = ("op_type", "opset", "n_outputs")
+
+    def __init__(self, op_type: str, opset: int, n_outputs: int):
+        self.op_type, self.opset, self.n_outputs = op_type, opset, n_outputs
+
+    @staticmethod
+    def tensor(array: np.ndarray):
+        """A tensor attribute's values (checked at load) as a tensor of its own."""
+        return _e().from_numpy(array.copy())
 
 
 def _ints(t) -> list:
@@ -60,7 +95,8 @@ def _unary(fn):
     return lambda ctx, x, attrs: [fn(x[0])]
 
 
-def _register_elementwise() -> None:
+def register_elementwise() -> None:
+    """Fill IMPORTERS with the elementwise ops (at first load: they need ember imported)."""
     ember = _e()
     F = _F()
     binary = {
@@ -188,6 +224,16 @@ def _clip(ctx, x, attrs):
     return [out]
 
 
+@_load_check("Cast")
+def _check_cast(attrs, inputs, outputs, ranks):
+    to = attrs["to"]
+    if not _load_checks.is_onnx_type(to):
+        return f"Cast to {to}, which is not an ONNX data type"
+    if to not in _load_checks.EMBER_TYPES:
+        return f"Cast to {_load_checks.type_name(to)}, a type ember tensors cannot hold"
+    return None
+
+
 @_importer("Cast")
 def _cast(ctx, x, attrs):
     return [x[0].to(_ember_dtype(attrs["to"]))]
@@ -275,11 +321,14 @@ for _op, _name in {
     IMPORTERS[_op] = _reduction(_name)
 
 
+@_load_check("ArgMax", "ArgMin")
+def _check_arg(attrs, inputs, outputs, ranks):
+    return "select_last_index has no ember mapping" if attrs.get("select_last_index", 0) else None
+
+
 @_importer("ArgMax", "ArgMin")
 def _arg(ctx, x, attrs):
     fn = _e().argmax if ctx.op_type == "ArgMax" else _e().argmin
-    if attrs.get("select_last_index", 0):
-        raise OnnxExporterError(f"{ctx.op_type} with select_last_index has no ember mapping")
     return [fn(x[0], attrs.get("axis", 0), keepdim=bool(attrs.get("keepdims", 1)))]
 
 
@@ -388,7 +437,7 @@ def _slice(ctx, x, attrs):
         axis = axis + data.dim() if axis < 0 else axis
         size = data.shape[axis]
         if step < 0:
-            raise OnnxExporterError("Slice with a negative step has no ember mapping")
+            raise OnnxImportError("Slice with a negative step has no ember mapping")
         start = min(max(start + size if start < 0 else start, 0), size)
         end = min(max(end + size if end < 0 else end, 0), size)
         key[axis] = slice(start, end, step)
@@ -427,6 +476,18 @@ def _tile(ctx, x, attrs):
     return [x[0].repeat(*_ints(x[1]))]
 
 
+_CONSTANT_KEYS = ("value", "value_float", "value_int", "value_floats", "value_ints")
+
+
+@_load_check("Constant")
+def _check_constant(attrs, inputs, outputs, ranks):
+    if len(attrs) != 1:
+        return f"a Constant takes exactly one value attribute, this one has {sorted(attrs)}"
+    if next(iter(attrs)) not in _CONSTANT_KEYS:
+        return f"Constant with {sorted(attrs)} has no ember mapping (strings, sparse values)"
+    return None
+
+
 @_importer("Constant")
 def _constant(ctx, x, attrs):
     if "value" in attrs:
@@ -434,10 +495,7 @@ def _constant(ctx, x, attrs):
     for key in ("value_float", "value_int"):
         if key in attrs:
             return [_e().tensor(attrs[key])]
-    for key in ("value_floats", "value_ints"):
-        if key in attrs:
-            return [_e().tensor(list(attrs[key]))]
-    raise OnnxExporterError(f"Constant with {sorted(attrs)} has no ember mapping")
+    return [_e().tensor(list(attrs.get("value_floats", attrs.get("value_ints"))))]
 
 
 @_importer("ConstantOfShape")
@@ -453,19 +511,27 @@ def _range(ctx, x, attrs):
     return [_e().arange(start, limit, delta, dtype=x[0].dtype)]
 
 
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}
+
+
+@_load_check("Pad")
+def _check_pad(attrs, inputs, outputs, ranks):
+    if _given(inputs, 3):
+        return "Pad with axes has no ember mapping"
+    if attrs.get("mode", "constant") not in _PAD_MODES:
+        return f"Pad mode {attrs['mode']!r} has no ember mapping (constant, reflect, edge)"
+    return None
+
+
 @_importer("Pad")
 def _pad(ctx, x, attrs):
     pads = _ints(x[1]) if len(x) > 1 else list(attrs["pads"])
     value = x[2].item() if len(x) > 2 and x[2] is not None else attrs.get("value", 0.0)
     rank = x[0].dim()
-    if len(x) > 3 and x[3] is not None:
-        raise OnnxExporterError("Pad with axes has no ember mapping")
     torch_pads = []
     for axis in reversed(range(rank)):  # torch lists pads from the last dim
         torch_pads += [pads[axis], pads[axis + rank]]
-    mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}[
-        attrs.get("mode", "constant")
-    ]
+    mode = _PAD_MODES[attrs.get("mode", "constant")]
     while len(torch_pads) > 2 and torch_pads[-2:] == [0, 0]:
         torch_pads = torch_pads[:-2]
     return [_F().pad(x[0], torch_pads, mode=mode, value=value if mode == "constant" else None)]
@@ -498,9 +564,35 @@ def _symmetric_pads(data, attrs, kernel, strides, dilations, fill):
     return _F().pad(data, torch_pads, value=fill), [0] * spatial
 
 
+@_load_check("Conv")
+def _check_conv(attrs, inputs, outputs, ranks):
+    data_rank, weight_rank = ranks[0], ranks[1]
+    if weight_rank is not None and not 3 <= weight_rank <= 5:
+        return (
+            f"its weight '{inputs[1]}' has rank {weight_rank}; ember runs 1-, 2- and 3-d "
+            "convolutions (weights of rank 3 to 5)"
+        )
+    if None not in (data_rank, weight_rank) and data_rank != weight_rank:
+        return (
+            f"its input '{inputs[0]}' has rank {data_rank} but its weight '{inputs[1]}' has "
+            f"rank {weight_rank} (the two must have as many spatial dimensions)"
+        )
+    return None
+
+
+def _check_conv_ranks(ctx, data, weight) -> None:
+    """At run time, the rank check ``_check_conv`` could not make at load."""
+    if data.dim() != weight.dim() or not 3 <= weight.dim() <= 5:
+        raise RuntimeError(
+            f"ember.onnx: {ctx.op_type}: the input has shape {tuple(data.shape)} and the weight "
+            f"{tuple(weight.shape)}; their ranks must be equal, 3 to 5"
+        )
+
+
 @_importer("Conv")
 def _conv(ctx, x, attrs):
     data, weight = x[0], x[1]
+    _check_conv_ranks(ctx, data, weight)
     bias = x[2] if len(x) > 2 else None
     kernel = list(weight.shape[2:])
     spatial = len(kernel)
@@ -511,16 +603,23 @@ def _conv(ctx, x, attrs):
     return [conv(data, weight, bias, strides, padding, dilations, attrs.get("group", 1))]
 
 
+@_load_check("ConvTranspose")
+def _check_conv_transpose(attrs, inputs, outputs, ranks):
+    if attrs.get("auto_pad", "NOTSET") != "NOTSET" or "output_shape" in attrs:
+        return "ConvTranspose with auto_pad or output_shape has no ember mapping"
+    pads = list(attrs.get("pads", []))
+    if pads[: len(pads) // 2] != pads[len(pads) // 2 :]:
+        return "ConvTranspose with asymmetric pads has no ember mapping"
+    return _check_conv(attrs, inputs, outputs, ranks)
+
+
 @_importer("ConvTranspose")
 def _conv_transpose(ctx, x, attrs):
     data, weight = x[0], x[1]
+    _check_conv_ranks(ctx, data, weight)
     bias = x[2] if len(x) > 2 else None
     spatial = weight.dim() - 2
-    if attrs.get("auto_pad", "NOTSET") != "NOTSET" or "output_shape" in attrs:
-        raise OnnxExporterError("ConvTranspose with auto_pad or output_shape has no ember mapping")
     pads = list(attrs.get("pads", [0] * (2 * spatial)))
-    if pads[:spatial] != pads[spatial:]:
-        raise OnnxExporterError("ConvTranspose with asymmetric pads has no ember mapping")
     conv = getattr(_F(), f"conv_transpose{spatial}d")
     return [
         conv(
@@ -536,6 +635,11 @@ def _conv_transpose(ctx, x, attrs):
     ]
 
 
+@_load_check("MaxPool")
+def _check_max_pool(attrs, inputs, outputs, ranks):
+    return "MaxPool with an Indices output has no ember mapping" if _given(outputs, 1) else None
+
+
 @_importer("MaxPool", "AveragePool")
 def _pool(ctx, x, attrs):
     kernel = list(attrs["kernel_shape"])
@@ -543,8 +647,6 @@ def _pool(ctx, x, attrs):
     strides = list(attrs.get("strides", [1] * spatial))
     dilations = list(attrs.get("dilations", [1] * spatial))
     is_max = ctx.op_type == "MaxPool"
-    if ctx.n_outputs > 1:
-        raise OnnxExporterError("MaxPool with an Indices output has no ember mapping")
     count_include_pad = bool(attrs.get("count_include_pad", 0))
     fill = -math.inf if is_max else 0.0
     data, padding = _symmetric_pads(x[0], attrs, kernel, strides, dilations, fill)
@@ -590,6 +692,26 @@ def _instance_norm(ctx, x, attrs):
 _ACTIVATIONS = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
 
 
+@_load_check("LSTM", "GRU", "RNN")
+def _check_recurrent(attrs, inputs, outputs, ranks):
+    # ONNX Runtime's kernels refuse a missing or non-positive hidden_size too
+    if "hidden_size" not in attrs:
+        return "the attribute hidden_size is missing (ONNX Runtime needs it too)"
+    if attrs["hidden_size"] <= 0:
+        return f"hidden_size is {attrs['hidden_size']}; it must be positive"
+    if _given(inputs, 4):
+        return "sequence_lens has no ember mapping"
+    if _given(inputs, 7):
+        return "peephole weights (input P) have no ember mapping"
+    for name in ("clip", "input_forget", "activation_alpha", "activation_beta"):
+        if attrs.get(name):
+            return f"the attribute {name} has no ember mapping"
+    unknown = [a for a in attrs.get("activations", []) if a not in _ACTIVATIONS]
+    if unknown:
+        return f"activation {unknown[0]} has no ember mapping ({', '.join(_ACTIVATIONS)})"
+    return None
+
+
 @_importer("LSTM", "GRU", "RNN")
 def _recurrent(ctx, x, attrs):
     """ONNX's LSTM (gates i, o, f, c), GRU (z, r, h) and RNN, one time step at a time."""
@@ -597,8 +719,6 @@ def _recurrent(ctx, x, attrs):
     op = ctx.op_type
     data, w, r = x[0], x[1], x[2]
     b = x[3] if len(x) > 3 else None
-    if len(x) > 4 and x[4] is not None:
-        raise OnnxExporterError(f"{op} with sequence_lens has no ember mapping")
     h0 = x[5] if len(x) > 5 else None
     c0 = x[6] if len(x) > 6 else None
     if attrs.get("layout", 0):
@@ -609,7 +729,7 @@ def _recurrent(ctx, x, attrs):
     steps, batch = data.shape[0], data.shape[1]
     activations = attrs.get("activations")
     default = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}
-    activations = [a.decode() if isinstance(a, bytes) else a for a in (activations or [])]
+    activations = list(activations or [])
     ys, hs, cs = [], [], []
     for d in range(directions):
         acts = activations[d * len(default[op]) :][: len(default[op])] or default[op]
@@ -657,96 +777,3 @@ def _recurrent(ctx, x, attrs):
     if attrs.get("layout", 0):
         y, y_h, y_c = y.permute(2, 0, 1, 3), y_h.transpose(0, 1), y_c.transpose(0, 1)
     return [y, y_h, y_c] if op == "LSTM" else [y, y_h]
-
-
-# --- the module -----------------------------------------------------------------------------
-class _NodeContext:
-    __slots__ = ("op_type", "opset", "n_outputs")
-
-    def __init__(self, op_type: str, opset: int, n_outputs: int):
-        self.op_type, self.opset, self.n_outputs = op_type, opset, n_outputs
-
-    @staticmethod
-    def tensor(proto):
-        return _e().from_numpy(np.array(numpy_helper.to_array(proto)))
-
-
-def _key(name: str) -> str:
-    return name.replace(".", "_") or "_"
-
-
-class OnnxModule(nn.Module):
-    """An ONNX graph run with ember ops; floating-point initializers are trainable
-    ``nn.Parameter``s under ``initializers`` (dots in their ONNX names become ``_``)."""
-
-    def __init__(self, model):
-        super().__init__()
-        _register_elementwise()
-        graph = model.graph
-        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
-        self.initializers = nn.ParameterDict()
-        self._initializer_keys: dict = {}
-        ember = _e()
-        for init in graph.initializer:
-            array = np.array(numpy_helper.to_array(init))
-            key = _key(init.name)
-            self._initializer_keys[init.name] = key
-            if np.issubdtype(array.dtype, np.floating):
-                self.initializers[key] = nn.Parameter(ember.from_numpy(array))
-            else:
-                self.register_buffer("const_" + key, ember.from_numpy(array))
-        self._input_names = [i.name for i in graph.input if i.name not in self._initializer_keys]
-        self._output_names = [o.name for o in graph.output]
-        self._nodes = []
-        for node in graph.node:
-            if node.domain not in ("", "ai.onnx"):
-                raise OnnxExporterError(
-                    f"ember.onnx.load: node '{node.name}' uses operator domain {node.domain!r}"
-                )
-            if node.op_type not in IMPORTERS:
-                raise OnnxExporterError(
-                    f"ember.onnx.load: ONNX op '{node.op_type}' (node '{node.name}') has no ember "
-                    "mapping"
-                )
-            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-            attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
-            self._nodes.append((node.op_type, list(node.input), list(node.output), attrs))
-
-    def forward(self, *inputs):
-        if len(inputs) != len(self._input_names):
-            raise TypeError(
-                f"OnnxModule: expected {len(self._input_names)} inputs "
-                f"({', '.join(self._input_names)}), got {len(inputs)}"
-            )
-        ember = _e()
-        env = {}
-        for name, key in self._initializer_keys.items():
-            env[name] = (
-                self.initializers[key]
-                if key in self.initializers
-                else getattr(self, "const_" + key)
-            )
-        for name, value in zip(self._input_names, inputs):
-            env[name] = value if isinstance(value, ember.Tensor) else ember.tensor(value)
-        for op_type, names_in, names_out, attrs in self._nodes:
-            args = [env[n] if n else None for n in names_in]
-            while args and args[-1] is None:
-                args.pop()
-            ctx = _NodeContext(op_type, self.opset, len(names_out))
-            outputs = IMPORTERS[op_type](ctx, args, attrs)
-            for name, value in zip(names_out, outputs):
-                if name:
-                    env[name] = value
-        results = [env[n] for n in self._output_names]
-        return results[0] if len(results) == 1 else tuple(results)
-
-
-def load(f) -> OnnxModule:
-    """The ONNX model in ``f`` (a path, a binary file object or bytes) as an ember Module."""
-    import onnx
-
-    if isinstance(f, (bytes, bytearray)):
-        model = onnx.load_from_string(bytes(f))
-    else:
-        model = onnx.load(f if not hasattr(f, "__fspath__") else str(f))
-    return OnnxModule(model)

@@ -9,6 +9,13 @@ class OnnxExporterError(RuntimeError):
     """Raised when a model cannot be exported to ONNX."""
 
 
+class OnnxImportError(OnnxExporterError, ValueError):
+    """Raised by ``ember.onnx.load`` for a model it cannot run: an invalid one (what ONNX
+    Runtime refuses too: an input nothing produces, a cycle, an initializer whose data does not
+    match its shape) or one that needs what ember lacks (an operator, a data type). A
+    ``ValueError`` (the file is wrong) and an ``OnnxExporterError`` (ember's ONNX error)."""
+
+
 class TracerWarning(UserWarning):
     """The export read a value computed from an input into Python (``if x.sum() > 0``,
     ``x.item()``): the graph holds the path taken for the example input only."""
