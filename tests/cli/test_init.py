@@ -123,6 +123,25 @@ def test_ember_run_launches_a_script_on_two_processes(tmp_path):
     assert "rank 0: 3.0" in done.stdout and "rank 1: 3.0" in done.stdout
 
 
+# the child says "importing" on stdout when `import ember` begins (a finder that only watches),
+# so the parent's Ctrl-C lands inside that import, however loaded the machine is
+_CHILD_INTERRUPTED_WHILE_IMPORTING = """
+import sys, time
+
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "ember":
+            print("importing", flush=True)
+            time.sleep(0.5)  # the parent's signal arrives here, inside the import
+        return None
+
+sys.meta_path.insert(0, Watch())
+import _ember_cli
+sys.argv = ["ember", "--version"]
+sys.exit(_ember_cli.main())
+"""
+
+
 def test_ctrl_c_while_ember_is_still_importing_is_one_line_and_exit_130():
     """The console script's entry point (``_ember_cli``) starts before ``import ember``."""
     import signal
@@ -131,19 +150,17 @@ def test_ctrl_c_while_ember_is_still_importing_is_one_line_and_exit_130():
 
     from .helpers import ember_env
 
-    code = "import sys, _ember_cli; sys.argv = ['ember', '--version']; sys.exit(_ember_cli.main())"
     child = subprocess.Popen(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", _CHILD_INTERRUPTED_WHILE_IMPORTING],
         env=ember_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    import time
-
-    time.sleep(0.08)  # Python's own start takes ~20 ms, importing ember several times that
+    assert child.stdout.readline() == "importing\n"
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=60)
     assert child.returncode == 130, (child.returncode, err)
     assert "Traceback" not in err
     assert err.strip().splitlines() == ["ember: interrupted (Ctrl-C)"]
+    assert out == ""  # --version never ran
