@@ -323,6 +323,34 @@ def test_tangent_of_the_dual_itself_and_none_for_other_tensors():
     assert primal is y and tangent is None
 
 
+def _tangent_identity_and_its_gradient(m):
+    x, t = m.tensor([1.0, 2.0]), m.tensor([0.5, -1.0], requires_grad=True)
+    with m.autograd.forward_ad.dual_level():
+        dual = m.autograd.forward_ad.make_dual(x, t)
+        assert m.autograd.forward_ad.unpack_dual(dual).tangent is t
+        tangent = m.autograd.forward_ad.unpack_dual((dual * dual).sin()).tangent
+        assert tangent.requires_grad
+        tangent.sum().backward()
+    return t.grad.numpy()
+
+
+def test_unpack_dual_returns_the_very_tangent_given_to_make_dual():
+    """As in torch, the dual's tangent is the tensor passed in, not a copy; one that requires
+    grad makes the tangents computed from it differentiable."""
+    # d/dt Σ cos(x²)·2x·t = cos(x²)·2x
+    np.testing.assert_allclose(
+        _tangent_identity_and_its_gradient(ember), np.cos([1.0, 4.0]) * [2.0, 4.0], rtol=1e-6
+    )
+
+
+def test_tangent_identity_and_gradient_match_torch(torch_mod):
+    np.testing.assert_allclose(
+        _tangent_identity_and_its_gradient(ember),
+        _tangent_identity_and_its_gradient(torch_mod),
+        rtol=1e-6,
+    )
+
+
 def test_enter_and_exit_by_hand_and_level_reuse():
     level = fwAD.enter_dual_level()
     try:

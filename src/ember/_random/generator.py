@@ -89,10 +89,17 @@ def _state_bytes(new_state) -> np.ndarray:
 
 default_generator = Generator()
 
+# Called with the generator before each draw while ember.func.vmap watches its randomness
+# (it raises in 'error' mode, replays a slice's draws in 'same' mode); None otherwise.
+draw_hook = None
+
 
 def resolve_generator(generator) -> TorchSampler:
     """The sampler of ``generator``, or of the default generator when it is None."""
-    return (generator or default_generator)._rng
+    generator = generator or default_generator
+    if draw_hook is not None:
+        draw_hook(generator)
+    return generator._rng
 
 
 def manual_seed(seed: int) -> Generator:

@@ -139,7 +139,8 @@ def make_dual(tensor, tangent, *, level: int | None = None):
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the "
             f"same level {lv.index} is not supported."
         )
-    tangent = tangent._detach()
+    # the tangent is kept as given (unpack_dual(dual).tangent is tangent, as in PyTorch); one
+    # that requires grad makes the tangents computed from it differentiable in turn
     if tensor._rg:
         # keep the backward graph to ``tensor``: the dual is an identity op on it
         with _gm.enable_grad():

@@ -1,11 +1,11 @@
-"""ember.utils: data loading, activation checkpointing, DLPack and benchmarking."""
+"""ember.utils: data loading, activation checkpointing, DLPack, benchmarking and pytrees."""
 
 import importlib as _importlib
 
 from . import checkpoint, data, dlpack
 
 # loaded on first use, so that `import ember` does not pay for them
-_LAZY_SUBMODULES = frozenset({"benchmark"})
+_LAZY_SUBMODULES = frozenset({"_pytree", "benchmark"})
 
 
 def __getattr__(name: str):
