@@ -403,6 +403,7 @@ _LAZY = frozenset(
         "distributions",
         "fft",
         "func",
+        "fx",
         "futures",
         "jit",
         "multiprocessing",
