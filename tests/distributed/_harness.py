@@ -126,3 +126,83 @@ def share(t, rank: int):
     """Rank ``rank``'s rows of the whole batch."""
     n = BATCH // WORLD_SIZE
     return t[rank * n : (rank + 1) * n]
+
+
+# --- ranks that nobody watches together, as ranks on separate machines ------------------------
+def _port_below_the_ephemeral_range() -> int:
+    """A free port that no ``bind(0)`` will take before rank 0 listens on it: several worlds start
+    at once here, and each rank 0 binds ephemeral ports of its own (the liveness links)."""
+    import random
+
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return free_port()
+    for _ in range(100):
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return free_port()
+
+
+def start_unwatched_ranks(script: str, world_size: int, env: dict) -> list:
+    """Start ``script`` once per rank, each under its own ``mpiexec -n 1`` and in its own session
+    (no launcher that would stop the others when one dies); env:// rendezvous."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    if not mpiexec.exists():
+        pytest.skip("no mpiexec next to this Python")
+    shared = dict(
+        os.environ,
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_port_below_the_ephemeral_range()),
+        WORLD_SIZE=str(world_size),
+        **env,
+    )
+    return [
+        subprocess.Popen(
+            [str(mpiexec), "-n", "1", sys.executable, script],
+            env=dict(shared, RANK=str(rank)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for rank in range(world_size)
+    ]
+
+
+def collect_ranks(ranks: list, wanted: list[int], timeout: float = SPAWN_TIMEOUT) -> dict:
+    """Wait for the ranks in ``wanted``, then end every rank still running (with what it
+    started). Rank -> (exit code, stdout, stderr) of each wanted one; the exit code is None for
+    one that ran past ``timeout``."""
+    import signal
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + timeout
+    found = {}
+    for rank in wanted:
+        try:
+            out, err = ranks[rank].communicate(timeout=max(0.1, deadline - time.monotonic()))
+            found[rank] = (ranks[rank].returncode, out, err)
+        except subprocess.TimeoutExpired:
+            pass
+    for rank, process in enumerate(ranks):
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        out, err = process.communicate()  # what is left (all of it, after a timeout)
+        if rank in wanted and rank not in found:
+            found[rank] = (None, out, err)
+    return found

@@ -2,9 +2,12 @@
 
 Each op hands MPI the tensor's own array through the buffer protocol (no pickling): data movement
 goes as raw bytes, reductions as typed buffers. A non-contiguous tensor is communicated through a
-contiguous copy that is written back. ``async_op=True`` starts the non-blocking MPI op and returns
-a ``Work``; its ``wait()`` finishes what the op still has to do (the division of ``AVG``, copies
-back into tensors).
+contiguous copy that is written back. Every op checks its arguments first
+(``ember.distributed.argument_checks``), then starts the non-blocking MPI op: ``async_op=True``
+returns a ``Work`` whose ``wait()`` finishes what the op still has to do (the division of ``AVG``,
+copies back into tensors); otherwise the op waits at once. Waiting goes through
+``ember.distributed.watchdog.wait``, which raises ``DistBackendError`` when a rank of the group
+has died or the timeout passed, instead of waiting inside MPI for ever.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import enum
 import numpy as np
 
 from ..futures import Future
+from . import argument_checks as checks
 from .process_group import _resolve
-from .watchdog import watched
+from .watchdog import check_usable, wait
 
 
 class RedOpType(enum.IntEnum):
@@ -80,7 +84,13 @@ def _mpi_op(op, dtype: np.dtype):
         R.BXOR: MPI.BXOR,
     }
     table = logical if dtype == np.bool_ else numeric
-    op = RedOpType(op)
+    try:
+        op = RedOpType(op)
+    except (ValueError, TypeError):
+        raise TypeError(
+            f"ember.distributed: op must be a ReduceOp (ReduceOp.SUM, ReduceOp.AVG, ...), got "
+            f"{op!r}"
+        ) from None
     if op not in table:
         raise ValueError(f"ember.distributed: ReduceOp.{op.name} is not supported for {dtype}")
     _MPI_OPS[(op, dtype == np.bool_)] = table[op]
@@ -107,7 +117,16 @@ def _mpi():
 class Work:
     """A started collective: ``wait()`` blocks until it is done, ``is_completed()`` asks."""
 
-    def __init__(self, requests: list, finish=None, result=None, statuses=None, keep=None):
+    def __init__(
+        self,
+        requests: list,
+        finish=None,
+        result=None,
+        statuses=None,
+        keep=None,
+        pg=None,
+        what: str = "",
+    ):
         self._requests = requests
         self._keep = keep  # arrays MPI reads or writes until the op is done
         self._statuses = statuses
@@ -115,6 +134,8 @@ class Work:
         self._result = result
         self._done = False
         self._futures: list[Future] = []
+        self._pg = pg
+        self._what = what
 
     def _complete(self) -> None:
         self._done = True
@@ -125,20 +146,20 @@ class Work:
         for fut in futures:
             fut.set_result(self._tensors())
 
-    @watched
     def wait(self, timeout=None) -> bool:
+        """Wait until the op is done; ``DistBackendError`` if a rank of its group died first or
+        the group's timeout (or ``timeout``, a timedelta or seconds) passed."""
         if not self._done:
-            from mpi4py import MPI
-
-            MPI.Request.Waitall(self._requests, self._statuses)
+            if hasattr(timeout, "total_seconds"):
+                timeout = timeout.total_seconds()
+            # torch's default timeout=0 means the group's
+            wait(self._pg, self._requests, self._what, self._statuses, self._keep, timeout or None)
             self._complete()
         return True
 
     def is_completed(self) -> bool:
         if not self._done:
-            from mpi4py import MPI
-
-            if MPI.Request.Testall(self._requests, self._statuses):
+            if _mpi().Request.Testall(self._requests, self._statuses):
                 self._complete()
         return self._done
 
@@ -178,6 +199,16 @@ class Work:
         else:
             self._futures.append(fut)
         return fut
+
+
+def _run(pg, requests: list, what: str, finish, async_op: bool, result=None, keep=None):
+    """A ``Work`` for the started ``requests``, or (not ``async_op``) wait for them and finish."""
+    if async_op:
+        return Work(requests, finish, result, keep=keep, pg=pg, what=what)
+    wait(pg, requests, what, keep=keep)
+    if finish is not None:
+        finish()
+    return None
 
 
 class _Buffer:
@@ -224,7 +255,11 @@ def _average(buf: _Buffer, n: int) -> None:
 
 
 def _group(group):
-    return _resolve(group)
+    """The group to use (None where this process is not a member), if it is still usable."""
+    pg = _resolve(group)
+    if pg is not None and pg._failure is not None:
+        check_usable(pg)
+    return pg
 
 
 def _uses_nccl(pg, tensor) -> bool:
@@ -248,15 +283,6 @@ def _nccl_unsupported(pg, tensor, name: str) -> None:
         )
 
 
-def _root(pg, rank, group_rank, name: str) -> int:
-    if group_rank is not None:
-        return group_rank
-    if rank is None:
-        raise ValueError(f"{name}: a source/destination rank is required")
-    return pg.group_rank(rank)
-
-
-@watched
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``tensor`` over all ranks, in place on every rank.
 
@@ -264,6 +290,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         >>> t = ember.ones(3) * (dist.get_rank() + 1)
         >>> dist.all_reduce(t)          # with 2 ranks: tensor([3., 3., 3.])
     """
+    checks.check_single_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return None
@@ -280,45 +307,38 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
             _average(buf, pg.size())
         buf.written()
 
-    if async_op:
-        return Work([pg.comm.Iallreduce(MPI.IN_PLACE, buf.array, mpi_op)], finish, [tensor])
-    pg.comm.Allreduce(MPI.IN_PLACE, buf.array, mpi_op)
-    finish()
-    return None
+    request = pg.comm.Iallreduce(MPI.IN_PLACE, buf.array, mpi_op)
+    return _run(pg, [request], "all_reduce", finish, async_op, [tensor], buf)
 
 
-@watched
 def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
     """Copy ``tensor`` from rank ``src`` to every rank."""
+    checks.check_single_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return None
-    root = _root(pg, src, group_src, "broadcast")
+    root = checks.group_rank(pg, src, group_src, "broadcast")
     if _uses_nccl(pg, tensor):
         from . import nccl
 
         return nccl.broadcast(pg, tensor, root, async_op)
     buf = _Buffer(tensor)
-    if async_op:
-        return Work([pg.comm.Ibcast(buf.raw, root)], buf.written, [tensor])
-    pg.comm.Bcast(buf.raw, root)
-    buf.written()
-    return None
+    request = pg.comm.Ibcast(buf.raw, root)
+    return _run(pg, [request], "broadcast", buf.written, async_op, [tensor], buf)
 
 
-@watched
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
     """Reduce ``tensor`` over all ranks into rank ``dst``'s tensor."""
+    checks.check_single_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return None
-    from mpi4py import MPI
-
-    root = _root(pg, dst, group_dst, "reduce")
+    root = checks.group_rank(pg, dst, group_dst, "reduce")
     if _uses_nccl(pg, tensor):
         from . import nccl
 
         return nccl.reduce(pg, tensor, root, op, async_op)
+    MPI = _mpi()
     buf = _Buffer(tensor, reducing=True)
     mpi_op = _mpi_op(op, buf.array.dtype)
     is_root = pg.rank() == root
@@ -331,25 +351,24 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
                 _average(buf, pg.size())
             buf.written()
 
-    if async_op:
-        return Work([pg.comm.Ireduce(send, recv, mpi_op, root)], finish)
-    pg.comm.Reduce(send, recv, mpi_op, root)
-    finish()
-    return None
+    request = pg.comm.Ireduce(send, recv, mpi_op, root)
+    return _run(pg, [request], "reduce", finish, async_op, keep=buf)
 
 
-def _check_list(tensors, n: int, name: str, what: str) -> None:
-    if len(tensors) != n:
-        raise ValueError(f"{name}: {what} must have one tensor per rank ({n}), got {len(tensors)}")
-
-
-@watched
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     """Fill ``tensor_list[i]`` with rank i's ``tensor`` on every rank."""
+    checks.check_tensor_list(tensor_list, "tensor_list")
+    checks.check_single_tensor(tensor, "tensor")
+    checks.ensure_same_dtype(tensor_list, tensor)
     pg = _group(group)
     if pg is None:
         return None
-    _check_list(tensor_list, pg.size(), "all_gather", "tensor_list")
+    if len(tensor_list) != pg.size():
+        raise RuntimeError(
+            f"all_gather: invalid output tensor list at index 0 (expected length {pg.size()}, "
+            f"got {len(tensor_list)})"
+        )
+    checks.check_sizes(tensor_list, tensor, "all_gather")
     if _uses_nccl(pg, tensor):
         from . import nccl
 
@@ -362,53 +381,40 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
             np.copyto(out._data, part.reshape(out._data.shape), casting="unsafe")
             out._vc[0] += 1
 
-    raw_out = gathered.reshape(-1).view(np.uint8)
-    if async_op:
-        return Work([pg.comm.Iallgather(src.raw, raw_out)], finish, keep=(src, gathered))
-    pg.comm.Allgather(src.raw, raw_out)
-    finish()
-    return None
+    request = pg.comm.Iallgather(src.raw, gathered.reshape(-1).view(np.uint8))
+    return _run(pg, [request], "all_gather", finish, async_op, keep=(src, gathered))
 
 
-def _check_sizes(out_numel: int, in_numel: int, n: int, name: str) -> None:
-    if out_numel != in_numel * n:
-        raise ValueError(
-            f"{name}: the output tensor must have world_size ({n}) times as many elements as the "
-            f"input, got {out_numel} and {in_numel}"
-        )
-
-
-@watched
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
     """Concatenate every rank's ``input_tensor`` into ``output_tensor`` (stacked along dim 0)."""
+    checks.check_single_tensor(input_tensor, "input_tensor")
+    checks.check_single_tensor(output_tensor, "output_tensor")
     pg = _group(group)
     if pg is None:
         return None
+    checks.check_numel(output_tensor, input_tensor, pg.size(), "all_gather_into_tensor")
     if _uses_nccl(pg, input_tensor):
         from . import nccl
 
         return nccl.all_gather_into_tensor(pg, output_tensor, input_tensor, async_op)
     src, out = _Buffer(input_tensor), _Buffer(output_tensor)
-    _check_sizes(out.array.size, src.array.size, pg.size(), "all_gather_into_tensor")
-    if async_op:
-        return Work([pg.comm.Iallgather(src.raw, out.raw)], out.written, keep=src)
-    pg.comm.Allgather(src.raw, out.raw)
-    out.written()
-    return None
+    request = pg.comm.Iallgather(src.raw, out.raw)
+    return _run(pg, [request], "all_gather_into_tensor", out.written, async_op, keep=(src, out))
 
 
-@watched
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``input`` over all ranks and give rank i the i-th of its ``world_size`` chunks."""
+    checks.check_single_tensor(output, "output")
+    checks.check_single_tensor(input, "input")
     pg = _group(group)
     if pg is None:
         return None
+    checks.check_numel(input, output, pg.size(), "reduce_scatter_tensor")
     if _uses_nccl(pg, input):
         from . import nccl
 
         return nccl.reduce_scatter_tensor(pg, output, input, op, async_op)
     src, out = _Buffer(input, reducing=True), _Buffer(output, reducing=True)
-    _check_sizes(src.array.size, out.array.size, pg.size(), "reduce_scatter_tensor")
     mpi_op = _mpi_op(op, src.array.dtype)
 
     def finish():
@@ -416,20 +422,24 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
             _average(out, pg.size())
         out.written()
 
-    if async_op:
-        return Work([pg.comm.Ireduce_scatter_block(src.array, out.array, mpi_op)], finish, keep=src)
-    pg.comm.Reduce_scatter_block(src.array, out.array, mpi_op)
-    finish()
-    return None
+    request = pg.comm.Ireduce_scatter_block(src.array, out.array, mpi_op)
+    return _run(pg, [request], "reduce_scatter_tensor", finish, async_op, keep=(src, out))
 
 
-@watched
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce the lists over all ranks; rank i gets the reduction of all ``input_list[i]``."""
+    checks.check_single_tensor(output, "output")
+    checks.check_tensor_list(input_list, "input_list")
+    checks.ensure_same_dtype(output, input_list)
     pg = _group(group)
     if pg is None:
         return None
-    _check_list(input_list, pg.size(), "reduce_scatter", "input_list")
+    if len(input_list) != pg.size():
+        raise RuntimeError(
+            f"reduce_scatter: invalid input tensor list size, must be world size ({pg.size()}), "
+            f"got {len(input_list)}"
+        )
+    checks.check_sizes(input_list, output, "reduce_scatter")
     from .._tensor import Tensor
 
     if _uses_nccl(pg, output):
@@ -442,26 +452,28 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     return reduce_scatter_tensor(output, Tensor._wrap(stacked), op, pg, async_op)
 
 
-@watched
 def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
     """Collect every rank's ``tensor`` into ``gather_list`` on rank ``dst``."""
+    checks.check_single_tensor(tensor, "tensor")
+    if gather_list:
+        checks.check_tensor_list(gather_list, "gather_list")
+    checks.ensure_same_dtype(tensor, gather_list or [])
     pg = _group(group)
     if pg is None:
         return None
+    if dst is None and group_dst is None:
+        dst = 0
+    root = checks.canonical_rank(pg, dst, group_dst)
+    checks.validate_list_for_rank(pg.rank(), root, gather_list, "gather_list", "destination")
+    checks.check_root(pg, root, "gather")
     _nccl_unsupported(pg, tensor, "gather")
-    root = _root(pg, 0 if dst is None and group_dst is None else dst, group_dst, "gather")
-    src = _Buffer(tensor)
     is_root = pg.rank() == root
     if is_root:
-        if gather_list is None:
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        _check_list(gather_list, pg.size(), "gather", "gather_list")
-        gathered = np.empty((pg.size(),) + src.array.shape, src.array.dtype)
-        recv = gathered.reshape(-1).view(np.uint8)
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-    else:
-        recv = None
+        checks.check_list_length(gather_list, pg.size(), "gather", "output")
+        checks.check_sizes(gather_list, tensor, "gather")
+    src = _Buffer(tensor)
+    gathered = np.empty((pg.size(),) + src.array.shape, src.array.dtype) if is_root else None
+    recv = gathered.reshape(-1).view(np.uint8) if is_root else None
 
     def finish():
         if is_root:
@@ -469,42 +481,61 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
                 np.copyto(out._data, part.reshape(out._data.shape), casting="unsafe")
                 out._vc[0] += 1
 
-    if async_op:
-        return Work([pg.comm.Igather(src.raw, recv, root)], finish, keep=(src, recv))
-    pg.comm.Gather(src.raw, recv, root)
-    finish()
-    return None
+    request = pg.comm.Igather(src.raw, recv, root)
+    return _run(pg, [request], "gather", finish, async_op, keep=(src, gathered))
 
 
-@watched
 def scatter(
     tensor, scatter_list=None, src=None, group=None, async_op: bool = False, group_src=None
 ):
     """Give rank i the tensor ``scatter_list[i]`` of rank ``src``."""
+    checks.check_single_tensor(tensor, "tensor")
+    if scatter_list:
+        checks.check_tensor_list(scatter_list, "scatter_list")
+    checks.ensure_same_dtype(tensor, scatter_list or [])
     pg = _group(group)
     if pg is None:
         return None
+    if src is None and group_src is None:
+        src = 0
+    root = checks.canonical_rank(pg, src, group_src)
+    checks.validate_list_for_rank(pg.rank(), root, scatter_list, "scatter_list", "source")
+    checks.check_root(pg, root, "scatter")
     _nccl_unsupported(pg, tensor, "scatter")
-    root = _root(pg, 0 if src is None and group_src is None else src, group_src, "scatter")
     out = _Buffer(tensor)
+    send = None
     if pg.rank() == root:
-        if scatter_list is None:
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        _check_list(scatter_list, pg.size(), "scatter", "scatter_list")
+        checks.check_list_length(scatter_list, pg.size(), "scatter", "input")
+        checks.check_sizes(scatter_list, tensor, "scatter")
         stacked = np.stack([np.asarray(t._data, dtype=out.array.dtype) for t in scatter_list])
         send = stacked.reshape(-1).view(np.uint8)
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    else:
-        send = None
-    if async_op:
-        return Work([pg.comm.Iscatter(send, out.raw, root)], out.written, keep=send)
-    pg.comm.Scatter(send, out.raw, root)
-    out.written()
-    return None
+    request = pg.comm.Iscatter(send, out.raw, root)
+    return _run(pg, [request], "scatter", out.written, async_op, keep=(send, out))
 
 
-@watched
+def _split_counts(array: np.ndarray, sizes, n: int, what: str) -> tuple[list[int], list[int]]:
+    """Byte counts and offsets of the ``n`` splits of ``array`` along dim 0."""
+    rows = array.shape[0] if array.ndim else 1
+    row = array.itemsize * (int(np.prod(array.shape[1:])) if array.ndim else 1)
+    if sizes is None or len(sizes) == 0:
+        if rows % n:
+            raise RuntimeError(
+                f"{what}: Tensor's dim 0 does not divide equally across group size ({rows} rows, "
+                f"{n} ranks)"
+            )
+        sizes = [rows // n] * n
+    elif len(sizes) != n:
+        raise RuntimeError(
+            f"{what}: Number of tensor splits not equal to group size ({len(sizes)} != {n})"
+        )
+    elif sum(int(s) for s in sizes) != rows:
+        raise RuntimeError(
+            f"{what}: Split sizes doesn't match total dim 0 size ({list(sizes)} for {rows} rows)"
+        )
+    counts = [int(s) * row for s in sizes]
+    return counts, [sum(counts[:i]) for i in range(n)]
+
+
 def all_to_all_single(
     output,
     input,
@@ -514,43 +545,40 @@ def all_to_all_single(
     async_op: bool = False,
 ):
     """Split ``input`` along dim 0, send split i to rank i, concatenate what arrives."""
+    checks.check_single_tensor(output, "output")
+    checks.check_single_tensor(input, "input")
+    checks.ensure_same_dtype(output, input)
     pg = _group(group)
     if pg is None:
         return None
     _nccl_unsupported(pg, input, "all_to_all_single")
     n = pg.size()
+    if output_split_sizes is None and input_split_sizes is None and input.numel() != output.numel():
+        raise RuntimeError(
+            f"all_to_all_single: the input ({input.numel()} elements) and output "
+            f"({output.numel()} elements) must have the same size without split sizes"
+        )
+    sc, sd = _split_counts(np.asarray(input._data), input_split_sizes, n, "all_to_all_single")
+    rc, rd = _split_counts(np.asarray(output._data), output_split_sizes, n, "all_to_all_single")
     src, out = _Buffer(input), _Buffer(output)
-
-    def counts(tensor_array, sizes):
-        row = tensor_array.itemsize * (
-            int(np.prod(tensor_array.shape[1:])) if tensor_array.ndim else 1
-        )
-        if sizes is None:
-            if tensor_array.ndim == 0 or tensor_array.shape[0] % n:
-                raise ValueError(
-                    f"all_to_all_single: dim 0 ({tensor_array.shape}) must divide into {n} splits"
-                )
-            sizes = [tensor_array.shape[0] // n] * n
-        c = [int(s) * row for s in sizes]
-        return c, [sum(c[:i]) for i in range(n)]
-
-    sc, sd = counts(src.array, input_split_sizes)
-    rc, rd = counts(out.array, output_split_sizes)
-    if async_op:
-        return Work(
-            [pg.comm.Ialltoallv([src.raw, (sc, sd)], [out.raw, (rc, rd)])], out.written, keep=src
-        )
-    pg.comm.Alltoallv([src.raw, (sc, sd)], [out.raw, (rc, rd)])
-    out.written()
-    return None
+    request = pg.comm.Ialltoallv([src.raw, (sc, sd)], [out.raw, (rc, rd)])
+    return _run(pg, [request], "all_to_all_single", out.written, async_op, keep=(src, out))
 
 
-@watched
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
     """Send ``input_tensor_list[i]`` to rank i; receive rank i's into ``output_tensor_list[i]``."""
+    checks.check_tensor_list(output_tensor_list, "output_tensor_list")
+    checks.check_tensor_list(input_tensor_list, "input_tensor_list")
+    checks.ensure_same_dtype(output_tensor_list, input_tensor_list)
     pg = _group(group)
     if pg is None:
         return None
+    for name, tensors in (("input", input_tensor_list), ("output", output_tensor_list)):
+        if len(tensors) != pg.size():
+            raise RuntimeError(
+                f"all_to_all: {name} tensor list size {len(tensors)} does not match world size "
+                f"{pg.size()}"
+            )
     for t in output_tensor_list:
         _nccl_unsupported(pg, t, "all_to_all")
     requests, outs, sends = [], [], []
@@ -570,26 +598,23 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
         for out in outs:
             out.written()
 
-    work = Work(requests, finish, keep=sends)
-    if async_op:
-        return work
-    work.wait()
-    return None
+    return _run(pg, requests, "all_to_all", finish, async_op, keep=(sends, outs))
 
 
-def _peer(pg, rank, group_rank, name: str) -> int:
-    peer = _root(pg, rank, group_rank, name)
-    if peer == pg.rank():
-        what = "destination" if name in ("send", "isend") else "source"
-        raise ValueError(
-            f"Invalid {what} rank: should not be the same as the rank of the current process."
-        )
+def _peer(pg, rank, group_rank, name: str):
+    """The group rank of the other side of a send (``dst``) or receive (``src``; any if None)."""
+    role = "destination" if name in ("send", "isend") else "source"
+    if rank is None and group_rank is None and role == "source":
+        return _mpi().ANY_SOURCE
+    peer = checks.canonical_rank(pg, rank, group_rank)
+    checks.check_root(pg, peer, name, role)
+    checks.check_not_self(pg, peer, role)
     return peer
 
 
-@watched
 def send(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> None:
     """Send ``tensor`` to rank ``dst`` (blocking)."""
+    checks.check_single_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return
@@ -599,36 +624,30 @@ def send(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> None:
 
         nccl.send(pg, tensor, peer)
         return
-    pg.comm.Send(_Buffer(tensor).raw, peer, tag)
+    buf = _Buffer(tensor)
+    wait(pg, [pg.comm.Isend(buf.raw, peer, tag)], "send", keep=buf)
 
 
-@watched
 def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
     """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender."""
+    checks.check_single_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return -1
-    from mpi4py import MPI
-
-    source = (
-        MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "recv")
-    )
+    source = _peer(pg, src, group_src, "recv")
     if _uses_nccl(pg, tensor):
         from . import nccl
 
-        if source == MPI.ANY_SOURCE:
+        if source == _mpi().ANY_SOURCE:
             raise RuntimeError("ember.distributed (nccl): recv needs a source rank (src=)")
         nccl.recv(pg, tensor, source)
         return pg._ranks[source]
-    buf = _Buffer(tensor)
-    status = MPI.Status()
-    pg.comm.Recv(buf.raw, source, tag, status)
-    buf.written()
-    return pg._ranks[status.Get_source()]
+    return _mpi_irecv(pg, tensor, source, tag)._source_rank()
 
 
 def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> Work | None:
     """Start sending ``tensor`` to rank ``dst``; the tensor must not change until ``wait()``."""
+    checks.check_single_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return None
@@ -638,28 +657,31 @@ def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> Work | 
 
         return nccl.send(pg, tensor, peer, async_op=True)
     buf = _Buffer(tensor)
-    return Work([pg.comm.Isend(buf.raw, peer, tag)], keep=buf)
+    return Work([pg.comm.Isend(buf.raw, peer, tag)], keep=buf, pg=pg, what="send")
 
 
 def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> Work | None:
     """Start receiving into ``tensor`` from rank ``src`` (any when None)."""
+    checks.check_single_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return None
-    from mpi4py import MPI
-
-    source = (
-        MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "irecv")
-    )
+    source = _peer(pg, src, group_src, "irecv")
     if _uses_nccl(pg, tensor):
         from . import nccl
 
-        if source == MPI.ANY_SOURCE:
+        if source == _mpi().ANY_SOURCE:
             raise RuntimeError("ember.distributed (nccl): irecv needs a source rank (src=)")
         return nccl.recv(pg, tensor, source, async_op=True)
+    return _mpi_irecv(pg, tensor, source, tag)
+
+
+def _mpi_irecv(pg, tensor, source: int, tag: int) -> Work:
+    """A started MPI receive; its ``_result`` becomes the sender's global rank."""
     buf = _Buffer(tensor)
-    statuses = [MPI.Status()]
-    work = Work([pg.comm.Irecv(buf.raw, source, tag)], statuses=statuses)
+    statuses = [_mpi().Status()]
+    request = pg.comm.Irecv(buf.raw, source, tag)
+    work = Work([request], statuses=statuses, keep=buf, pg=pg, what="recv")
 
     def finish():
         buf.written()
@@ -693,16 +715,12 @@ def batch_isend_irecv(p2p_op_list: list) -> list:
     return works
 
 
-@watched
 def barrier(group=None, async_op: bool = False, device_ids=None):
     """Wait until every rank of the group has reached the barrier."""
     pg = _group(group)
     if pg is None:
         return None
-    if async_op:
-        return Work([pg.comm.Ibarrier()])
-    pg.comm.Barrier()
-    return None
+    return _run(pg, [pg.comm.Ibarrier()], "barrier", None, async_op)
 
 
 # plus the call's number, so a late rank's arrival never matches a later call
@@ -788,61 +806,6 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) ->
         pg.comm.Send(token, peer, tag)
 
 
-_OBJECT_TAG = 0x6F626A  # keeps object messages apart from tensor messages with the default tag
-
-# --- picklable Python objects (these do pickle, as PyTorch's do) ---------------------------
-
-
-@watched
-def all_gather_object(object_list: list, obj, group=None) -> None:
-    """``object_list[i]`` becomes rank i's ``obj`` on every rank."""
-    pg = _group(group)
-    if pg is None:
-        return
-    _check_list(object_list, pg.size(), "all_gather_object", "object_list")
-    object_list[:] = pg.comm.allgather(obj)
-
-
-@watched
-def broadcast_object_list(
-    object_list: list, src=None, group=None, device=None, group_src=None
-) -> None:
-    """Replace ``object_list``'s items with rank ``src``'s, on every rank."""
-    pg = _group(group)
-    if pg is None:
-        return
-    root = _root(
-        pg, 0 if src is None and group_src is None else src, group_src, "broadcast_object_list"
-    )
-    objects = pg.comm.bcast(list(object_list) if pg.rank() == root else None, root)
-    object_list[:] = objects
-
-
-@watched
-def send_object_list(object_list: list, dst=None, group=None, device=None, group_dst=None):
-    """Send the (picklable) items of ``object_list`` to rank ``dst``."""
-    pg = _group(group)
-    if pg is None:
-        return
-    pg.comm.send(list(object_list), _peer(pg, dst, group_dst, "send"), tag=_OBJECT_TAG)
-
-
-@watched
-def recv_object_list(object_list: list, src=None, group=None, device=None, group_src=None):
-    """Fill ``object_list`` with the items rank ``src`` (any when None) sent; returns the sender."""
-    pg = _group(group)
-    if pg is None:
-        return -1
-    MPI = _mpi()
-    source = (
-        MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "recv")
-    )
-    status = MPI.Status()
-    items = pg.comm.recv(source=source, tag=_OBJECT_TAG, status=status)
-    object_list[: len(items)] = items
-    return pg._ranks[status.Get_source()]
-
-
 def supports_complex(reduceOp) -> bool:
     """True where a reduction is defined on complex numbers (not MIN/MAX/PRODUCT/bitwise)."""
     return reduceOp not in (
@@ -853,32 +816,3 @@ def supports_complex(reduceOp) -> bool:
         RedOpType.BOR,
         RedOpType.BXOR,
     )
-
-
-@watched
-def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:
-    pg = _group(group)
-    if pg is None:
-        return
-    root = _root(pg, 0 if dst is None and group_dst is None else dst, group_dst, "gather_object")
-    gathered = pg.comm.gather(obj, root)
-    if pg.rank() == root:
-        object_gather_list[:] = gathered
-
-
-@watched
-def scatter_object_list(
-    scatter_object_output_list: list,
-    scatter_object_input_list=None,
-    src=None,
-    group=None,
-    group_src=None,
-) -> None:
-    pg = _group(group)
-    if pg is None:
-        return
-    root = _root(
-        pg, 0 if src is None and group_src is None else src, group_src, "scatter_object_list"
-    )
-    items = list(scatter_object_input_list) if pg.rank() == root else None
-    scatter_object_output_list[0] = pg.comm.scatter(items, root)

@@ -54,12 +54,21 @@ def _device_backends(name: str) -> dict[str, str]:
 
 
 class ProcessGroup:
-    """A set of ranks sharing one MPI communicator; ``ranks`` are their global ranks in order."""
+    """A set of ranks sharing one MPI communicator; ``ranks`` are their global ranks in order.
 
-    def __init__(self, comm, backend: str, ranks: list[int]):
+    ``timeout`` (seconds) is how long a collective on the group may wait. After a collective
+    failed (a rank died, the timeout passed), ``_failure`` says why and the group refuses further
+    collectives; ``_abandoned`` keeps the failed operations' requests and buffers alive, since MPI
+    may still write into them.
+    """
+
+    def __init__(self, comm, backend: str, ranks: list[int], timeout: float | None = None):
         self.comm = comm
         self._backend = backend
         self._ranks = ranks
+        self.timeout = _timeout_seconds(timeout)
+        self._failure: str | None = None
+        self._abandoned: list = []
         self._device_backends = _device_backends(backend)
         self.nccl = None  # the NCCL communicator of CUDA collectives, made on first use
         if "cuda" in self._device_backends:
@@ -78,7 +87,10 @@ class ProcessGroup:
         return self._backend
 
     def group_rank(self, global_rank: int) -> int:
-        """This group's rank of a global rank (PyTorch's ``src``/``dst`` are global ranks)."""
+        """This group's rank of a global rank (PyTorch's ``src``/``dst`` are global ranks); the
+        world's ranks are the global ranks, unchecked as in torch (a collective checks them)."""
+        if self is _world:
+            return global_rank
         try:
             return self._ranks.index(global_rank)
         except ValueError:
@@ -225,12 +237,16 @@ def init_process_group(
         raise RuntimeError(
             "ember.distributed needs mpi4py: pip install 'ember[distributed]' (mpi4py and mpich)"
         )
+    # UCX (under MPICH) prints a warning per operation a dead rank left unfinished, on stdout,
+    # when this process exits; a rank that caught the DistBackendError has said what happened
+    os.environ.setdefault("UCX_LOG_LEVEL", "error")
     from mpi4py import MPI
 
     mpi_world = MPI.COMM_WORLD
     if mpi_world.Get_size() > 1 and init_method is None:
         # all ranks started by one `mpiexec -n N`: MPI's own world is the process group
         init_method = "mpi://"
+    known_host = os.environ.get("MASTER_ADDR")  # where the other ranks reach rank 0
     if init_method == "mpi://":
         if world_size not in (-1, mpi_world.Get_size()) or rank not in (-1, mpi_world.Get_rank()):
             raise ValueError(
@@ -244,6 +260,7 @@ def init_process_group(
 
         point = parse_init_method(init_method or "env://", world_size, rank)
         world_size, rank = point.world_size, point.rank
+        known_host = point.master_addr or None
         if not 0 <= rank < world_size:
             raise ValueError(f"Invalid rank {rank} for a world of size {world_size}")
         if world_size == 1:
@@ -255,16 +272,20 @@ def init_process_group(
             ordered = comm.Split(0, rank)
             comm.Free()
             comm = ordered
-    _world = ProcessGroup(comm, str(name), list(range(comm.Get_size())))
-    GroupMember.WORLD = _world
     if comm.Get_size() > 1:
-        from . import watchdog
+        from . import liveness, watchdog
 
+        liveness.connect(comm, known_host)
         watchdog.start(_timeout_seconds(timeout), comm.Get_rank())
+    _world = ProcessGroup(comm, str(name), list(range(comm.Get_size())), timeout)
+    GroupMember.WORLD = _world
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
-    """Leave the default group (and all subgroups), or free one subgroup."""
+    """Leave the default group (and all subgroups), or free one subgroup.
+
+    A peer still waiting for this rank in a collective hears of it at once and raises.
+    """
     global _world
     if group is None or group is _world:
         if _world is None:
@@ -275,14 +296,19 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
                 sub.nccl.destroy()
             sub.comm.Free()
         _subgroups.clear()
-        from . import watchdog
+        from . import liveness, watchdog
 
+        died = any(r not in liveness.left for r in liveness.lost)
         watchdog.stop()
+        liveness.disconnect()
         _world._collect_late_arrivals()
         if _world.nccl is not None:
             _world.nccl.destroy()
-        # Disconnect (not Free) so MPI_Finalize at exit does not wait on the other ranks
-        _world.comm.Disconnect()
+        # Disconnect (not Free) so MPI_Finalize at exit does not wait on the other ranks; but it
+        # waits for the operations still under way on the group, and those a dead rank left
+        # (a failed collective, an async one never waited for) never end: then just drop it
+        if _world._failure is None and not died:
+            _world.comm.Disconnect()
         _world = None
         GroupMember.WORLD = None
     else:
@@ -345,9 +371,14 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, **kwargs)
     me = world.rank()
     from mpi4py import MPI
 
+    from .watchdog import check_usable, wait
+
+    check_usable(world)
+    # every rank there and alive first: Split blocks inside MPI, where a dead rank cannot be seen
+    wait(world, [world.comm.Ibarrier()], "new_group")
     comm = world.comm.Split(0 if me in ranks else MPI.UNDEFINED, me)
     if comm == MPI.COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
-    pg = ProcessGroup(comm, backend or world._backend, ranks)
+    pg = ProcessGroup(comm, backend or world._backend, ranks, timeout or world.timeout)
     _subgroups.append(pg)
     return pg
