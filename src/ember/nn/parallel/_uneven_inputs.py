@@ -12,6 +12,7 @@ import contextlib
 
 import numpy as np
 
+from ...distributed import watchdog
 from ...distributed.watchdog import watched
 from ._buckets import Bucket, all_reduce_async, coalesced_broadcast
 from ._comm_hooks import comm_hook_result, run_comm_hook
@@ -91,7 +92,8 @@ class UnevenInputs:
         pg = self.process_group
         mine = np.array([state], np.int8)
         states = np.empty(pg.size(), np.int8)
-        pg.comm.Allgather(mine, states)
+        # polled, so that a rank that died surfaces here as a catchable DistBackendError
+        watchdog.wait(pg, [pg.comm.Iallgather(mine, states)], "DDP join", keep=(mine, states))
         active = [r for r, s in enumerate(states) if s != JOINED]
         if self._throw_early and len(active) < pg.size():
             raise RuntimeError(

@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...distributed.object_collectives import all_gather_object
 from ...distributed.watchdog import watched
 from ..modules.module import Module
 from ._buckets import Bucket, all_reduce_async, coalesced_broadcast
@@ -136,7 +137,8 @@ class DistributedDataParallel(UnevenInputs, Module):
     @staticmethod
     def _check_same_shapes(pg, params) -> None:
         shapes = [tuple(p.shape) for p in params]
-        everyone = pg.comm.allgather(shapes)
+        everyone = [None] * pg.size()
+        all_gather_object(everyone, shapes, group=pg)  # polled: a dead rank is an error here
         for rank, theirs in enumerate(everyone):
             if theirs != shapes:
                 raise RuntimeError(
