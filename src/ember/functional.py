@@ -4,7 +4,30 @@ top-level functions, the same objects."""
 
 from __future__ import annotations
 
-import ember as _ember
+from . import (  # noqa: F401
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    block_diag,
+    broadcast_shapes,
+    broadcast_tensors,
+    cartesian_prod,
+    cdist,
+    chain_matmul,
+    einsum,
+    istft,
+    lu,
+    meshgrid,
+    norm,
+    pca_lowrank,
+    split,
+    stft,
+    svd_lowrank,
+    tensordot,
+    unique,
+    unique_consecutive,
+    unravel_index,
+)
 
 __all__ = [
     "atleast_1d",
@@ -30,13 +53,3 @@ __all__ = [
     "unique_consecutive",
     "unravel_index",
 ]
-
-
-def __getattr__(name: str):
-    if name in __all__:
-        return getattr(_ember, name)
-    raise AttributeError(f"module 'ember.functional' has no attribute '{name}'")
-
-
-def __dir__():
-    return sorted(__all__)
