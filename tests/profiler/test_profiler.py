@@ -1,4 +1,4 @@
-"""ember.profiler: counts, forward/backward events, bytes, the table and the Chrome trace."""
+"""ember.profiler.profile: counts, forward/backward events, bytes, shapes, stacks, Chrome trace."""
 
 import json
 
@@ -49,7 +49,7 @@ def test_nested_ops_are_children_and_times_add_up():
 
 def test_bytes_are_attributed_to_the_op_that_allocates():
     x = ember.ones(1000, requires_grad=True)
-    with profile() as prof:
+    with profile(profile_memory=True) as prof:
         y = x * 2.0  # a new float32 buffer of 4000 bytes
         z = y.view(10, 100)  # a view: no bytes
         z.sum().backward()
@@ -60,24 +60,6 @@ def test_bytes_are_attributed_to_the_op_that_allocates():
     backward_mul = next(e for e in prof.events() if e.name == "mul" and e.depth == 1)
     assert backward_mul.self_cpu_memory_usage == 4000
     assert top["MulBackward0"].cpu_memory_usage == 4000
-
-
-def test_table_sorts_limits_and_totals():
-    model, x, y = _mlp_step()
-    with profile() as prof:
-        nn.functional.cross_entropy(model(x), y).backward()
-    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=5)
-    lines = table.splitlines()
-    assert "Self CPU %" in lines[1] and "# of Calls" in lines[1] and "CPU Mem" in lines[1]
-    assert len(lines) == 3 + 5 + 2
-    assert lines[-1].startswith("Self CPU time total:")
-    rows = sorted(prof.key_averages(), key=lambda a: a.self_cpu_time_total, reverse=True)
-    assert lines[3].startswith(rows[0].key)
-    by_count = prof.key_averages().table(sort_by="count", row_limit=1)
-    most = max(prof.key_averages(), key=lambda a: a.count)
-    assert by_count.splitlines()[3].split()[-1] == str(most.count)
-    with pytest.raises(ValueError, match="sort_by"):
-        prof.key_averages().table(sort_by="speed")
 
 
 def test_record_shapes_groups_by_input_shape():
@@ -147,3 +129,27 @@ def test_profiled_results_equal_unprofiled_results():
     assert loss2.item() == loss.item()
     for p, g in zip(model.parameters(), plain):
         assert ember.equal(p.grad, g)
+
+
+def _two_call_sites(model, x):
+    model(x)  # first call site
+    model(x)  # second call site
+
+
+def test_with_stack_records_frames_and_groups_by_stack_n():
+    model, x, _ = _mlp_step()
+    with profile(with_stack=True) as prof:
+        _two_call_sites(model, x)
+    linear = [e for e in prof.events() if e.name == "linear"]
+    assert len(linear) == 4
+    assert "linear.py" in linear[0].stack[0] and linear[0].stack[0].endswith(": forward")
+    assert any(frame.endswith(": _two_call_sites") for frame in linear[0].stack)
+    by_site = [a for a in prof.key_averages(group_by_stack_n=5) if a.key == "linear"]
+    # the two layers run the same lines (Sequential's loop), so one row per call site
+    assert [a.count for a in by_site] == [2, 2]
+    by_layer = [a for a in prof.key_averages(group_by_stack_n=1) if a.key == "linear"]
+    assert len(by_layer) == 1 and by_layer[0].count == 4  # both layers run linear.py's line
+    table = prof.key_averages(group_by_stack_n=5).table(sort_by="self_cpu_time_total")
+    assert table.splitlines()[1].rstrip().endswith("Source Location")
+    assert "_two_call_sites" in table
+    assert len(prof.key_averages().table().splitlines()) < len(table.splitlines())

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
-from dataclasses import dataclass, field
 from enum import Enum
 from time import perf_counter_ns
 
 from ..autograd import _watch
 from ._ops import Patched
+from .events import EventList, FunctionEvent, FunctionEventAvg, write_stacks
+from .scheduling import RECORDING, ProfilerAction, record_every_step
 
 _active: list = []  # the open profile, if any (one at a time, as in PyTorch)
 
@@ -25,147 +27,22 @@ class ProfilerActivity(Enum):
     CUDA = "cuda"
 
 
-@dataclass
-class FunctionEvent:
-    """One op call (``kind`` 'forward'), backward node run ('backward') or user range."""
-
-    name: str
-    kind: str
-    start_ns: int
-    end_ns: int = 0
-    depth: int = 0
-    child_ns: int = 0
-    self_bytes: int = 0
-    child_bytes: int = 0
-    input_shapes: list = field(default_factory=list)
-    thread: int = 0
-
-    @property
-    def cpu_time_total(self) -> float:
-        """Microseconds, children included (PyTorch's unit)."""
-        return (self.end_ns - self.start_ns) / 1000
-
-    @property
-    def self_cpu_time_total(self) -> float:
-        return (self.end_ns - self.start_ns - self.child_ns) / 1000
-
-    @property
-    def cpu_memory_usage(self) -> int:
-        return self.self_bytes + self.child_bytes
-
-    @property
-    def self_cpu_memory_usage(self) -> int:
-        return self.self_bytes
-
-
-@dataclass
-class FunctionEventAvg:
-    """The events of one name (and input shapes, when grouped so) added up."""
-
-    key: str
-    kind: str
-    count: int = 0
-    cpu_time_total: float = 0.0
-    self_cpu_time_total: float = 0.0
-    cpu_memory_usage: int = 0
-    self_cpu_memory_usage: int = 0
-    input_shapes: str = ""
-
-    @property
-    def cpu_time(self) -> float:
-        return self.cpu_time_total / self.count if self.count else 0.0
-
-    def add(self, e: FunctionEvent) -> None:
-        self.count += 1
-        self.cpu_time_total += e.cpu_time_total
-        self.self_cpu_time_total += e.self_cpu_time_total
-        self.cpu_memory_usage += e.cpu_memory_usage
-        self.self_cpu_memory_usage += e.self_cpu_memory_usage
-
-
-_SORT_KEYS = {
-    "cpu_time_total",
-    "self_cpu_time_total",
-    "cpu_time",
-    "count",
-    "cpu_memory_usage",
-    "self_cpu_memory_usage",
-}
-
-
-class EventList(list):
-    """A list of FunctionEventAvg with PyTorch's ``table``."""
-
-    def table(self, sort_by: str | None = None, row_limit: int = 100, **_ignored) -> str:
-        """A text table like ``torch.profiler``'s ``key_averages().table(...)``."""
-        rows = list(self)
-        if sort_by is not None:
-            key = sort_by.replace("cuda", "cpu").replace("device", "cpu")
-            if key not in _SORT_KEYS:
-                raise ValueError(f"sort_by must be one of {sorted(_SORT_KEYS)}, got {sort_by!r}")
-            rows.sort(key=lambda r: getattr(r, key), reverse=True)
-        if row_limit is not None and row_limit >= 0:
-            rows = rows[:row_limit]
-        total_self = sum(r.self_cpu_time_total for r in self) or 1.0
-        shapes = any(r.input_shapes for r in rows)
-        headers = ["Name", "Pass", "Self CPU %", "Self CPU", "CPU total %", "CPU total"]
-        headers += ["CPU time avg", "CPU Mem", "Self CPU Mem", "# of Calls"]
-        if shapes:
-            headers.append("Input Shapes")
-        body = []
-        for r in rows:
-            cells = [
-                r.key,
-                r.kind,
-                f"{100 * r.self_cpu_time_total / total_self:.2f}%",
-                _fmt_us(r.self_cpu_time_total),
-                f"{100 * r.cpu_time_total / total_self:.2f}%",
-                _fmt_us(r.cpu_time_total),
-                _fmt_us(r.cpu_time),
-                _fmt_mem(r.cpu_memory_usage),
-                _fmt_mem(r.self_cpu_memory_usage),
-                str(r.count),
-            ]
-            if shapes:
-                cells.append(r.input_shapes)
-            body.append(cells)
-        widths = [
-            max(len(h), *(len(c[i]) for c in body)) if body else len(h)
-            for i, h in enumerate(headers)
-        ]
-        rule = "  ".join("-" * w for w in widths)
-
-        def line(cells):
-            first = cells[0].ljust(widths[0])
-            return "  ".join([first] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:])])
-
-        out = [rule, line(headers), rule] + [line(c) for c in body] + [rule]
-        out.append(f"Self CPU time total: {_fmt_us(sum(r.self_cpu_time_total for r in self))}")
-        return "\n".join(out) + "\n"
-
-
-def _fmt_us(us: float) -> str:
-    if us >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3f}ms"
-    return f"{us:.3f}us"
-
-
-def _fmt_mem(n: int) -> str:
-    for unit, size in (("Gb", 1 << 30), ("Mb", 1 << 20), ("Kb", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} b"
-
-
 class profile(_watch.Observer):
     """Profile the ops run inside a ``with`` block (this thread).
 
+    ``record_shapes`` keeps each op's input shapes (``key_averages(group_by_input_shape=True)``),
+    ``profile_memory`` the bytes each op allocates, ``with_stack`` the Python frames that called
+    it (``export_stacks``, ``key_averages(group_by_stack_n=N)``). With a ``schedule``, each
+    ``prof.step()`` moves to the next step, only active steps are recorded, and each recorded
+    cycle goes to ``on_trace_ready(prof)``; without one, everything is recorded and
+    ``on_trace_ready`` is called once, at the end.
+
     Example::
-        >>> with ember.profiler.profile() as prof:
-        ...     loss = model(x).sum(); loss.backward()
-        >>> print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=10))
+        >>> with ember.profiler.profile(record_shapes=True, profile_memory=True) as prof:
+        ...     with ember.profiler.record_function("model_inference"):
+        ...         loss = model(x).sum()
+        ...     loss.backward()
+        >>> print(prof.key_averages(group_by_input_shape=True).table(sort_by="cpu_time_total"))
         >>> prof.export_chrome_trace("trace.json")
     """
 
@@ -175,12 +52,22 @@ class profile(_watch.Observer):
         self,
         activities=None,
         record_shapes: bool = False,
-        profile_memory: bool = True,
+        profile_memory: bool = False,
         with_stack: bool = False,
+        schedule=None,
+        on_trace_ready=None,
         **_ignored,
     ):
         self.record_shapes = record_shapes
         self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.schedule = schedule or record_every_step
+        self.record_steps = schedule is not None  # a "ProfilerStep#N" range around each step
+        self._step_range = None
+        self.on_trace_ready = on_trace_ready
+        self.step_num = 0
+        self.current_action = ProfilerAction.NONE
+        self._open_profile = False
         self._events: list[FunctionEvent] = []
         self._stack: list = []  # (key, event): key is an op, a node or a range marker
         self._patched = None
@@ -199,17 +86,64 @@ class profile(_watch.Observer):
         if _active:
             raise RuntimeError("Profiler is already enabled: stop the open profile first.")
         _active.append(self)
+        self._open_profile = True
         self._thread = threading.get_ident()
+        self.step_num = 0
+        self.current_action = self.schedule(0)
+        if self.current_action in RECORDING:
+            self._start_recording()
+        self._open_step_range()
+
+    def stop(self) -> None:
+        if not self._open_profile:
+            return
+        self._open_profile = False
+        _active.remove(self)
+        self._close_step_range()
+        if self.current_action in RECORDING:
+            self._stop_recording()
+            if self.on_trace_ready is not None:
+                self.on_trace_ready(self)
+
+    def step(self) -> None:
+        """Start the next step of ``schedule``; after the last active step of a cycle, hand the
+        recorded cycle to ``on_trace_ready``."""
+        self._close_step_range()
+        before = self.current_action
+        self.step_num += 1
+        self.current_action = after = self.schedule(self.step_num)
+        cycle_ends = before is ProfilerAction.RECORD_AND_SAVE or (
+            before in RECORDING and after not in RECORDING
+        )
+        if cycle_ends:
+            self._stop_recording()
+            if self.on_trace_ready is not None:
+                self.on_trace_ready(self)
+        if after in RECORDING and (cycle_ends or before not in RECORDING):
+            self._start_recording()
+        self._open_step_range()
+
+    def _open_step_range(self) -> None:
+        if self.record_steps and self._patched is not None:
+            self._step_range = self.push_range(f"ProfilerStep#{self.step_num}")
+
+    def _close_step_range(self) -> None:
+        if self._step_range is not None:
+            self.pop_range(self._step_range)
+            self._step_range = None
+
+    def _start_recording(self) -> None:
+        """Patch the ops and watch new tensors, dropping the last cycle's events."""
+        self._events = []
         self._patched = Patched(self._run_op)
         _watch.add(self)
 
-    def stop(self) -> None:
+    def _stop_recording(self) -> None:
         if self._patched is None:
             return
         self._patched.restore()
         self._patched = None
         _watch.remove(self)
-        _active.remove(self)
         end = perf_counter_ns()
         while self._stack:  # what an exception left open ends now
             self._close(self._stack[-1][0], end)
@@ -221,6 +155,8 @@ class profile(_watch.Observer):
         )
         if shapes:
             event.input_shapes = shapes
+        if self.with_stack and kind != "backward":
+            event.stack = _python_stack()
         self._stack.append((key, event))
 
     def _close(self, key, end: int) -> None:
@@ -253,7 +189,7 @@ class profile(_watch.Observer):
             self._close(marker, perf_counter_ns())
 
     def tensor_created(self, t) -> None:
-        if not self._stack:
+        if not self._stack or not self.profile_memory:
             return
         root = _watch.memory_root(t._data)
         if root is t._data:  # a new buffer (a view's bytes belong to its base)
@@ -280,16 +216,33 @@ class profile(_watch.Observer):
     def events(self) -> list[FunctionEvent]:
         return sorted(self._events, key=lambda e: e.start_ns)
 
-    def key_averages(self, group_by_input_shape: bool = False) -> EventList:
+    def key_averages(
+        self, group_by_input_shape: bool = False, group_by_stack_n: int = 0
+    ) -> EventList:
+        """One row per op name (and pass), also split by input shapes and by the innermost
+        ``group_by_stack_n`` stack frames when asked."""
         groups: dict = {}
         for e in self.events():
+            name = "ProfilerStep*" if e.name.startswith("ProfilerStep#") else e.name
             shapes = str(e.input_shapes) if group_by_input_shape else ""
-            k = (e.name, e.kind, shapes)
+            stack = e.stack[:group_by_stack_n] if group_by_stack_n > 0 else []
+            k = (name, e.kind, shapes, tuple(stack))
             avg = groups.get(k)
             if avg is None:
-                avg = groups[k] = FunctionEventAvg(e.name, e.kind, input_shapes=shapes)
+                avg = groups[k] = FunctionEventAvg(name, e.kind, input_shapes=shapes, stack=stack)
             avg.add(e)
-        return EventList(groups.values())
+        return EventList(groups.values(), profile_memory=self.profile_memory)
+
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
+        """Write each event's stack (needs ``with_stack=True``) with ``metric``, one line per
+        event, in the folded format of flame graph tools.
+
+        Example::
+            >>> with ember.profiler.profile(with_stack=True) as prof:
+            ...     model(x)
+            >>> prof.export_stacks("/tmp/profiler_stacks.txt", "self_cpu_time_total")
+        """
+        write_stacks(self.events(), path, metric)
 
     def export_chrome_trace(self, path: str) -> None:
         """Write the events as Chrome trace JSON (chrome://tracing, Perfetto)."""
@@ -312,6 +265,24 @@ class profile(_watch.Observer):
         with open(tmp, "w") as f:
             json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, f)
         os.replace(tmp, path)
+
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MODULES_DIR = os.path.join(_EMBER_DIR, "nn", "modules")
+
+
+def _python_stack() -> list:
+    """The caller's Python frames, innermost first, as ``file(line): function``; ember's own
+    frames are left out except nn.Module calls, which say which layer ran the op."""
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        internal = filename.startswith(_EMBER_DIR) or filename == "<string>"
+        if not internal or filename.startswith(_MODULES_DIR):
+            frames.append(f"{filename}({frame.f_lineno}): {frame.f_code.co_name}")
+        frame = frame.f_back
+    return frames
 
 
 def _shapes(args: tuple) -> list:
