@@ -7,34 +7,14 @@ import math
 from . import _backend
 from . import _dtype as dt
 from . import _memory_format as _mf
+from ._random import argument_checks as random_checks
 from ._random import default_generator, resolve_generator
+from ._size_argument import parse_size
 from ._tensor import Tensor
 from .autograd.node import Node
 from .ops._dispatch import result as _record
 
 _wrap = Tensor._wrap
-
-
-def _size_argument(listed: tuple, size) -> tuple:
-    """A factory's size given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as the
-    ``size=`` keyword (``zeros(size=(2, 3))``), not both."""
-    if size is None:
-        return listed
-    if listed:
-        raise TypeError("got multiple values for argument 'size'")
-    return (size,)
-
-
-def _size(size) -> tuple:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    elif len(size) == 1 and isinstance(size[0], Tensor):
-        size = tuple(size[0].tolist())
-    out = tuple(int(s) for s in size)
-    for s in out:
-        if s < 0:
-            raise RuntimeError(f"Dimension size must be non-negative: got size {list(out)}")
-    return out
 
 
 def _finish(data, requires_grad: bool) -> Tensor:
@@ -176,7 +156,7 @@ def _factory(fill):
         d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
         xp = _xp(device)
         with _device_ctx(xp, device):
-            data = fill(xp, _size(_size_argument(listed, size)), d.np)
+            data = fill(xp, parse_size(make.__name__, listed, size), d.np)
             if memory_format is not None:
                 fmt = _mf.check(memory_format, make.__name__)
                 if fmt is _mf.preserve_format:
@@ -216,7 +196,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     xp = _xp(device)
     value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
     return _finish(
-        xp.full(_size((size,) if isinstance(size, int) else (size,)), value, dtype=d.np),
+        xp.full(parse_size("full", (size,), varargs=False), value, dtype=d.np),
         requires_grad,
     )
 
@@ -425,10 +405,12 @@ def eye(
 
 
 # --- random -----------------------------------------------------------------------------------
-def _float_dtype(dtype) -> dt.dtype:
+def _float_dtype(dtype, kernel: str = "check_uniform_bounds") -> dt.dtype:
+    """The dtype of rand / randn / normal's samples; an integer one raises the error of
+    torch's ``kernel`` (the uniform or the normal one)."""
     d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
     if d.category != dt.FLOAT:
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{d.name}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{d.legacy_name}'")
     return d
 
 
@@ -438,7 +420,7 @@ def rand(
     """Uniform samples in [0, 1)."""
     d = _float_dtype(dtype)
     rng = resolve_generator(generator)
-    data = rng.random(_size(_size_argument(listed, size)), dtype=d.np).astype(d.np, copy=False)
+    data = rng.random(parse_size("rand", listed, size), dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
 
 
@@ -446,9 +428,9 @@ def randn(
     *listed, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
 ) -> Tensor:
     """Standard normal samples."""
-    d = _float_dtype(dtype)
+    d = _float_dtype(dtype, "normal_kernel_cpu")
     rng = resolve_generator(generator)
-    shape = _size(_size_argument(listed, size))
+    shape = parse_size("randn", listed, size)
     data = rng.standard_normal(shape, dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
 
@@ -463,17 +445,19 @@ def randint(
     device=None,
     requires_grad: bool = False,
 ) -> Tensor:
+    high_position = 2
     if size is None:  # randint(high, size)
-        low, high, size = 0, low, high
+        low, high, size, high_position = 0, low, high, 1
     if high is None:
-        low, high = 0, low
-    if low >= high:
-        raise RuntimeError(
-            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
-        )
+        low, high, high_position = 0, low, 1
+    low = random_checks.integer_argument(low, "randint", "low", 1)
+    high = random_checks.integer_argument(high, "randint", "high", high_position)
+    shape = parse_size("randint", (size,), varargs=False, position=high_position + 1)
     d = dt.to_dtype(dtype) if dtype is not None else dt.int64
+    # torch fills an empty tensor of the dtype with random_(low, high): its checks
+    low, high = random_checks.random_bounds(low, high, d)
     rng = resolve_generator(generator)
-    data = rng.integers(low, high, size=_size((size,))).astype(d.np)
+    data = rng.integers(low, high, size=shape).astype(d.np)
     return _finish(_place(data, device), requires_grad)
 
 
@@ -481,8 +465,9 @@ def randperm(
     n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False
 ) -> Tensor:
     d = dt.to_dtype(dtype) if dtype is not None else dt.int64
+    n = random_checks.check_randperm(n, d)
     rng = resolve_generator(generator)
-    return _finish(_place(rng.permutation(int(n)).astype(d.np), device), requires_grad)
+    return _finish(_place(rng.permutation(n).astype(d.np), device), requires_grad)
 
 
 def _random_like(input: Tensor, dtype, device, requires_grad, memory_format, name, fill):
@@ -582,8 +567,10 @@ def normal(
         m = _backend.to_host(mean._data) if isinstance(mean, Tensor) else mean
         s = _backend.to_host(std._data) if isinstance(std, Tensor) else std
         ref = mean if isinstance(mean, Tensor) else std
-        if isinstance(s, (int, float)) and s < 0 or hasattr(s, "min") and s.size and s.min() < 0:
-            raise RuntimeError("normal expects all elements of std >= 0.0")
+        if isinstance(std, Tensor):
+            random_checks.check_normal_std_array(s)
+        else:
+            random_checks.check_normal_std(s)
         import numpy as np
 
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
@@ -597,10 +584,9 @@ def normal(
         if requires_grad and not out.requires_grad:
             out.requires_grad = True
         return out
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    d = _float_dtype(dtype)
-    shape = _size((size,)) if size is not None else ()
+    random_checks.check_normal_std(std)
+    d = _float_dtype(dtype, "normal_kernel_cpu")
+    shape = parse_size("normal", (size,), varargs=False, position=3) if size is not None else ()
     data = rng.normal(mean, std, shape, dtype=d.np)
     return _finish(_place(data.astype(d.np, copy=False), device), requires_grad)
 
@@ -611,6 +597,10 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     probs = _backend.to_host(input._data) if p is None else p
     if isinstance(probs, Tensor):
         probs = _backend.to_host(probs._data)
+    if p is None or isinstance(p, Tensor):
+        random_checks.check_bernoulli_probabilities(probs)
+    else:
+        random_checks.check_bernoulli_p(p)
     data = rng.bernoulli(probs, input._data.shape).astype(input._data.dtype)
     data = _place(data, input.device)
     if p is None:

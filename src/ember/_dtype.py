@@ -52,6 +52,12 @@ class dtype:
         """PyTorch's old type name, used in messages: ``Float`` for float32, ``Long`` ..."""
         return LEGACY_NAMES[self.name]
 
+    @property
+    def c_name(self) -> str:
+        """The C++ type PyTorch's kernels name in messages: ``float``, ``signed char``,
+        ``c10::Half`` ..."""
+        return C_NAMES[self.name]
+
     def __repr__(self) -> str:
         return f"ember.{self.name}"
 
@@ -147,6 +153,24 @@ LEGACY_NAMES = {
     "bool": "Bool",
     "complex64": "ComplexFloat",
     "complex128": "ComplexDouble",
+}
+
+C_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "uint16": "unsigned short",
+    "uint32": "unsigned int",
+    "uint64": "unsigned long",
+    "bool": "bool",
+    "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
 }
 
 ALL = (

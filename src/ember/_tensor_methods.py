@@ -8,6 +8,8 @@ from . import _backend, _inplace
 from . import _creation as creation
 from . import _dtype as dt
 from . import _memory_format as _mf
+from ._random import argument_checks as random_checks
+from ._size_argument import parse_size
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .ops import elementwise as ew
@@ -545,15 +547,6 @@ _FLOATING_ONLY = {
     ),
     "log_normal_": (NotImplementedError, "\"log_normal_cpu\" not implemented for '{}'"),
     "normal_": (NotImplementedError, "\"normal_kernel_cpu\" not implemented for '{}'"),
-    "uniform_": (NotImplementedError, "\"check_uniform_bounds\" not implemented for '{}'"),
-}
-_TORCH_TYPE_NAMES = {
-    "int64": ("Long", "long int"),
-    "int32": ("Int", "int"),
-    "int16": ("Short", "short int"),
-    "int8": ("Char", "signed char"),
-    "uint8": ("Byte", "unsigned char"),
-    "bool": ("Bool", "bool"),
 }
 
 
@@ -562,21 +555,24 @@ def _refuse_non_floating(name: str, dtype) -> None:
         raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     if name in _FLOATING_ONLY and dtype.kind in "iub":
         error, message = _FLOATING_ONLY[name]
-        short, c_name = _TORCH_TYPE_NAMES[dtype.name]
-        raise error(message.format(c_name if name == "cauchy_" else short))
+        named = dt.from_numpy_dtype(dtype)
+        raise error(message.format(named.c_name if name == "cauchy_" else named.legacy_name))
 
 
-def _random_fill(name: str, sampler, serial_when_strided: bool = False):
+def _random_fill(name: str, sampler, serial_when_strided: bool = False, check=None):
     """An in-place random method; ``sampler(rng, shape, dtype, *args)`` draws in the tensor's
     dtype (float32 and float64 draws differ in PyTorch's streams). ``serial_when_strided``:
     the sampler takes ``serial=True`` for a non-contiguous tensor, which torch fills from its
-    scalar sampler."""
+    scalar sampler. ``check(dtype, *args)`` raises torch's error for a bad parameter; it runs
+    first, as torch checks a parameter before the tensor's dtype and size."""
 
     def method(self, *args, generator=None, **kwargs):
         from ._random import resolve_generator
 
         rng = resolve_generator(generator)
         dtype = self._data.dtype
+        if check is not None:
+            check(self.dtype, *args, **kwargs)
         _refuse_non_floating(name, dtype)
         if serial_when_strided:
             kwargs["serial"] = not self._data.flags.c_contiguous
@@ -589,16 +585,37 @@ def _random_fill(name: str, sampler, serial_when_strided: bool = False):
     return method
 
 
-def _random_integers(rng, shape, dtype, low=None, high=None):
-    if low is None and high is None:  # random_(): the whole range the dtype holds exactly
+def _random_integers(rng, shape, dtype, *args, **kwargs):
+    """random_(), random_(to), random_(from, to) and random_(from, None) (from up to the
+    largest integer the dtype holds); ``from`` and ``to`` may also come by keyword."""
+    names = ("from", "to") if len(args) + len(kwargs) > 1 or "from" in kwargs else ("to",)
+    if len(args) > len(names):
+        raise TypeError(f"random_() takes at most 2 arguments ({len(args)} given)")
+    bounds = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names or key in bounds:
+            raise TypeError(f"random_() got an unexpected keyword argument '{key}'")
+        bounds[key] = value
+    if not bounds:  # random_(): the whole range the dtype holds exactly
         return rng.random_full(shape, dtype)
-    if high is None:
-        low, high = 0, low
+    bounds = dict(zip(bounds, random_checks.random_arguments(tuple(bounds.values()))))
+    low, high = random_checks.random_bounds(
+        bounds.get("from", 0), bounds.get("to"), dt.from_numpy_dtype(dtype)
+    )
     return rng.integers(low, high, shape)
 
 
+def _check_bernoulli_p(dtype, p=0.5) -> None:
+    if isinstance(p, Tensor):
+        random_checks.check_bernoulli_probabilities(_backend.to_host(p._data))
+    else:
+        random_checks.check_bernoulli_p(p)
+
+
 T.uniform_ = _random_fill(
-    "uniform_", lambda rng, shape, dtype, a=0.0, b=1.0: rng.uniform(a, b, shape, dtype=dtype)
+    "uniform_",
+    lambda rng, shape, dtype, a=0.0, b=1.0: rng.uniform(a, b, shape, dtype=dtype),
+    check=lambda dtype, a=0.0, b=1.0: random_checks.check_uniform(a, b, dtype),
 )
 T.normal_ = _random_fill(
     "normal_",
@@ -606,23 +623,33 @@ T.normal_ = _random_fill(
         mean, std, shape, dtype=dtype, serial=serial
     ),
     serial_when_strided=True,
+    check=lambda dtype, mean=0.0, std=1.0: random_checks.check_normal_std(std),
 )
 T.bernoulli_ = _random_fill(
     "bernoulli_",
     lambda rng, shape, dtype, p=0.5: rng.bernoulli(p._data if isinstance(p, Tensor) else p, shape),
+    check=_check_bernoulli_p,
 )
 T.exponential_ = _random_fill(
-    "exponential_", lambda rng, shape, dtype, lambd=1.0: rng.exponential(1.0 / lambd, shape)
+    "exponential_",
+    lambda rng, shape, dtype, lambd=1.0: rng.exponential(1.0 / lambd, shape),
+    check=lambda dtype, lambd=1.0: random_checks.check_exponential(lambd),
 )
 T.random_ = _random_fill("random_", _random_integers)
-T.geometric_ = _random_fill("geometric_", lambda rng, shape, dtype, p: rng.geometric(p, shape))
+T.geometric_ = _random_fill(
+    "geometric_",
+    lambda rng, shape, dtype, p: rng.geometric(p, shape),
+    check=lambda dtype, p: random_checks.check_geometric(p),
+)
 T.log_normal_ = _random_fill(
     "log_normal_",
     lambda rng, shape, dtype, mean=1.0, std=2.0: rng.lognormal(mean, std, shape),
+    check=lambda dtype, mean=1.0, std=2.0: random_checks.check_log_normal(std),
 )
 T.cauchy_ = _random_fill(
     "cauchy_",
     lambda rng, shape, dtype, median=0.0, sigma=1.0: median + sigma * rng.standard_cauchy(shape),
+    check=lambda dtype, median=0.0, sigma=1.0: random_checks.check_cauchy(sigma),
 )
 
 
@@ -733,9 +760,11 @@ T.type_as = lambda self, other: sh.to_dtype_device(self, other.dtype, other.devi
 
 
 def _new_factory(factory):
+    name = f"new_{factory.__name__}"
+
     def make(self, *size, dtype=None, device=None, requires_grad=False):
         return factory(
-            *size,
+            parse_size(name, size),
             dtype=dtype or self.dtype,
             device=device or self.device,
             requires_grad=requires_grad,

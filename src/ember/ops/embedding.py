@@ -28,6 +28,7 @@ class EmbeddingBackward0(Node):
     """out = weight[indices]: d/dweight sums the gradient's rows per index (dense or sparse)."""
 
     def backward(self, g):
+        self.saved_tensors()  # the indices: changed in place since forward, they raise
         lookup = self.lookup
         if self.sparse:
             return sparse_gradient(g, lookup)
@@ -121,7 +122,7 @@ def embedding(
     if not (weight._rg and _gm.state.enabled):
         return result(EmbeddingBackward0, out, (weight,))
     lookup = Lookup(flat, tuple(idx.shape), num_weights, padding_idx, scale_grad_by_freq)
-    return result(EmbeddingBackward0, out, (weight,), lookup=lookup, sparse=bool(sparse))
+    return result(EmbeddingBackward0, out, (weight,), (input,), lookup=lookup, sparse=bool(sparse))
 
 
 def _index_error(flat, weight: Tensor):

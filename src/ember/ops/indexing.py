@@ -69,7 +69,10 @@ def normalize_key(input: Tensor, key, op: str = "index", check_bounds: bool = Tr
     xp = array_module(input._data)
     out = []
     for k in key:
-        if k is None or k is Ellipsis or isinstance(k, slice):
+        if k is None or k is Ellipsis:
+            out.append(k)
+        elif isinstance(k, slice):
+            _check_step(k)
             out.append(k)
         elif isinstance(k, bool):
             out.append(xp.asarray(k))
@@ -130,8 +133,19 @@ def _expanded_dims(shape: tuple, key: tuple):
 
 def _check_basic_bounds(shape: tuple, key: tuple) -> None:
     for k, d in _expanded_dims(shape, key):
-        if isinstance(k, int) and not -shape[d] <= k < shape[d]:
-            raise IndexError(f"index {k} is out of bounds for dimension {d} with size {shape[d]}")
+        if isinstance(k, int):
+            if not -shape[d] <= k < shape[d]:
+                raise IndexError(
+                    f"index {k} is out of bounds for dimension {d} with size {shape[d]}"
+                )
+        elif k.__class__ is slice and k.step is not None:
+            _check_step(k)
+
+
+def _check_step(k: slice) -> None:
+    """PyTorch has no negative strides: a slice steps forward (``flip`` reverses)."""
+    if k.step is not None and k.step < 0:
+        raise ValueError("step must be greater than zero")
 
 
 def _check_advanced_bounds(shape: tuple, key: tuple) -> None:
@@ -150,6 +164,8 @@ def _check_advanced_bounds(shape: tuple, key: tuple) -> None:
 
 class IndexBackward0(Node):
     def backward(self, g):
+        if self._saved_versions:
+            self.saved_tensors()  # the index tensors: changed in place since, they raise
         base = zeros(self.shape, dtype=g.dtype, device=g.device)
         return index_put(base, self.key, g, accumulate=not self.basic)
 
@@ -198,11 +214,24 @@ def getitem(input: Tensor, key) -> Tensor:
     raw_key = key
     key, basic = normalize_key(input, key)
     data = input._data[key]
-    node_cls = _basic_node_class(raw_key, input._data.shape) if basic else IndexBackward0
-    out = result(node_cls, data, (input,), shape=input._data.shape, key=key, basic=basic)
     if basic:
+        node_cls = _basic_node_class(raw_key, input._data.shape)
+        out = result(node_cls, data, (input,), shape=input._data.shape, key=key, basic=True)
         make_view(out, input, (getitem, (key,)))
-    return out
+        return out
+    # the key's arrays are the index tensors' own: saved with their versions, an in-place
+    # change of an index before backward raises instead of moving the gradient
+    saved = _index_tensors(raw_key) if input._rg else ()
+    shape = input._data.shape
+    return result(IndexBackward0, data, (input,), saved, shape=shape, key=key, basic=False)
+
+
+def _index_tensors(raw_key) -> tuple:
+    """The tensors of a key that index as arrays (a 0-d integer tensor reads as an int)."""
+    if raw_key.__class__ is Tensor:  # the common x[idx]: no generator
+        return (raw_key,)
+    items = raw_key if isinstance(raw_key, tuple) else (raw_key,)
+    return tuple(k for k in items if isinstance(k, Tensor) and not _is_integer_scalar_tensor(k))
 
 
 class IndexPutBackward0(Node):
@@ -358,6 +387,7 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
 
 class GatherBackward0(Node):
     def backward(self, g):
+        self.saved_tensors()  # the index, checked against in-place changes since forward
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.scatter_add(self.dim, self.index, g)
 
@@ -370,13 +400,16 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     data = input._data
     if index._data.size == 0:  # PyTorch checks nothing more for an empty index
         out = xp.empty(index._data.shape, dtype=data.dtype)
-        return result(GatherBackward0, out, (input,), shape=data.shape, dim=d, index=index)
+        return result(
+            GatherBackward0, out, (input,), (index,), shape=data.shape, dim=d, index=index
+        )
     _check_index_tensor("gather", input, d, index)
     if data.ndim == 0:
         return result(
             GatherBackward0,
             data.reshape(1)[index._data.reshape(-1)].reshape(index._data.shape),
             (input,),
+            (index,),
             shape=data.shape,
             dim=d,
             index=index,
@@ -388,7 +421,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     else:
         key = _along_dim_key(xp, idx.reshape(1) if idx.ndim == 0 else idx, d)
         out = data[key].reshape(idx.shape)
-    return result(GatherBackward0, out, (input,), shape=data.shape, dim=d, index=index)
+    return result(GatherBackward0, out, (input,), (index,), shape=data.shape, dim=d, index=index)
 
 
 def _embed(small: Tensor, shape: tuple) -> Tensor:
@@ -419,6 +452,7 @@ def _src_part(src: Tensor, index) -> Tensor:
 
 class ScatterBackward0(Node):  # scatter with a tensor src
     def backward(self, g):
+        self.saved_tensors()  # the index
         d, index = self.dim, self.index
         g_self = g.scatter(d, index, 0.0) if self._edges[0] is not None else None
         g_src = None
@@ -429,11 +463,13 @@ class ScatterBackward0(Node):  # scatter with a tensor src
 
 class ScatterBackward1(Node):  # scatter with a number
     def backward(self, g):
+        self.saved_tensors()  # the index
         return g.scatter(self.dim, self.index, 0.0)
 
 
 class ScatterAddBackward0(Node):
     def backward(self, g):
+        self.saved_tensors()  # the index
         g_src = None
         if self._edges[1] is not None:
             g_src = _embed(g.gather(self.dim, self.index), self.src_shape)
@@ -467,7 +503,13 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
         if reduce is not None:
             return wrap(out)
         return result(
-            ScatterBackward0, out, (input, src), dim=d, index=index, src_shape=src._data.shape
+            ScatterBackward0,
+            out,
+            (input, src),
+            (index,),
+            dim=d,
+            index=index,
+            src_shape=src._data.shape,
         )
     if reduce == "add":
         xp.add.at(target, key, src)
@@ -475,7 +517,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
         xp.multiply.at(target, key, src)
     else:
         target[key] = src
-    return result(ScatterBackward1, out, (input,), dim=d, index=index)
+    return result(ScatterBackward1, out, (input,), (index,), dim=d, index=index)
 
 
 def _along_dim_kernels(out, index, d: int, contiguous: bool = True):
@@ -507,7 +549,13 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         target, key = _scatter_target(xp, out, index._data, d)
         xp.add.at(target, key, part)
     return result(
-        ScatterAddBackward0, out, (input, src), dim=d, index=index, src_shape=src._data.shape
+        ScatterAddBackward0,
+        out,
+        (input, src),
+        (index,),
+        dim=d,
+        index=index,
+        src_shape=src._data.shape,
     )
 
 
@@ -523,6 +571,7 @@ def _out_of_range(idx, size: int):
 
 class IndexSelectBackward0(Node):
     def backward(self, g):
+        self.saved_tensors()  # the index
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.index_add(self.dim, self.index, g)
 
@@ -552,11 +601,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError(f"index out of range in self (index_select: index {bad}, size {size})")
     xp = array_module(data)
     out = xp.take(data, idx.reshape(-1), axis=d) if data.ndim else data.copy()
-    return result(IndexSelectBackward0, out, (input,), shape=data.shape, dim=d, index=index)
+    return result(
+        IndexSelectBackward0, out, (input,), (index,), shape=data.shape, dim=d, index=index
+    )
 
 
 class IndexAddBackward0(Node):
     def backward(self, g):
+        self.saved_tensors()  # the index
         g_src = None
         if self._edges[1] is not None:
             g_src = g.index_select(self.dim, self.index)
@@ -578,6 +630,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
             IndexAddBackward0,
             out,
             (input, source),
+            (index,),
             dim=d,
             index=index,
             alpha=alpha,
@@ -596,6 +649,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         IndexAddBackward0,
         out,
         (input, source),
+        (index,),
         dim=d,
         index=index,
         alpha=alpha,
@@ -650,18 +704,12 @@ def _check_index_add(input: Tensor, d: int, index: Tensor, source: Tensor) -> No
     raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
 
 
-def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
-    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_fill")
-    mask = zeros(input._data.shape, dtype=dt.bool_, device=input.device)
-    mask._data[(slice(None),) * d + (index._data.reshape(-1),)] = True
-    return masked_fill(input, mask, value)
-
-
 # --------------------------------------------------------------------------------------------
 # Masks
 # --------------------------------------------------------------------------------------------
 class MaskedFillBackward0(Node):
     def backward(self, g):
+        self.saved_tensors()  # the mask, checked against in-place changes since forward
         mask = self.mask
         g_self = g.masked_fill(mask, 0.0) if self._edges[0] is not None else None
         g_value = None
@@ -671,6 +719,11 @@ class MaskedFillBackward0(Node):
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    return _fill_where(input, mask, value, MaskedFillBackward0, (mask,))
+
+
+def _fill_where(input: Tensor, mask: Tensor, value, node_cls, saved: tuple) -> Tensor:
+    """masked_fill recorded as ``node_cls`` saving ``saved`` (the mask, or index_fill's index)."""
     if mask._data.__class__ is not input._data.__class__:
         if mask._data.ndim:
             check_same_device("masked_fill", input, mask)
@@ -694,11 +747,22 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
                 f"{value._data.ndim} dimension(s)."
             )
         out = xp.where(mask._data, value._data.astype(input._data.dtype), input._data)
-        return result(MaskedFillBackward0, out, (input, value), mask=mask)
+        return result(node_cls, out, (input, value), saved, mask=mask)
     out = xp.where(mask._data, xp.asarray(value, dtype=input._data.dtype), input._data)
     if out.shape != shape:
         out = xp.broadcast_to(out, shape).copy()
-    return result(MaskedFillBackward0, out, (input,), mask=mask)
+    return result(node_cls, out, (input,), saved, mask=mask)
+
+
+class IndexFillBackward0(MaskedFillBackward0):
+    """index_fill as a masked_fill; the index is saved (the mask is built from it)."""
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_fill")
+    mask = zeros(input._data.shape, dtype=dt.bool_, device=input.device)
+    mask._data[(slice(None),) * d + (index._data.reshape(-1),)] = True
+    return _fill_where(input, mask, value, IndexFillBackward0, (index,))
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
@@ -708,6 +772,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 
 class MaskedScatterBackward0(Node):
     def backward(self, g):
+        self.saved_tensors()  # the mask
         mask = self.mask
         g_self = g.masked_fill(mask, 0.0)
         g_src = None
@@ -732,6 +797,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         MaskedScatterBackward0,
         out,
         (input, source),
+        (mask,),
         mask=mask,
         src_numel=source._data.size,
         src_shape=source._data.shape,
@@ -760,10 +826,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     common = list(broadcast_shapes(a_shape, i_shape))
     a_target, i_target = list(common), list(common)
     a_target[d], i_target[d] = input.shape[d], indices.shape[d]
+    # negative indices count from the end here; the wrapped copy is what gather saves (as in
+    # torch, a later in-place change of ``indices`` does not reach the backward)
     idx = indices._data
-    if idx.size and int(idx.min()) < 0:  # negative indices count from the end here
-        idx = array_module(idx).where(idx < 0, idx + input.shape[d], idx)
-        indices = wrap(idx)
+    indices = wrap(array_module(idx).where(idx < 0, idx + input.shape[d], idx))
     return gather(input.expand(a_target), d, indices.expand(i_target))
 
 

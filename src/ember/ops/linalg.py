@@ -281,22 +281,6 @@ def scaled_sum(input: Tensor, product: Tensor, beta, alpha) -> Tensor:
     return (input if beta == 1 else input * beta) + product
 
 
-_C_TYPE_NAMES = {
-    "float32": "float",
-    "float64": "double",
-    "float16": "c10::Half",
-    "bfloat16": "c10::BFloat16",
-    "int64": "long int",
-    "int32": "int",
-    "int16": "short int",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "bool": "bool",
-    "complex64": "c10::complex<float>",
-    "complex128": "c10::complex<double>",
-}
-
-
 def check_fused_product(op: str, input: Tensor, a: Tensor, b: Tensor) -> None:
     """addmm/addmv/addbmm/baddbmm take one dtype for all three tensors (no promotion) and no
     bool, each with torch's message."""
@@ -309,7 +293,7 @@ def check_fused_product(op: str, input: Tensor, a: Tensor, b: Tensor) -> None:
                 f"and {names[2]}"
             )
         if op == "baddbmm":
-            c = [_C_TYPE_NAMES.get(d.name, d.name) for d in dtypes]
+            c = [d.c_name for d in dtypes]
             raise RuntimeError(
                 f"Input dtypes must be the same, got: input {c[0]}, batch1: {c[1]}, batch2: {c[2]}"
             )
@@ -680,7 +664,16 @@ class LinearBackward0(Node):
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``ember.nn.functional.linear``: x Wᵀ + b as one op."""
-    x, w = input._data, weight._data
+    try:
+        x, w = input._data, weight._data
+    except AttributeError:  # not a tensor (a forward pre-hook's 3 reaches here): torch's error
+        name, position, value = (
+            ("input", 1, input) if not isinstance(input, Tensor) else ("weight", 2, weight)
+        )
+        raise TypeError(
+            f"linear(): argument '{name}' (position {position}) must be Tensor, not "
+            f"{type(value).__name__}"
+        ) from None
     if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[1]:
         rows = "x".join(str(s) for s in x.shape) or "scalar"
         raise RuntimeError(

@@ -137,6 +137,7 @@ class NllLossBackward0(Node):
         return wrap(self._scatter(self.scale))
 
     def backward(self, g):
+        self.saved_tensors()  # the target: changed in place since forward, it raises
         scale = self.scale
         if grad_state.enabled:  # create_graph: coefficients · grad, differentiable in grad
             coeff = self.coeff
@@ -232,6 +233,7 @@ def nll_loss(
         node_cls,
         out,
         (input,),
+        (target,),
         scale=scale,
         safe=safe,
         input_shape=data.shape,

@@ -36,7 +36,7 @@ def _identity(xp, reduce: str, dtype):
 
 class ScatterReduceBackward0(Node):
     def backward(self, g):
-        (input, src) = self.saved_tensors()
+        (input, src, _index) = self.saved_tensors()  # the index is checked, not read
         out = self.saved_output()
         d, index, reduce, include_self = self.dim, self.index, self.reduce, self.include_self
         src = _src_part(src, index)
@@ -164,7 +164,7 @@ def scatter_reduce(
     if data.dtype.kind != "f":
         return wrap(out)
     return result(
-        ScatterReduceBackward0, out, (input, src), (input, src), save_output=True, **attrs
+        ScatterReduceBackward0, out, (input, src), (input, src, index), save_output=True, **attrs
     )
 
 

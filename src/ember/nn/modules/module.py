@@ -8,9 +8,9 @@ from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
 from ...autograd import _cuts
-from ...autograd.function import Function
 from ...autograd.node import RemovableHandle, _HookDict
 from ..parameter import Buffer, Parameter
+from .backward_hooks import BackwardHookState
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -87,15 +87,20 @@ class Module:
             if self._hook_flags.get(key) == "kwargs":
                 res = hook(self, args, kwargs)
                 if res is not None:
+                    if not (isinstance(res, tuple) and len(res) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {res}."
+                        )
                     args, kwargs = res
-            else:
+            else:  # anything but a tuple becomes the single argument, as in torch
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
         backward = self._backward_hooks or self._backward_pre_hooks
         state = None
         if backward:
-            args, state = _BackwardHookState.wrap_inputs(self, args)
+            args, state = BackwardHookState.wrap_inputs(self, args)
         out = self.forward(*args, **kwargs)
         for key, hook in list(self._forward_hooks.items()):
             if self._hook_flags.get(key) == "kwargs":
@@ -180,25 +185,29 @@ class Module:
                 return
         object.__delattr__(self, name)
 
-    def _check_name(self, name: str, kind: str) -> None:
+    def _check_name(self, name: str, kind: str, store: dict) -> None:
+        """torch's checks of a name being registered, in its order for ``kind``: a name that is
+        already something else (an attribute, a parameter over a buffer ...) is refused; one in
+        ``store`` is replaced."""
         if not isinstance(name, str):
             raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
-        if "." in name:
-            raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+        taken = hasattr(self, name) and name not in store
+        if kind == "module":  # add_module checks the attribute before the name's form
+            if taken:
+                raise KeyError(f"attribute '{name}' already exists")
+            if "." in name:
+                raise KeyError(f'module name can\'t contain ".", got: {name}')
+        elif "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        if (
-            hasattr(self, name)
-            and name not in self._parameters
-            and name not in self._buffers
-            and name not in self._modules
-        ):
+        if taken:
             raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        self._check_name(name, "parameter")
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
@@ -214,7 +223,7 @@ class Module:
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        self._check_name(name, "buffer")
+        self._check_name(name, "buffer", self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
@@ -231,7 +240,7 @@ class Module:
     def add_module(self, name: str, module: Module | None) -> None:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name, "module")
+        self._check_name(name, "module", self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -606,78 +615,3 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple:
             device = a
     dtype = None if dtype is None else to_dtype(dtype)
     return device, dtype, non_blocking, memory_format
-
-
-class _Identity(Function):
-    """Identity in forward; its node is where a module's backward hooks attach."""
-
-    @staticmethod
-    def forward(ctx, *tensors):
-        return tuple(t.view_as(t) if isinstance(t, Tensor) else t for t in tensors)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return grads
-
-
-class _BackwardHookState:
-    """Glue for full backward hooks: identities before and after forward catch the gradients."""
-
-    def __init__(self, module: Module, n_inputs: int):
-        self.module = module
-        self.n_inputs = n_inputs
-        self.grad_outputs = None
-        self.input_node = None
-
-    @classmethod
-    def wrap_inputs(cls, module: Module, args: tuple):
-        from ... import is_grad_enabled
-
-        state = cls(module, len(args))
-        tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        if not is_grad_enabled() or not any(args[i].requires_grad for i in tensor_pos):
-            return args, state
-        wrapped = _Identity.apply(*[args[i] for i in tensor_pos])
-        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
-        args = list(args)
-        for i, w in zip(tensor_pos, wrapped):
-            args[i] = w
-        node = next(w.grad_fn for w in wrapped if isinstance(w, Tensor) and w.grad_fn)
-        state.input_node = node
-        node.register_hook(state._on_input_grads)
-        return tuple(args), state
-
-    def wrap_outputs(self, out):
-        from ... import is_grad_enabled
-
-        single = isinstance(out, Tensor)
-        outs = (out,) if single else out
-        if (
-            not is_grad_enabled()
-            or not isinstance(outs, tuple)
-            or not any(isinstance(o, Tensor) and o.requires_grad for o in outs)
-        ):
-            return out
-        wrapped = _Identity.apply(*outs)
-        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
-        node = next(w.grad_fn for w in wrapped if isinstance(w, Tensor) and w.grad_fn)
-        node.register_prehook(self._on_output_grads)
-        return wrapped[0] if single else wrapped
-
-    def _on_output_grads(self, grad_outputs):
-        for hook in list(self.module._backward_pre_hooks.values()):
-            res = hook(self.module, grad_outputs)
-            if res is not None:
-                grad_outputs = tuple(res)
-        self.grad_outputs = grad_outputs
-        if self.input_node is None:  # no input needs a gradient: report at once
-            for hook in list(self.module._backward_hooks.values()):
-                hook(self.module, (None,) * self.n_inputs, grad_outputs)
-        return grad_outputs
-
-    def _on_input_grads(self, grad_inputs, _grad_outputs):
-        for hook in list(self.module._backward_hooks.values()):
-            res = hook(self.module, grad_inputs, self.grad_outputs)
-            if res is not None:
-                grad_inputs = tuple(res)
-        return grad_inputs
