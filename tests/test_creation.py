@@ -79,3 +79,21 @@ def test_factories_take_size_by_keyword_and_normal_takes_layout(torch_mod):
         assert out.dtype == m.float64
     with pytest.raises(TypeError, match="multiple values for argument 'size'"):
         ember.zeros(2, size=(2,))
+
+
+def test_from_numpy_of_memmap_slices_shares_memory_and_stacks(tmp_path):
+    import numpy as np
+
+    m = np.memmap(tmp_path / "data.bin", dtype=np.float32, mode="w+", shape=(4, 3))
+    m[:] = np.arange(12, dtype=np.float32).reshape(4, 3)
+    rows = [ember.from_numpy(m[i]) for i in range(2)]
+    stacked = ember.stack(rows)
+    assert stacked.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    rows[0][0] = 100.0  # writes go through to the file's pages
+    assert m[0, 0] == 100.0
+    shared = ember.as_tensor(m)
+    assert type(shared._data) is np.ndarray and shared[3].tolist() == [9.0, 10.0, 11.0]
+    shared[3, 0] = -1.0
+    assert m[3, 0] == -1.0
+    masked = np.ma.masked_array([1.0, 2.0], mask=[False, True])  # another subclass: its data
+    assert (ember.from_numpy(masked) * 2).tolist() == [2.0, 4.0]

@@ -107,6 +107,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, np.ndarray) and (
         device is None or _backend.to_device(device).type == "cpu"
     ):
+        data = _plain_array(data)
         target = dt.to_dtype(dtype) if dtype is not None else dt.from_numpy_dtype(data.dtype)
         if target.np == data.dtype:
             return _wrap(data)
@@ -124,7 +125,17 @@ def from_numpy(ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt.from_numpy_dtype(ndarray.dtype)
-    return _wrap(ndarray)
+    return _wrap(_plain_array(ndarray))
+
+
+def _plain_array(array):
+    """``array`` as a plain ndarray over the same memory: a subclass (``np.memmap``,
+    ``np.matrix``, ...) would otherwise travel through every op that meets the tensor."""
+    import numpy as np
+
+    if type(array) in _backend._MODULE_OF_TYPE:  # ndarray itself, or ember.compile's recording
+        return array
+    return array.view(np.ndarray)
 
 
 def from_dlpack(ext) -> Tensor:
