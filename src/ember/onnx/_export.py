@@ -11,7 +11,6 @@ dynamic sequence length instead of a loop unrolled at the example's length.
 
 from __future__ import annotations
 
-import inspect
 import io
 import os
 import sys
@@ -20,6 +19,7 @@ import threading
 import warnings
 
 from .._tensor import Tensor
+from ..profiler._ops import signature_of
 from ._graph import GraphBuilder, value_info
 from ._state import OnnxExporterError, TracerWarning, exporting
 from ._symbolics import SYMBOLICS
@@ -46,7 +46,6 @@ def _user_line() -> str:
 
 
 _canonical: dict = {}
-_signatures: dict = {}
 
 
 def canonical_signatures() -> dict:
@@ -82,16 +81,8 @@ def _unpatched(fn):
 
 
 def _signature(fn):
-    """``fn``'s signature, cached by code object (the export calls fresh copies of ops)."""
-    fn = _unpatched(fn)
-    sig = _signatures.get(fn.__code__)
-    if sig is None:
-        try:
-            sig = inspect.signature(fn)
-        except (TypeError, ValueError):
-            sig = False
-        _signatures[fn.__code__] = sig
-    return sig
+    """``fn``'s signature (False where it has none), behind any profiler or autocast patch."""
+    return signature_of(_unpatched(fn))
 
 
 def _bind(fn, name: str, args, kwargs) -> dict:

@@ -8,6 +8,7 @@ same function object, so all are timed, and nothing is paid when no profile is o
 
 from __future__ import annotations
 
+import inspect
 import types
 
 # Tensor methods and helpers that are bookkeeping, not ops
@@ -124,3 +125,19 @@ class Patched:
             fn.__code__ = code
             fn.__kwdefaults__ = kwdefaults
         self._saved.clear()
+
+
+_signatures: dict = {}
+
+
+def signature_of(fn):
+    """``fn``'s ``inspect.signature`` (False where it has none), cached by code object: a
+    recording (an export, a graph) calls fresh copies of the op functions."""
+    signature = _signatures.get(fn.__code__)
+    if signature is None:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            signature = False
+        _signatures[fn.__code__] = signature
+    return signature

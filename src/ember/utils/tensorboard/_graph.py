@@ -34,12 +34,10 @@ from ... import nn
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...jit import TracedModule
-from ...profiler._ops import Patched
+from ...profiler._ops import Patched, signature_of
 
 # the GraphDef producer version TensorBoard's graph plugin is given by PyTorch's writer
 GRAPH_PRODUCER = 22
-
-_signatures: dict = {}
 
 
 def _tensors_in(obj) -> list:
@@ -58,16 +56,8 @@ def _attr_text(arguments: dict) -> str:
 
 
 def _signature(fn):
-    """``fn``'s signature (False where it has none), cached by code: every recording calls
-    fresh copies of the op functions."""
-    signature = _signatures.get(fn.__code__)
-    if signature is None:
-        try:
-            signature = inspect.signature(fn)
-        except (TypeError, ValueError):
-            signature = False
-        _signatures[fn.__code__] = signature
-    return signature
+    """``fn``'s signature (False where it has none)."""
+    return signature_of(fn)
 
 
 def _named_arguments(signature, args: tuple, kwargs: dict) -> list:
