@@ -16,7 +16,7 @@ from ember import _dtype as dt
 def _run(code: str) -> str:
     """Run ``code`` in a fresh interpreter; its stdout (a failure shows its stderr)."""
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

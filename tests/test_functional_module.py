@@ -28,6 +28,6 @@ def test_serialization_is_an_attribute_after_import_ember():
         "    pass\n"
         "print(torch.serialization.add_safe_globals.__name__)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "add_safe_globals"

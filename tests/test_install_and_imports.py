@@ -58,7 +58,7 @@ def test_importing_ember_and_its_namespaces_imports_no_optional_package():
         "    importlib.import_module(name)\n"
         f"print(sorted(m for m in {OPTIONAL!r} if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 

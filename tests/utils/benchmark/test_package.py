@@ -45,7 +45,9 @@ PUBLIC = [
 
 def test_import_ember_does_not_load_benchmark():
     code = "import sys, ember; print('ember.utils.benchmark' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == "False"
 
 

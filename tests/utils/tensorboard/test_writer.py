@@ -23,7 +23,7 @@ def test_import_ember_does_not_import_tensorboard_or_protobuf():
         "import sys, ember, ember.utils\n"
         "print(sorted(m for m in ('tensorboard', 'google.protobuf') if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
