@@ -430,7 +430,7 @@ def rule_of(node_cls):
     rule = _RESOLVED.get(node_cls)
     if rule is None:
         for cls in node_cls.__mro__:
-            rule = RULES.get(cls.__name__)
+            rule = RULES.get(cls.__dict__.get("python_name", cls.__name__))
             if rule is not None:
                 break
         else:

@@ -22,6 +22,13 @@ FREED_MESSAGE = (
 )
 
 
+def torch_node_name(op: str, overload: int = 0) -> str:
+    """The class name torch's codegen gives the backward node of an ATen op: its name in
+    title case, underscores dropped, and the overload's number (``log1p`` -> ``Log1PBackward0``,
+    ``native_layer_norm`` -> ``NativeLayerNormBackward0``)."""
+    return "".join(part.title() for part in op.split("_")) + f"Backward{overload}"
+
+
 class RemovableHandle:
     """Returned by ``register_hook``; ``remove()`` takes the hook out again."""
 
@@ -77,6 +84,16 @@ class Node:
     metadata_ = None
     num_outputs = 1
     _fast = True  # one output, default apply, no hooks: the engine's fast path
+
+    def __init_subclass__(cls, **kwargs):
+        # A class whose Python name is ember's own (a fast path, a fused kernel) declares the
+        # name torch gives the node; tools read it as type(node).__name__ (torchviz does), so
+        # the class carries it, and ``python_name`` keeps the one it was defined under.
+        super().__init_subclass__(**kwargs)
+        cls.python_name = cls.__name__
+        torch_name = cls.__dict__.get("torch_name")
+        if torch_name is not None:
+            cls.__name__ = cls.__qualname__ = torch_name
 
     def name(self) -> str:
         return type(self).__name__

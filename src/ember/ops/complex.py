@@ -12,7 +12,7 @@ import builtins
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ..autograd.node import Node
+from ..autograd.node import Node, torch_node_name
 from ._dispatch import array_module, grad_state, no_grad_result, record, result, wrap
 
 
@@ -304,7 +304,7 @@ def _holomorphic_node(name: str, derivative, save_x: bool, save_y: bool):
         # g·conj(f'(z)) = conj(conj(g)·f'(z)): the real formula, conjugated around
         return conj(derivative(conj_of(g), x, y))
 
-    node_name = name.capitalize() + "Backward0"
+    node_name = torch_node_name(name)
     return type(node_name, (Node,), {"backward": backward, "__module__": __name__})
 
 

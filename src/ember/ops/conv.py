@@ -113,8 +113,7 @@ class ConvolutionOneGemmBackward0(Node):
 
     groups = 1
 
-    def name(self) -> str:
-        return "ConvolutionBackward0"
+    torch_name = "ConvolutionBackward0"
 
     def backward(self, g):
         from ..autograd import grad as autograd_grad

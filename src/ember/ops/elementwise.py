@@ -14,7 +14,7 @@ from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor
 from .._type_info import iinfo
-from ..autograd.node import Node
+from ..autograd.node import Node, torch_node_name
 from . import complex as _complex
 from ._dispatch import (
     _SCALAR_ARRAYS as _SCALARS,
@@ -343,7 +343,7 @@ def _make_unary(name, kernel, derivative, saves, floating):
         y = self.saved_output() if save_y else None
         return derivative(g, x, y)
 
-    node_name = NODE_NAMES.get(name, name.capitalize() + "Backward0")
+    node_name = NODE_NAMES.get(name, torch_node_name(name))
     node_cls = type(node_name, (Node,), {"backward": backward, "__module__": __name__})
 
     modules = _backend._MODULE_OF_TYPE
@@ -471,16 +471,14 @@ class SubBackward0(Node):
 
 
 class AddNumberBackward(Node):  # tensor + number: the hot case, one edge
-    def name(self) -> str:
-        return "AddBackward0"
+    torch_name = "AddBackward0"
 
     def backward(self, g):
         return g
 
 
 class SubNumberBackward(AddNumberBackward):
-    def name(self) -> str:
-        return "SubBackward0"
+    torch_name = "SubBackward0"
 
 
 class RsubBackward1(Node):  # number - tensor * alpha
@@ -626,8 +624,7 @@ multiply = mul
 
 
 class MulByNumberBackward(Node):  # tensor * number: the hot case, one edge, nothing saved
-    def name(self) -> str:
-        return "MulBackward0"
+    torch_name = "MulBackward0"
 
     def backward(self, g):
         return g * self.other

@@ -11,7 +11,15 @@ from .._kernels import jit
 from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, check_same_device, result, to_tensor, wrap, wrap_dim
+from ._dispatch import (
+    array_module,
+    check_same_device,
+    grad_state,
+    result,
+    to_tensor,
+    wrap,
+    wrap_dim,
+)
 from .padding_modes import pad_by_mode
 from .shape import broadcast_shapes, make_view
 
@@ -210,8 +218,47 @@ def _basic_node_class(raw_key, shape: tuple):
     return last
 
 
+def _basic_steps(raw_key, shape: tuple):
+    """Torch's chain for a tuple of ints, slices, None and Ellipsis: one (dim, item) per
+    select, slice or unsqueeze it records, full slices skipped; None for other keys."""
+    consuming = 0
+    for k in raw_key:
+        if k.__class__ is int or k.__class__ is slice:
+            consuming += 1
+        elif k is not None and k is not Ellipsis:
+            return None
+    if consuming > len(shape):
+        return None  # normalize_key raises torch's error
+    steps, dim, source_dim = [], 0, 0  # dim in the tensor built so far, dim of the input
+    for k in raw_key:
+        if k is None:
+            steps.append((dim, None))
+            dim += 1
+        elif k is Ellipsis:
+            dim += len(shape) - consuming
+            source_dim += len(shape) - consuming
+        elif k.__class__ is slice:
+            size = shape[source_dim]
+            if k.indices(size) != (0, size, 1):
+                steps.append((dim, k))
+            dim += 1
+            source_dim += 1
+        else:
+            steps.append((dim, k))
+            source_dim += 1
+    return steps
+
+
 def getitem(input: Tensor, key) -> Tensor:
     raw_key = key
+    if raw_key.__class__ is tuple and len(raw_key) > 1 and input._rg and grad_state.enabled:
+        steps = _basic_steps(raw_key, input._data.shape)
+        if steps is not None and len(steps) > 1:  # one node per step, as torch records
+            _check_basic_bounds(input._data.shape, raw_key)
+            out = input
+            for dim, item in steps:
+                out = getitem(out, (slice(None),) * dim + (item,))
+            return out
     key, basic = normalize_key(input, key)
     data = input._data[key]
     if basic:

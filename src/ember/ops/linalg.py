@@ -710,5 +710,4 @@ class AddmmBackward0(LinearBackward0):
 
 
 class MmLinearBackward(LinearBackward0):
-    def name(self) -> str:
-        return "MmBackward0"
+    torch_name = "MmBackward0"

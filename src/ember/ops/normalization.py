@@ -639,8 +639,7 @@ class NativeGroupNormStatsBackward(MultiOutputNode):
     """The statistics of native_group_norm, differentiable as torch's are: over each group
     of M elements, d mean/dx = 1/M and d rstd/dx = -rstd³ (x - mean)/M."""
 
-    def name(self) -> str:
-        return "NativeGroupNormBackward0"
+    torch_name = "NativeGroupNormBackward0"
 
     def backward(self, g_mean, g_rstd):
         (x,) = self.saved_tensors()

@@ -51,8 +51,7 @@ def _unbatch(out, unbatched: bool):
 
 # --- the scatter / gather pair behind every max pooling ---------------------------------------
 class _ScatterToPlaneBackward(Node):
-    def name(self) -> str:
-        return "MaxUnpoolBackward0"
+    torch_name = "MaxUnpoolBackward0"
 
     def backward(self, g):
         return gather_from_plane(g, self.index)

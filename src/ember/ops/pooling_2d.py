@@ -199,8 +199,7 @@ def _max_pool_disjoint(x: Tensor, kernel, out_size):
 class MaxPoolWindowsBackward(Node):
     """Max pooling over tiling windows: the gradient goes to the recorded window position."""
 
-    def name(self) -> str:
-        return "MaxPool2DWithIndicesBackward0"
+    torch_name = "MaxPool2DWithIndicesBackward0"
 
     def backward(self, g):
         return window_scatter(g, self.which, self.shape, self.kernel)

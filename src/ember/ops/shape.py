@@ -85,17 +85,48 @@ class ViewBackward0(Node):
         return g.reshape(self.shape)
 
 
-class ReshapeAliasBackward0(ViewBackward0):
+class ReshapeAliasBackward0(ViewBackward0):  # reshape of a non-contiguous tensor, as a view
+    pass
+
+
+class UnsafeViewBackward0(ViewBackward0):  # reshape of a copy (torch's clone + _unsafe_view)
+    pass
+
+
+class UnsqueezeBackward0(ViewBackward0):
+    pass
+
+
+class SqueezeBackward0(ViewBackward0):  # squeeze(); 1: squeeze(dim), 2: squeeze(dims)
+    pass
+
+
+class SqueezeBackward1(ViewBackward0):
+    pass
+
+
+class SqueezeBackward2(ViewBackward0):
     pass
 
 
 def reshape(input: Tensor, *shape) -> Tensor:
     data = input._data
     shape = _infer_shape(_shape_arg(shape), data.size, "reshape", data.shape)
-    if shape == data.shape:
-        return _alias(input)
+    if data.flags.c_contiguous:
+        return _reshaped_view(ViewBackward0, input, shape, (reshape, (shape,)))
     out = data.reshape(shape)
-    return _view_result(ViewBackward0, out, input, (reshape, (shape,)), shape=data.shape)
+    if data.size == 0 or array_module(data).may_share_memory(out, data):
+        return _view_result(ReshapeAliasBackward0, out, input, (reshape, (shape,)), shape=data.shape)
+    # no view exists: torch copies (CloneBackward0) and views the copy (UnsafeViewBackward0)
+    copy = clone(input)
+    return result(UnsafeViewBackward0, copy._data.reshape(shape), (copy,), shape=data.shape)
+
+
+def _reshaped_view(node_cls, input: Tensor, shape: tuple, step) -> Tensor:
+    """``input`` (contiguous, or a squeeze/unsqueeze of it) as a view of another shape."""
+    data = input._data
+    out = data.reshape(shape)
+    return _view_result(node_cls, out, input, step, shape=data.shape)
 
 
 def view(input: Tensor, *shape) -> Tensor:
@@ -150,6 +181,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     e = wrap_dim(end_dim, len(shape), "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:  # nothing to merge: torch returns the input itself
+        return input
     n = 1
     for d in shape[s : e + 1]:
         n *= d
@@ -171,7 +204,14 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         dims = _distinct_dims([wrap_dim(d, len(shape), "squeeze") for d in dims])
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    return reshape(input, new)
+    node_cls = (
+        SqueezeBackward0
+        if dim is None
+        else SqueezeBackward1
+        if isinstance(dim, int)
+        else SqueezeBackward2
+    )
+    return _reshaped_view(node_cls, input, new, (squeeze, (dim,)))
 
 
 def _distinct_dims(dims: list) -> set:
@@ -186,7 +226,7 @@ def _distinct_dims(dims: list) -> set:
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     shape = input._data.shape
     d = wrap_dim(dim, len(shape) + 1, "unsqueeze")
-    return reshape(input, shape[:d] + (1,) + shape[d:])
+    return _reshaped_view(UnsqueezeBackward0, input, shape[:d] + (1,) + shape[d:], (unsqueeze, (d,)))
 
 
 class PermuteBackward0(Node):
@@ -237,14 +277,20 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 swapaxes = swapdims = transpose
 
 
+class TBackward0(TransposeBackward0):
+    pass
+
+
 def t(input: Tensor) -> Tensor:
     if input._data.ndim > 2:
         raise RuntimeError(
             f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D"
         )
-    if input._data.ndim < 2:
-        return _alias(input)
-    return transpose(input, 0, 1)
+    if input._data.ndim < 2:  # torch still records the (identity) transpose
+        node = result(TBackward0, input._data.view(), (input,), dim0=0, dim1=0)
+        return make_view(node, input, (t, ()))
+    node = result(TBackward0, input._data.T, (input,), dim0=0, dim1=1)
+    return make_view(node, input, (t, ()))
 
 
 def movedim(input: Tensor, source, destination) -> Tensor:
