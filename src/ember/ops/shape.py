@@ -116,7 +116,9 @@ def reshape(input: Tensor, *shape) -> Tensor:
         return _reshaped_view(ViewBackward0, input, shape, (reshape, (shape,)))
     out = data.reshape(shape)
     if data.size == 0 or array_module(data).may_share_memory(out, data):
-        return _view_result(ReshapeAliasBackward0, out, input, (reshape, (shape,)), shape=data.shape)
+        return _view_result(
+            ReshapeAliasBackward0, out, input, (reshape, (shape,)), shape=data.shape
+        )
     # no view exists: torch copies (CloneBackward0) and views the copy (UnsafeViewBackward0)
     copy = clone(input)
     return result(UnsafeViewBackward0, copy._data.reshape(shape), (copy,), shape=data.shape)
@@ -226,7 +228,9 @@ def _distinct_dims(dims: list) -> set:
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     shape = input._data.shape
     d = wrap_dim(dim, len(shape) + 1, "unsqueeze")
-    return _reshaped_view(UnsqueezeBackward0, input, shape[:d] + (1,) + shape[d:], (unsqueeze, (d,)))
+    return _reshaped_view(
+        UnsqueezeBackward0, input, shape[:d] + (1,) + shape[d:], (unsqueeze, (d,))
+    )
 
 
 class PermuteBackward0(Node):
