@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import builtins
 
-from . import _creation
+import numpy as np
+
+from . import _creation, _shared_memory
 from ._backend import array_module
 from ._tensor import Tensor
 from .autograd import grad_mode
@@ -58,6 +60,36 @@ def storage_offset(self: Tensor) -> int:
     return start // data.itemsize
 
 
+def is_shared(self: Tensor) -> bool:
+    """Whether the data lives in shared memory (``share_memory_``); CUDA tensors always do."""
+    if self.device.type == "cuda":
+        return True
+    return _shared_memory.is_shared(self._data)
+
+
+def share_memory_(self: Tensor) -> Tensor:
+    """Move the data into shared memory, in place; a no-op when it is there already and for
+    CUDA tensors (as torch). Other processes that receive this tensor through
+    ``ember.multiprocessing`` map the same memory, so their in-place writes show here.
+
+    Only this tensor's elements move: views taken of it before keep the old memory.
+
+    >>> t = ember.zeros(3).share_memory_()
+    >>> t.is_shared()
+    True
+    """
+    data = self._data
+    if self.device.type == "cuda":
+        return self
+    if not isinstance(data, np.ndarray):
+        raise RuntimeError(
+            f"share_memory_: a tensor with layout {self.layout} cannot be moved to shared memory"
+        )
+    if not _shared_memory.is_shared(data):
+        self._data = _shared_memory.share_array(data)
+    return self
+
+
 for _name, _value in {
     "is_cpu": property(lambda self: self.device.type == "cpu"),
     "is_meta": False,
@@ -87,8 +119,8 @@ T.storage_offset = storage_offset
 T.is_inference = lambda self: bool(getattr(self, "_inference", False))
 T.is_pinned = lambda self, device=None: False
 T.pin_memory = lambda self, device=None: self
-T.is_shared = lambda self: False
-T.share_memory_ = lambda self: self
+T.is_shared = is_shared
+T.share_memory_ = share_memory_
 T.is_neg = lambda self: False
 T.resolve_neg = lambda self: self
 

@@ -8,6 +8,7 @@ written with its traceback to ``PAYLOAD.error-INDEX`` for the parent to re-raise
 
 from __future__ import annotations
 
+import multiprocessing
 import multiprocessing.spawn
 import os
 import pickle
@@ -22,7 +23,8 @@ def main(payload_path: str, index: int) -> None:
         f.write(str(os.getpid()))  # lets the parent kill this process if its mpiexec is stuck
     try:
         multiprocessing.spawn.prepare(payload["preparation"])
-        fn, args = pickle.loads(payload["call"])
+        multiprocessing.current_process().authkey = payload["authkey"]
+        fn, args = pickle.loads(payload["calls"][index])
         fn(index, *args)
     except KeyboardInterrupt:
         pass  # the parent is tearing the workers down

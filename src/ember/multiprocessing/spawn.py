@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
 
@@ -216,8 +217,12 @@ def start_processes(
     payload_path = os.path.join(payload_dir, "payload")
     preparation = multiprocessing.spawn.get_preparation_data("ember-spawn")
     preparation.pop("authkey", None)  # not picklable outside multiprocessing's own pipes
+    # multiprocessing's pickler sends tensors as handles on shared memory, one set per worker
+    # (a duplicated descriptor is handed over once); the authkey lets a worker fetch them
+    calls = [bytes(ForkingPickler.dumps((fn, tuple(args)))) for _ in range(nprocs)]
+    authkey = bytes(multiprocessing.current_process().authkey)
     with open(payload_path, "wb") as f:
-        pickle.dump({"preparation": preparation, "call": pickle.dumps((fn, tuple(args)))}, f)
+        pickle.dump({"preparation": preparation, "authkey": authkey, "calls": calls}, f)
     env = dict(os.environ)
     env.setdefault("MASTER_ADDR", "127.0.0.1")
     env.setdefault("MASTER_PORT", str(_free_port()))

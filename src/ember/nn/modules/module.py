@@ -511,6 +511,24 @@ class Module:
     def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self) -> Module:
+        """Move every parameter, its gradient and every buffer to shared memory (in place), so
+        that processes handed this module (``ember.multiprocessing``) train one set of weights.
+
+        >>> ember.nn.Linear(2, 2).share_memory().weight.is_shared()
+        True
+        """
+        for module in self.modules():
+            for p in module._parameters.values():
+                if p is not None:
+                    p.share_memory_()
+                    if p._grad is not None:
+                        p._grad.share_memory_()
+            for b in module._buffers.values():
+                if b is not None:
+                    b.share_memory_()
+        return self
+
     def cuda(self, device=None) -> Module:
         return self._apply(lambda t: t.cuda(device))
 
