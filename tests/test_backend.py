@@ -23,7 +23,7 @@ def test_device_parsing_and_equality():
     assert ember.device("cuda:1").index == 1 and ember.device("cuda:1").type == "cuda"
     assert repr(ember.device("cuda", 0)) == "device(type='cuda', index=0)"
     assert str(ember.device("cuda:0")) == "cuda:0"
-    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, meta device type"):
         ember.device("tpu")
 
 

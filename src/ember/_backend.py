@@ -12,6 +12,8 @@ import threading as _threading
 
 import numpy as _np
 
+from . import _meta
+
 _cupy = None
 _cupy_error: str | None = None
 
@@ -75,9 +77,9 @@ class device:
             if index is not None or not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
-        if type not in ("cpu", "cuda"):
+        if type not in ("cpu", "cuda", "meta"):
             raise RuntimeError(
-                f"Expected one of cpu, cuda device type at start of device string: {type}"
+                f"Expected one of cpu, cuda, meta device type at start of device string: {type}"
             )
         self.type, self.index = type, index
 
@@ -107,7 +109,8 @@ class device:
 
 
 CPU = device("cpu")
-_MODULE_OF_TYPE: dict = {_np.ndarray: _np}
+META = device("meta")  # shapes and dtypes without data: ember._meta
+_MODULE_OF_TYPE: dict = {_np.ndarray: _np, _meta.MetaArray: _meta.MODULE}
 
 
 _default_device = [None]  # set by ember.set_default_device; None means the CPU
@@ -141,6 +144,8 @@ def require_module(d: device):
     """The array module for device ``d``, or a clear error saying why it cannot be had."""
     if d.type == "cpu":
         return _np
+    if d.type == "meta":
+        return _meta.MODULE
     cupy = _load_cupy()
     if cupy is None:
         raise RuntimeError(
@@ -163,9 +168,23 @@ def array_module(data):
 
 
 def device_of(data) -> device:
-    if type(data) is _np.ndarray or isinstance(data, _np.ndarray):  # subclasses: ember.compile
+    if type(data) is _np.ndarray:
+        return CPU
+    if type(data) is _meta.MetaArray:
+        return META
+    if isinstance(data, _np.ndarray):  # subclasses: ember.compile's traced arrays
         return CPU
     return device("cuda", data.device.id)
+
+
+def row_major_strides(shape: tuple) -> tuple:
+    """The element strides of a dense row-major array of ``shape`` (a size-0 or size-1
+    dimension keeps the step of the next, as torch's contiguous strides)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def writeable(data) -> bool:
@@ -193,6 +212,10 @@ def as_array(value):
 
 def move(data, d: device):
     """Copy an array to device ``d`` (a no-op when it is already there)."""
+    if d.type == "meta":  # keeps the shape and dtype only
+        return data if type(data) is _meta.MetaArray else _meta.empty(data.shape, data.dtype)
+    if type(data) is _meta.MetaArray:
+        raise NotImplementedError(_meta.NO_DATA)
     xp = require_module(d)
     if xp is _np:
         if type(data) is _np.ndarray:
@@ -236,7 +259,7 @@ def to_host(array):
 def from_host(array, like):
     """A NumPy ``array`` on the device of ``like``: itself when ``like`` is on the CPU."""
     if isinstance(like, _np.ndarray):
-        return array
+        return array if type(like) is not _meta.MetaArray else _meta.like(array)
     return move(array, device_of(like))
 
 
@@ -250,12 +273,15 @@ def _scipy_kernel(name: str, x):
         _scipy_special.append(scipy.special)
     # scipy has float32/float64 loops only: half precision (and bfloat16) goes through float32
     work = x.astype(_np.float32) if x.dtype.itemsize < 4 else x
-    return _np.asarray(getattr(_scipy_special[0], name)(work)).astype(x.dtype, copy=False)
+    out = getattr(_scipy_special[0], name)(work)
+    if type(out) is not _meta.MetaArray:  # (NumPy turns 0-d results into scalars)
+        out = _np.asarray(out)
+    return out.astype(x.dtype, copy=False)
 
 
 def erf(xp, x):
     """Error function: scipy.special on the CPU, cupyx.scipy.special on CUDA."""
-    if xp is _np:
+    if _cupy is None or xp is not _cupy:
         return _scipy_kernel("erf", x)
     from cupyx.scipy.special import erf as cupy_erf
 
@@ -263,7 +289,7 @@ def erf(xp, x):
 
 
 def erfc(xp, x):
-    if xp is _np:
+    if _cupy is None or xp is not _cupy:
         return _scipy_kernel("erfc", x)
     from cupyx.scipy.special import erfc as cupy_erfc
 

@@ -130,6 +130,8 @@ class Tensor:
     def stride(self, dim: int | None = None):
         item = self._data.itemsize
         strides = tuple(s // item for s in self._data.strides)
+        if strides and not any(strides) and self.device.type == "meta":
+            strides = _backend.row_major_strides(self._data.shape)  # no memory: as if dense
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, self._data.ndim, "stride")]
@@ -138,7 +140,7 @@ class Tensor:
         from . import _memory_format as mf
 
         if memory_format is None:
-            return bool(self._data.flags.c_contiguous)
+            return bool(self._data.flags.c_contiguous) or self.device.type == "meta"
         return mf.is_contiguous(self._data, mf.check(memory_format, "is_contiguous"))
 
     def is_floating_point(self) -> bool:
@@ -152,6 +154,8 @@ class Tensor:
         data = self._data
         if self.device.type == "cpu":
             return int(data.__array_interface__["data"][0])
+        if self.device.type == "meta":
+            return 0  # no memory (as torch)
         return int(data.data.ptr)  # CuPy's pointer already includes a view's offset
 
     @property

@@ -92,7 +92,7 @@ def share_memory_(self: Tensor) -> Tensor:
 
 for _name, _value in {
     "is_cpu": property(lambda self: self.device.type == "cpu"),
-    "is_meta": False,
+    "is_meta": property(lambda self: self.device.type == "meta"),
     "is_sparse": False,
     "is_sparse_csr": False,
     "is_quantized": False,

@@ -127,6 +127,8 @@ def _width(sample, fmt) -> int:
 
 
 def tensor_repr(t) -> str:
+    if t.device.type == "meta":
+        return _meta_repr(t)
     data = t._data
     shape = data.shape
     summarize = data.size > _THRESHOLD
@@ -167,6 +169,18 @@ def tensor_repr(t) -> str:
     elif t._rg:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def _meta_repr(t) -> str:
+    """A meta tensor has no values: ``tensor(..., device='meta', size=(3, 4))``, as torch."""
+    suffixes = ["device='meta'", f"size={tuple(t._data.shape)}"]
+    if t.dtype is not dt.get_default_dtype():
+        suffixes.append(f"dtype={t.dtype!r}")
+    if t._grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._rg:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes("tensor(...", suffixes, len("tensor("))
 
 
 def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
