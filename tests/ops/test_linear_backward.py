@@ -62,10 +62,14 @@ def test_first_pass_records_one_node_for_the_three_gradients():
     gx, gw, gb = ember.autograd.grad(
         ember.tanh(ember.nn.functional.linear(x, w, b)).sum(), [x, w, b], create_graph=True
     )
-    # the tanh backward's output feeds the one node whose three outputs these are
-    assert gx.grad_fn is gw.grad_fn is gb.grad_fn
-    assert gx.grad_fn.name() == "LinearBackwardBackward0"
-    assert [gx._out_nr, gw._out_nr, gb._out_nr] == [0, 1, 2]
+    # the tanh backward's output feeds the one node whose three outputs these are; W's
+    # gradient reaches it through the transposes of torch's addmm(b, x, W.t())
+    node = gx.grad_fn
+    assert node is gb.grad_fn
+    assert node.name() == "LinearBackwardBackward0"
+    w_path = gw.grad_fn.next_functions[0][0].next_functions[0]
+    assert w_path == (node, 1)
+    assert [gx._out_nr, gb._out_nr] == [0, 2]
 
 
 def test_second_derivative_with_a_graph_equals_the_one_on_arrays():

@@ -196,6 +196,21 @@ def _linear(node, tangents):  # d(x Wᵀ + b) = dx Wᵀ + x dWᵀ + db
     )
 
 
+def _linear_addmm(node, tangents):  # inputs (b, x, Wᵀ): d(b + x Wᵀ) = db + dx Wᵀ + x dWᵀ
+    x, w_t = node.saved_tensors()
+    tb, tx, tw_t = tangents
+    return _to_output(
+        node,
+        _sum((tb, tx @ w_t if tx is not None else None, x @ tw_t if tw_t is not None else None)),
+    )
+
+
+def _linear_mm(node, tangents):  # inputs (x, Wᵀ)
+    x, w_t = node.saved_tensors()
+    tx, tw_t = tangents
+    return _sum((tx @ w_t if tx is not None else None, x @ tw_t if tw_t is not None else None))
+
+
 def _reshape(node, tangents):
     return tangents[0].reshape(_out_shape(node))
 
@@ -374,7 +389,9 @@ RULES = {
     "SubBackward0": _sub,
     "MulBackward0": _mul,
     "MmBackward0": _matmul,  # and Dot, Mv, Bmm, Matmul (subclasses)
-    "LinearBackward0": _linear,  # and Addmm, MmLinear
+    "LinearBackward0": _linear,
+    "LinearAddmmBackward": _linear_addmm,
+    "LinearMmBackward": _linear_mm,
     "ViewBackward0": _reshape,  # and ReshapeAlias
     "ExpandBackward0": _expand,
     "CloneBackward0": _identity,

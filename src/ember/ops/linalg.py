@@ -12,11 +12,11 @@ from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
 from . import linear_backward  # it reads gemm from this module when called
-from ._dispatch import array_module, result, wrap
+from ._dispatch import array_module, grad_state, result, wrap
 from ._linalg_common import svd_kernel
 from .complex import conj_of
 from .reduction import vector_norm
-from .shape import stack
+from .shape import UnsafeViewBackward0, ViewBackward0, stack
 
 
 def _shape(t: Tensor) -> str:
@@ -629,41 +629,84 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim)
 
 
+def linear_gradients(g, x, w, need_x: bool, need_w: bool, need_b: bool) -> tuple:
+    """(gx, gw, gb) of y = x Wᵀ + b, each computed in its own layout (gW as (out, in),
+    contiguous); None where not needed."""
+    if linear_backward.applies(g, x, w):
+        # 2-D real operands: on the arrays, or (create_graph) as one differentiable op
+        return linear_backward.linear_gradients(g, x, w, need_x, need_w, need_b)
+    if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
+        x, w = conj_of(x), conj_of(w)
+    gx = None
+    if need_x:
+        if g.dim() > 2:  # one 2-D GEMM over the flattened leading dims (see linear)
+            rows = math.prod(g.shape[:-1])
+            gx = (g.reshape(rows, g.shape[-1]) @ w).reshape(tuple(g.shape[:-1]) + (w.shape[1],))
+        else:
+            gx = g @ w
+    gw = gb = None
+    if need_w or need_b:
+        # 2-D already (the common case): no reshape, which double backward would record
+        g2 = g if g.dim() == 2 else g.reshape(math.prod(g.shape[:-1]), g.shape[-1])
+        if need_w:
+            x2 = x if x.dim() == 2 else x.reshape(g2.shape[0], x.shape[-1])
+            gw = g2.mT @ x2
+        if need_b:
+            gb = g2.sum(0)
+    return gx, gw, gb
+
+
 class LinearBackward0(Node):
-    """y = x Wᵀ + b: each gradient computed in its own layout (gW as (out, in), contiguous)."""
+    """y = x Wᵀ + b as one node, inputs (x, W[, b]): the fused ops that are one node in torch
+    too (the linear layers of a packed RNN or attention) record it."""
 
     def backward(self, g):
         x, w = self.saved_tensors()
         edges = self._edges
-        if linear_backward.applies(g, x, w):
-            # 2-D real operands: on the arrays, or (create_graph) as one differentiable op
-            need_b = len(edges) > 2 and edges[2] is not None
-            return linear_backward.linear_gradients(
-                g, x, w, edges[0] is not None, edges[1] is not None, need_b
-            )[: len(edges)]
-        if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
-            x, w = conj_of(x), conj_of(w)
-        gx = None
-        if edges[0] is not None:
-            if g.dim() > 2:  # one 2-D GEMM over the flattened leading dims (see linear)
-                rows = math.prod(g.shape[:-1])
-                gx = (g.reshape(rows, g.shape[-1]) @ w).reshape(tuple(g.shape[:-1]) + (w.shape[1],))
-            else:
-                gx = g @ w
-        gw = gb = None
-        if edges[1] is not None or (len(edges) > 2 and edges[2] is not None):
-            # 2-D already (the common case): no reshape, which double backward would record
-            g2 = g if g.dim() == 2 else g.reshape(math.prod(g.shape[:-1]), g.shape[-1])
-            if edges[1] is not None:
-                x2 = x if x.dim() == 2 else x.reshape(g2.shape[0], x.shape[-1])
-                gw = g2.mT @ x2
-            if len(edges) > 2 and edges[2] is not None:
-                gb = g2.sum(0)
-        return (gx, gw, gb) if len(edges) > 2 else (gx, gw)
+        need_b = len(edges) > 2 and edges[2] is not None
+        grads = linear_gradients(g, x, w, edges[0] is not None, edges[1] is not None, need_b)
+        return grads[: len(edges)]
+
+
+def _weight_of(w_t):
+    return None if w_t is None else w_t.mT
+
+
+class LinearAddmmBackward(Node):
+    """linear with a bias on 2-D input, recorded as torch does: addmm(bias, x, W.t()), inputs
+    (bias, x, Wᵀ) (the last through a TBackward0 node); the gradients are linear's."""
+
+    torch_name = "AddmmBackward0"
+    alpha = beta = 1
+
+    def backward(self, g):
+        x, w_t = self.saved_tensors()
+        e_bias, e_x, e_w = self._edges
+        gx, gw, gb = linear_gradients(
+            g, x, _weight_of(w_t), e_x is not None, e_w is not None, e_bias is not None
+        )
+        return gb, gx, (gw.mT if gw is not None else None)
+
+
+class LinearMmBackward(Node):
+    """linear without a bias on 2-D input: mm(x, W.t()), inputs (x, Wᵀ)."""
+
+    torch_name = "MmBackward0"
+
+    def backward(self, g):
+        x, w_t = self.saved_tensors()
+        e_x, e_w = self._edges
+        gx, gw, _ = linear_gradients(g, x, _weight_of(w_t), e_x is not None, e_w is not None, False)
+        return gx, (gw.mT if gw is not None else None)
+
+
+class SqueezeBackward4(ViewBackward0):  # torch's in-place squeeze_(dim) after a 1-D linear
+    pass
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``ember.nn.functional.linear``: x Wᵀ + b as one op."""
+    """``ember.nn.functional.linear``: x Wᵀ + b, recorded as torch records it (addmm or mm on
+    W.t(), with views around it for input that is not 2-D)."""
     try:
         x, w = input._data, weight._data
     except AttributeError:  # not a tensor (a forward pre-hook's 3 reaches here): torch's error
@@ -681,33 +724,31 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"{w.shape[1] if w.ndim == 2 else w.shape}x{w.shape[0]})"
         )
     _same_dtype("linear", input, weight)
-    xp = array_module(x)
-    if x.ndim > 2 and x.flags.c_contiguous:
-        # (..., in) as one (rows, in) GEMM: NumPy's batched matmul runs one small GEMM per
-        # leading index, several times slower for the 3-D inputs of sequence models
-        out = gemm(xp, x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
-    else:
-        out = gemm(xp, x, w.T)
-    if bias is not None:
-        if bias._data.dtype != out.dtype:
-            raise RuntimeError(
-                f"linear: bias dtype {bias.dtype.name} differs from input dtype {input.dtype.name}"
-            )
-        out += bias._data
-        inputs = (input, weight, bias)
-    else:
-        inputs = (input, weight)
-    # PyTorch's names for the common cases: addmm (2-D with bias), mm (2-D without)
+    if bias is not None and bias._data.dtype != x.dtype:
+        raise RuntimeError(
+            f"linear: bias dtype {bias.dtype.name} differs from input dtype {input.dtype.name}"
+        )
     if x.ndim != 2:
-        node = LinearBackward0
-    else:
-        node = AddmmBackward0 if bias is not None else MmLinearBackward
-    return result(node, out, inputs, (input if weight._rg else None, weight if input._rg else None))
-
-
-class AddmmBackward0(LinearBackward0):
-    pass
-
-
-class MmLinearBackward(LinearBackward0):
-    torch_name = "MmBackward0"
+        # torch views the input as (rows, in), multiplies, and views the result back; a 1-D
+        # input without bias is unsqueezed and squeezed instead
+        if x.ndim == 1 and bias is None:
+            out = linear(input.unsqueeze(0), weight)
+            if not out._rg:
+                return out.squeeze(0)
+            return result(SqueezeBackward4, out._data.reshape(-1), (out,), shape=out._data.shape)
+        out = linear(input.reshape(-1, x.shape[-1]), weight, bias)
+        shape = x.shape[:-1] + (w.shape[0],)
+        if bias is None and out._rg:  # torch's matmul: mm then _unsafe_view
+            return result(UnsafeViewBackward0, out._data.reshape(shape), (out,), shape=out.shape)
+        return out.view(shape)
+    xp = array_module(x)
+    out = gemm(xp, x, w.T)
+    if bias is not None:
+        out += bias._data
+    if not (grad_state.enabled and (input._rg or weight._rg or bias is not None and bias._rg)):
+        return wrap(out)
+    w_t = weight.t()
+    saved = (input if weight._rg else None, w_t if input._rg else None)
+    if bias is None:
+        return result(LinearMmBackward, out, (input, w_t), saved)
+    return result(LinearAddmmBackward, out, (bias, input, w_t), saved)
