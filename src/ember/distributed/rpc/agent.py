@@ -1,0 +1,636 @@
+"""The RPC agent: one per process, it sends calls to the other workers and serves theirs.
+
+Transport: ``multiprocessing.connection`` (standard library) over TCP. It frames messages, and
+``Listener``/``Client`` with an ``authkey`` authenticate each connection by an HMAC challenge,
+so ember adds no wire protocol of its own: a message is two frames (a small header, then the
+pickled payload, see ``serialization``). MPI was the other candidate and is not used: RPC needs
+any worker to call any other at any time from many threads, and workers started as plain Python
+processes (not under ``mpiexec``) to meet; MPICH joins only processes a process manager started,
+and ``MPI_THREAD_MULTIPLE`` is slow or absent in the wheels. Every worker listens on a port of
+its own; worker 0 listens on ``MASTER_PORT`` (or the ``tcp://`` port), where the others first
+say their name, rank and port, and get the table of all workers back (the rendezvous). The key
+is ``EMBER_RPC_AUTHKEY`` where set (the same on every worker), else a fixed one: like torch's
+RPC, which has no authentication, a fixed key keeps out strangers only, not attackers.
+
+Each worker opens one connection to each worker it calls (itself included: calls to self go the
+same way, so arguments are copied as for any other worker). Requests go out on it and responses
+come back on it; a thread per connection reads. Requests that arrive run on a pool of
+``num_worker_threads`` threads. A function marked ``async_execution`` (and the agent's own
+helpers that wait, such as fetching an RRef's value) returns a Future instead of a value; the
+response goes when that Future completes, so no thread waits for it.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+import os
+import socket
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import AuthenticationError, Client, Listener
+
+from ... import futures
+from ..rendezvous import RendezvousPoint
+from . import _autograd_contexts as contexts
+from . import serialization
+from .options import TensorPipeRpcBackendOptions, WorkerInfo
+
+_DEFAULT_AUTHKEY = b"ember.distributed.rpc"
+
+
+def _authkey() -> bytes:
+    key = os.environ.get("EMBER_RPC_AUTHKEY")
+    return key.encode() if key else _DEFAULT_AUTHKEY
+
+
+class RemoteException:
+    """An exception raised on a worker, as sent back: the text (with the remote traceback) and
+    its type, re-created in the caller as ``exception_type(msg)``."""
+
+    __slots__ = ("msg", "exception_type")
+
+    def __init__(self, msg: str, exception_type: type) -> None:
+        self.msg = msg
+        self.exception_type = exception_type
+
+    def __reduce__(self):
+        return RemoteException, (self.msg, self.exception_type)
+
+    def to_exception(self) -> BaseException:
+        try:
+            return self.exception_type(self.msg)
+        except BaseException as error:  # a type that cannot be made from one string
+            return RuntimeError(
+                f"Failed to create original exception type. Error msg was {error} Original "
+                f"exception on remote side was {self.msg}"
+            )
+
+
+class Deferred:
+    """A handler's answer that comes later: the response is sent when ``future`` completes."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: futures.Future) -> None:
+        self.future = future
+
+
+def is_async_function(func) -> bool:
+    return getattr(func, "_wrapped_async_rpc_function", None) is not None
+
+
+class _Link:
+    """One connection: sends of a header and a payload frame stay together."""
+
+    def __init__(self, conn, peer: int) -> None:
+        self.conn = conn
+        self.peer = peer
+        self.send_lock = threading.Lock()
+        self.finished = False  # the peer closed its end (a reading thread saw end of file)
+        try:  # a call is two small frames: without this, Nagle's algorithm holds each ~40 ms
+            with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+    def send_pair(self, header, payload: bytes) -> None:
+        with self.send_lock:
+            self.conn.send(header)
+            self.conn.send_bytes(payload)
+
+    def receive_pair(self):
+        return self.conn.recv(), self.conn.recv_bytes()
+
+    def hang_up(self) -> None:
+        """Close, waking a thread blocked reading it (close alone does not, on Linux)."""
+        try:
+            with socket.fromfd(self.conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+
+class _Deadlines:
+    """One thread that fails calls past their timeout."""
+
+    def __init__(self, on_expiry) -> None:
+        self._heap: list = []
+        self._condition = threading.Condition()
+        self._on_expiry = on_expiry
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="ember-rpc-timeouts", daemon=True)
+        self._thread.start()
+
+    def add(self, deadline: float, message_id: int, timeout: float) -> None:
+        with self._condition:
+            heapq.heappush(self._heap, (deadline, message_id, timeout))
+            self._condition.notify()
+
+    def stop(self) -> None:
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                while not self._stopped:
+                    now = time.monotonic()
+                    if self._heap and self._heap[0][0] <= now:
+                        break
+                    self._condition.wait(self._heap[0][0] - now if self._heap else None)
+                if self._stopped:
+                    return
+                _, message_id, timeout = heapq.heappop(self._heap)
+            self._on_expiry(message_id, timeout)
+
+
+class Agent:
+    """This process's RPC endpoint: rendezvous, the connections, the pool, pending calls."""
+
+    def __init__(
+        self, name: str, point: RendezvousPoint, options: TensorPipeRpcBackendOptions
+    ) -> None:
+        self.options = options
+        self.rank = point.rank
+        self.world_size = point.world_size
+        self.info = WorkerInfo(name, point.rank)
+        self._authkey = _authkey()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._pending: dict[int, tuple[futures.Future, int]] = {}
+        self._message_ids = itertools.count()
+        self._links: dict[int, _Link] = {}
+        self._incoming: list[_Link] = []
+        self._active = 0  # requests received and not yet answered
+        self._closing = False
+        self._joins: list = []  # worker 0, during the rendezvous: (conn, hello)
+        self._joined = threading.Condition(self._lock)
+        self.owned: dict = {}  # rref id -> Future of the value of an RRef this worker owns
+        self.deleted_rrefs: set = set()  # deleted by their user before their creation ran
+        self.rref_lock = threading.Lock()
+        self._rref_ids = itertools.count()
+        # (owner id, rref id) of user RRefs garbage-collected: their owners are told on the next
+        # call (an RRef's __del__ may run inside a send, so it only appends here)
+        self.rref_deletes: collections.deque = collections.deque()
+        self.barriers: dict = {}  # shutdown round -> [arrived, Future] (on worker 0)
+        self.pool = ThreadPoolExecutor(
+            options.num_worker_threads, thread_name_prefix=f"ember-rpc-{name}"
+        )
+        self._deadlines = _Deadlines(self._expire)
+        port = point.master_port if point.rank == 0 and point.file_path is None else 0
+        self._listener = Listener(("", port), "AF_INET", backlog=128, authkey=self._authkey)
+        self._port = self._listener.address[1]
+        self._accepter = threading.Thread(
+            target=self._accept_loop, name="ember-rpc-accept", daemon=True
+        )
+        self._accepter.start()
+        timeout = options.rpc_timeout if options.rpc_timeout > 0 else 60.0
+        try:
+            self.workers, self._addresses = self._rendezvous(point, timeout)
+        except BaseException:
+            self.close()
+            raise
+        self._by_name = {w.name: w for w in self.workers}
+        self._by_id = {w.id: w for w in self.workers}
+
+    # --- rendezvous ---------------------------------------------------------------------------
+    def _rendezvous(self, point: RendezvousPoint, timeout: float):
+        from ..rendezvous import _publish, _read_published, _this_host
+
+        deadline = time.monotonic() + timeout
+        if point.rank == 0:
+            if point.file_path is not None:
+                _publish(point.file_path, _this_host(), self._port)
+            host = point.master_addr or _this_host()
+            return self._gather_workers(host, deadline, timeout)
+        while True:
+            address = (point.master_addr, point.master_port)
+            if point.file_path is not None:
+                address = _read_published(point.file_path)
+            try:
+                if address is None:
+                    raise ConnectionRefusedError
+                conn = Client(address, "AF_INET", authkey=self._authkey)
+                break
+            except AuthenticationError as error:
+                raise RuntimeError(
+                    f"ember.distributed.rpc: worker 0 at {address[0]}:{address[1]} refused this "
+                    "worker's key: set the same EMBER_RPC_AUTHKEY on every worker"
+                ) from error
+            except OSError:
+                if time.monotonic() > deadline:
+                    where = "its address" if address is None else f"{address[0]}:{address[1]}"
+                    raise RuntimeError(
+                        f"ember.distributed.rpc: worker {point.rank} ({self.info.name}) could "
+                        f"not reach worker 0 at {where} within {timeout:g} seconds"
+                    ) from None
+                time.sleep(0.05)
+        with conn:
+            with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
+                my_host = s.getsockname()[0]  # the address worker 0 reached us from
+            conn.send(("join", self.info.name, point.rank, point.world_size, my_host, self._port))
+            if not conn.poll(max(0.0, deadline - time.monotonic())):
+                raise RuntimeError(
+                    f"ember.distributed.rpc: worker {point.rank} timed out after {timeout:g} "
+                    "seconds waiting for the other workers to join"
+                )
+            reply = conn.recv()
+        if reply[0] == "error":
+            raise RuntimeError(reply[1])
+        return reply[1], reply[2]
+
+    def _gather_workers(self, host: str, deadline: float, timeout: float):
+        with self._joined:
+            while len(self._joins) < self.world_size - 1:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(
+                        f"ember.distributed.rpc: worker 0 timed out after {timeout:g} seconds "
+                        f"waiting for the workers to join: {len(self._joins) + 1}/"
+                        f"{self.world_size} joined"
+                    )
+                self._joined.wait(left)
+            joins = list(self._joins)
+        names = {0: self.info.name}
+        addresses = {0: (host, self._port)}
+        problem = None
+        for _, (_, name, rank, world_size, peer_host, peer_port) in joins:
+            if world_size != self.world_size:
+                problem = f"world_size {world_size} of {name} differs from {self.world_size}"
+            elif not 0 < rank < self.world_size or rank in names:
+                problem = f"rank {rank} of {name} is out of range or already taken"
+            elif name in names.values():
+                problem = f"worker name {name} is used by two workers"
+            names[rank] = name
+            addresses[rank] = (peer_host, peer_port)
+        reply = ("error", f"ember.distributed.rpc rendezvous: {problem}") if problem else None
+        if reply is None:
+            workers = [WorkerInfo(names[r], r) for r in range(self.world_size)]
+            reply = ("workers", workers, addresses)
+        for conn, _ in joins:
+            try:
+                conn.send(reply)
+                conn.close()
+            except OSError:
+                pass
+        if problem:
+            raise RuntimeError(reply[1])
+        return reply[1], reply[2]
+
+    # --- connections --------------------------------------------------------------------------
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                conn = self._listener.accept()
+            except AuthenticationError:
+                continue  # a stranger (or a worker with another key): ignore it
+            except OSError:
+                return
+            if self._closing:
+                conn.close()
+                return
+            threading.Thread(
+                target=self._first_message, args=(conn,), name="ember-rpc-serve", daemon=True
+            ).start()
+
+    def _first_message(self, conn) -> None:
+        try:
+            hello = conn.recv()
+        except (EOFError, OSError):
+            conn.close()
+            return
+        if hello[0] == "join":
+            with self._joined:
+                self._joins.append((conn, hello))
+                self._joined.notify_all()
+            return
+        if hello[0] != "peer":
+            conn.close()
+            return
+        link = _Link(conn, hello[1])
+        with self._lock:
+            self._incoming.append(link)
+        self._serve(link)
+
+    def _link_to(self, worker_id: int) -> _Link:
+        with self._lock:
+            link = self._links.get(worker_id)
+            if link is not None:
+                return link
+            if self._closing:
+                raise RuntimeError("ember.distributed.rpc: the RPC agent is shut down")
+            conn = Client(tuple(self._addresses[worker_id]), "AF_INET", authkey=self._authkey)
+            conn.send(("peer", self.rank))
+            link = self._links[worker_id] = _Link(conn, worker_id)
+        threading.Thread(
+            target=self._read_responses, args=(link,), name="ember-rpc-responses", daemon=True
+        ).start()
+        return link
+
+    # --- RRefs this worker owns ---------------------------------------------------------------
+    def new_rref_id(self) -> tuple[int, int]:
+        return (self.rank, next(self._rref_ids))
+
+    def owned_future(self, rref_id) -> futures.Future:
+        """The Future of an owned RRef's value, made now if its value has not been set yet."""
+        with self.rref_lock:
+            fut = self.owned.get(rref_id)
+            if fut is None:
+                fut = self.owned[rref_id] = futures.Future()
+            return fut
+
+    def forget_owned(self, rref_ids) -> None:
+        with self.rref_lock:
+            for rref_id in rref_ids:
+                if self.owned.pop(rref_id, None) is None:
+                    self.deleted_rrefs.add(rref_id)
+
+    def _flush_rref_deletes(self) -> None:
+        by_owner: dict[int, list] = {}
+        while self.rref_deletes:
+            try:
+                owner, rref_id = self.rref_deletes.popleft()
+            except IndexError:
+                break
+            by_owner.setdefault(owner, []).append(rref_id)
+        for owner, rref_ids in by_owner.items():
+            if owner == self.rank:
+                self.forget_owned(rref_ids)
+            else:
+                self.send(owner, _forget_owned_rrefs, (rref_ids,), flush=False)
+
+    # --- calling ------------------------------------------------------------------------------
+    def worker_info(self, to) -> WorkerInfo:
+        """The WorkerInfo of ``to``: a name, a WorkerInfo or an id."""
+        if isinstance(to, WorkerInfo):
+            return to
+        if isinstance(to, str):
+            info = self._by_name.get(to)
+        elif isinstance(to, int):
+            info = self._by_id.get(to)
+        else:
+            raise TypeError(f"to must be a worker name, a WorkerInfo or an id, got {to!r}")
+        if info is None:
+            raise RuntimeError(
+                f"name:{self.info.name},rank:{self.rank} could not find destination name {to}"
+            )
+        return info
+
+    def send(
+        self, to, func, args=(), kwargs=None, timeout: float = -1.0, flush: bool = True
+    ) -> futures.Future:
+        """Call ``func(*args, **kwargs)`` on worker ``to``; a Future of its result."""
+        destination = self.worker_info(to).id
+        if flush and self.rref_deletes:
+            self._flush_rref_deletes()
+        if timeout < 0:
+            timeout = self.options.rpc_timeout
+        context = contexts.current_context()
+        send_id = None if context is None else context._next_send_id()
+        payload, grad_tensors = serialization.dumps(
+            (func, tuple(args or ()), dict(kwargs or {})), destination
+        )
+        if context is not None:
+            context.known_workers.add(destination)
+            if grad_tensors:
+                context.record_send(send_id, grad_tensors, destination)
+        fut: futures.Future = futures.Future()
+        message_id = next(self._message_ids)
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("ember.distributed.rpc: the RPC agent is shut down")
+            self._pending[message_id] = (fut, destination)
+        if timeout > 0:
+            self._deadlines.add(time.monotonic() + timeout, message_id, timeout)
+        context_id = None if context is None else context.context_id
+        try:
+            self._link_to(destination).send_pair((message_id, context_id, send_id), payload)
+        except OSError as error:
+            self._fail(message_id, RuntimeError(f"ember.distributed.rpc: send failed: {error}"))
+        return fut
+
+    def _fail(self, message_id: int, error: BaseException) -> None:
+        with self._lock:
+            entry = self._pending.pop(message_id, None)
+            self._idle.notify_all()
+        if entry is not None:
+            entry[0].set_exception(error)
+
+    def _expire(self, message_id: int, timeout: float) -> None:
+        self._fail(
+            message_id,
+            RuntimeError(
+                f"RPC ran for more than set timeout ({int(round(timeout * 1000))} ms) and will "
+                "now be marked with an error"
+            ),
+        )
+
+    def _read_responses(self, link: _Link) -> None:
+        while True:
+            try:
+                header, payload = link.receive_pair()
+            except (EOFError, OSError):
+                break
+            message_id, ok, context_id, send_id = header
+            try:
+                value, grad_tensors = serialization.loads(payload, link.peer)
+            except Exception as error:
+                ok, value = (
+                    False,
+                    RemoteException(
+                        f"ember.distributed.rpc: the response from worker {link.peer} could not be "
+                        f"unpickled: {error!r}",
+                        RuntimeError,
+                    ),
+                )
+                grad_tensors = []
+            if context_id is not None and grad_tensors:
+                context = contexts.get_or_create_context(context_id)
+                context.known_workers.add(link.peer)
+                context.record_recv(grad_tensors, link.peer, send_id)
+            with self._lock:
+                entry = self._pending.pop(message_id, None)
+                self._idle.notify_all()
+            if entry is None:
+                continue  # timed out already
+            if ok:
+                entry[0].set_result(value)
+            else:
+                entry[0].set_exception(value.to_exception())
+        # the peer is gone: what still waits for it will not be answered
+        with self._lock:
+            lost = [(i, e) for i, e in self._pending.items() if e[1] == link.peer]
+            closing = self._closing
+        for message_id, _ in lost:
+            name = self._by_id[link.peer].name if hasattr(self, "_by_id") else link.peer
+            self._fail(
+                message_id,
+                RuntimeError(
+                    f"ember.distributed.rpc: the connection to worker {name} closed"
+                    + (" (RPC is shutting down)" if closing else "")
+                ),
+            )
+
+    # --- serving ------------------------------------------------------------------------------
+    def _serve(self, link: _Link) -> None:
+        while True:
+            try:
+                header, payload = link.receive_pair()
+            except (EOFError, OSError):
+                link.finished = True
+                return
+            with self._lock:
+                self._active += 1
+            try:
+                self.pool.submit(self._handle, link, header, payload)
+            except RuntimeError:  # the pool is shut down
+                self._request_done()
+                return
+
+    def _request_done(self) -> None:
+        with self._lock:
+            self._active -= 1
+            self._idle.notify_all()
+
+    def _handle(self, link: _Link, header, payload: bytes) -> None:
+        message_id, context_id, send_id = header
+        context = None
+        counted = True
+        try:
+            (func, args, kwargs), grad_tensors = serialization.loads(payload, link.peer)
+            if context_id is not None:
+                context = contexts.get_or_create_context(context_id)
+                context.known_workers.add(link.peer)
+                if grad_tensors:
+                    context.record_recv(grad_tensors, link.peer, send_id)
+            if getattr(func, "_ember_rpc_not_counted", False):
+                self._request_done()  # the shutdown barrier: waiting there is not work
+                counted = False
+            previous = contexts.set_current_context(context)
+            try:
+                result = func(*args, **kwargs)
+            finally:
+                contexts.set_current_context(previous)
+            if is_async_function(func) and not isinstance(result, Deferred):
+                if not isinstance(result, futures.Future):
+                    raise TypeError(
+                        "Functions decorated with @rpc.functions.async_execution must return a "
+                        f"torch.futures.Future object, but got {type(result)}"
+                    )
+                result = Deferred(result)
+            if isinstance(result, Deferred):
+                result.future.add_done_callback(
+                    lambda fut: self._respond_with_future(link, message_id, context, fut, counted)
+                )
+                return
+        except Exception as error:
+            self._respond(link, message_id, context, False, self._wrap(error), counted)
+            return
+        self._respond(link, message_id, context, True, result, counted)
+
+    def _wrap(self, error: BaseException) -> RemoteException:
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        return RemoteException(f"On {self.info}:\n{error!r}\n{text}", type(error))
+
+    def _respond_with_future(self, link, message_id, context, fut, counted: bool) -> None:
+        try:
+            value = fut.wait()
+        except Exception as error:
+            self._respond(link, message_id, context, False, self._wrap(error), counted)
+            return
+        self._respond(link, message_id, context, True, value, counted)
+
+    def _respond(self, link: _Link, message_id: int, context, ok: bool, value, counted) -> None:
+        """Send the response; ``counted``: the request counts as work until answered."""
+        try:
+            send_id = None if context is None else context._next_send_id()
+            try:
+                payload, grad_tensors = serialization.dumps(value, link.peer)
+            except Exception as error:
+                ok, grad_tensors = False, []
+                payload, _ = serialization.dumps(self._wrap(error), link.peer)
+            if context is not None and grad_tensors:
+                context.record_send(send_id, grad_tensors, link.peer)
+            context_id = None if context is None else context.context_id
+            try:
+                link.send_pair((message_id, ok, context_id, send_id), payload)
+            except OSError:
+                pass  # the caller is gone
+        finally:
+            if counted:
+                self._request_done()
+
+    # --- shutting down ------------------------------------------------------------------------
+    def wait_idle(self, deadline: float | None, incoming: bool) -> None:
+        """Until nothing this worker sent is unanswered (and, with ``incoming``, nothing it
+        received is unanswered either)."""
+        with self._idle:
+            while self._pending or (incoming and self._active):
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise RuntimeError(
+                        f"ember.distributed.rpc: shutdown timed out with {len(self._pending)} "
+                        f"calls unanswered and {self._active} requests running on "
+                        f"{self.info.name}"
+                    )
+                self._idle.wait(left if left is None else min(left, 1.0))
+
+    def wait_peers_hung_up(self, timeout: float) -> None:
+        """Worker 0, at the end: the others have closed their connections (so every response to
+        them has gone out)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                links = [link for link in self._incoming if link.peer != self.rank]
+            if all(link.finished for link in links):
+                return
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            links = list(self._links.values()) + list(self._incoming)
+            pending = list(self._pending)
+        for message_id in pending:
+            self._fail(message_id, RuntimeError("ember.distributed.rpc: RPC was shut down"))
+        try:  # wake the accept loop with a connection of our own
+            Client(("127.0.0.1", self._port), "AF_INET", authkey=self._authkey).close()
+        except OSError:
+            pass
+        self._listener.close()
+        for link in links:
+            link.hang_up()
+        self._deadlines.stop()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Current:
+    agent: Agent | None = None
+
+
+def current_agent() -> Agent:
+    """This process's agent; torch's error where ``init_rpc`` has not run."""
+    agent = _Current.agent
+    if agent is None:
+        raise RuntimeError(
+            "RPC has not been initialized. Call torch.distributed.rpc.init_rpc first."
+        )
+    return agent
+
+
+def set_current_agent(agent: Agent | None) -> None:
+    _Current.agent = agent
+
+
+def _forget_owned_rrefs(rref_ids: list) -> None:
+    """On an owner: its users let go of these RRefs."""
+    current_agent().forget_owned(rref_ids)

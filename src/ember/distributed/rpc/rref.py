@@ -1,0 +1,219 @@
+"""``RRef``: a reference to a value that lives on one worker (its owner).
+
+``RRef(value)`` makes one owned here; ``rpc.remote`` makes one whose value the owner computes.
+An RRef sent in an RPC message travels as (owner, id): on its owner it becomes the owner's RRef
+again (with the value), elsewhere a user RRef that fetches the value with ``to_here``.
+
+Lifetime, simpler than torch's distributed reference counting: the owner keeps a value for as
+long as RPC runs once its RRef has been sent anywhere, except for the commonest case, an RRef
+made by ``remote`` and never passed on by its creator, whose value the owner drops when the
+creator's RRef is garbage-collected.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Generic, TypeVar
+
+from ... import futures
+from . import serialization
+from .agent import Deferred, current_agent, is_async_function
+from .options import UNSET_RPC_TIMEOUT, WorkerInfo
+
+T = TypeVar("T")
+
+
+class RRef(Generic[T]):
+    """A remote reference: ``RRef(value)`` owns ``value`` on this worker.
+
+    Example::
+        >>> rref = rpc.remote("worker1", ember.add, args=(ember.ones(2), 3))
+        >>> rref.to_here()
+        tensor([4., 4.])
+        >>> rref.owner_name()
+        'worker1'
+        >>> rref.rpc_sync().size()               # a method called on the owner
+        ember.Size([2])
+    """
+
+    def __init__(self, value: T, type_hint=None) -> None:
+        agent = current_agent()
+        fut: futures.Future = futures.Future()
+        fut.set_result(value)
+        self._setup(agent.info, agent.new_rref_id(), fut, None, False)
+
+    def _setup(self, owner: WorkerInfo, rref_id, value, created, deletes: bool) -> None:
+        self._owner = owner
+        self._id = rref_id
+        self._value = value  # on the owner: the Future of the value; None on users
+        self._created = created  # the Future of remote()'s call that makes the value
+        self._deletes = deletes  # tell the owner when garbage-collected (never passed on)
+
+    @classmethod
+    def _make(cls, owner: WorkerInfo, rref_id, value, created=None, deletes=False) -> RRef:
+        rref = cls.__new__(cls)
+        rref._setup(owner, rref_id, value, created, deletes)
+        return rref
+
+    def is_owner(self) -> bool:
+        """Whether this worker owns the value."""
+        return self._value is not None
+
+    def owner(self) -> WorkerInfo:
+        """The WorkerInfo of the owner."""
+        return self._owner
+
+    def owner_name(self) -> str:
+        return self._owner.name
+
+    def confirmed_by_owner(self) -> bool:
+        """Whether the owner knows of this RRef (remote()'s call has been answered)."""
+        return self._created is None or self._created.done()
+
+    def local_value(self) -> T:
+        """The value, on the owner (waits until ``remote`` has computed it)."""
+        if self._value is None:
+            raise RuntimeError("Can't call RRef.local_value() on a non-owner RRef.")
+        self._raise_if_creation_failed()
+        return self._value.wait()
+
+    def to_here(self, timeout: float = UNSET_RPC_TIMEOUT) -> T:
+        """A copy of the value, fetched from the owner (the value itself on the owner)."""
+        if self._value is not None:
+            return self.local_value()
+        self._raise_if_creation_failed()
+        agent = current_agent()
+        return agent.send(self._owner, _fetch_value, (self._id,), timeout=timeout).wait()
+
+    def _raise_if_creation_failed(self) -> None:
+        created = self._created
+        if created is not None and created.done():
+            try:
+                created.wait()
+            except RuntimeError as error:
+                if "RPC ran for more than set timeout" in str(error):
+                    raise RuntimeError(
+                        "RRef creation via rpc.remote() timed out, and it is possible that the "
+                        "RRef on the owner node does not exist."
+                    ) from error
+                raise
+
+    def rpc_sync(self, timeout: float = UNSET_RPC_TIMEOUT):
+        """A proxy whose method calls run on the owner and return the result:
+        ``rref.rpc_sync().forward(x)``."""
+        return _Proxy(self, "rpc_sync", timeout)
+
+    def rpc_async(self, timeout: float = UNSET_RPC_TIMEOUT):
+        """As ``rpc_sync``, each method call returning a Future."""
+        return _Proxy(self, "rpc_async", timeout)
+
+    def remote(self, timeout: float = UNSET_RPC_TIMEOUT):
+        """As ``rpc_sync``, each method call returning an RRef of the result (on the owner)."""
+        return _Proxy(self, "remote", timeout)
+
+    def __repr__(self) -> str:
+        created_on, local_id = self._id
+        gid = f"GloballyUniqueId(created_on={created_on}, local_id={local_id})"
+        if self._value is not None:
+            return f"OwnerRRef({gid})"
+        return f"UserRRef(RRefId = {gid})"
+
+    def __reduce__(self):
+        raise RuntimeError(
+            "Can not pickle rref in python pickler, rref can only be pickled when using RPC"
+        )
+
+    def __del__(self) -> None:
+        if getattr(self, "_deletes", False):
+            try:
+                agent = current_agent()
+            except RuntimeError:
+                return  # RPC is shut down: the owner forgot everything
+            agent.rref_deletes.append((self._owner.id, self._id))
+
+
+class _Proxy:
+    """``rref.rpc_sync()``: attribute access gives a function that calls that method of the
+    value on its owner."""
+
+    def __init__(self, rref: RRef, kind: str, timeout: float) -> None:
+        self._rref = rref
+        self._kind = kind
+        self._timeout = timeout
+
+    def __getattr__(self, name: str):
+        return functools.partial(self._call, name)
+
+    def _call(self, name: str, *args, **kwargs):
+        from . import api
+
+        call = getattr(api, self._kind)
+        return call(
+            self._rref.owner(),
+            _call_method,
+            args=(self._rref, name, args, kwargs),
+            timeout=self._timeout,
+        )
+
+
+def _call_method(rref: RRef, name: str, args: tuple, kwargs: dict) -> Any:
+    """On the owner: ``rref.local_value().name(*args, **kwargs)`` (deferred if that method is
+    an ``async_execution`` one)."""
+    method = getattr(rref.local_value(), name)
+    result = method(*args, **kwargs)
+    if is_async_function(method):
+        return Deferred(result)
+    return result
+
+
+def _fetch_value(rref_id) -> Deferred:
+    """On the owner: the value, when it is there."""
+    return Deferred(current_agent().owned_future(rref_id))
+
+
+def create_owned(rref_id, func, args: tuple, kwargs: dict) -> None:
+    """On the owner, for ``remote``: compute the value and keep it under ``rref_id``."""
+    agent = current_agent()
+    fut = agent.owned_future(rref_id)
+    try:
+        value = func(*args, **kwargs)
+    except Exception as error:
+        fut.set_exception(error)
+        return
+    if is_async_function(func):
+        value.add_done_callback(lambda done: _settle(fut, done))
+    else:
+        fut.set_result(value)
+    with agent.rref_lock:
+        if rref_id in agent.deleted_rrefs:  # its user let go before it was made
+            agent.deleted_rrefs.discard(rref_id)
+            agent.owned.pop(rref_id, None)
+
+
+def _settle(target: futures.Future, done: futures.Future) -> None:
+    try:
+        target.set_result(done.wait())
+    except Exception as error:
+        target.set_exception(error)
+
+
+def _to_wire(rref: RRef, destination: int):
+    """What identifies ``rref`` on worker ``destination``."""
+    if rref._value is not None:
+        agent = current_agent()
+        with agent.rref_lock:  # from now on users may fetch it: the owner keeps it
+            agent.owned.setdefault(rref._id, rref._value)
+    elif destination != rref._owner.id:
+        rref._deletes = False  # passed on: other workers may use it now
+    return (rref._owner, rref._id)
+
+
+def _from_wire(wire, source: int) -> RRef:
+    owner, rref_id = wire
+    agent = current_agent()
+    if owner.id == agent.rank:
+        return RRef._make(owner, rref_id, agent.owned_future(rref_id))
+    return RRef._make(owner, rref_id, None)
+
+
+serialization.register_rref_hooks(RRef, _to_wire, _from_wire)

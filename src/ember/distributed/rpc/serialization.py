@@ -1,0 +1,137 @@
+"""How RPC messages become bytes: pickle, with tensors, RRefs and ember's functions handled here.
+
+Tensors travel by value (their data as a NumPy array, whether they require grad, whether they
+are a ``Parameter``); CUDA tensors arrive on the CPU. A tensor that appears twice in one message
+arrives as one tensor. Tensors that require grad are listed in the order met, so that the sender
+and the receiver can record the same list for distributed autograd. RRefs travel as (owner,
+id) and are rebuilt by the ``rref`` module's hooks. ember's public functions (``ember.add``)
+travel by name: some are wrappers that plain pickle cannot find under their ``__module__``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import pickle
+from collections.abc import Callable
+
+import ember
+from ember import nn
+
+# modules whose public functions are sent by name (``rpc_sync("w1", ember.add, ...)``)
+_FUNCTION_MODULES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")
+_function_names: dict[int, tuple[str, str]] | None = None
+
+
+class _RRefHooks:
+    """How RRefs are sent: the ``rref`` module registers them (it imports this module)."""
+
+    rref_class: type | None = None
+    to_wire: Callable | None = None  # (rref, destination id) -> what identifies it there
+    from_wire: Callable | None = None  # (that, source id) -> the RRef on this worker
+
+
+def register_rref_hooks(rref_class: type, to_wire: Callable, from_wire: Callable) -> None:
+    _RRefHooks.rref_class, _RRefHooks.to_wire, _RRefHooks.from_wire = rref_class, to_wire, from_wire
+
+
+def _ember_function_names() -> dict[int, tuple[str, str]]:
+    global _function_names
+    if _function_names is None:
+        names = {}
+        for module_name in _FUNCTION_MODULES:
+            module = importlib.import_module(module_name)
+            for attr in dir(module):
+                if attr.startswith("_"):
+                    continue
+                value = getattr(module, attr, None)
+                if callable(value) and not isinstance(value, type):
+                    names.setdefault(id(value), (module_name, attr))
+        _function_names = names
+    return _function_names
+
+
+class MessagePickler(pickle.Pickler):
+    """Pickles one message for worker ``destination``; ``grad_tensors`` lists the tensors in it
+    that require grad (the originals, still in their graphs)."""
+
+    def __init__(self, file, destination: int) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.destination = destination
+        self.grad_tensors: list = []
+        self._tensor_index: dict[int, int] = {}
+        self._tensors: list = []  # keeps them alive while their ids index _tensor_index
+
+    def persistent_id(self, obj):
+        if isinstance(obj, ember.Tensor):
+            return self._tensor_id(obj)
+        rref_class = _RRefHooks.rref_class
+        if rref_class is not None and isinstance(obj, rref_class):
+            return ("rref", _RRefHooks.to_wire(obj, self.destination))
+        if callable(obj) and not isinstance(obj, type):
+            try:
+                named = _ember_function_names().get(id(obj))
+            except TypeError:
+                named = None
+            if named is not None:
+                return ("function", named)
+        return None
+
+    def _tensor_id(self, tensor):
+        index = self._tensor_index.get(id(tensor))
+        if index is not None:
+            return ("same", index)
+        self._tensor_index[id(tensor)] = len(self._tensors)
+        self._tensors.append(tensor)
+        requires_grad = tensor.requires_grad
+        if requires_grad:
+            self.grad_tensors.append(tensor)
+        array = tensor.detach().cpu().numpy()
+        return ("tensor", array, requires_grad, isinstance(tensor, nn.Parameter))
+
+
+class MessageUnpickler(pickle.Unpickler):
+    """Loads one message from worker ``source``; ``grad_tensors`` lists the tensors it rebuilt
+    that require grad, in the sender's order."""
+
+    def __init__(self, file, source: int) -> None:
+        super().__init__(file)
+        self.source = source
+        self.grad_tensors: list = []
+        self._tensors: list = []
+
+    def persistent_load(self, pid):
+        kind = pid[0]
+        if kind == "tensor":
+            _, array, requires_grad, is_parameter = pid
+            tensor = ember.from_numpy(array)
+            if is_parameter:
+                tensor = nn.Parameter(tensor, requires_grad=requires_grad)
+            elif requires_grad:
+                tensor.requires_grad_(True)
+            if requires_grad:
+                self.grad_tensors.append(tensor)
+            self._tensors.append(tensor)
+            return tensor
+        if kind == "same":
+            return self._tensors[pid[1]]
+        if kind == "rref":
+            return _RRefHooks.from_wire(pid[1], self.source)
+        if kind == "function":
+            module_name, attr = pid[1]
+            return getattr(importlib.import_module(module_name), attr)
+        raise pickle.UnpicklingError(f"ember.distributed.rpc: unknown persistent id {kind!r}")
+
+
+def dumps(obj, destination: int) -> tuple[bytes, list]:
+    """``obj`` as bytes for worker ``destination``, and the tensors in it that require grad."""
+    buffer = io.BytesIO()
+    pickler = MessagePickler(buffer, destination)
+    pickler.dump(obj)
+    return buffer.getvalue(), pickler.grad_tensors
+
+
+def loads(data: bytes, source: int) -> tuple[object, list]:
+    """The object in ``data`` from worker ``source``, and the tensors rebuilt that require grad."""
+    unpickler = MessageUnpickler(io.BytesIO(data), source)
+    return unpickler.load(), unpickler.grad_tensors
