@@ -81,6 +81,15 @@ def _ints(t) -> list:
     return [int(v) for v in np.asarray(t._data).reshape(-1)]
 
 
+def _shape_ints(ctx, t) -> list:
+    """A shape input as Python ints; ONNX Runtime refuses one that is not 1-D, as here."""
+    if t.dim() != 1:
+        raise RuntimeError(
+            f"ember.onnx: {ctx.op_type}: the shape input must be 1-D, not of shape {tuple(t.shape)}"
+        )
+    return _ints(t)
+
+
 def _ember_dtype(onnx_type: int):
     np_dtype = helper.tensor_dtype_to_np_dtype(onnx_type)
     return _e().from_numpy(np.zeros(0, dtype=np_dtype)).dtype
@@ -256,7 +265,16 @@ def _gemm(ctx, x, attrs):
     if attrs.get("alpha", 1.0) != 1.0:
         out = out * attrs["alpha"]
     if len(x) > 2 and x[2] is not None:
-        out = out + x[2] * attrs.get("beta", 1.0)
+        bias = x[2]
+        # ONNX broadcasts C to (M, N) one way only (ONNX Runtime: "Invalid bias shape")
+        if bias.dim() > 2 or any(
+            c not in (1, n) for c, n in zip(bias.shape[::-1], out.shape[::-1])
+        ):
+            raise RuntimeError(
+                f"ember.onnx: Gemm: the bias of shape {tuple(bias.shape)} does not broadcast to "
+                f"the product's shape {tuple(out.shape)}"
+            )
+        out = out + bias * attrs.get("beta", 1.0)
     return [out]
 
 
@@ -359,8 +377,13 @@ def _size(ctx, x, attrs):
 
 @_importer("Reshape")
 def _reshape(ctx, x, attrs):
-    shape = _ints(x[1])
+    shape = _shape_ints(ctx, x[1])
     if not attrs.get("allowzero", 0):
+        if any(s == 0 for s in shape[x[0].dim() :]):
+            raise RuntimeError(
+                f"ember.onnx: Reshape: the shape {shape} copies a dim (0) beyond the input's "
+                f"rank {x[0].dim()}"
+            )
         shape = [x[0].shape[i] if s == 0 else s for i, s in enumerate(shape)]
     return [x[0].reshape(shape)]
 
@@ -467,7 +490,7 @@ def _gather_elements(ctx, x, attrs):
 
 @_importer("Expand")
 def _expand(ctx, x, attrs):
-    shape = np.broadcast_shapes(tuple(x[0].shape), tuple(_ints(x[1])))
+    shape = np.broadcast_shapes(tuple(x[0].shape), tuple(_shape_ints(ctx, x[1])))
     return [x[0].expand(*shape)]
 
 
@@ -502,7 +525,7 @@ def _constant(ctx, x, attrs):
 def _constant_of_shape(ctx, x, attrs):
     value = attrs.get("value")
     fill = ctx.tensor(value) if value is not None else _e().zeros(1)
-    return [fill.reshape(-1)[0].expand(*_ints(x[0])).clone()]
+    return [fill.reshape(-1)[0].expand(*_shape_ints(ctx, x[0])).clone()]
 
 
 @_importer("Range")

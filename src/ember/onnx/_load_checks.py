@@ -15,7 +15,15 @@ import math
 
 import numpy as np
 
-from onnx import TensorProto, defs, helper, numpy_helper, shape_inference
+from onnx import (
+    IR_VERSION,
+    AttributeProto,
+    TensorProto,
+    defs,
+    helper,
+    numpy_helper,
+    shape_inference,
+)
 
 from ._state import OnnxImportError
 
@@ -147,11 +155,26 @@ def check_schema(node, index: int, opset: int) -> None:
                 "the node leaves it empty"
             )
     given = {a.name for a in node.attribute}
+    if len(given) < len(node.attribute):
+        twice = next(
+            a.name
+            for i, a in enumerate(node.attribute)
+            if a.name in {b.name for b in node.attribute[:i]}
+        )
+        raise OnnxImportError(f"ember.onnx.load: {where}: the attribute '{twice}' is given twice")
     unknown = sorted(given - set(schema.attributes))
     if unknown:
         raise OnnxImportError(
             f"ember.onnx.load: {where}: {node.op_type} has no attribute '{unknown[0]}'"
         )
+    for attribute in node.attribute:
+        expected = schema.attributes[attribute.name].type
+        if attribute.type != expected:  # ONNX Runtime: "Mismatched attribute type"
+            given_type = AttributeProto.AttributeType.Name(attribute.type)
+            raise OnnxImportError(
+                f"ember.onnx.load: {where}: the attribute '{attribute.name}' is "
+                f"{given_type}; {node.op_type} takes {expected.name}"
+            )
     for name, attribute in schema.attributes.items():
         if attribute.required and name not in given:
             raise OnnxImportError(
@@ -237,13 +260,91 @@ def check_outputs(graph, defined: set, nodes: list) -> None:
             )
 
 
+def check_versions(ir_version: int, opset: int) -> None:
+    """An IR version and opset this onnx package defines (ONNX Runtime refuses newer ones)."""
+    if ir_version > IR_VERSION:
+        raise OnnxImportError(
+            f"ember.onnx.load: the model has IR version {ir_version}; the onnx package reads "
+            f"IR versions up to {IR_VERSION}"
+        )
+    newest = defs.onnx_opset_version()
+    if not 1 <= opset <= newest:
+        raise OnnxImportError(
+            f"ember.onnx.load: the model imports opset {opset} of the default domain; the onnx "
+            f"package knows opsets 1 to {newest}"
+        )
+
+
+def check_inputs(graph) -> None:
+    """Each graph input named once (ONNX Runtime refuses a name given twice)."""
+    seen = set()
+    for value in graph.input:
+        if value.name in seen:
+            raise OnnxImportError(f"ember.onnx.load: the graph input '{value.name}' is given twice")
+        seen.add(value.name)
+
+
+def declared_input(value) -> tuple:
+    """``(elem_type, dims)`` a graph input declares: 0 for no type, None for a dim that may
+    be any size (a symbolic or missing one), dims None where no shape is declared."""
+    if not value.type.HasField("tensor_type"):
+        return 0, None
+    declared = value.type.tensor_type
+    if not declared.HasField("shape"):
+        return declared.elem_type, None
+    dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim)
+    return declared.elem_type, dims
+
+
+def check_types(model, order: list[int]):
+    """ONNX's type and shape inference over ``model``, strict, as ONNX Runtime runs it when it
+    builds a session. Input types that break an operator's type
+    constraints, a computed type that contradicts a declared one, shapes that cannot meet (a
+    Gemm of (2, 4) and (8, 3), a Reshape of 8 values to (1, 3)) raise ``OnnxImportError``.
+
+    Declared shapes of outputs and intermediate values are left out first: ONNX Runtime only
+    warns when they contradict what it infers, and runs the model. So is the domain name
+    ``ai.onnx``, which ONNX Runtime reads as the default domain and inference does not. The
+    nodes are inferred in ``order`` (``run_order``'s), since inference reads them in turn. Run
+    after the node checks, whose messages say more."""
+    probe = type(model)()
+    probe.CopyFrom(model)
+    nodes = list(probe.graph.node)
+    probe.graph.ClearField("node")
+    probe.graph.node.extend(nodes[index] for index in order)
+    for node in probe.graph.node:
+        if node.domain == "ai.onnx":
+            node.domain = ""
+    for value in (*model.graph.input, *model.graph.output, *model.graph.value_info):
+        if value.type.HasField("tensor_type") and not value.type.tensor_type.elem_type:
+            raise OnnxImportError(
+                f"ember.onnx.load: '{value.name}' is declared a tensor of data type 0 (UNDEFINED)"
+            )
+    produced = {name for node in probe.graph.node for name in node.output}
+    for values in (probe.graph.output, probe.graph.value_info):
+        for value in list(values):
+            # nothing to check: no type at all, or an output no node computes (ONNX Runtime
+            # returns an initializer or an input as it is, whatever the output declares)
+            if value.type.WhichOneof("value") is None or value.name not in produced:
+                values.remove(value)
+            elif value.type.HasField("tensor_type"):
+                value.type.tensor_type.ClearField("shape")
+    try:
+        shape_inference.infer_shapes(probe, check_type=True, strict_mode=True)
+    except Exception as exc:  # noqa: BLE001 - onnx's InferenceError, ValidationError and others
+        detail = " ".join(str(exc).split())
+        raise OnnxImportError(
+            f"ember.onnx.load: ONNX type and shape inference refuses the model: {detail}"
+        ) from None
+
+
 def known_ranks(model, initializer_dims: dict) -> dict:
     """The rank of every value whose rank the file declares or ONNX shape inference finds
     (name -> rank); values of unknown rank are absent. ``initializer_dims``: name -> dims."""
     ranks = {name: len(dims) for name, dims in initializer_dims.items()}
     try:
         inferred = shape_inference.infer_shapes(model).graph
-    except Exception:  # noqa: BLE001 - inference is a help here, not a requirement
+    except Exception:  # noqa: BLE001 - lenient here; check_types refuses what must be refused
         inferred = model.graph
     for info in (*inferred.input, *inferred.value_info, *inferred.output):
         tensor_type = info.type.tensor_type

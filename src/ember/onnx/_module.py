@@ -5,8 +5,6 @@ initializers as parameters and buffers under their ONNX names (``InitializerStor
 
 from __future__ import annotations
 
-import warnings
-
 from onnx import helper
 
 from .. import nn
@@ -124,6 +122,7 @@ class OnnxModule(nn.Module):
         _import.register_elementwise()
         graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+        _load_checks.check_versions(model.ir_version, self.opset)
         if len(graph.sparse_initializer):
             raise OnnxImportError(
                 "ember.onnx.load: the graph has sparse initializers "
@@ -136,7 +135,15 @@ class OnnxModule(nn.Module):
         defined = set(protos) | {i.name for i in graph.input}
         order = _load_checks.run_order(nodes, defined)
         _load_checks.check_outputs(graph, defined, nodes)
+        _load_checks.check_inputs(graph)
         self._input_names = [i.name for i in graph.input if i.name not in protos]
+        # name -> (ONNX element type, dims): what ``forward`` checks a fed tensor against
+        self._declared = {
+            i.name: _load_checks.declared_input(i) for i in graph.input if i.name not in protos
+        }
+        for name, (elem_type, _) in self._declared.items():
+            if elem_type:
+                _load_checks.ember_tensor_type(elem_type, f"graph input '{name}'")
         self._output_names = [o.name for o in graph.output]
         live, read = _load_checks.live_nodes(nodes, order, self._output_names)
         self.initializers = InitializerStore()
@@ -158,21 +165,23 @@ class OnnxModule(nn.Module):
             step = self._step(nodes[index], index, ranks)
             if index in live:
                 self._nodes.append(step)
+        _load_checks.check_types(model, order)
 
     @staticmethod
     def _initializer_protos(graph) -> dict:
-        """Each initializer checked, by name; a name given twice keeps its last tensor, as in
-        ONNX Runtime (which warns too)."""
+        """Each initializer checked, by name. A name given twice is refused, as ONNX's checker
+        refuses it: ONNX Runtime warns that it uses the last one, but in an exported MLP it
+        computes with the first, so no choice would give its values."""
         protos: dict = {}
         for proto in graph.initializer:
-            _load_checks.check_tensor(proto)
             if proto.name in protos:
-                warnings.warn(
-                    f"ember.onnx.load: the initializer '{proto.name}' is given twice; the last "
-                    "one is used",
-                    stacklevel=4,
+                raise OnnxImportError(
+                    f"ember.onnx.load: the initializer '{proto.name}' is given twice (a value "
+                    "has one definition in ONNX)"
                 )
             protos[proto.name] = proto
+        for proto in protos.values():
+            _load_checks.check_tensor(proto)
         return protos
 
     @staticmethod
@@ -206,10 +215,9 @@ class OnnxModule(nn.Module):
                 f"OnnxModule: expected {len(self._input_names)} inputs "
                 f"({', '.join(self._input_names)}), got {len(inputs)}"
             )
-        ember = _e()
         env = {name: self.initializers[name] for name in self.initializers.keys()}
         for name, value in zip(self._input_names, inputs):
-            env[name] = value if isinstance(value, ember.Tensor) else ember.tensor(value)
+            env[name] = self._fed(name, value)
         for op_type, names_in, names_out, attrs in self._nodes:
             args = [env[n] if n else None for n in names_in]
             while args and args[-1] is None:
@@ -221,6 +229,32 @@ class OnnxModule(nn.Module):
                     env[name] = value
         results = [env[n] for n in self._output_names]
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _fed(self, name: str, value):
+        """The tensor fed as graph input ``name``, checked as ONNX Runtime checks a feed: the
+        declared element type and every declared fixed dim (a list or number is converted to
+        the declared type)."""
+        ember = _e()
+        elem_type, dims = self._declared[name]
+        if not isinstance(value, ember.Tensor):
+            dtype = _import._ember_dtype(elem_type) if elem_type else None
+            value = ember.tensor(value, dtype=dtype)
+        elif elem_type and value.dtype != _import._ember_dtype(elem_type):
+            raise RuntimeError(
+                f"ember.onnx: input '{name}' is {value.dtype}; the model declares "
+                f"{_load_checks.type_name(elem_type)}"
+            )
+        if dims is not None:
+            shape = tuple(value.shape)
+            if len(shape) != len(dims) or any(
+                d is not None and d != s for d, s in zip(dims, shape)
+            ):
+                wanted = tuple("?" if d is None else d for d in dims)
+                raise RuntimeError(
+                    f"ember.onnx: input '{name}' has shape {shape}; the model declares "
+                    f"{wanted}".replace("'?'", "?")
+                )
+        return value
 
 
 def load(f) -> OnnxModule:
