@@ -112,7 +112,8 @@ UNARY = {
     "frac": (lambda xp, x: x - xp.trunc(x), lambda g, x, y: g, "", False),
 }
 
-NODE_NAMES = {"relu": "ReluBackward0", "sigmoid": "SigmoidBackward0"}
+# torch's node where it is not the op's own name (square is recorded as pow(x, 2))
+NODE_NAMES = {"relu": "ReluBackward0", "sigmoid": "SigmoidBackward0", "square": "PowBackward0"}
 
 # PyTorch has no bool kernel for these (the kernel name its error message gives)
 NO_BOOL_KERNEL = {
@@ -481,10 +482,10 @@ class SubNumberBackward(AddNumberBackward):
     torch_name = "SubBackward0"
 
 
-class RsubBackward1(Node):  # number - tensor * alpha
+class RsubBackward1(Node):  # number - tensor * alpha; torch's one input is the tensor
     def backward(self, g):
         alpha = self.alpha
-        return None, (-g if alpha == 1 else g * -alpha)
+        return -g if alpha == 1 else g * -alpha
 
 
 def add(input, other, *, alpha=1, out=None) -> Tensor:
@@ -570,7 +571,7 @@ def _refuse_bool_subtraction(input, other) -> None:
 def _rsub(t: Tensor, s, alpha=1) -> Tensor:
     td = t._data
     data = data_of(s, td) - td * alpha if alpha != 1 else data_of(s, td) - td
-    return result(RsubBackward1, data, (None, t), alpha=alpha)
+    return result(RsubBackward1, data, (t,), alpha=alpha)
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
@@ -698,6 +699,12 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
 divide = true_divide = div
 
 
+def reflected_div(input: Tensor, other) -> Tensor:
+    """``number / tensor``: torch computes it as ``tensor.reciprocal() * number`` (that graph,
+    and those roundings)."""
+    return mul(input.reciprocal(), other)
+
+
 def _integers_to_float(op: str, input, other):
     """Operands of a floating op whose common dtype is integral go to the default float dtype
     each from its own values (uint8 3 / int32 -5 is -0.6, not 3 / 251), as in PyTorch."""
@@ -762,14 +769,14 @@ class PowBackward1(Node):  # tensor ** tensor
         return ga, gb
 
 
-class PowBackward2(Node):  # number ** tensor
+class PowBackward2(Node):  # number ** tensor; torch's one input is the exponent
     def backward(self, g):
         y = self.saved_output()
         base = self.base
         if base == 0:
-            _, b = self.saved_tensors()
-            return None, (g * y * -math.inf).masked_fill(b >= 0, 0.0)
-        return None, g * _conj(y * math.log(base))
+            (b,) = self.saved_tensors()
+            return (g * y * -math.inf).masked_fill(b >= 0, 0.0)
+        return g * _conj(y * math.log(base))
 
 
 _C_INTEGER_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int"}
@@ -839,7 +846,7 @@ def pow(input, exponent) -> Tensor:
         data = a**bd
     if not isinstance(data, type(b._data)) or data.dtype != b._data.dtype:
         data = _backend.as_array(data).astype(b._data.dtype, copy=False)
-    return result(PowBackward2, data, (None, b), (None, b), save_output=True, base=a)
+    return result(PowBackward2, data, (b,), (b,), save_output=True, base=a)
 
 
 def _integer_power(xp, base, exponent):
@@ -938,7 +945,12 @@ fmax = _selection("fmax", "fmax", MaximumBackward0)  # like maximum, but NaN los
 fmin = _selection("fmin", "fmin", MinimumBackward0)
 
 
-class FmodBackward0(Node):
+class FmodBackward0(Node):  # fmod(tensor, number): d/dself = 1
+    def backward(self, g):
+        return g
+
+
+class FmodBackward1(Node):  # fmod(tensor, tensor)
     def backward(self, g):
         a, b = self.saved_tensors()
         gb = None
@@ -947,7 +959,11 @@ class FmodBackward0(Node):
         return g, gb
 
 
-class RemainderBackward0(Node):
+class RemainderBackward0(FmodBackward0):  # remainder(tensor, number)
+    pass
+
+
+class RemainderBackward1(Node):  # remainder(tensor, tensor)
     def backward(self, g):
         a, b = self.saved_tensors()
         gb = None
@@ -971,7 +987,9 @@ def fmod(input, other) -> Tensor:
         data = xp.fmod(a._data, data_of(b, a._data))
     except ValueError:
         raise broadcast_error("fmod", a._data, data_of(b)) from None
-    return result(FmodBackward0, data, (a, b), (a, b))
+    if not isinstance(b, Tensor):
+        return result(FmodBackward0, data, (a,))
+    return result(FmodBackward1, data, (a, b), (a, b))
 
 
 def remainder(input, other) -> Tensor:
@@ -989,7 +1007,9 @@ def remainder(input, other) -> Tensor:
         data = xp.remainder(a._data, data_of(b, a._data))
     except ValueError:
         raise broadcast_error("remainder", a._data, data_of(b)) from None
-    return result(RemainderBackward0, data, (a, b), (a, b))
+    if not isinstance(b, Tensor):
+        return result(RemainderBackward0, data, (a,))
+    return result(RemainderBackward1, data, (a, b), (a, b))
 
 
 class HypotBackward0(Node):
@@ -1029,13 +1049,13 @@ def logaddexp(input, other) -> Tensor:
 # --------------------------------------------------------------------------------------------
 # Ternary and selection ops
 # --------------------------------------------------------------------------------------------
-class WhereBackward0(Node):
+class WhereBackward0(Node):  # inputs (self, other); the condition is saved, not an input
     def backward(self, g):
         (cond,) = self.saved_tensors()
         edges = self._edges
-        ga = g.masked_fill(~cond, 0.0) if edges[1] is not None else None
-        gb = g.masked_fill(cond, 0.0) if edges[2] is not None else None
-        return None, ga, gb
+        ga = g.masked_fill(~cond, 0.0) if edges[0] is not None else None
+        gb = g.masked_fill(cond, 0.0) if edges[1] is not None else None
+        return ga, gb
 
 
 def where(condition, input=None, other=None):
@@ -1066,7 +1086,7 @@ def where(condition, input=None, other=None):
         data = xp.where(cond._data, a._data, b._data)
     except ValueError:
         raise broadcast_error("where", a._data, b._data) from None
-    return result(WhereBackward0, data, (cond, a, b), (cond,))
+    return result(WhereBackward0, data, (a, b), (cond,))
 
 
 def _scalar_array(value, like: Tensor):
@@ -1074,10 +1094,18 @@ def _scalar_array(value, like: Tensor):
     return xp.asarray(value, dtype=like._data.dtype)
 
 
-class ClampBackward0(Node):  # number bounds
+class ClampBackward1(Node):  # number bounds (torch's clamp overload 1)
     def backward(self, g):
         (x,) = self.saved_tensors()
         return g.masked_fill(~_clamp_kept(x, self.min, self.max), 0.0)
+
+
+class ClampMinBackward0(ClampBackward1):  # clamp_min(x, number)
+    pass
+
+
+class ClampMaxBackward0(ClampBackward1):  # clamp_max(x, number)
+    pass
 
 
 def _clamp_kept(x: Tensor, lo, hi) -> Tensor:
@@ -1090,7 +1118,7 @@ def _clamp_kept(x: Tensor, lo, hi) -> Tensor:
     return (x >= lo) & (x <= hi)
 
 
-class ClampBackward1(Node):  # tensor bounds, torch's clamp_backward_min_max
+class ClampBackward0(Node):  # tensor bounds, torch's clamp_backward_min_max
     def backward(self, g):
         x, lo, hi = self.saved_tensors()
         g_x = g.masked_fill(~_clamp_kept(x, lo, hi), 0.0) if self._edges[0] is not None else None
@@ -1124,6 +1152,12 @@ def _integer_bound(bound, t: Tensor):
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
+    return _clamp(input, min, max, ClampBackward1)
+
+
+def _clamp(input: Tensor, min, max, number_node) -> Tensor:
+    """clamp; ``number_node``: the node class for number bounds (clamp's, clamp_min's or
+    clamp_max's: torch records each under its own name)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     xp = array_module(input._data)
@@ -1138,7 +1172,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
             data = xp.maximum(data, lo._data.astype(data.dtype, copy=False))
         if hi is not None:
             data = xp.minimum(data, hi._data.astype(data.dtype, copy=False))
-        return result(ClampBackward1, data, (input, lo, hi), (input, lo, hi))
+        return result(ClampBackward0, data, (input, lo, hi), (input, lo, hi))
     data = input._data
     kind = data.dtype.kind
     if kind in "biu":
@@ -1163,29 +1197,35 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
         data = xp.minimum(data, max)
     if data.dtype != input._data.dtype:
         data = data.astype(input._data.dtype)
-    return result(ClampBackward0, data, (input,), (input,), min=min, max=max)
+    return result(number_node, data, (input,), (input,), min=min, max=max)
 
 
 clip = clamp
 
 
 def clamp_min(input: Tensor, min) -> Tensor:
-    return clamp(input, min=min)
+    return _clamp(input, min, None, ClampMinBackward0)
 
 
 def clamp_max(input: Tensor, max) -> Tensor:
-    return clamp(input, max=max)
+    return _clamp(input, None, max, ClampMaxBackward0)
 
 
-class LerpBackward0(Node):
+class LerpBackward1(Node):  # lerp(start, end, weight tensor); 0: a number weight
     def backward(self, g):
         start, end, weight = self.saved_tensors()
         w = self.weight if weight is None else weight
         edges = self._edges
         g_start = g * (1 - w) if edges[0] is not None else None
         g_end = g * w if edges[1] is not None else None
-        g_w = g * (end - start) if len(edges) > 2 and edges[2] is not None else None
+        if len(edges) == 2:
+            return g_start, g_end
+        g_w = g * (end - start) if edges[2] is not None else None
         return g_start, g_end, g_w
+
+
+class LerpBackward0(LerpBackward1):
+    pass
 
 
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
@@ -1202,13 +1242,13 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
             )
         w_data = weight._data
         data = start._data + w_data * (end._data - start._data)
-        return result(LerpBackward0, data, (start, end, weight), (start, end, weight))
+        return result(LerpBackward1, data, (start, end, weight), (start, end, weight))
     if kind in "biu":
         raise NotImplementedError(
             f"\"lerp_kernel_scalar\" not implemented for '{start.dtype.legacy_name}'"
         )
     data = start._data + data_of(weight, start._data) * (end._data - start._data)
-    return result(LerpBackward0, data, (start, end, None), (start, end, None), weight=weight)
+    return result(LerpBackward0, data, (start, end), (start, end, None), weight=weight)
 
 
 class AddcmulBackward0(Node):

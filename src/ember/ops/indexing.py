@@ -765,8 +765,13 @@ class MaskedFillBackward0(Node):
         return (g_self, g_value) if len(self._edges) > 1 else g_self
 
 
+class MaskedFillBackward1(MaskedFillBackward0):  # a tensor value: inputs (self, value)
+    pass
+
+
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
-    return _fill_where(input, mask, value, MaskedFillBackward0, (mask,))
+    node_cls = MaskedFillBackward1 if isinstance(value, Tensor) else MaskedFillBackward0
+    return _fill_where(input, mask, value, node_cls, (mask,))
 
 
 def _fill_where(input: Tensor, mask: Tensor, value, node_cls, saved: tuple) -> Tensor:
