@@ -1,0 +1,138 @@
+"""The distributed backward pass.
+
+On each worker a piece of the pass runs with ember's own engine, from roots with their
+gradients: the losses on the worker that calls ``backward``; on the others, the tensors a
+recorded send carried, with the gradients the receiving worker computed for them. A piece
+computes the gradients of every leaf it reaches. A leaf that was received in a message (a
+recv) is no parameter: its gradient is sent back to the worker that sent the tensor, which runs
+the piece from that send. Other leaves' gradients are added up in the context.
+
+This is torch's "FAST mode": each piece runs as soon as its gradients arrive, without waiting
+for others that might reach the same nodes; by linearity the sums are the same. Every piece
+keeps the graph (``retain_graph``), because another piece may run through the same nodes; the
+graph goes when the context does. ``backward`` returns once every piece, on every worker, has
+finished, and raises the first error any of them raised.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember.autograd.node import AccumulateGrad
+
+from ... import futures
+from ..rpc import _autograd_contexts as contexts
+from ..rpc.agent import Deferred, current_agent
+
+
+def backward(context_id: int, roots: list, retain_graph: bool = False) -> None:
+    """Run the backward pass of ``roots`` (scalar tensors) through the RPC calls recorded in
+    context ``context_id``, on every worker they reach; gradients go into the contexts.
+
+    ``retain_graph`` is accepted for torch's signature: ember keeps the graph until the
+    context ends either way.
+
+    Example::
+        >>> with dist_autograd.context() as context_id:
+        ...     loss = rpc.rpc_sync("worker1", ember.add, args=(t1, t2)).sum()
+        ...     dist_autograd.backward(context_id, [loss])
+    """
+    found = contexts.retrieve_context(context_id)
+    roots = list(roots)
+    if not roots:
+        raise RuntimeError("No tensors provided for gradient computation.")
+    for index, root in enumerate(roots):
+        if not isinstance(root, ember.Tensor):
+            raise TypeError(f"roots must be tensors, got {type(root).__name__} at index {index}")
+        if not root.requires_grad:
+            raise RuntimeError("requires_grad not set on root")
+        if root.numel() != 1:
+            raise RuntimeError(
+                f"The root tensor at index {index} of shape {list(root.shape)} is not a scalar, "
+                "all roots need to be scalar"
+            )
+    grads = [ember.ones_like(root) for root in roots]
+    _all_of(_run_piece(found, roots, grads)).wait()
+
+
+def _leaves(roots: list) -> list:
+    """Every leaf tensor requiring grad that the graphs of ``roots`` reach."""
+    leaves: dict[int, object] = {}
+    stack = []
+    for root in roots:
+        if root.grad_fn is None:
+            leaves.setdefault(id(root), root)
+        else:
+            stack.append(root.grad_fn)
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, AccumulateGrad):
+            leaf = node.variable
+            if leaf is not None:
+                leaves.setdefault(id(leaf), leaf)
+            continue
+        for next_node, _ in node.next_functions:
+            if next_node is not None and next_node not in seen:
+                stack.append(next_node)
+    return list(leaves.values())
+
+
+def _run_piece(context, roots: list, grads: list) -> list[futures.Future]:
+    """The local piece from ``roots``; the Futures of the pieces it starts on other workers."""
+    leaves = _leaves(roots)
+    if not leaves:
+        return []
+    outgoing: dict[tuple[int, int], list] = {}
+    with context.lock:
+        found = ember.autograd.grad(roots, leaves, grads, retain_graph=True, allow_unused=True)
+        for leaf, grad in zip(leaves, found):
+            if grad is None:
+                continue
+            recv = context.recvs.get(id(leaf))
+            if recv is not None and recv[0] is leaf:
+                _, source, send_id, position, count = recv
+                outgoing.setdefault((source, send_id), [None] * count)[position] = grad
+            else:
+                context.accumulate(leaf, grad)
+    if not outgoing:
+        return []
+    agent = current_agent()
+    return [
+        agent.send(source, _backward_from_send, (context.context_id, send_id, send_grads))
+        for (source, send_id), send_grads in outgoing.items()
+    ]
+
+
+def _backward_from_send(context_id: int, send_id: int, grads: list) -> Deferred:
+    """On the worker that sent tensors: continue the pass from them with ``grads``; answered
+    when this piece and every piece it starts elsewhere are done."""
+    found = contexts.retrieve_context(context_id)
+    with found.lock:
+        tensors, _ = found.sends[send_id]
+    roots = [t for t, g in zip(tensors, grads) if g is not None]
+    root_grads = [g for g in grads if g is not None]
+    if not roots:
+        done: futures.Future = futures.Future()
+        done.set_result(None)
+        return Deferred(done)
+    return Deferred(_all_of(_run_piece(found, roots, root_grads)))
+
+
+def _all_of(pending: list[futures.Future]) -> futures.Future:
+    """A Future completed when all of ``pending`` are, with the first exception among them."""
+    combined: futures.Future = futures.Future()
+
+    def settle(all_done: futures.Future) -> None:
+        for fut in all_done.wait():
+            try:
+                fut.wait()
+            except BaseException as error:
+                combined.set_exception(error)
+                return
+        combined.set_result(None)
+
+    futures.collect_all(pending).add_done_callback(settle)
+    return combined
