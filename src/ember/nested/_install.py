@@ -1,0 +1,218 @@
+"""The one hook into the rest of ember: ``install()`` (run when ``ember.nested`` is first
+imported) routes the public functions of ``ember`` and ``ember.nn.functional`` to the nested
+kernels when a nested tensor is among their first arguments, and gives ``NestedTensor`` its
+methods.
+
+ember's functions have no ``__torch_function__``; a dispatching wrapper takes the place of
+each function that has a nested kernel. No nested tensor can exist before this module runs, so
+a program that never uses ``ember.nested`` calls the functions unwrapped; one that does pays a
+class test or two per call of those functions.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ember
+from ember import nn
+
+from .. import _backend
+from .._tensor import Tensor
+from . import _matmul, _nn, _pointwise, _reduce, _shape
+from ._padding import to_padded_tensor
+from ._storage import KERNELS, NestedStorage
+from ._tensor import JaggedTensor, NestedTensor, StridedNestedTensor
+
+NESTED_CLASSES = frozenset({JaggedTensor, StridedNestedTensor})
+
+UNARY = (
+    "abs absolute neg negative positive relu sigmoid tanh exp exp2 expm1 log log2 log10 log1p "
+    "sqrt rsqrt sin cos tan sinh cosh asin acos atan asinh acosh atanh arcsin arccos arctan "
+    "erf erfc erfinv sign sgn square reciprocal floor ceil round trunc frac logical_not isnan "
+    "isinf isfinite isneginf isposinf signbit nan_to_num clamp clip logit sinc deg2rad rad2deg "
+    "bitwise_not silu selu celu mish hardswish hardsigmoid hardtanh relu6 leaky_relu elu gelu "
+    "softplus softsign tanhshrink logsigmoid threshold hardshrink softshrink glu dropout "
+    "alpha_dropout feature_alpha_dropout"
+).split()
+UNARY_INPLACE = (
+    "relu_ sigmoid_ tanh_ exp_ neg_ abs_ sqrt_ clamp_ clip_ sin_ cos_ log_ floor_ ceil_ round_ "
+    "trunc_ reciprocal_ square_ fill_ zero_ nan_to_num_ sign_ erf_ elu_ leaky_relu_ hardtanh_ "
+    "threshold_ dropout_ celu_ selu_ rrelu_ uniform_ normal_ bernoulli_"
+).split()
+BINARY = (
+    "add sub subtract mul multiply div divide true_divide pow float_power maximum minimum "
+    "fmax fmin fmod remainder atan2 arctan2 eq ne lt le gt ge greater less greater_equal "
+    "less_equal not_equal logical_and logical_or logical_xor copysign hypot floor_divide xlogy "
+    "bitwise_and bitwise_or bitwise_xor"
+).split()
+BINARY_INPLACE = "add_ sub_ mul_ div_ pow_ copy_ maximum_ minimum_ fmod_ remainder_".split()
+OPERATORS = {
+    "__add__": "add",
+    "__radd__": "add",
+    "__sub__": "sub",
+    "__rsub__": "sub",
+    "__mul__": "mul",
+    "__rmul__": "mul",
+    "__truediv__": "div",
+    "__rtruediv__": "div",
+    "__floordiv__": "floor_divide",
+    "__rfloordiv__": "floor_divide",
+    "__mod__": "remainder",
+    "__pow__": "pow",
+    "__rpow__": "pow",
+    "__eq__": "eq",
+    "__ne__": "ne",
+    "__lt__": "lt",
+    "__le__": "le",
+    "__gt__": "gt",
+    "__ge__": "ge",
+    "__and__": "bitwise_and",
+    "__or__": "bitwise_or",
+    "__xor__": "bitwise_xor",
+}
+INPLACE_OPERATORS = "__iadd__ __isub__ __imul__ __itruediv__".split()
+CONVERSIONS = "float double half bfloat16 long int short bool byte char cpu cuda type_as".split()
+LIKE_FACTORIES = "zeros_like ones_like empty_like full_like rand_like randn_like".split()
+
+
+def _dispatching(original, nested_kernel):
+    """``original`` unless a nested tensor is its first or second positional argument or a
+    keyword argument."""
+    classes = NESTED_CLASSES
+
+    def dispatch(*args, **kwargs):
+        if args and (
+            args[0].__class__ in classes or (len(args) > 1 and args[1].__class__ in classes)
+        ):
+            return nested_kernel(*args, **kwargs)
+        if kwargs:
+            for value in kwargs.values():
+                if value.__class__ in classes:
+                    return nested_kernel(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    functools.update_wrapper(dispatch, original)
+    dispatch.__nested_dispatch__ = True
+    return dispatch
+
+
+def _function_kernels() -> dict:
+    """name -> (factory of a nested kernel from the original function)."""
+    kernels: dict = {}
+    for name in UNARY + UNARY_INPLACE:
+        kernels[name] = _pointwise.unary
+    for name in BINARY:
+        kernels[name] = functools.partial(_binary_kernel, name=name)
+    for name in ("sum", "mean", "nansum"):
+        kernels[name] = functools.partial(_reduce.reduction, name=name)
+    for name in ("amax", "amin"):
+        kernels[name] = functools.partial(_reduce.reduction, name=name, takes_dtype=False)
+    for name in ("softmax", "log_softmax"):
+        kernels[name] = functools.partial(_reduce.softmax_like, name=name)
+    for name in LIKE_FACTORIES:
+        kernels[name] = _pointwise.like_factory
+    fixed = {
+        "matmul": _matmul.matmul,
+        "bmm": _matmul.bmm,
+        "linear": _matmul.linear,
+        "layer_norm": _nn.layer_norm,
+        "scaled_dot_product_attention": _nn.scaled_dot_product_attention,
+        "transpose": _shape.transpose,
+        "swapaxes": _shape.transpose,
+        "swapdims": _shape.transpose,
+        "flatten": _shape.flatten,
+        "unflatten": _shape.unflatten,
+        "unsqueeze": _shape.unsqueeze,
+        "squeeze": _shape.squeeze,
+        "narrow": _shape.narrow,
+        "reshape": _shape.reshape,
+        "clone": _pointwise.clone,
+        "detach": lambda input: input.detach(),
+        "unbind": lambda input, dim=0: input.unbind(dim),
+    }
+    for name, kernel in fixed.items():
+        kernels[name] = functools.partial(_fixed, kernel)
+    return kernels
+
+
+def _binary_kernel(original, name):
+    return _pointwise.binary(original, name)
+
+
+def _fixed(kernel, original):
+    return kernel
+
+
+_wrapped: dict = {}  # id(original function) -> its dispatching wrapper (aliases share one)
+
+
+def _wrap_namespace(namespace, kernels: dict) -> None:
+    for name, make_kernel in kernels.items():
+        original = getattr(namespace, name, None)
+        if original is None or not callable(original) or isinstance(original, type):
+            continue
+        if getattr(original, "__nested_dispatch__", False):
+            continue
+        wrapper = _wrapped.get(id(original))
+        if wrapper is None:
+            wrapper = _wrapping(original, make_kernel)
+            _wrapped[id(original)] = wrapper
+        setattr(namespace, name, wrapper)
+
+
+def _wrapping(original, make_kernel):
+    return _dispatching(original, make_kernel(original))
+
+
+def _install_methods() -> None:
+    N = NestedTensor
+    for name in UNARY + UNARY_INPLACE + CONVERSIONS:
+        method = getattr(Tensor, name, None)
+        if method is not None:
+            setattr(N, name, _pointwise.unary(method))
+    for name in BINARY:
+        method = getattr(Tensor, name, None)
+        if method is not None:
+            setattr(N, name, _pointwise.binary(method, name))
+    for name, op in OPERATORS.items():
+        setattr(N, name, _pointwise.binary(getattr(Tensor, name), op))
+    for name in BINARY_INPLACE + INPLACE_OPERATORS:
+        method = getattr(Tensor, name, None)
+        if method is not None:
+            setattr(N, name, _pointwise.inplace(method, name.strip("_")))
+    N.__neg__ = _pointwise.unary(Tensor.__neg__)
+    N.__abs__ = _pointwise.unary(Tensor.__abs__)
+    N.__hash__ = Tensor.__hash__
+    for name in ("sum", "mean", "nansum"):
+        setattr(N, name, _reduce.reduction(getattr(Tensor, name), name))
+    for name in ("amax", "amin"):
+        setattr(N, name, _reduce.reduction(getattr(Tensor, name), name, takes_dtype=False))
+    N.softmax = _reduce.softmax_like(Tensor.softmax, "softmax")
+    N.log_softmax = _reduce.softmax_like(Tensor.log_softmax, "log_softmax")
+    N.transpose = N.swapaxes = N.swapdims = _shape.transpose
+    N.view = _shape.view
+    N.reshape = _shape.reshape
+    N.unflatten = _shape.unflatten
+    N.flatten = _shape.flatten
+    N.unsqueeze = _shape.unsqueeze
+    N.squeeze = _shape.squeeze
+    N.narrow = _shape.narrow
+    N.matmul = N.__matmul__ = _matmul.matmul
+    N.__rmatmul__ = lambda self, other: _matmul.matmul(other, self)
+    N.bmm = _matmul.bmm
+    N.to = _pointwise.to
+    N.clone = _pointwise.clone
+    N.contiguous = _pointwise.contiguous
+    N.to_padded_tensor = to_padded_tensor
+
+
+def install() -> None:
+    """Route ember's functions to the nested kernels and give NestedTensor its methods
+    (idempotent; run once when ``ember.nested`` is first imported)."""
+    _backend._MODULE_OF_TYPE[NestedStorage] = KERNELS
+    _install_methods()
+    if not hasattr(Tensor, "to_padded_tensor"):
+        Tensor.to_padded_tensor = to_padded_tensor  # on a dense tensor: PyTorch's error
+    kernels = _function_kernels()
+    _wrap_namespace(ember, kernels)
+    _wrap_namespace(nn.functional, kernels)
