@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from . import _backend
+from . import _backend, _meta
 from . import _dtype as dt
 from . import _memory_format as _mf
 from ._random import argument_checks as random_checks
@@ -31,6 +31,14 @@ def _xp(device):
 def _place(data, device):
     d = _backend.to_device(device)
     return _backend.move(data, d) if d.type != "cpu" else data
+
+
+def _sampler(generator, device):
+    """What draws a factory's samples: the generator, or on the meta device a stand-in that
+    gives shapes without values (and leaves the generator's stream where it was)."""
+    if _backend.to_device(device).type == "meta":
+        return _meta.GENERATOR
+    return resolve_generator(generator)
 
 
 def _flatten_tensors(data):
@@ -430,7 +438,7 @@ def rand(
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     d = _float_dtype(dtype)
-    rng = resolve_generator(generator)
+    rng = _sampler(generator, device)
     data = rng.random(parse_size("rand", listed, size), dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
 
@@ -440,7 +448,7 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     d = _float_dtype(dtype, "normal_kernel_cpu")
-    rng = resolve_generator(generator)
+    rng = _sampler(generator, device)
     shape = parse_size("randn", listed, size)
     data = rng.standard_normal(shape, dtype=d.np).astype(d.np, copy=False)
     return _finish(_place(data, device), requires_grad)
@@ -467,7 +475,7 @@ def randint(
     d = dt.to_dtype(dtype) if dtype is not None else dt.int64
     # torch fills an empty tensor of the dtype with random_(low, high): its checks
     low, high = random_checks.random_bounds(low, high, d)
-    rng = resolve_generator(generator)
+    rng = _sampler(generator, device)
     data = rng.integers(low, high, size=shape).astype(d.np)
     return _finish(_place(data, device), requires_grad)
 
@@ -477,7 +485,7 @@ def randperm(
 ) -> Tensor:
     d = dt.to_dtype(dtype) if dtype is not None else dt.int64
     n = random_checks.check_randperm(n, d)
-    rng = resolve_generator(generator)
+    rng = _sampler(generator, device)
     return _finish(_place(rng.permutation(n).astype(d.np), device), requires_grad)
 
 
@@ -572,7 +580,8 @@ def normal(
     >>> ember.normal(0.0, 1.0, (2, 2), layout=ember.strided).shape
     ember.Size([2, 2])
     """
-    rng = resolve_generator(generator)
+    tensor_arg = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
+    rng = _sampler(generator, device if tensor_arg is None else tensor_arg.device)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         # drawn on the host by the CPU generator (torch's stream), then moved to the device
         m = _backend.to_host(mean._data) if isinstance(mean, Tensor) else mean
@@ -603,7 +612,7 @@ def normal(
 
 
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
-    rng = resolve_generator(generator)
+    rng = _sampler(generator, input.device)
     # torch.bernoulli(probs) or the scalar-p form; drawn on the host by the CPU generator
     probs = _backend.to_host(input._data) if p is None else p
     if isinstance(probs, Tensor):

@@ -172,6 +172,8 @@ def random_value(old: Tensor, sample) -> Tensor:
     from ._random.layout import draw_in_fill_order
 
     array = old._data
+    if old.device.type == "meta":  # nothing to draw (the generator's stream stays put)
+        return result(FillBackward0, array.copy(), (old,))
     data = draw_in_fill_order(sample, array.shape, array.strides).astype(array.dtype)
     if old.device.type != "cpu":
         data = _backend.move(data, old.device)

@@ -659,7 +659,8 @@ _stride_tricks = types.SimpleNamespace(
     as_strided=as_strided, sliding_window_view=np.lib.stride_tricks.sliding_window_view
 )
 MODULE = _MetaModule(
-    __name__="numpy",  # NumPy's kernels, not CuPy's, serve meta arrays (ops ask by this name)
+    # not "numpy": ops then skip their NumPy-only fast paths (compiled kernels, scipy.sparse)
+    __name__="ember.meta",
     empty=empty,
     zeros=empty,
     ones=empty,
@@ -679,3 +680,37 @@ MODULE = _MetaModule(
     copyto=_nothing,
     lib=types.SimpleNamespace(stride_tricks=_stride_tricks),
 )
+
+
+def _size(size) -> tuple:
+    if size is None:
+        return ()
+    return (int(size),) if isinstance(size, (int, np.integer)) else tuple(size)
+
+
+class _MetaGenerator:
+    """Stands in for the random generator on the meta device: draws have shapes and dtypes,
+    no values, and the CPU generator's stream does not advance (as torch)."""
+
+    def random(self, size=None, dtype=None, out=None):
+        return empty(_size(size), np.float64 if dtype is None else dtype)
+
+    def uniform(self, low=0.0, high=1.0, size=None, dtype=None):
+        return self.random(size, dtype)
+
+    standard_normal = exponential = random
+
+    def normal(self, loc=0.0, scale=1.0, size=None, dtype=None, serial: bool = False):
+        return self.random(size, dtype)
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        return empty(_size(size), dtype)
+
+    def permutation(self, x, axis: int = 0):
+        return empty((int(x),), np.int64) if np.ndim(x) == 0 else like(x)
+
+    def bernoulli(self, p, size=None, dtype=None):
+        return empty(_shape(p) if size is None else _size(size), dtype or np.float64)
+
+
+GENERATOR = _MetaGenerator()

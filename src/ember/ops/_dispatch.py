@@ -157,6 +157,10 @@ def broadcast_error(op: str, *arrays) -> RuntimeError:
 
 def check_same_device(op: str, a: Tensor, b: Tensor) -> None:
     if type(a._data) is not type(b._data) and a.device != b.device:
+        if "meta" in (a.device.type, b.device.type):  # torch's meta kernels say it this way
+            raise RuntimeError(
+                f"Tensor on device {b.device} is not on the expected device {a.device}!"
+            )
         raise RuntimeError(
             f"{op}: Expected all tensors to be on the same device, but found at least two "
             f"devices, {a.device} and {b.device}!"

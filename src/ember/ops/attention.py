@@ -43,7 +43,7 @@ def _dropout(x: Tensor, p: float) -> Tensor:
 def _safe_softmax(scores: Tensor) -> Tensor:
     """Softmax over the last dim whose fully masked (all -inf) rows are 0 instead of NaN."""
     dead = (scores == float("-inf")).all(-1, keepdim=True)
-    if not bool(dead.any()):
+    if not dead._data.any():  # (on the array: a meta tensor has no dead rows to find)
         return softmax(scores, -1)
     # zero the dead rows before softmax too, so that no NaN reaches the backward pass
     return where(dead, 0.0, softmax(where(dead, 0.0, scores), -1))

@@ -53,7 +53,8 @@ def _fill_order(shape: tuple, strides: tuple) -> list[int]:
 def _bernoulli_noise(shape: tuple, p: float, input: Tensor) -> Tensor:
     # drawn on the host, where the generator lives: the same mask on every device for a seed;
     # a 0-d mask as one value reshaped (_creation.bernoulli of a 0-d tensor wraps a scalar)
-    empty = _creation.empty(shape or (1,), dtype=input.dtype)
+    host = "meta" if input.device.type == "meta" else None  # (a meta mask draws nothing)
+    empty = _creation.empty(shape or (1,), dtype=input.dtype, device=host)
     return _creation.bernoulli(empty, 1.0 - p).reshape(shape)
 
 
