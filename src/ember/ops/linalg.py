@@ -745,10 +745,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     out = gemm(xp, x, w.T)
     if bias is not None:
         out += bias._data
+    node_cls = LinearMmBackward if bias is None else LinearAddmmBackward
     if not (grad_state.enabled and (input._rg or weight._rg or bias is not None and bias._rg)):
-        return wrap(out)
+        # no node (result notes inputs that require grad under no_grad, for explain())
+        return result(node_cls, out, (input, weight) if bias is None else (bias, input, weight))
     w_t = weight.t()
     saved = (input if weight._rg else None, w_t if input._rg else None)
-    if bias is None:
-        return result(LinearMmBackward, out, (input, w_t), saved)
-    return result(LinearAddmmBackward, out, (bias, input, w_t), saved)
+    return result(node_cls, out, (input, w_t) if bias is None else (bias, input, w_t), saved)

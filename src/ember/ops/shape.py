@@ -27,6 +27,7 @@ from ._dispatch import (
     wrap,
     wrap_dim,
 )
+from ._linalg_common import MultiOutputNode, record_outputs
 
 
 def make_view(out: Tensor, src: Tensor, step) -> Tensor:
@@ -516,7 +517,24 @@ def stack(tensors, dim: int = 0) -> Tensor:
                 f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
                 f"and {list(t._data.shape)} at entry {i}"
             )
-    return cat([unsqueeze(t, d) for t in tensors], d)
+    rt = tensors[0].dtype
+    for t in tensors[1:]:
+        rt = dt.promote_types(rt, t.dtype)
+    tensors = [t if t._data.dtype == rt.np else t.to(rt) for t in tensors]
+    ref = tensors[0]
+    for t in tensors[1:]:
+        if t._data.__class__ is not ref._data.__class__:
+            check_same_device("stack", ref, t)
+    out = array_module(ref._data).stack([t._data for t in tensors], axis=d)
+    return result(StackBackward0, out, tuple(tensors), dim=d)
+
+
+class StackBackward0(Node):
+    def backward(self, g):
+        d = self.dim
+        return tuple(
+            g.select(d, i) if edge is not None else None for i, edge in enumerate(self._edges)
+        )
 
 
 def hstack(tensors) -> Tensor:
@@ -641,11 +659,45 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
                 f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
                 f"size at dimension {dim}), but got split_sizes={sizes}"
             )
-    out, start = [], 0
-    for s in sizes:
-        out.append(narrow(tensor, dim, start, s))
-        start += s
-    return tuple(out)
+    node_cls = (
+        SplitBackward0 if isinstance(split_size_or_sections, int) else SplitWithSizesBackward0
+    )
+    return _split_views(node_cls, tensor, wrap_dim(dim, tensor._data.ndim, "split"), sizes)
+
+
+class SplitBackward0(MultiOutputNode):
+    """split and chunk: the pieces are views of the input and outputs of one node, as torch
+    records them; the gradient is the pieces' gradients concatenated (zeros for None)."""
+
+    def backward(self, *grads):
+        d, shape = self.dim, self.shape
+        like = next(g for g in grads if g is not None)
+        pieces = []
+        for g, size in zip(grads, self.sizes):
+            if g is None:
+                g = zeros(
+                    shape[:d] + (size,) + shape[d + 1 :], dtype=like.dtype, device=like.device
+                )
+            pieces.append(g)
+        return cat(pieces, d)
+
+
+class SplitWithSizesBackward0(SplitBackward0):  # split with a list of sizes
+    pass
+
+
+def _split_views(node_cls, input: Tensor, d: int, sizes: list) -> tuple:
+    data = input._data
+    datas, start = [], 0
+    for size in sizes:
+        datas.append(data[(slice(None),) * d + (slice(start, start + size),)])
+        start += size
+    outs = record_outputs(node_cls, tuple(datas), (input,), dim=d, sizes=sizes, shape=data.shape)
+    start = 0
+    for out, size in zip(outs, sizes):
+        make_view(out, input, (narrow, (d, start, size)))
+        start += size
+    return outs
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0):
@@ -697,9 +749,33 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     return result(SelectScatterBackward0, out, (input, src), dim=d, index=index)
 
 
+class UnbindBackward0(MultiOutputNode):
+    """unbind: each slice is a view of the input and an output of one node, as torch records
+    it; the gradient is the slices' gradients stacked (zeros for None)."""
+
+    def backward(self, *grads):
+        like = next(g for g in grads if g is not None)
+        shape = like.shape
+        return stack(
+            [
+                g if g is not None else zeros(shape, dtype=like.dtype, device=like.device)
+                for g in grads
+            ],
+            self.dim,
+        )
+
+
 def unbind(input: Tensor, dim: int = 0):
-    d = wrap_dim(dim, input._data.ndim, "unbind")
-    return tuple(select(input, d, i) for i in range(input._data.shape[d]))
+    data = input._data
+    d = wrap_dim(dim, data.ndim, "unbind")
+    n = data.shape[d]
+    datas = tuple(data[(slice(None),) * d + (i,)] for i in range(n))
+    if not n:
+        return ()
+    outs = record_outputs(UnbindBackward0, datas, (input,), dim=d)
+    for i, out in enumerate(outs):
+        make_view(out, input, (select, (d, i)))
+    return outs
 
 
 class FlipBackward0(Node):
