@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 import io
 import pickle
+import sys
+import types
 from collections.abc import Callable
 
 import ember
@@ -20,7 +22,7 @@ from ember import nn
 
 # modules whose public functions are sent by name (``rpc_sync("w1", ember.add, ...)``)
 _FUNCTION_MODULES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")
-_function_names: dict[int, tuple[str, str]] | None = None
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType)
 
 
 class _RRefHooks:
@@ -35,20 +37,17 @@ def register_rref_hooks(rref_class: type, to_wire: Callable, from_wire: Callable
     _RRefHooks.rref_class, _RRefHooks.to_wire, _RRefHooks.from_wire = rref_class, to_wire, from_wire
 
 
-def _ember_function_names() -> dict[int, tuple[str, str]]:
-    global _function_names
-    if _function_names is None:
-        names = {}
-        for module_name in _FUNCTION_MODULES:
-            module = importlib.import_module(module_name)
-            for attr in dir(module):
-                if attr.startswith("_"):
-                    continue
-                value = getattr(module, attr, None)
-                if callable(value) and not isinstance(value, type):
-                    names.setdefault(id(value), (module_name, attr))
-        _function_names = names
-    return _function_names
+def _ember_function_name(function) -> tuple[str, str] | None:
+    """Where ``function`` is public in ember, looked up by name each time: ember rebinds some of
+    them (``ember.nested`` wraps ``ember.add`` when first used), so no table would stay right."""
+    name = getattr(function, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    for module_name in _FUNCTION_MODULES:
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, name, None) is function:
+            return (module_name, name)
+    return None
 
 
 class MessagePickler(pickle.Pickler):
@@ -68,11 +67,8 @@ class MessagePickler(pickle.Pickler):
         rref_class = _RRefHooks.rref_class
         if rref_class is not None and isinstance(obj, rref_class):
             return ("rref", _RRefHooks.to_wire(obj, self.destination))
-        if callable(obj) and not isinstance(obj, type):
-            try:
-                named = _ember_function_names().get(id(obj))
-            except TypeError:
-                named = None
+        if isinstance(obj, _FUNCTION_TYPES):
+            named = _ember_function_name(obj)
             if named is not None:
                 return ("function", named)
         return None

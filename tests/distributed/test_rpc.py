@@ -1,0 +1,306 @@
+"""``ember.distributed.rpc`` on two workers: calls, RRefs, remote errors, timeouts, and errors
+raised before any worker has started."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ember
+import ember.distributed.rpc as rpc
+from ember import nn
+from ember.futures import Future
+
+from ._harness import assert_case, collect_cases
+from ._rpc_harness import spawn_rpc_world
+
+
+# --- functions and classes the workers call on each other -------------------------------------
+def scaled_sum(a, b, scale=1.0):
+    return (a + b) * scale
+
+
+def fail_with(message):
+    raise ValueError(f"bad value: {message}")
+
+
+def describe(*values):
+    """What arrived: per value its type, dtype, requires_grad and whether it is a Parameter."""
+    return [
+        (type(v).__name__, str(v.dtype), v.requires_grad, isinstance(v, nn.Parameter))
+        for v in values
+    ]
+
+
+def same_object(a, b):
+    return a is b
+
+
+def rref_value_plus_one(rref):
+    return rref.to_here() + 1
+
+
+def is_owner_here(rref):
+    return rref.is_owner(), rref.local_value().tolist()
+
+
+def sleep_then(seconds, value):
+    time.sleep(seconds)
+    return value
+
+
+def current_worker_name():
+    return rpc.get_worker_info().name
+
+
+@rpc.functions.async_execution
+def add_there_then_double(to, x):
+    return rpc.rpc_async(to, ember.add, args=(x, 1)).then(lambda fut: fut.wait() * 2)
+
+
+@rpc.functions.async_execution
+def not_a_future():
+    return 3
+
+
+class Counter:
+    def __init__(self, start):
+        self.count = start
+
+    def add(self, k):
+        self.count += k
+        return self.count
+
+    def fail(self):
+        raise KeyError("no such thing")
+
+
+# --- the cases (each runs on both workers; most act on worker 0 only) -------------------------
+def case_rpc_sync_runs_a_builtin_remotely(rank):
+    if rank == 0:
+        out = rpc.rpc_sync("worker1", ember.add, args=(ember.ones(2), 3))
+        assert out.tolist() == [4.0, 4.0]
+
+
+def case_rpc_sync_runs_a_user_function_with_kwargs(rank):
+    if rank == 1:
+        out = rpc.rpc_sync(
+            "worker0", scaled_sum, args=(ember.tensor([1.0, 2.0]), 1.0), kwargs={"scale": 3.0}
+        )
+        assert out.tolist() == [6.0, 9.0]
+
+
+def case_rpc_async_returns_a_future(rank):
+    if rank == 0:
+        fut = rpc.rpc_async("worker1", ember.mul, args=(ember.tensor([1.0, 2.0]), 3))
+        assert isinstance(fut, Future)
+        chained = fut.then(lambda f: f.value() + 1)
+        assert fut.wait().tolist() == [3.0, 6.0]
+        assert fut.done()
+        assert chained.wait().tolist() == [4.0, 7.0]
+
+
+def case_destinations_by_name_worker_info_id_and_self(rank):
+    info = rpc.get_worker_info("worker1")
+    assert (info.name, info.id) == ("worker1", 1)
+    assert repr(info) == "WorkerInfo(id=1, name=worker1)"
+    assert rpc.get_worker_info() == rpc.get_worker_info(f"worker{rank}")
+    assert rpc.rpc_sync(info, current_worker_name) == "worker1"
+    assert rpc.rpc_sync(0, current_worker_name) == "worker0"
+    assert rpc.rpc_sync(f"worker{rank}", current_worker_name) == f"worker{rank}"
+
+
+def case_unknown_worker_name_raises_torchs_error(rank):
+    with pytest.raises(RuntimeError, match=f"rank:{rank} could not find destination name nope"):
+        rpc.rpc_sync("nope", ember.add, args=(1, 2))
+    with pytest.raises(RuntimeError, match="could not find destination name nope"):
+        rpc.get_worker_info("nope")
+
+
+def case_tensors_keep_dtype_requires_grad_and_parameter(rank):
+    if rank == 0:
+        p = nn.Parameter(ember.ones(2, dtype=ember.float64))
+        x = ember.arange(3)
+        y = ember.ones(2, requires_grad=True)
+        assert rpc.rpc_sync("worker1", describe, args=(p, x, y)) == [
+            ("Parameter", "ember.float64", True, True),
+            ("Tensor", "ember.int64", False, False),
+            ("Tensor", "ember.float32", True, False),
+        ]
+        values = rpc.rpc_sync("worker1", ember.stack, args=([x, x * 2],))
+        assert values.tolist() == [[0, 1, 2], [0, 2, 4]]
+
+
+def case_one_tensor_twice_in_a_message_arrives_as_one(rank):
+    if rank == 0:
+        t = ember.ones(3)
+        assert rpc.rpc_sync("worker1", same_object, args=(t, t)) is True
+        assert rpc.rpc_sync("worker1", same_object, args=(t, t.clone())) is False
+
+
+def case_remote_exception_reraises_with_type_and_remote_traceback(rank):
+    if rank == 0:
+        with pytest.raises(ValueError) as caught:
+            rpc.rpc_sync("worker1", fail_with, args=("seven",))
+        text = str(caught.value)
+        assert text.startswith("On WorkerInfo(id=1, name=worker1):\nValueError('bad value: seven')")
+        assert "Traceback (most recent call last)" in text
+        assert "in fail_with" in text
+        fut = rpc.rpc_async("worker1", fail_with, args=("eight",))
+        with pytest.raises(ValueError, match="bad value: eight"):
+            fut.wait()
+
+
+def case_remote_keeps_the_value_on_its_owner(rank):
+    if rank == 0:
+        rref = rpc.remote("worker1", ember.add, args=(ember.ones(2), 3))
+        assert isinstance(rref, rpc.RRef)
+        assert rref.to_here().tolist() == [4.0, 4.0]
+        assert rref.to_here(timeout=5).tolist() == [4.0, 4.0]
+        assert rref.owner() == rpc.get_worker_info("worker1")
+        assert rref.owner_name() == "worker1"
+        assert not rref.is_owner()
+        assert rref.confirmed_by_owner()
+        assert repr(rref).startswith("UserRRef(RRefId = GloballyUniqueId(created_on=0")
+        with pytest.raises(RuntimeError, match=r"Can't call RRef.local_value\(\) on a non-owner"):
+            rref.local_value()
+
+
+def case_rref_proxies_call_methods_on_the_owner(rank):
+    if rank == 0:
+        counter = rpc.remote("worker1", Counter, args=(5,))
+        assert counter.rpc_sync().add(3) == 8
+        fut = counter.rpc_async().add(2)
+        assert isinstance(fut, Future) and fut.wait() == 10
+        result = counter.remote().add(1)
+        assert isinstance(result, rpc.RRef) and result.to_here() == 11
+        assert counter.rpc_sync(timeout=5).add(0) == 11  # the state stayed on worker1
+        with pytest.raises(KeyError, match="no such thing"):
+            counter.rpc_sync().fail()
+
+
+def case_remote_error_is_raised_by_to_here(rank):
+    if rank == 0:
+        rref = rpc.remote("worker1", fail_with, args=("at creation",))
+        with pytest.raises(ValueError, match="bad value: at creation"):
+            rref.to_here()
+
+
+def case_local_rref_owns_its_value_and_users_fetch_it(rank):
+    if rank == 0:
+        rref = rpc.RRef(ember.tensor([1.0, 2.0]))
+        assert rref.is_owner() and rref.owner_name() == "worker0"
+        assert rref.local_value().tolist() == [1.0, 2.0]
+        assert rref.to_here().tolist() == [1.0, 2.0]
+        assert repr(rref).startswith("OwnerRRef(GloballyUniqueId(created_on=0")
+        # worker1 gets a user RRef and fetches the value back from worker0 (a nested call)
+        out = rpc.rpc_sync("worker1", rref_value_plus_one, args=(rref,))
+        assert out.tolist() == [2.0, 3.0]
+
+
+def case_rref_sent_to_its_owner_is_the_owners_again(rank):
+    if rank == 0:
+        rref = rpc.remote("worker1", ember.ones, args=(2,))
+        assert rpc.rpc_sync("worker1", is_owner_here, args=(rref,)) == (True, [1.0, 1.0])
+
+
+def case_remote_to_self_is_owned_here(rank):
+    if rank == 1:
+        rref = rpc.remote("worker1", ember.zeros, args=(3,))
+        assert rref.is_owner()
+        assert rref.local_value().tolist() == [0.0, 0.0, 0.0]
+
+
+def case_timeout_marks_the_call_with_an_error(rank):
+    if rank == 0:
+        began = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"RPC ran for more than set timeout \(200 ms\)"):
+            rpc.rpc_sync("worker1", sleep_then, args=(1.0, 0), timeout=0.2)
+        assert time.monotonic() - began < 0.9
+        assert rpc.rpc_sync("worker1", sleep_then, args=(0.05, 7), timeout=0) == 7
+
+
+def case_async_execution_answers_when_its_future_completes(rank):
+    if rank == 0:
+        out = rpc.rpc_sync("worker1", add_there_then_double, args=("worker0", ember.ones(2)))
+        assert out.tolist() == [4.0, 4.0]
+        with pytest.raises(TypeError, match="must return a torch.futures.Future"):
+            rpc.rpc_sync("worker1", not_a_future)
+
+
+def case_many_calls_from_threads_all_arrive(rank):
+    results = []
+
+    def call(i):
+        results.append(rpc.rpc_sync(f"worker{1 - rank}", scaled_sum, args=(i, i)))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [2.0 * i for i in range(16)]
+
+
+CASES = collect_cases(globals())
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    return spawn_rpc_world(tmp_path_factory, __name__)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_rpc(outcomes, name):
+    assert_case(outcomes, name)
+
+
+# --- without a world ----------------------------------------------------------------------------
+def test_calls_before_init_rpc_raise_torchs_error():
+    with pytest.raises(RuntimeError, match="RPC has not been initialized. Call"):
+        rpc.rpc_sync("worker1", ember.add, args=(1, 2))
+    with pytest.raises(RuntimeError, match="RPC has not been initialized"):
+        rpc.get_worker_info()
+    with pytest.raises(RuntimeError, match="RPC has not been initialized"):
+        rpc.RRef(1)
+
+
+@pytest.mark.parametrize("name", ["", "has space", "a" * 128, "slash/no"])
+def test_init_rpc_refuses_bad_worker_names(name):
+    with pytest.raises(RuntimeError, match=r"Worker name must match \^\[A-Za-z0-9-_:\]\*\$"):
+        rpc.init_rpc(name, rank=0, world_size=1)
+
+
+def test_options_have_torchs_defaults():
+    options = rpc.TensorPipeRpcBackendOptions()
+    assert (options.num_worker_threads, options.rpc_timeout, options.init_method) == (
+        16,
+        60.0,
+        "env://",
+    )
+    assert rpc.DEFAULT_RPC_TIMEOUT_SEC == 60.0 and rpc.UNSET_RPC_TIMEOUT < 0
+    assert rpc.BackendType.TENSORPIPE.name == "TENSORPIPE"
+
+
+def test_a_world_of_one_calls_itself():
+    from ._harness import free_port
+
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://127.0.0.1:{free_port()}")
+    rpc.init_rpc("solo", rank=0, world_size=1, rpc_backend_options=options)
+    try:
+        out = rpc.rpc_sync("solo", ember.add, args=(ember.tensor([1.0]), 1))
+        assert out.tolist() == [2.0]
+        rref = rpc.RRef(np.arange(3))
+        assert rref.to_here().tolist() == [0, 1, 2]
+        with pytest.raises(RuntimeError, match="Can not pickle rref in python pickler"):
+            pickle.dumps(rref)
+        with pytest.raises(RuntimeError, match="RPC is already initialized"):
+            rpc.init_rpc("solo", rank=0, world_size=1, rpc_backend_options=options)
+    finally:
+        rpc.shutdown()
+    with pytest.raises(RuntimeError, match="RPC has not been initialized"):
+        rpc.get_worker_info()
