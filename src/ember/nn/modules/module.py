@@ -389,10 +389,22 @@ class Module:
                 path, _, name = key.rpartition(".")
                 owner = self.get_submodule(path)
                 if name in owner._parameters:
-                    owner._parameters[name] = Parameter(value, target.requires_grad)
+                    # a Parameter is kept as it is (taking the model's requires_grad), as torch
+                    if isinstance(value, Parameter):
+                        owner._parameters[name] = value.requires_grad_(target.requires_grad)
+                    else:
+                        owner._parameters[name] = Parameter(value, target.requires_grad)
                 else:
                     owner._buffers[name] = value
             else:
+                if target.is_meta and not value.is_meta:
+                    warnings.warn(
+                        f"for {key}: copying from a non-meta parameter in the checkpoint to a "
+                        "meta parameter in the current model, which is a no-op. (Did you mean "
+                        "to pass `assign=True` to assign items in the state dictionary to their "
+                        "corresponding key in the module instead of copying them in place?)",
+                        stacklevel=2,
+                    )
                 with no_grad():
                     target.copy_(value)
         if strict:
@@ -453,11 +465,11 @@ class Module:
         fn(self)
         return self
 
-    def _apply(self, convert) -> Module:
+    def _apply(self, convert, recurse: bool = True) -> Module:
         from ... import no_grad
 
         with no_grad():
-            for mod in self.modules():
+            for mod in self.modules() if recurse else (self,):
                 for p in mod._parameters.values():
                     if p is None:
                         continue
@@ -507,6 +519,19 @@ class Module:
             return t.to(non_blocking=non_blocking, **kw)
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Move the parameters and buffers to ``device`` without copying their values: fresh
+        uninitialised memory. A model built on the meta device gets real storage this way,
+        then ``reset_parameters()`` or ``load_state_dict`` fills it.
+
+        >>> model = ember.nn.Linear(2, 2, device="meta").to_empty(device="cpu")
+        >>> model.weight.device
+        device(type='cpu')
+        """
+        from ..._creation import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cpu(self) -> Module:
         return self._apply(lambda t: t.cpu())
