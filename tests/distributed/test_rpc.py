@@ -249,14 +249,72 @@ def case_many_calls_from_threads_all_arrive(rank):
 CASES = collect_cases(globals())
 
 
+# --- shutdown: graceful waits for outstanding work on every worker -----------------------------
+def write_after(path, seconds):
+    time.sleep(seconds)
+    with open(path, "w") as f:
+        f.write("done")
+
+
+def before_shutdown(rank, out_dir):
+    import json
+    import os
+
+    found = {}
+    if rank == 0:  # left unanswered: shutdown must wait for it
+        rpc.rpc_async("worker1", write_after, args=(os.path.join(out_dir, "late-write"), 0.3))
+    else:  # worker 0 is in shutdown by then, and must still answer
+        time.sleep(0.3)
+        found["late_call"] = rpc.rpc_sync("worker0", current_worker_name)
+    with open(os.path.join(out_dir, f"shutdown{rank}.json"), "w") as f:
+        json.dump(found, f)
+
+
+def after_shutdown(rank, out_dir):
+    import json
+    import os
+
+    path = os.path.join(out_dir, f"shutdown{rank}.json")
+    with open(path) as f:
+        found = json.load(f)
+    found["late_write_done"] = os.path.exists(os.path.join(out_dir, "late-write"))
+    try:
+        rpc.rpc_sync("worker0", current_worker_name)
+    except RuntimeError as error:
+        found["after"] = str(error)
+    with open(path, "w") as f:
+        json.dump(found, f)
+
+
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory):
+def world(tmp_path_factory):
     return spawn_rpc_world(tmp_path_factory, __name__)
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_rpc(outcomes, name):
-    assert_case(outcomes, name)
+def test_rpc(world, name):
+    assert_case(world[0], name)
+
+
+def _shutdown_record(world, rank):
+    import json
+    import os
+
+    with open(os.path.join(world[1], f"shutdown{rank}.json")) as f:
+        return json.load(f)
+
+
+def test_graceful_shutdown_waits_for_calls_left_unanswered(world):
+    assert _shutdown_record(world, 0)["late_write_done"] is True
+
+
+def test_graceful_shutdown_serves_until_every_worker_has_reached_it(world):
+    assert _shutdown_record(world, 1)["late_call"] == "worker0"
+
+
+def test_calls_after_shutdown_raise_not_initialized(world):
+    for rank in (0, 1):
+        assert _shutdown_record(world, rank)["after"].startswith("RPC has not been initialized")
 
 
 # --- without a world ----------------------------------------------------------------------------
