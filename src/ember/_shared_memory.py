@@ -164,6 +164,28 @@ def share_array(data: np.ndarray, how: str | None = None) -> np.ndarray:
     return out
 
 
+def address(data: np.ndarray) -> int:
+    return data.__array_interface__["data"][0]
+
+
+def can_move_with_base(data, base) -> bool:
+    """Whether ``share_array(base)`` keeps ``base``'s layout, so ``data`` (a view of it) can be
+    remade at the same place inside the moved copy (``view_at``)."""
+    if not isinstance(base, np.ndarray) or not isinstance(data, np.ndarray) or not base.size:
+        return False
+    if not np.may_share_memory(data, base):
+        return False
+    return np.empty_like(base).strides == base.strides
+
+
+def view_at(base: np.ndarray, start: int, like: np.ndarray) -> np.ndarray:
+    """``like``'s shape and strides, ``start`` bytes after ``base``'s first element (``base``
+    lives in a segment)."""
+    segment, offset = segment_of(base)
+    memory = segment.mmap_ref()
+    return view(segment, memory, offset + start, like.shape, like.strides, like.dtype)
+
+
 def view(segment: Segment, memory: mmap.mmap, offset: int, shape, strides, dtype) -> np.ndarray:
     """An array over ``memory`` (``segment``'s mapping) ``offset`` bytes into its data."""
     return np.ndarray(

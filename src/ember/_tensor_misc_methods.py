@@ -72,7 +72,8 @@ def share_memory_(self: Tensor) -> Tensor:
     CUDA tensors (as torch). Other processes that receive this tensor through
     ``ember.multiprocessing`` map the same memory, so their in-place writes show here.
 
-    Only this tensor's elements move: views taken of it before keep the old memory.
+    A view moves its base with it, as torch moves the whole storage; other views of the same
+    data taken earlier keep the old memory (ember has no storage object they could follow).
 
     >>> t = ember.zeros(3).share_memory_()
     >>> t.is_shared()
@@ -85,7 +86,15 @@ def share_memory_(self: Tensor) -> Tensor:
         raise RuntimeError(
             f"share_memory_: a tensor with layout {self.layout} cannot be moved to shared memory"
         )
-    if not _shared_memory.is_shared(data):
+    if _shared_memory.is_shared(data):
+        return self
+    base = self._base
+    if base is not None and _shared_memory.can_move_with_base(data, base._data):
+        # torch moves the whole storage: the base goes, and this view is remade inside it
+        start = _shared_memory.address(data) - _shared_memory.address(base._data)
+        base.share_memory_()
+        self._data = _shared_memory.view_at(base._data, start, data)
+    else:
         self._data = _shared_memory.share_array(data)
     return self
 

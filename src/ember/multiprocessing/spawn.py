@@ -9,6 +9,7 @@ others be terminated and its exception be re-raised in the parent with the worke
 
 from __future__ import annotations
 
+import multiprocessing.context
 import multiprocessing.spawn
 import os
 import pickle
@@ -100,6 +101,28 @@ def _stop(process: subprocess.Popen, grace: float = 2.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+class _Inheritance:
+    """What multiprocessing's pickler asks of the process being spawned while it pickles for it:
+    a descriptor the child must inherit (a queue's pipe, a shared tensor's segment) keeps its
+    number, and every worker is started with all of them (through mpiexec too)."""
+
+    def __init__(self):
+        self.fds: list[int] = []
+
+    def duplicate_for_child(self, fd: int) -> int:
+        self.fds.append(fd)
+        return fd
+
+    class DupFd:
+        """The child's side of an inherited descriptor: the number it already has."""
+
+        def __init__(self, fd: int):
+            self.fd = fd
+
+        def detach(self) -> int:
+            return self.fd
 
 
 class ProcessContext:
@@ -217,12 +240,17 @@ def start_processes(
     payload_path = os.path.join(payload_dir, "payload")
     preparation = multiprocessing.spawn.get_preparation_data("ember-spawn")
     preparation.pop("authkey", None)  # not picklable outside multiprocessing's own pipes
-    # multiprocessing's pickler sends tensors as handles on shared memory, one set per worker
-    # (a duplicated descriptor is handed over once); the authkey lets a worker fetch them
-    calls = [bytes(ForkingPickler.dumps((fn, tuple(args)))) for _ in range(nprocs)]
+    # pickled as multiprocessing's spawn pickles a Process: tensors as handles on shared memory,
+    # queues, locks and managers' proxies as what a spawned child reopens them from
+    inherited = _Inheritance()
+    multiprocessing.context.set_spawning_popen(inherited)
+    try:
+        call = bytes(ForkingPickler.dumps((fn, tuple(args))))
+    finally:
+        multiprocessing.context.set_spawning_popen(None)
     authkey = bytes(multiprocessing.current_process().authkey)
     with open(payload_path, "wb") as f:
-        pickle.dump({"preparation": preparation, "authkey": authkey, "calls": calls}, f)
+        pickle.dump({"preparation": preparation, "authkey": authkey, "call": call}, f)
     env = dict(os.environ)
     env.setdefault("MASTER_ADDR", "127.0.0.1")
     env.setdefault("MASTER_PORT", str(_free_port()))
@@ -244,7 +272,11 @@ def start_processes(
             ]
             if launcher is not None:
                 command = [launcher, "-n", "1", *command]
-            processes.append(subprocess.Popen(command, env=dict(env), start_new_session=True))
+            processes.append(
+                subprocess.Popen(
+                    command, env=dict(env), start_new_session=True, pass_fds=inherited.fds
+                )
+            )
     except BaseException:
         for p in processes:
             _stop(p)
