@@ -266,3 +266,199 @@ def test_uint16_initializers_load_as_ember_uint16():
     model = ember.onnx.load(data)
     assert model.initializers["u"].dtype == ember.uint16
     assert model().tolist() == [1, 2, 65535] == _ort_outputs(data, {})[0].tolist()
+
+
+# --- found by the file fuzzer (tests/onnx/test_load_fuzz.py): each loaded before, and then
+# computed something or failed at the first forward, where ONNX Runtime refuses the file
+def _gemm_model(**attrs):
+    weight = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+    node = helper.make_node("Gemm", ["x", "w"], ["y"], transB=1, **attrs)
+    return [node], [_value("x", (2, 4))], [_value("y", (2, 3))], [weight]
+
+
+def _with(model: bytes, edit) -> bytes:
+    proto = onnx.load_from_string(model)
+    edit(proto)
+    return proto.SerializeToString()
+
+
+def _declare(name, elem_type, shape):
+    """Declare ``name`` a graph input too (as before IR version 4 every initializer was)."""
+    return lambda m: m.graph.input.append(_value(name, shape, elem_type))
+
+
+X24 = np.ones((2, 4), np.float32)
+GEMM = _model(*_gemm_model())
+FOUND_BY_FUZZING = {
+    "an attribute of the wrong type": (
+        _model(*_gemm_model(beta=1)),
+        {"x": X24},
+        "the attribute 'beta' is INT; Gemm takes FLOAT",
+    ),
+    "an attribute given twice": (
+        _with(GEMM, lambda m: m.graph.node[0].attribute.append(helper.make_attribute("transB", 0))),
+        {"x": X24},
+        None,
+    ),
+    "input types an operator does not take together": (
+        _model(
+            [helper.make_node("Add", ["x", "i"], ["y"])],
+            [_value("x")],
+            [_value("y")],
+            [numpy_helper.from_array(np.ones((2, 3), np.int64), "i")],
+        ),
+        {"x": X},
+        "ONNX type and shape inference refuses the model",
+    ),
+    "a computed type that contradicts the declared one": (
+        _model([helper.make_node("Relu", ["x"], ["y"])], [_value("x")], [_value("y", None, 7)]),
+        {"x": X},
+        "Inferred elem type differs from existing elem type",
+    ),
+    "shapes that cannot be multiplied": (
+        _model(
+            [helper.make_node("MatMul", ["x", "w"], ["y"])],
+            [_value("x", (2, 4))],
+            [_value("y", None)],
+            [_weight("w", (8, 3))],
+        ),
+        {"x": X24},
+        "ONNX type and shape inference refuses the model",
+    ),
+    "a graph input given twice": (
+        _with(GEMM, lambda m: m.graph.input.append(_value("x", (2, 4)))),
+        {"x": X24},
+        "the graph input 'x' is given twice",
+    ),
+    "an IR version newer than onnx knows": (
+        _with(GEMM, lambda m: setattr(m, "ir_version", onnx.IR_VERSION + 1)),
+        {"x": X24},
+        f"IR version {onnx.IR_VERSION + 1}",
+    ),
+    "an opset newer than onnx knows": (
+        _with(GEMM, lambda m: setattr(m.opset_import[0], "version", 99)),
+        {"x": X24},
+        "imports opset 99 of the default domain",
+    ),
+    "a computed value declared of type 0": (
+        _with(GEMM, lambda m: setattr(m.graph.output[0].type.tensor_type, "elem_type", 0)),
+        {"x": X24},
+        "'y' is declared a tensor of data type 0 (UNDEFINED)",
+    ),
+    "an initializer declared of another shape": (
+        _with(GEMM, _declare("w", TensorProto.FLOAT, (4, 3))),
+        {"x": X24},
+        "the initializer 'w' has dims (3, 4) but is declared of shape (4, 3)",
+    ),
+    "an initializer declared of another type": (
+        _with(GEMM, _declare("w", TensorProto.DOUBLE, (3, 4))),
+        {"x": X24},
+        "the initializer 'w' is FLOAT but declared DOUBLE",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FOUND_BY_FUZZING)
+def test_a_fuzzed_model_onnx_runtime_refuses_is_refused_at_load(case):
+    data, feeds, words = FOUND_BY_FUZZING[case]
+    with pytest.raises(ember.onnx.OnnxImportError, match="^ember.onnx.load: ") as caught:
+        ember.onnx.load(data)
+    assert words is None or words in str(caught.value)
+    assert _ort_refuses(data, feeds)
+
+
+def test_the_attribute_given_twice_is_named():
+    data = FOUND_BY_FUZZING["an attribute given twice"][0]
+    with pytest.raises(ember.onnx.OnnxImportError, match="the attribute 'transB' is given twice"):
+        ember.onnx.load(data)
+
+
+def test_an_initializer_given_twice_is_refused_as_ambiguous():
+    # ONNX Runtime warns it uses the last copy; in an exported MLP it computes with the first
+    data = _with(GEMM, lambda m: m.graph.initializer.append(_weight("w", (3, 4), fill=2.0)))
+    with pytest.raises(ember.onnx.OnnxImportError, match="the initializer 'w' is given twice"):
+        ember.onnx.load(data)
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.checker.check_model(onnx.load_from_string(data))
+
+
+def test_an_axis_beyond_32_bits_is_refused_not_wrapped():
+    # ONNX Runtime keeps the low 32 bits: -2**49 - 1 runs as axis -1
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=-(2**49) - 1)
+    data = _model([node], [_value("x")], [_value("y")])
+    with pytest.raises(ember.onnx.OnnxImportError, match="out of the 32-bit range"):
+        ember.onnx.load(data)
+
+
+def test_shapes_declared_for_outputs_and_values_may_contradict_inference_as_in_ort():
+    # ONNX Runtime only warns about a declared shape it cannot merge, and runs the model; so
+    # does an output with no type at all and the domain name "ai.onnx"
+    def edit(m):
+        m.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 7
+        m.graph.value_info.append(_value("y", (5, 5, 5)))
+        m.graph.output.append(helper.make_value_info("x", onnx.TypeProto()))
+        m.graph.node[0].domain = "ai.onnx"
+
+    data = _with(GEMM, edit)
+    ours = ember.onnx.load(data)(ember.from_numpy(X24))
+    theirs = _ort_outputs(data, {"x": X24})
+    np.testing.assert_allclose(ours[0].detach().numpy(), theirs[0], rtol=1e-6)
+    np.testing.assert_array_equal(ours[1].numpy(), theirs[1])
+
+
+def test_a_feed_is_checked_against_the_declared_type_and_dims_as_in_ort():
+    model = ember.onnx.load(GEMM)
+    with pytest.raises(RuntimeError, match=r"input 'x' has shape \(3, 4\); the model declares"):
+        model(ember.ones(3, 4))
+    with pytest.raises(RuntimeError, match="input 'x' is ember.float64; the model declares FLOAT"):
+        model(ember.ones(2, 4, dtype=ember.float64))
+    assert _ort_refuses(GEMM, {"x": np.ones((3, 4), np.float32)})
+    assert _ort_refuses(GEMM, {"x": np.ones((2, 4), np.float64)})
+    assert model([[1.0] * 4] * 2).shape == (2, 3)  # a list is converted to the declared type
+
+
+def test_a_symbolic_dim_takes_any_size():
+    data = _with(
+        GEMM,
+        lambda m: setattr(m.graph.input[0].type.tensor_type.shape.dim[0], "dim_param", "batch"),
+    )
+    data = _with(data, lambda m: m.graph.output[0].type.tensor_type.shape.dim[0].Clear())
+    assert ember.onnx.load(data)(ember.ones(5, 4)).shape == (5, 3)
+
+
+def test_gemm_refuses_a_bias_that_broadcasts_only_both_ways_as_ort_does():
+    # C broadcasts to (M, N) one way only: (2, 1) does for (2, 3); (2,) does not
+    for shape, runs in (((2, 1), True), ((2,), False), ((1, 2, 3), False)):
+        bias = numpy_helper.from_array(np.ones(shape, np.float32), "c")
+        node = helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1)
+        weight = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+        data = _model([node], [x], [_value("y", None)], [weight, bias])
+        try:
+            model = ember.onnx.load(data)
+        except ember.onnx.OnnxImportError:  # found by inference where the file allows it
+            assert not runs and _ort_refuses(data, {"x": X24})
+            continue
+        if runs:
+            ours = model(ember.from_numpy(X24)).detach().numpy()
+            np.testing.assert_allclose(ours, _ort_outputs(data, {"x": X24})[0])
+        else:
+            with pytest.raises(RuntimeError, match="Gemm: the bias of shape"):
+                model(ember.from_numpy(X24))
+            assert _ort_refuses(data, {"x": X24})
+
+
+def test_reshape_refuses_a_shape_that_is_not_1d_as_ort_does():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    shape = helper.make_tensor_value_info("s", TensorProto.INT64, None)
+    data = _model([helper.make_node("Reshape", ["x", "s"], ["y"])], [x, shape], [_value("y", None)])
+    model = ember.onnx.load(data)
+    with pytest.raises(
+        RuntimeError, match=r"Reshape: the shape input must be 1-D, not of shape \(1, 2\)"
+    ):
+        model(ember.from_numpy(X), ember.tensor([[3, 2]]))
+    with pytest.raises(RuntimeError, match="copies a dim"):
+        model(ember.from_numpy(X), ember.tensor([6, 1, 0]))
+    assert _ort_refuses(data, {"x": X, "s": np.array([[3, 2]])})
+    assert _ort_refuses(data, {"x": X, "s": np.array([6, 1, 0])})
+    assert model(ember.from_numpy(X), ember.tensor([0, 3, 1])).shape == (2, 3, 1)

@@ -168,6 +168,12 @@ def check_schema(node, index: int, opset: int) -> None:
             f"ember.onnx.load: {where}: {node.op_type} has no attribute '{unknown[0]}'"
         )
     for attribute in node.attribute:
+        if attribute.name == "axis" and not -(2**31) <= attribute.i < 2**31:
+            # ONNX Runtime keeps the low 32 bits (-2**49 - 1 becomes -1): refused instead
+            raise OnnxImportError(
+                f"ember.onnx.load: {where}: the attribute 'axis' is {attribute.i}, out of the "
+                "32-bit range"
+            )
         expected = schema.attributes[attribute.name].type
         if attribute.type != expected:  # ONNX Runtime: "Mismatched attribute type"
             given_type = AttributeProto.AttributeType.Name(attribute.type)
@@ -296,6 +302,43 @@ def declared_input(value) -> tuple:
     return declared.elem_type, dims
 
 
+def _check_declarations(graph, produced: set, ir_version: int) -> None:
+    """What ONNX Runtime checks of declared types besides inference: no tensor declared of
+    type 0 where a value comes in or is computed, and an initializer's declared type and shape
+    where it declares one: as a graph input, and before IR version 4 (where initializers are
+    graph inputs too) as a value_info or a graph output. It ignores the other declarations."""
+    constants = {t.name: t for t in graph.initializer}
+    inputs = {id(value) for value in graph.input}
+    for value in (*graph.input, *graph.output, *graph.value_info):
+        if not value.type.HasField("tensor_type"):
+            continue
+        declared = value.type.tensor_type
+        constant = constants.get(value.name)
+        if not declared.elem_type and (value.name in produced or constant is None):
+            raise OnnxImportError(
+                f"ember.onnx.load: '{value.name}' is declared a tensor of data type 0 (UNDEFINED)"
+            )
+        if constant is None or value.name in produced:
+            continue
+        if id(value) not in inputs and ir_version >= 4:
+            continue
+        if declared.elem_type and declared.elem_type != constant.data_type:
+            raise OnnxImportError(
+                f"ember.onnx.load: the initializer '{value.name}' is "
+                f"{type_name(constant.data_type)} but declared {type_name(declared.elem_type)}"
+            )
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim]
+        if declared.HasField("shape") and (
+            len(dims) != len(constant.dims)
+            or any(d is not None and d != c for d, c in zip(dims, constant.dims))
+        ):
+            shape = tuple("?" if d is None else d for d in dims)
+            raise OnnxImportError(
+                f"ember.onnx.load: the initializer '{value.name}' has dims "
+                f"{tuple(constant.dims)} but is declared of shape {shape}".replace("'?'", "?")
+            )
+
+
 def check_types(model, order: list[int]):
     """ONNX's type and shape inference over ``model``, strict, as ONNX Runtime runs it when it
     builds a session. Input types that break an operator's type
@@ -315,12 +358,8 @@ def check_types(model, order: list[int]):
     for node in probe.graph.node:
         if node.domain == "ai.onnx":
             node.domain = ""
-    for value in (*model.graph.input, *model.graph.output, *model.graph.value_info):
-        if value.type.HasField("tensor_type") and not value.type.tensor_type.elem_type:
-            raise OnnxImportError(
-                f"ember.onnx.load: '{value.name}' is declared a tensor of data type 0 (UNDEFINED)"
-            )
     produced = {name for node in probe.graph.node for name in node.output}
+    _check_declarations(model.graph, produced, model.ir_version)
     for values in (probe.graph.output, probe.graph.value_info):
         for value in list(values):
             # nothing to check: no type at all, or an output no node computes (ONNX Runtime
