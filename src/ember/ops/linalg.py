@@ -16,7 +16,7 @@ from ._dispatch import array_module, grad_state, result, wrap
 from ._linalg_common import svd_kernel
 from .complex import conj_of
 from .reduction import vector_norm
-from .shape import UnsafeViewBackward0, ViewBackward0, stack
+from .shape import UnsafeViewBackward0, ViewBackward0, broadcast_shapes, stack
 
 
 def _shape(t: Tensor) -> str:
@@ -147,14 +147,21 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
             f"({k_a} != {k_b})"
         )
+    if (a.ndim > 2 or b.ndim > 2 or a.ndim == 1 and b.ndim == 2) and (
+        grad_state.enabled and (input._rg or other._rg)
+    ):
+        return _matmul_as_torch_records(input, other)
+    return _product(input, other)
+
+
+def _product(input: Tensor, other: Tensor) -> Tensor:
+    """``input @ other`` (checked operands) as one node: Dot, Mm, Mv, Bmm or Matmul."""
+    a, b = input._data, other._data
     xp = array_module(a)
     try:
         out = gemm(xp, a, b)
     except ValueError:
-        raise RuntimeError(
-            f"matmul: batch dimensions of shapes {tuple(a.shape)} and {tuple(b.shape)} cannot "
-            "be broadcast"
-        ) from None
+        raise _batch_error(a, b) from None
     if a.ndim == 1 and b.ndim == 1:
         node = DotBackward0
     elif a.ndim == 2 and b.ndim == 2:
@@ -173,6 +180,63 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         a_dim=a.ndim,
         b_dim=b.ndim,
     )
+
+
+def _batch_error(a, b) -> RuntimeError:
+    return RuntimeError(
+        f"matmul: batch dimensions of shapes {tuple(a.shape)} and {tuple(b.shape)} cannot "
+        "be broadcast"
+    )
+
+
+def _matmul_as_torch_records(input: Tensor, other: Tensor) -> Tensor:
+    """matmul with a graph, built from the steps torch's matmul takes: a vector times a matrix
+    through unsqueeze/mm/squeeze; a batch times a matrix or vector folded into one mm or mv;
+    everything else broadcast (expand), reshaped to 3-D and multiplied with bmm, the result
+    viewed back to its shape (UnsafeViewBackward0)."""
+    a, b = input._data, other._data
+    if a.ndim == 1 and b.ndim == 2:
+        out = _product(input.unsqueeze(0), other)
+        return result(SqueezeBackward4, out._data.reshape(-1), (out,), shape=out._data.shape)
+    if a.ndim >= 3 and b.ndim <= 2 and (other._rg or _leading_dims_fold(a)):
+        folded = _product(input.reshape(-1, a.shape[-1]), other)
+        shape = a.shape[:-1] + b.shape[1:]
+        return result(
+            UnsafeViewBackward0, folded._data.reshape(shape), (folded,), shape=folded.shape
+        )
+    if b.ndim >= 3 and a.ndim <= 2 and (input._rg or a.ndim == 1 and _leading_dims_fold(b.mT)):
+        # folded the other way: (other.mT folded) @ input.t(), transposed back (torch's order)
+        t1 = other.mT
+        t2 = input.t() if a.ndim == 2 else input
+        folded = _product(t1.reshape(-1, t1.shape[-1]), t2)
+        shape = t1.shape[:-1] + t2.shape[1:]
+        out = result(
+            UnsafeViewBackward0, folded._data.reshape(shape), (folded,), shape=folded.shape
+        )
+        return out.mT.contiguous() if a.ndim == 2 else out
+    a_mat = input.unsqueeze(0) if a.ndim == 1 else input
+    b_mat = other.unsqueeze(-1) if b.ndim == 1 else other
+    try:
+        batch = broadcast_shapes(a_mat.shape[:-2], b_mat.shape[:-2])
+    except RuntimeError:
+        raise _batch_error(a, b) from None
+    rows = math.prod(batch)
+    a3 = a_mat.expand(batch + a_mat.shape[-2:]).reshape(rows, *a_mat.shape[-2:])
+    b3 = b_mat.expand(batch + b_mat.shape[-2:]).reshape(rows, *b_mat.shape[-2:])
+    product = _product(a3, b3)
+    shape = batch + (a.shape[-2],) if a.ndim > 1 else batch
+    shape = shape + (b.shape[-1],) if b.ndim > 1 else shape
+    return result(
+        UnsafeViewBackward0, product._data.reshape(shape), (product,), shape=product.shape
+    )
+
+
+def _leading_dims_fold(a) -> bool:
+    """Whether (..., n, k) views as (-1, k) without a copy (torch folds the batch then)."""
+    if a.size == 0:
+        return True
+    strides, shape = a.strides, a.shape
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(a.ndim - 2))
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
