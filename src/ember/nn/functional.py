@@ -238,7 +238,8 @@ def normalize(
     input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None
 ) -> Tensor:
     """input / max(||input||_p, eps) along ``dim``."""
-    result = input / clamp(input.norm(p, dim, keepdim=True), min=eps)
+    # torch's steps (and so its graph): norm, clamp_min, expand_as, div
+    result = input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     return out.copy_(result) if out is not None else result
 
 

@@ -261,7 +261,9 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
             f"[{input._data.shape[0]}, {input._data.shape[2]}] but got: "
             f"[{mat2._data.shape[0]}, {mat2._data.shape[1]}]."
         )
-    return matmul(input, mat2)
+    if input._data.dtype != mat2._data.dtype:
+        return matmul(input, mat2)  # matmul's dtype rules and errors
+    return _product(input, mat2)  # one BmmBackward0 (matmul records its broadcasting steps)
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:

@@ -10,6 +10,7 @@ from .._kernels import jit
 from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
+from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, result, wrap
 from ._recorded import kernel_call, recorder
 from ._spatial_checks import check_max_pool1d_args, check_pool_args, require_floating
@@ -324,15 +325,27 @@ def avg_pool2d(
         divisor = in_pad.sum(-1)
     else:
         divisor = inside.sum(-1)
-    picked = x.reshape(n, c, h * w).index_select(2, wrap(flat.astype("int64")))
-    picked = picked.reshape(n, c, oh, ow, kernel[0] * kernel[1])
+    index = wrap(flat.astype("int64"))
     if integer:  # the window's integer sum divided as C divides: truncated toward zero
+        picked = x.reshape(n, c, h * w).index_select(2, index)
+        picked = picked.reshape(n, c, oh, ow, kernel[0] * kernel[1])
         total = (picked._data * inside).sum(-1)
         out = wrap(xp.sign(total) * (xp.abs(total) // divisor.astype(total.dtype)))
         return out.squeeze(0) if unbatched else out
-    weights = inside / divisor[..., None]  # (oh, ow, K)
-    out = (picked * wrap(weights.astype(x._data.dtype))).sum(-1)
+    weights = wrap((inside / divisor[..., None]).astype(x._data.dtype))  # (oh, ow, K)
+
+    def windows_mean(x):
+        picked = x.reshape(n, c, h * w).index_select(2, index)
+        return (picked.reshape(n, c, oh, ow, kernel[0] * kernel[1]) * weights).sum(-1)
+
+    out = composite(AvgPool2DCompositeBackward, windows_mean, (x,))  # one node, as torch's
     return out.squeeze(0) if unbatched else out
+
+
+class AvgPool2DCompositeBackward(CompositeBackward):
+    """avg_pool2d computed with ember ops (no compiled kernel) recorded as one node."""
+
+    torch_name = "AvgPool2DBackward0"
 
 
 class _AvgPooling:
