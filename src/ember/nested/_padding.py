@@ -11,7 +11,8 @@ from ._tensor import NestedTensor
 
 def to_padded_tensor(input: Tensor, padding: float, output_size=None, out=None) -> Tensor:
     """The components of ``input`` padded with ``padding`` to the largest size in each dimension
-    (or to ``output_size``), stacked.
+    (or to ``output_size``), stacked. For the jagged layout only the ragged dimension's entry
+    of ``output_size`` counts, and a smaller one truncates, as in PyTorch.
 
     Example::
         >>> nt = ember.nested.nested_tensor([ember.ones(1), ember.ones(2)])
@@ -29,7 +30,16 @@ def to_padded_tensor(input: Tensor, padding: float, output_size=None, out=None) 
     padded = [len(components)] + [
         max((c.shape[d] for c in components), default=0) for d in range(ndim - 1)
     ]
-    if output_size is not None:
+    if output_size is not None and input.layout == "jagged":
+        # PyTorch's jagged kernel reads only the ragged entry (and truncates to it)
+        ragged = input._ragged_idx
+        padded[ragged] = int(output_size[ragged])
+        axis = ragged - 1
+        components = [
+            c.narrow(axis, 0, padded[ragged]) if c.shape[axis] > padded[ragged] else c
+            for c in components
+        ]
+    elif output_size is not None:
         output_size = [int(s) for s in output_size]
         if len(output_size) != ndim:
             raise RuntimeError(
