@@ -390,6 +390,10 @@ from .sparse import hspmm, layout, smm, sparse_coo, sparse_coo_tensor, spmm, str
 
 sparse.install()  # sparse COO methods on Tensor, layouts; runs once, never per op
 
+from ._einops import hook as _einops_hook  # noqa: E402
+
+_einops_hook.install()  # einops finds ember's backend and layers when a program imports it
+
 from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
 
