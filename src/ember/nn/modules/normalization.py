@@ -46,11 +46,26 @@ class _BatchNorm(Module):
             self.register_buffer(
                 "running_var", _creation.ones(num_features, device=device, dtype=dtype)
             )
-            self.register_buffer("num_batches_tracked", _creation.tensor(0))
+            self.register_buffer("num_batches_tracked", _creation.tensor(0, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        """Running statistics to their start and the affine weight to ones, bias to zeros
+        (what ``to_empty`` after building on the meta device calls for)."""
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _keys_older_versions_lack(self, prefix: str, version) -> list:
         """num_batches_tracked came with version 2: a state_dict of an older version (or with
