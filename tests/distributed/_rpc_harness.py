@@ -9,11 +9,13 @@ so a hung test fails in seconds.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ._harness import WORLD_SIZE, free_port, read_outcomes, run_cases
 
-RPC_TIMEOUT = 10.0
+RPC_TIMEOUT = 20.0  # also bounds the rendezvous, which waits for slow imports on a busy machine
 WORLD_TIMEOUT = 40.0
 
 
@@ -23,7 +25,14 @@ def _rpc_worker(rank: int, out_dir: str, module_name: str) -> None:
     import ember.distributed.rpc as rpc
 
     module = importlib.import_module(module_name)
-    options = rpc.TensorPipeRpcBackendOptions(rpc_timeout=RPC_TIMEOUT, num_worker_threads=8)
+    # a module's INIT_METHOD, such as "tcp://{MASTER_ADDR}:{MASTER_PORT}", filled in from the
+    # environment, which then no longer says where to meet
+    init_method = getattr(module, "INIT_METHOD", "env://").format(**os.environ)
+    if init_method != "env://":
+        del os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]
+    options = rpc.TensorPipeRpcBackendOptions(
+        rpc_timeout=RPC_TIMEOUT, num_worker_threads=8, init_method=init_method
+    )
     rpc.init_rpc(f"worker{rank}", rank=rank, world_size=WORLD_SIZE, rpc_backend_options=options)
     run_cases(rank, out_dir, module.CASES)
     if hasattr(module, "before_shutdown"):

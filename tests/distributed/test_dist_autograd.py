@@ -19,6 +19,7 @@ from ember.distributed.optim import DistributedOptimizer
 from ._harness import assert_case, collect_cases
 from ._rpc_harness import spawn_rpc_world
 
+INIT_METHOD = "tcp://{MASTER_ADDR}:{MASTER_PORT}"  # this world meets as workers on 2 machines do
 LONG = os.environ.get("EMBER_LONG_TESTS") == "1"
 STEPS = 200 if LONG else 5
 LR = 0.1

@@ -232,6 +232,27 @@ def case_async_execution_answers_when_its_future_completes(rank):
             rpc.rpc_sync("worker1", not_a_future)
 
 
+def owned_count():
+    from ember.distributed.rpc.agent import current_agent
+
+    return len(current_agent().owned)
+
+
+def case_owner_drops_values_of_rrefs_nobody_holds(rank):
+    if rank == 0:
+        import gc
+
+        before = rpc.rpc_sync("worker1", owned_count)
+        for _ in range(20):
+            rpc.remote("worker1", ember.ones, args=(1000,)).to_here()
+        kept = rpc.remote("worker1", ember.ones, args=(2,))
+        kept.to_here()
+        gc.collect()
+        rpc.rpc_sync("worker1", owned_count)  # the next call tells the owner of the dropped ones
+        assert rpc.rpc_sync("worker1", owned_count) == before + 1
+        assert kept.to_here().tolist() == [1.0, 1.0]
+
+
 def case_many_calls_from_threads_all_arrive(rank):
     results = []
 
@@ -362,3 +383,48 @@ def test_a_world_of_one_calls_itself():
         rpc.shutdown()
     with pytest.raises(RuntimeError, match="RPC has not been initialized"):
         rpc.get_worker_info()
+
+
+_DYING_WORKER = """
+import os, sys, time
+import ember.distributed.rpc as rpc
+rank = int(sys.argv[1])
+rpc.init_rpc(f"worker{rank}", rank=rank, world_size=2)
+if rank == 1:
+    os._exit(0)  # gone without shutdown
+time.sleep(0.3)
+try:
+    rpc.shutdown()
+except RuntimeError as error:
+    print("raised:", error)
+"""
+
+
+def test_shutdown_raises_instead_of_waiting_for_a_worker_that_died(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from ._harness import free_port
+
+    script = tmp_path / "dying.py"
+    script.write_text(_DYING_WORKER)
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(rank)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    try:
+        out, err = workers[0].communicate(timeout=30)
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+    assert out.startswith("raised: "), err
+    assert "shutdown cannot complete: worker worker1 closed its connection before" in out

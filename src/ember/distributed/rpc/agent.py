@@ -170,6 +170,7 @@ class Agent:
         self._message_ids = itertools.count()
         self._links: dict[int, _Link] = {}
         self._incoming: list[_Link] = []
+        self._watched: list[_Link] = []  # the rendezvous connections, kept to see peers go
         self._active = 0  # requests received and not yet answered
         self._closing = False
         self._joins: list = []  # worker 0, during the rendezvous: (conn, hello)
@@ -182,6 +183,7 @@ class Agent:
         # call (an RRef's __del__ may run inside a send, so it only appends here)
         self.rref_deletes: collections.deque = collections.deque()
         self.barriers: dict = {}  # shutdown round -> [arrived, Future] (on worker 0)
+        self.lost_peers: set[int] = set()  # workers whose connection closed before shutdown
         self.pool = ThreadPoolExecutor(
             options.num_worker_threads, thread_name_prefix=f"ember-rpc-{name}"
         )
@@ -234,16 +236,18 @@ class Agent:
                         f"not reach worker 0 at {where} within {timeout:g} seconds"
                     ) from None
                 time.sleep(0.05)
-        with conn:
-            with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
-                my_host = s.getsockname()[0]  # the address worker 0 reached us from
-            conn.send(("join", self.info.name, point.rank, point.world_size, my_host, self._port))
-            if not conn.poll(max(0.0, deadline - time.monotonic())):
-                raise RuntimeError(
-                    f"ember.distributed.rpc: worker {point.rank} timed out after {timeout:g} "
-                    "seconds waiting for the other workers to join"
-                )
-            reply = conn.recv()
+        # this connection stays open until shutdown: worker 0 learns from it that this worker
+        # is gone, should it end without shutdown
+        self._watched.append(_Link(conn, 0))
+        with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
+            my_host = s.getsockname()[0]  # the address worker 0 reached us from
+        conn.send(("join", self.info.name, point.rank, point.world_size, my_host, self._port))
+        if not conn.poll(max(0.0, deadline - time.monotonic())):
+            raise RuntimeError(
+                f"ember.distributed.rpc: worker {point.rank} timed out after {timeout:g} "
+                "seconds waiting for the other workers to join"
+            )
+        reply = conn.recv()
         if reply[0] == "error":
             raise RuntimeError(reply[1])
         return reply[1], reply[2]
@@ -276,12 +280,17 @@ class Agent:
         if reply is None:
             workers = [WorkerInfo(names[r], r) for r in range(self.world_size)]
             reply = ("workers", workers, addresses)
-        for conn, _ in joins:
+        for conn, hello in joins:
             try:
                 conn.send(reply)
-                conn.close()
             except OSError:
                 pass
+            link = _Link(conn, hello[2])
+            self._watched.append(link)
+            if not problem:
+                threading.Thread(
+                    target=self._watch, args=(link,), name="ember-rpc-watch", daemon=True
+                ).start()
         if problem:
             raise RuntimeError(reply[1])
         return reply[1], reply[2]
@@ -320,6 +329,14 @@ class Agent:
         with self._lock:
             self._incoming.append(link)
         self._serve(link)
+
+    def _watch(self, link: _Link) -> None:
+        """Worker 0: wait for the end of a worker's rendezvous connection (shut down, or died)."""
+        try:
+            while True:
+                link.conn.recv_bytes()
+        except (EOFError, OSError):
+            self._peer_lost(link.peer)
 
     def _link_to(self, worker_id: int) -> _Link:
         with self._lock:
@@ -467,6 +484,7 @@ class Agent:
             else:
                 entry[0].set_exception(value.to_exception())
         # the peer is gone: what still waits for it will not be answered
+        self._peer_lost(link.peer)
         with self._lock:
             lost = [(i, e) for i, e in self._pending.items() if e[1] == link.peer]
             closing = self._closing
@@ -487,6 +505,7 @@ class Agent:
                 header, payload = link.receive_pair()
             except (EOFError, OSError):
                 link.finished = True
+                self._peer_lost(link.peer)
                 return
             with self._lock:
                 self._active += 1
@@ -495,6 +514,17 @@ class Agent:
             except RuntimeError:  # the pool is shut down
                 self._request_done()
                 return
+
+    def _peer_lost(self, peer: int) -> None:
+        """A worker hung up: if it has not been through shutdown, a shutdown barrier waiting
+        for it would wait forever, so it fails."""
+        if self._closing or peer == self.rank:
+            return
+        with self.rref_lock:
+            self.lost_peers.add(peer)
+            waiting = [entry[1] for entry in self.barriers.values() if not entry[1].done()]
+        for fut in waiting:
+            fail_barrier(fut, self, peer)
 
     def _request_done(self) -> None:
         with self._lock:
@@ -598,7 +628,7 @@ class Agent:
     def close(self) -> None:
         with self._lock:
             self._closing = True
-            links = list(self._links.values()) + list(self._incoming)
+            links = list(self._links.values()) + list(self._incoming) + list(self._watched)
             pending = list(self._pending)
         for message_id in pending:
             self._fail(message_id, RuntimeError("ember.distributed.rpc: RPC was shut down"))
@@ -634,3 +664,16 @@ def set_current_agent(agent: Agent | None) -> None:
 def _forget_owned_rrefs(rref_ids: list) -> None:
     """On an owner: its users let go of these RRefs."""
     current_agent().forget_owned(rref_ids)
+
+
+def fail_barrier(fut: futures.Future, agent: Agent, peer: int) -> None:
+    name = agent._by_id[peer].name if peer in getattr(agent, "_by_id", {}) else peer
+    try:
+        fut.set_exception(
+            RuntimeError(
+                f"ember.distributed.rpc: shutdown cannot complete: worker {name} closed its "
+                "connection before reaching shutdown"
+            )
+        )
+    except RuntimeError:
+        pass  # completed meanwhile

@@ -11,7 +11,7 @@ from typing import Any
 from ... import futures
 from ..rendezvous import parse_init_method
 from . import _autograd_contexts as contexts
-from .agent import Agent, Deferred, current_agent, set_current_agent
+from .agent import Agent, Deferred, current_agent, fail_barrier, set_current_agent
 from .options import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     UNSET_RPC_TIMEOUT,
@@ -185,8 +185,11 @@ def _arrive(round_: int) -> Deferred:
         entry = agent.barriers.setdefault(round_, [0, futures.Future()])
         entry[0] += 1
         everyone = entry[0] == agent.world_size
+        lost = next(iter(agent.lost_peers), None)
     if everyone:
         entry[1].set_result(None)
+    elif lost is not None:
+        fail_barrier(entry[1], agent, lost)
     return Deferred(entry[1])
 
 
