@@ -415,7 +415,7 @@ def test_gradcheck_catches_a_wrong_complex_gradient():
 
     class WrongSquareBackward(Node):
         def backward(self, g):
-            (z,) = self.saved_tensors()
+            (z,) = self.unpack_saved()
             return g * z * 2  # missing the conjugate: right only for real z
 
     def wrong_square(z):

@@ -115,7 +115,7 @@ def composite(node, tangents):
     inner = getattr(node, "inner", None)
     if inner is None:  # freed by a backward pass: record the private graph again
         Tensor = _tensor_class()
-        inputs = node.saved_tensors()
+        inputs = node.unpack_saved()
         inner_inputs = tuple(
             t._detach().requires_grad_(True) if isinstance(t, Tensor) and t._rg else t
             for t in inputs
@@ -133,7 +133,7 @@ def composite(node, tangents):
 def _convolution(node, tangents):
     """A convolution is bilinear in (input, weight) and affine in bias:
     d conv = conv(dx, w) + conv(x, dw) + db."""
-    x, w, b = node.saved_tensors()
+    x, w, b = node.unpack_saved()
     tx, tw = tangents[0], tangents[1]
     tb = tangents[2] if len(tangents) > 2 else None
     out = None
@@ -173,7 +173,7 @@ def _sub(node, tangents):
 
 
 def _mul(node, tangents):  # d(ab) = da b + a db
-    a, b = node.saved_tensors()
+    a, b = node.unpack_saved()
     ta, tb = tangents
     return _to_output(
         node, _sum((ta * b if ta is not None else None, a * tb if tb is not None else None))
@@ -181,13 +181,13 @@ def _mul(node, tangents):  # d(ab) = da b + a db
 
 
 def _matmul(node, tangents):  # d(AB) = dA B + A dB, for every matmul case
-    a, b = node.saved_tensors()
+    a, b = node.unpack_saved()
     ta, tb = tangents
     return _sum((ta @ b if ta is not None else None, a @ tb if tb is not None else None))
 
 
 def _linear(node, tangents):  # d(x Wᵀ + b) = dx Wᵀ + x dWᵀ + db
-    x, w = node.saved_tensors()
+    x, w = node.unpack_saved()
     tx, tw = tangents[0], tangents[1]
     tb = tangents[2] if len(tangents) > 2 else None
     return _to_output(
@@ -197,7 +197,7 @@ def _linear(node, tangents):  # d(x Wᵀ + b) = dx Wᵀ + x dWᵀ + db
 
 
 def _linear_addmm(node, tangents):  # inputs (b, x, Wᵀ): d(b + x Wᵀ) = db + dx Wᵀ + x dWᵀ
-    x, w_t = node.saved_tensors()
+    x, w_t = node.unpack_saved()
     tb, tx, tw_t = tangents
     return _to_output(
         node,
@@ -206,7 +206,7 @@ def _linear_addmm(node, tangents):  # inputs (b, x, Wᵀ): d(b + x Wᵀ) = db + 
 
 
 def _linear_mm(node, tangents):  # inputs (x, Wᵀ)
-    x, w_t = node.saved_tensors()
+    x, w_t = node.unpack_saved()
     tx, tw_t = tangents
     return _sum((tx @ w_t if tx is not None else None, x @ tw_t if tw_t is not None else None))
 
@@ -248,7 +248,7 @@ def _mean(node, tangents):
 
 
 def _var(node, tangents):  # d var = 2/(N - c) Σ (x - x̄) dx
-    (x,) = node.saved_tensors()
+    (x,) = node.unpack_saved()
     centred = x - x.mean(node.dims, keepdim=True)
     return _reduced(node, centred * tangents[0]) * (2.0 / node.denom)
 
@@ -290,7 +290,7 @@ def _log_softmax(node, tangents):  # d log softmax = dx - Σ softmax dx
 
 
 def _pointwise_loss(node, tangents):  # d Σ ℓ(x, t) = Σ (∂ℓ/∂x dx + ∂ℓ/∂t dt)
-    x, target = node.saved_tensors()
+    x, target = node.unpack_saved()
     tx, tt = tangents
     terms = _sum(
         (
@@ -362,7 +362,7 @@ def _max_along_dim(node, tangents):  # the tangent at the selected index
 
 
 def _logsumexp(node, tangents):  # d logsumexp = Σ softmax(x) dx
-    (x,) = node.saved_tensors()
+    (x,) = node.unpack_saved()
     y = node.saved_output()
     if not node.keepdim and node.dims:
         kept = list(x.shape)

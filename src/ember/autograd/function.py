@@ -58,7 +58,7 @@ class BackwardCFunction(FunctionCtx, Node):
     _fast = False
 
     def saved_tensors_checked(self) -> tuple:
-        return Node.saved_tensors(self)
+        return Node.unpack_saved(self)
 
     def apply(self, grads: list) -> tuple:
         from .._tensor import Tensor

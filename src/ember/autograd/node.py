@@ -119,8 +119,11 @@ class Node:
         return self._edges[i] is not None
 
     # --- saved tensors -------------------------------------------------------------
-    def saved_tensors(self) -> tuple:
-        """Unpack what forward saved, checking that nothing was modified in place since."""
+    def unpack_saved(self) -> tuple:
+        """Unpack what forward saved, checking that nothing was modified in place since.
+
+        (Not named ``saved_tensors``: on torch's nodes only a custom Function's has that, and
+        tools such as torchviz tell the two apart by it.)"""
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)

@@ -63,7 +63,7 @@ class FusedCrossEntropyBackward(Node):
         return "NllLossBackward0"
 
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if grad_state.enabled:
             return _composite_grads(self, self.composite, (x,), g)
         xp = _backend.array_module(x._data)
@@ -139,7 +139,7 @@ class FusedLayerNormBackward(Node):
         return "NativeLayerNormBackward0"
 
     def backward(self, g):
-        x, weight, bias = self.saved_tensors()
+        x, weight, bias = self.unpack_saved()
         if grad_state.enabled:
             compute = _layer_norm_composite(self.shape, self.eps)
             return _composite_grads(self, compute, (x, weight, bias), g)

@@ -71,7 +71,7 @@ def _same_dtype(expected: Tensor, other: Tensor) -> None:
 # --- gamma -----------------------------------------------------------------------------------
 class StandardGammaBackward0(Node):
     def backward(self, g):
-        (alpha,) = self.saved_tensors()
+        (alpha,) = self.unpack_saved()
         x = self.saved_output()
         # torch's _standard_gamma_grad is not differentiable again; the product with g is
         grad = standard_gamma_grad(_host(alpha), _host(x))
@@ -104,7 +104,7 @@ standard_gamma = _standard_gamma  # the name the distributions import
 # --- Dirichlet -------------------------------------------------------------------------------
 class SampleDirichletBackward0(Node):
     def backward(self, g):
-        (alpha,) = self.saved_tensors()
+        (alpha,) = self.unpack_saved()
         x = self.saved_output()
         alpha_host, x_host = _host(alpha), _host(x)
         total = np.broadcast_to(alpha_host.sum(-1, keepdims=True), alpha_host.shape)

@@ -22,7 +22,7 @@ class CompositeBackward(Node):
         from ..autograd import grad as autograd_grad
         from ..autograd.engine import retaining_graph
 
-        inputs = self.saved_tensors()  # raises PyTorch's error once the graph was freed
+        inputs = self.unpack_saved()  # raises PyTorch's error once the graph was freed
         edges = self._edges
         wanted = [i for i, edge in enumerate(edges) if edge is not None]
         if grad_state.enabled:  # create_graph: a graph that reaches the real inputs

@@ -187,7 +187,7 @@ def _in_place(input: Tensor, fn) -> Tensor:
 
 class LeakyReluBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if not grad_state.enabled:
             slope = (self.negative_slope,)
             fused = _piecewise("leaky_relu_backward", g._data, x._data, constants=slope)
@@ -217,7 +217,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 class EluBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         a, s, k = self.alpha, self.scale, self.input_scale
         if not grad_state.enabled:
             constants = (s, k, s * a * k, 0)
@@ -294,7 +294,7 @@ class RreluWithNoiseBackward0(Node):
 
 class HardtanhBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return g * ((x > self.min_val) & (x < self.max_val))
 
 
@@ -332,7 +332,7 @@ def relu_(input: Tensor) -> Tensor:
 
 class HardswishBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         # d/dx x·relu6(x + 3)/6 = 0 below -3, x/3 + 1/2 in between, 1 above 3
         if not grad_state.enabled:
             constants = (3, 0.5, 0, 1)
@@ -356,7 +356,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 class HardsigmoidBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if not grad_state.enabled:
             constants = (3, 6, 0, 1)
             fused = _piecewise("hardsigmoid_backward", g._data, x._data, constants=constants)
@@ -387,7 +387,7 @@ def _check_lambd(input: Tensor, lambd: float) -> None:
 
 class SoftshrinkBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return g * (x.abs() > self.lambd)
 
 
@@ -410,7 +410,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 class ThresholdBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return threshold_backward(g, x, self.threshold)
 
 
@@ -434,7 +434,7 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
 
 class SoftplusBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if not grad_state.enabled:
             constants = (self.beta, self.threshold)
             fused = _piecewise(
@@ -466,7 +466,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 class LogSigmoidBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return g * sigmoid(-x)  # d/dx -log(1 + e^-x) = σ(-x)
 
 
@@ -489,7 +489,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 class SiluBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if not grad_state.enabled and _fast(x):
             fused = _compiled("silu_backward_float32", g._data, x._data, dtypes="f")
             if fused is not None:
@@ -518,7 +518,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 class MishBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if not grad_state.enabled:
             fused = _piecewise("mish_backward_float32", g._data, x._data, dtypes="f")
             if fused is not None:
@@ -544,7 +544,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 class GeluBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if not grad_state.enabled:
             if _fast(x):
                 names = _GELU_KERNELS.get((self.approximate, x._data.dtype.char))
@@ -595,7 +595,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 class PreluKernelBackward0(Node):
     def backward(self, g):
-        x, w = self.saved_tensors()
+        x, w = self.unpack_saved()
         wb = self.broadcast(w)
         positive = x > 0
         gx = where(positive, g, g * wb) if self._edges[0] is not None else None
@@ -638,7 +638,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 class GluBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         if not grad_state.enabled:
             kernels = _glu_kernels(x._data, g._data)
             if kernels is not None:

@@ -283,7 +283,7 @@ class ScaledDotProductAttentionBackward0(_FusedAttentionBackward):
     """Inputs (query, key, value), each (..., L, D) with equal batch dims."""
 
     def backward(self, g):
-        q, k, v = self.saved_tensors()
+        q, k, v = self.unpack_saved()
         need = tuple(e is not None for e in self._edges)
         if grad_state.enabled:
             mask, noise = self._constants()
@@ -312,7 +312,7 @@ class PackedSelfAttentionBackward0(_FusedAttentionBackward):
         return tuple(_heads(data, i, 3, self.heads, self.batch_first) for i in range(3))
 
     def backward(self, g):
-        (qkv,) = self.saved_tensors()
+        (qkv,) = self.unpack_saved()
         if grad_state.enabled:
             return self._graph_backward(g, qkv)
         data = qkv._data

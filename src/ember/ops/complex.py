@@ -212,7 +212,7 @@ def conj_physical(input: Tensor) -> Tensor:
 
 class AbsBackward0(Node):
     def backward(self, g):
-        (z,) = self.saved_tensors()
+        (z,) = self.unpack_saved()
         return g * sgn(z)  # ∇|z| = z/|z|
 
 
@@ -224,7 +224,7 @@ def abs(input: Tensor) -> Tensor:
 
 class SgnBackward0(Node):
     def backward(self, g):
-        (z,) = self.saved_tensors()
+        (z,) = self.unpack_saved()
         s = self.saved_output()
         a = abs(z)
         zero = a == 0
@@ -246,7 +246,7 @@ def sgn(input: Tensor) -> Tensor:
 
 class AngleBackward0(Node):
     def backward(self, g):
-        (z,) = self.saved_tensors()
+        (z,) = self.unpack_saved()
         if z._data.dtype.kind != "c":  # piecewise constant on the reals
             return g * 0
         # ∇ atan2(y, x) = (-y + i x)/|z|² = i z/|z|², taken as 0 at z = 0 (as PyTorch)
@@ -299,7 +299,7 @@ def _holomorphic_node(name: str, derivative, save_x: bool, save_y: bool):
     derivative = COMPLEX_DERIVATIVES.get(name, derivative)
 
     def backward(self, g):
-        x = self.saved_tensors()[0] if save_x else None
+        x = self.unpack_saved()[0] if save_x else None
         y = self.saved_output() if save_y else None
         # g·conj(f'(z)) = conj(conj(g)·f'(z)): the real formula, conjugated around
         return conj(derivative(conj_of(g), x, y))

@@ -118,7 +118,7 @@ class ConvolutionOneGemmBackward0(Node):
     def backward(self, g):
         from ..autograd import grad as autograd_grad
 
-        inputs = self.saved_tensors()  # raises PyTorch's error once the graph was freed
+        inputs = self.unpack_saved()  # raises PyTorch's error once the graph was freed
         edges = self._edges
         wanted = [i for i, edge in enumerate(edges) if edge is not None]
         if grad_state.enabled:

@@ -57,7 +57,7 @@ def norm_gradient(diff: Tensor, dist: Tensor, p: float) -> Tensor:
 
 class CdistBackward0(Node):
     def backward(self, g):
-        x1, x2 = self.saved_tensors()
+        x1, x2 = self.unpack_saved()
         d = self.saved_output()
         p = self.p
         need1, need2 = self._edges[0] is not None, self._edges[1] is not None
@@ -114,7 +114,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = COMPUTE_MO
 
 class PdistBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         d = self.saved_output()
         rows, cols = self.rows, self.cols
         diff = x.index_select(0, rows) - x.index_select(0, cols)

@@ -156,7 +156,7 @@ def _same_arrays(first, *others) -> bool:
 
 class TanhBackwardBackward0(Node):
     def backward(self, gg):
-        g, y = self.saved_tensors()
+        g, y = self.unpack_saved()
         edges = self._edges
         # out = g (1 - y²):  d/dg = 1 - y²,  d/dy = -2 g y
         if not grad_state.enabled and _same_arrays(gg._data, g._data, y._data):
@@ -230,7 +230,7 @@ def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
 
 class SigmoidBackwardBackward0(Node):
     def backward(self, gg):
-        g, y = self.saved_tensors()
+        g, y = self.unpack_saved()
         edges = self._edges
         # out = g y (1 - y):  d/dg = y (1 - y),  d/dy = g (1 - 2y)
         return (
@@ -259,7 +259,7 @@ def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
 
 class ThresholdBackwardBackward0(Node):
     def backward(self, gg):
-        (y,) = self.saved_tensors()
+        (y,) = self.unpack_saved()
         # piecewise constant in y: its gradient is zero (a zero tensor, as torch gives)
         g_y = y.new_zeros(y.shape) if self.needs(1) else None
         return threshold_backward(gg, y, self.threshold), g_y
@@ -340,7 +340,7 @@ def _make_unary(name, kernel, derivative, saves, floating):
     large_from = builtins.min(threshold, compiled_from)
 
     def backward(self, g):
-        x = self.saved_tensors()[0] if save_x else None
+        x = self.unpack_saved()[0] if save_x else None
         y = self.saved_output() if save_y else None
         return derivative(g, x, y)
 
@@ -420,7 +420,7 @@ class RoundBackward0(Node):
 
 class LogitBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         eps = self.eps
         # d logit = 1/(x(1-x)); zero outside [eps, 1-eps] when clamped
         grad = g / (x * (1 - x))
@@ -440,7 +440,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
 
 class NanToNumBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return g * x.isfinite()
 
 
@@ -583,7 +583,7 @@ subtract = sub
 
 class MulBackward0(Node):
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         if g._data.dtype.kind == "c":  # complex: each operand passes back g·conj(other)
             a, b = _conj(a), _conj(b)
         edges = self._edges
@@ -633,7 +633,7 @@ class MulByNumberBackward(Node):  # tensor * number: the hot case, one edge, not
 
 class DivBackward0(Node):
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         if g._data.dtype.kind == "c":  # complex: the derivatives are conjugated
             a, b = _conj(a), _conj(b)
         edges = self._edges
@@ -746,7 +746,7 @@ def floor_divide(input, other) -> Tensor:
 
 class PowBackward0(Node):  # tensor ** number
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         e = self.exponent
         if e == 0:
             return g * 0
@@ -755,7 +755,7 @@ class PowBackward0(Node):  # tensor ** number
 
 class PowBackward1(Node):  # tensor ** tensor
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         edges = self._edges
         ga = gb = None
         if edges[0] is not None:
@@ -774,7 +774,7 @@ class PowBackward2(Node):  # number ** tensor; torch's one input is the exponent
         y = self.saved_output()
         base = self.base
         if base == 0:
-            (b,) = self.saved_tensors()
+            (b,) = self.unpack_saved()
             return (g * y * -math.inf).masked_fill(b >= 0, 0.0)
         return g * _conj(y * math.log(base))
 
@@ -871,7 +871,7 @@ def float_power(input, exponent) -> Tensor:
 
 class Atan2Backward0(Node):
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         # d atan2(a,b) = (b da - a db)/(a²+b²); torch takes 1/(a²+b²) as 0 at the origin
         denom = a * a + b * b
         recip = denom.reciprocal().masked_fill(denom == 0, 0.0)
@@ -894,7 +894,7 @@ arctan2 = atan2
 
 class MaximumBackward0(Node):
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         # ties split the gradient evenly, as PyTorch does
         half = (a == b) * 0.5
         wins = (a > b) + half
@@ -903,7 +903,7 @@ class MaximumBackward0(Node):
 
 class MinimumBackward0(Node):
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         half = (a == b) * 0.5
         wins = (a < b) + half
         return g * wins, g * (1 - wins)
@@ -952,7 +952,7 @@ class FmodBackward0(Node):  # fmod(tensor, number): d/dself = 1
 
 class FmodBackward1(Node):  # fmod(tensor, tensor)
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         gb = None
         if self._edges[1] is not None:
             gb = g * -(a / b).trunc()
@@ -965,7 +965,7 @@ class RemainderBackward0(FmodBackward0):  # remainder(tensor, number)
 
 class RemainderBackward1(Node):  # remainder(tensor, tensor)
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         gb = None
         if self._edges[1] is not None:
             gb = g * -(a / b).floor()
@@ -1014,7 +1014,7 @@ def remainder(input, other) -> Tensor:
 
 class HypotBackward0(Node):
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         y = self.saved_output()
         return g * a / y, g * b / y
 
@@ -1034,7 +1034,7 @@ def hypot(input, other) -> Tensor:
 
 class LogaddexpBackward0(Node):
     def backward(self, g):
-        a, b = self.saved_tensors()
+        a, b = self.unpack_saved()
         # d/da log(e^a + e^b) = σ(a - b)
         return g * (a - b).sigmoid(), g * (b - a).sigmoid()
 
@@ -1051,7 +1051,7 @@ def logaddexp(input, other) -> Tensor:
 # --------------------------------------------------------------------------------------------
 class WhereBackward0(Node):  # inputs (self, other); the condition is saved, not an input
     def backward(self, g):
-        (cond,) = self.saved_tensors()
+        (cond,) = self.unpack_saved()
         edges = self._edges
         ga = g.masked_fill(~cond, 0.0) if edges[0] is not None else None
         gb = g.masked_fill(cond, 0.0) if edges[1] is not None else None
@@ -1096,7 +1096,7 @@ def _scalar_array(value, like: Tensor):
 
 class ClampBackward1(Node):  # number bounds (torch's clamp overload 1)
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return g.masked_fill(~_clamp_kept(x, self.min, self.max), 0.0)
 
 
@@ -1120,7 +1120,7 @@ def _clamp_kept(x: Tensor, lo, hi) -> Tensor:
 
 class ClampBackward0(Node):  # tensor bounds, torch's clamp_backward_min_max
     def backward(self, g):
-        x, lo, hi = self.saved_tensors()
+        x, lo, hi = self.unpack_saved()
         g_x = g.masked_fill(~_clamp_kept(x, lo, hi), 0.0) if self._edges[0] is not None else None
         g_lo = g_hi = None
         if lo is not None and self._edges[1] is not None:
@@ -1213,7 +1213,7 @@ def clamp_max(input: Tensor, max) -> Tensor:
 
 class LerpBackward1(Node):  # lerp(start, end, weight tensor); 0: a number weight
     def backward(self, g):
-        start, end, weight = self.saved_tensors()
+        start, end, weight = self.unpack_saved()
         w = self.weight if weight is None else weight
         edges = self._edges
         g_start = g * (1 - w) if edges[0] is not None else None
@@ -1253,7 +1253,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
 
 class AddcmulBackward0(Node):
     def backward(self, g):
-        _, t1, t2 = self.saved_tensors()
+        _, t1, t2 = self.unpack_saved()
         v = self.value
         edges = self._edges
         return (
@@ -1265,7 +1265,7 @@ class AddcmulBackward0(Node):
 
 class AddcdivBackward0(Node):
     def backward(self, g):
-        _, t1, t2 = self.saved_tensors()
+        _, t1, t2 = self.unpack_saved()
         v = self.value
         edges = self._edges
         return (

@@ -28,7 +28,7 @@ class EmbeddingBackward0(Node):
     """out = weight[indices]: d/dweight sums the gradient's rows per index (dense or sparse)."""
 
     def backward(self, g):
-        self.saved_tensors()  # the indices: changed in place since forward, they raise
+        self.unpack_saved()  # the indices: changed in place since forward, they raise
         lookup = self.lookup
         if self.sparse:
             return sparse_gradient(g, lookup)

@@ -173,7 +173,7 @@ def _check_advanced_bounds(shape: tuple, key: tuple) -> None:
 class IndexBackward0(Node):
     def backward(self, g):
         if self._saved_versions:
-            self.saved_tensors()  # the index tensors: changed in place since, they raise
+            self.unpack_saved()  # the index tensors: changed in place since, they raise
         base = zeros(self.shape, dtype=g.dtype, device=g.device)
         return index_put(base, self.key, g, accumulate=not self.basic)
 
@@ -286,7 +286,7 @@ class IndexPutBackward0(Node):
         if self._saved_versions:
             # the index tensors are saved: an in-place change since forward would silently
             # route the gradient to other positions, so it raises as in PyTorch
-            self.saved_tensors()
+            self.unpack_saved()
         key, accumulate = self.key, self.accumulate
         edges = self._edges
         g_self = None
@@ -434,7 +434,7 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
 
 class GatherBackward0(Node):
     def backward(self, g):
-        self.saved_tensors()  # the index, checked against in-place changes since forward
+        self.unpack_saved()  # the index, checked against in-place changes since forward
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.scatter_add(self.dim, self.index, g)
 
@@ -499,7 +499,7 @@ def _src_part(src: Tensor, index) -> Tensor:
 
 class ScatterBackward0(Node):  # scatter with a tensor src
     def backward(self, g):
-        self.saved_tensors()  # the index
+        self.unpack_saved()  # the index
         d, index = self.dim, self.index
         g_self = g.scatter(d, index, 0.0) if self._edges[0] is not None else None
         g_src = None
@@ -510,13 +510,13 @@ class ScatterBackward0(Node):  # scatter with a tensor src
 
 class ScatterBackward1(Node):  # scatter with a number
     def backward(self, g):
-        self.saved_tensors()  # the index
+        self.unpack_saved()  # the index
         return g.scatter(self.dim, self.index, 0.0)
 
 
 class ScatterAddBackward0(Node):
     def backward(self, g):
-        self.saved_tensors()  # the index
+        self.unpack_saved()  # the index
         g_src = None
         if self._edges[1] is not None:
             g_src = _embed(g.gather(self.dim, self.index), self.src_shape)
@@ -618,7 +618,7 @@ def _out_of_range(idx, size: int):
 
 class IndexSelectBackward0(Node):
     def backward(self, g):
-        self.saved_tensors()  # the index
+        self.unpack_saved()  # the index
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.index_add(self.dim, self.index, g)
 
@@ -655,7 +655,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 class IndexAddBackward0(Node):
     def backward(self, g):
-        self.saved_tensors()  # the index
+        self.unpack_saved()  # the index
         g_src = None
         if self._edges[1] is not None:
             g_src = g.index_select(self.dim, self.index)
@@ -756,7 +756,7 @@ def _check_index_add(input: Tensor, d: int, index: Tensor, source: Tensor) -> No
 # --------------------------------------------------------------------------------------------
 class MaskedFillBackward0(Node):
     def backward(self, g):
-        self.saved_tensors()  # the mask, checked against in-place changes since forward
+        self.unpack_saved()  # the mask, checked against in-place changes since forward
         mask = self.mask
         g_self = g.masked_fill(mask, 0.0) if self._edges[0] is not None else None
         g_value = None
@@ -824,7 +824,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 
 class MaskedScatterBackward0(Node):
     def backward(self, g):
-        self.saved_tensors()  # the mask
+        self.unpack_saved()  # the mask
         mask = self.mask
         g_self = g.masked_fill(mask, 0.0)
         g_src = None

@@ -40,7 +40,7 @@ class MmBackward0(Node):
     """Gradient of a @ b for every matmul case: 1-D operands are matrices with a unit dim."""
 
     def backward(self, g):
-        a, b = self.saved_tensors()  # each saved only when the other needs a gradient
+        a, b = self.unpack_saved()  # each saved only when the other needs a gradient
         if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
             a, b = conj_of(a), conj_of(b)
         edges = self._edges
@@ -425,7 +425,7 @@ def _parse_einsum(equation: str, shapes: list) -> tuple:
 
 class EinsumBackward0(Node):
     def backward(self, g):
-        operands = self.saved_tensors()
+        operands = self.unpack_saved()
         terms, out_term = self.terms, self.out_term
         grads = []
         for i, (term, t) in enumerate(zip(terms, operands)):
@@ -570,7 +570,7 @@ def inv(A: Tensor) -> Tensor:
 
 class LinalgDetBackward0(Node):
     def backward(self, g):
-        (A,) = self.saved_tensors()
+        (A,) = self.unpack_saved()
         det_a = self.saved_output()
         g = g.unsqueeze(-1).unsqueeze(-1)
         if bool((det_a._data != 0).all()):
@@ -603,7 +603,7 @@ def det(A: Tensor) -> Tensor:
 
 class LinalgSolveExBackward0(Node):
     def backward(self, g):
-        A, _ = self.saved_tensors()
+        A, _ = self.unpack_saved()
         X = self.saved_output()
         vector = self.vector
         gB = solve(A.mT, g)  # A X = B  =>  dB = A⁻ᵀ g,  dA = -dB Xᵀ
@@ -727,7 +727,7 @@ class LinearBackward0(Node):
     too (the linear layers of a packed RNN or attention) record it."""
 
     def backward(self, g):
-        x, w = self.saved_tensors()
+        x, w = self.unpack_saved()
         edges = self._edges
         need_b = len(edges) > 2 and edges[2] is not None
         grads = linear_gradients(g, x, w, edges[0] is not None, edges[1] is not None, need_b)
@@ -746,7 +746,7 @@ class LinearAddmmBackward(Node):
     alpha = beta = 1
 
     def backward(self, g):
-        x, w_t = self.saved_tensors()
+        x, w_t = self.unpack_saved()
         e_bias, e_x, e_w = self._edges
         gx, gw, gb = linear_gradients(
             g, x, _weight_of(w_t), e_x is not None, e_w is not None, e_bias is not None
@@ -760,7 +760,7 @@ class LinearMmBackward(Node):
     torch_name = "MmBackward0"
 
     def backward(self, g):
-        x, w_t = self.saved_tensors()
+        x, w_t = self.unpack_saved()
         e_x, e_w = self._edges
         gx, gw, _ = linear_gradients(g, x, _weight_of(w_t), e_x is not None, e_w is not None, False)
         return gx, (gw.mT if gw is not None else None)

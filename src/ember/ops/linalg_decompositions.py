@@ -190,7 +190,7 @@ class LinalgQrBackward0(MultiOutputNode):
         if m >= n:
             return _qr_backward_tall(Q, R, gQ, gR)
         # A = Q [U | V] with U square: X = A[:, :m] = Q U, Y = A[:, m:] = Q V
-        (A,) = self.saved_tensors()
+        (A,) = self.unpack_saved()
         Y = A[..., m:]
         U = R[..., :m]
         gU = gR[..., :m] if gR is not None else None
@@ -376,7 +376,7 @@ class LinalgSlogdetBackward0(MultiOutputNode):
         # the sign is piecewise constant: only log|det| carries a gradient
         if g_logabsdet is None:
             return None
-        (A,) = self.saved_tensors()
+        (A,) = self.unpack_saved()
         # inv_ex: a singular A gives infinite gradients (as in PyTorch), not an error
         inverse = inv_ex(A)[0]
         return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * inverse.mT  # d log|det A| = A⁻ᵀ

@@ -87,7 +87,7 @@ def _expm_kernel(a, xp):
 
 class LinalgMatrixExpBackward0(Node):
     def backward(self, g):
-        (A,) = self.saved_tensors()
+        (A,) = self.unpack_saved()
         n = A.shape[-1]
         # the derivative of exp at A applied to G is the top-right block of exp([[Aᵀ, G], [0, Aᵀ]])
         At = A.mT

@@ -81,7 +81,7 @@ def _triangular_kernel(A, B, upper: bool, unitriangular: bool):
 
 class LinalgSolveTriangularBackward0(Node):
     def backward(self, g):
-        A, _ = self.saved_tensors()
+        A, _ = self.unpack_saved()
         X = self.saved_output()
         upper, left, unit = self.upper, self.left, self.unitriangular
         # A X = B  =>  gB = A⁻ᵀ G (a triangle of the other kind);  X A = B  =>  gB = G A⁻ᵀ
@@ -358,7 +358,7 @@ def _singular_info(A: Tensor, xp):
 # --------------------------------------------------------------------------------------------
 class LinalgPinvBackward0(Node):
     def backward(self, g):
-        (A,) = self.saved_tensors()
+        (A,) = self.unpack_saved()
         P = self.saved_output()
         # dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P   (Golub & Pereyra)
         m, n = A.shape[-2], A.shape[-1]

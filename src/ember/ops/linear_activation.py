@@ -30,7 +30,7 @@ class LinearReluBackward0(Node):
     """y = relu(x Wᵀ + b): gz = g·(y > 0); gx = gz W, gW = gzᵀ x, gb = Σ_rows gz."""
 
     def backward(self, g):
-        x, w = self.saved_tensors()
+        x, w = self.unpack_saved()
         y = self.saved_output()
         edges = self._edges
         width = y.shape[-1]

@@ -53,7 +53,7 @@ class LinearBackwardBackward0(Node):
                 ggw = gg
             else:
                 ggb = gg
-        g, x, w = self.saved_tensors()
+        g, x, w = self.unpack_saved()
         need_g, need_x, need_w = (edge is not None for edge in self._edges)
         if not grad_state.enabled:
             return self._on_arrays(g, x, w, ggx, ggw, ggb, need_g, need_x, need_w)

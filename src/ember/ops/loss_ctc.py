@@ -26,7 +26,7 @@ class CtcLossBackwardBackward0(Node):
 
 class CtcLossBackward0(Node):
     def backward(self, g):
-        (log_probs,) = self.saved_tensors()
+        (log_probs,) = self.unpack_saved()
         coeff = self.coeff
         data = coeff._data * g._data.reshape(1, -1, 1).astype(coeff._data.dtype, copy=False)
         return result(CtcLossBackwardBackward0, data, (g, log_probs))

@@ -63,7 +63,7 @@ def _check_class_target(op: str, input: Tensor, target: Tensor):
 
 class MultiMarginLossBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         x2 = x.reshape(self.shape2d)
         mask = self.mask  # one-hot of the target class
         picked = (x2 * mask).sum(-1, keepdim=True)

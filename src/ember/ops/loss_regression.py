@@ -68,7 +68,7 @@ class MseLossBackward0(PointwiseLossNode):
         return (t - x) * 2
 
     def backward(self, g):
-        x, t = self.saved_tensors()
+        x, t = self.unpack_saved()
         if x._data.dtype.kind == "c":
             return super().backward(g)
         if self.reduction == "mean":
@@ -85,7 +85,7 @@ class MseLossBackwardBackward0(Node):
     d/da = gg · g · 2 = -d/db."""
 
     def backward(self, gg):
-        g, a, b = self.saved_tensors()
+        g, a, b = self.unpack_saved()
         edges = self._edges
         if not grad_state.enabled:  # no graph to record: the same roundings on the arrays
             gg_data, g_data = gg._data, g._data

@@ -190,7 +190,7 @@ class _FusedNormBackward(Node):
     evaluation) and ``affine_shape``."""
 
     def backward(self, g):
-        x, weight = self.saved_tensors()
+        x, weight = self.unpack_saved()
         edges = self._edges
         need = [e is not None for e in edges] + [False] * (3 - len(edges))
         if grad_state.enabled:  # create_graph: the closed form in ember ops
@@ -642,7 +642,7 @@ class NativeGroupNormStatsBackward(MultiOutputNode):
     torch_name = "NativeGroupNormBackward0"
 
     def backward(self, g_mean, g_rstd):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         mean, rstd = self.saved_outputs()
         if not self.needs(0):
             return None, None, None

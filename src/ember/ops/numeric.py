@@ -26,7 +26,7 @@ LN2 = math.log(2.0)
 
 class CopysignBackward0(Node):  # tensor other: torch gives it a zero gradient
     def backward(self, g):
-        (a,) = self.saved_tensors()
+        (a,) = self.unpack_saved()
         g_a = g * (self.saved_output() / a).masked_fill(a == 0, 0.0) if self.needs(0) else None
         g_other = _zeros_as(self.other) if self.needs(1) else None
         return g_a, g_other
@@ -34,7 +34,7 @@ class CopysignBackward0(Node):  # tensor other: torch gives it a zero gradient
 
 class CopysignBackward1(Node):  # a number for other
     def backward(self, g):
-        (a,) = self.saved_tensors()
+        (a,) = self.unpack_saved()
         return g * (self.saved_output() / a).masked_fill(a == 0, 0.0)
 
 
@@ -75,7 +75,7 @@ class LdexpBackward0(Node):
     """torch's formulas: d/dinput = pow(2, other), d/dother = result · ln 2."""
 
     def backward(self, g):
-        (other,) = self.saved_tensors()
+        (other,) = self.unpack_saved()
         g_input = g * _two_to(other) if self.needs(0) else None
         g_other = g * self.saved_output() * LN2 if self.needs(1) else None
         return g_input, g_other

@@ -183,7 +183,7 @@ def _prod_except_self(x: Tensor, d: int) -> Tensor:
 
 class ProdBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         dims, keepdim = self.dims, self.keepdim
         g = expand_reduced(g, x.shape, dims, keepdim)
         if x.numel() == 0:
@@ -212,7 +212,7 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 
 class AmaxBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         y = expand_reduced(self.saved_output(), x.shape, self.dims, self.keepdim)
         mask = x == y
         g = expand_reduced(g, x.shape, self.dims, self.keepdim)
@@ -379,13 +379,13 @@ def _var_backward(g: Tensor, x: Tensor, node) -> Tensor:
 
 class VarBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return _var_backward(g, x, self)
 
 
 class StdBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         y = self.saved_output()
         # d std = d var / (2 std); 0 where std is 0
         g_var = (g / (y * 2)).masked_fill(y == 0, 0.0)
@@ -475,7 +475,7 @@ def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, c
 
 class LinalgVectorNormBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         ord_, dims, keepdim = self.ord, self.dims, self.keepdim
         g = expand_reduced(g, x.shape, dims, keepdim)
         if ord_ == 0:
@@ -563,7 +563,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
 
 class LogsumexpBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         y = expand_reduced(self.saved_output(), x.shape, self.dims, self.keepdim)
         g = expand_reduced(g, x.shape, self.dims, self.keepdim)
         return g * (x - y).exp()  # softmax of x
@@ -604,7 +604,7 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 class CumprodBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         d = self.dim
         if x.ndim == 0 or x.numel() == 0:
             return g

@@ -746,7 +746,7 @@ class _SequenceBackward(Node):
     def apply(self, grads: list) -> tuple:
         if grad_state.enabled:  # create_graph: differentiate the composite on the real inputs
             return self._composite_grads(grads)
-        saved = self.saved_tensors()  # raises PyTorch's errors (freed, modified in place)
+        saved = self.unpack_saved()  # raises PyTorch's errors (freed, modified in place)
         arrays = [t._data if t is not None else None for t in saved[:8]]
         kept = [t._data if t is not None else None for t in saved[8:]]
         grad_arrays = [g._data if g is not None else None for g in grads]
@@ -760,7 +760,7 @@ class _SequenceBackward(Node):
     def _composite_grads(self, grads: list) -> tuple:
         from ..autograd import grad as autograd_grad
 
-        inputs = self.saved_tensors()[:8]
+        inputs = self.unpack_saved()[:8]
         wanted = [i for i, edge in enumerate(self._edges) if edge is not None]
         outs = self.compute(*inputs)
         pairs = [(o, g) for o, g in zip(outs, grads) if o is not None and g is not None]

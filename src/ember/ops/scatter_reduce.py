@@ -36,7 +36,7 @@ def _identity(xp, reduce: str, dtype):
 
 class ScatterReduceBackward0(Node):
     def backward(self, g):
-        (input, src, _index) = self.saved_tensors()  # the index is checked, not read
+        (input, src, _index) = self.unpack_saved()  # the index is checked, not read
         out = self.saved_output()
         d, index, reduce, include_self = self.dim, self.index, self.reduce, self.include_self
         src = _src_part(src, index)

@@ -114,7 +114,7 @@ def _make_unary(name: str, kernel, derivative, saves: str, node_name: str):
     save_x, save_y = "x" in saves, "y" in saves
 
     def backward(self, g):
-        x = self.saved_tensors()[0] if save_x else None
+        x = self.unpack_saved()[0] if save_x else None
         y = self.saved_output() if save_y else None
         return derivative(g, x, y)
 
@@ -269,7 +269,7 @@ psi = digamma
 # --------------------------------------------------------------------------------------------
 class PolygammaBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         return g * polygamma(self.n + 1, x)  # d ψ⁽ⁿ⁾ = ψ⁽ⁿ⁺¹⁾
 
 
@@ -359,7 +359,7 @@ def _not_implemented(what: str) -> RuntimeError:
 
 class XlogyBackward0(Node):
     def backward(self, g):
-        x, y = self.saved_tensors()
+        x, y = self.unpack_saved()
         gx = gy = None
         if self._edges[0] is not None:
             # d/dx x log y = log y; PyTorch zeroes it where x = 0 and y ≤ 0 (log y undefined)
@@ -401,7 +401,7 @@ def xlogy(input, other) -> Tensor:
 
 class SpecialXlog1PyBackward0(Node):
     def backward(self, g):
-        x, y = self.saved_tensors()
+        x, y = self.unpack_saved()
         gx = gy = None
         if self._edges[0] is not None:
             gx = xlog1py(g, y)  # d/dx x log1p y = log1p y, zeroed where x = 0 and y ≤ -1
@@ -423,7 +423,7 @@ def xlog1py(input, other) -> Tensor:
 
 class SpecialZetaBackward0(Node):
     def backward(self, g):
-        x, q = self.saved_tensors()
+        x, q = self.unpack_saved()
         if self._edges[0] is not None:
             raise _not_implemented("zeta")
         return None, g * -x * zeta(x + 1, q)  # ∂ζ(x, q)/∂q = -x ζ(x+1, q)
@@ -450,7 +450,7 @@ def _igamma_density(a, x):
 
 class IgammaBackward0(Node):
     def backward(self, g):
-        a, x = self.saved_tensors()
+        a, x = self.unpack_saved()
         if self._edges[0] is not None:
             raise _not_implemented("igamma: input")
         return None, g * _igamma_density(a, x)
@@ -458,7 +458,7 @@ class IgammaBackward0(Node):
 
 class IgammacBackward0(Node):
     def backward(self, g):
-        a, x = self.saved_tensors()
+        a, x = self.unpack_saved()
         if self._edges[0] is not None:
             raise _not_implemented("igammac: input")
         return None, -(g * _igamma_density(a, x))

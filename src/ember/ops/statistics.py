@@ -47,7 +47,7 @@ class MedianBackward0(Node):
     to it (among the NaNs when it is NaN)."""
 
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         y = self.saved_output()
         chosen = isnan(x) if bool(isnan(y)) else x == y
         return where(chosen, g / sum(chosen), 0.0)
@@ -286,7 +286,7 @@ def cummin(input: Tensor, dim: int):
 
 class LogcumsumexpBackward0(Node):
     def backward(self, g):
-        (x,) = self.saved_tensors()
+        (x,) = self.unpack_saved()
         out = self.saved_output()
         d = self.dim
         # d out_j / d x_i = exp(x_i - out_j) for j >= i; split g by sign so that every term
