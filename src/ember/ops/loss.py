@@ -85,7 +85,7 @@ class PointwiseLossNode(Node):
     ops. ``count`` is the number of terms, for the mean."""
 
     def backward(self, g):
-        x, t = self.saved_tensors()
+        x, t = self.unpack_saved()
         if self.reduction == "mean":
             g = g / max(self.count, 1)
         edges = self._edges
@@ -137,7 +137,7 @@ class NllLossBackward0(Node):
         return wrap(self._scatter(self.scale))
 
     def backward(self, g):
-        self.saved_tensors()  # the target: changed in place since forward, it raises
+        self.unpack_saved()  # the target: changed in place since forward, it raises
         scale = self.scale
         if grad_state.enabled:  # create_graph: coefficients · grad, differentiable in grad
             coeff = self.coeff
