@@ -104,6 +104,13 @@ def case_rpc_async_returns_a_future(rank):
         assert chained.wait().tolist() == [4.0, 7.0]
 
 
+def case_a_callback_may_call_the_same_worker_and_wait(rank):
+    if rank == 0:
+        fut = rpc.rpc_async("worker1", sleep_then, args=(0.05, 1))
+        chained = fut.then(lambda f: rpc.rpc_sync("worker1", scaled_sum, args=(f.wait(), 2)))
+        assert chained.wait() == 3.0
+
+
 def case_destinations_by_name_worker_info_id_and_self(rank):
     info = rpc.get_worker_info("worker1")
     assert (info.name, info.id) == ("worker1", 1)

@@ -188,6 +188,7 @@ class Agent:
             options.num_worker_threads, thread_name_prefix=f"ember-rpc-{name}"
         )
         self._deadlines = _Deadlines(self._expire)
+        self._completions = ThreadPoolExecutor(32, thread_name_prefix=f"ember-rpc-done-{name}")
         port = point.master_port if point.rank == 0 and point.file_path is None else 0
         self._listener = Listener(("", port), "AF_INET", backlog=128, authkey=self._authkey)
         self._port = self._listener.address[1]
@@ -479,10 +480,12 @@ class Agent:
                 self._idle.notify_all()
             if entry is None:
                 continue  # timed out already
+            # not on this thread: a callback (``then``) may make a call and wait for its answer,
+            # which only this thread can read
             if ok:
-                entry[0].set_result(value)
+                self._completions.submit(entry[0].set_result, value)
             else:
-                entry[0].set_exception(value.to_exception())
+                self._completions.submit(entry[0].set_exception, value.to_exception())
         # the peer is gone: what still waits for it will not be answered
         self._peer_lost(link.peer)
         with self._lock:
@@ -641,6 +644,7 @@ class Agent:
             link.hang_up()
         self._deadlines.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self._completions.shutdown(wait=False)
 
 
 class _Current:
