@@ -152,6 +152,22 @@ def case_gradients_of_remote_parameters_stay_on_their_worker(rank):
             np.testing.assert_allclose(got.numpy(), want.grad.numpy(), rtol=1e-6, atol=1e-7)
 
 
+def sum_times_three(x):
+    return (x * 3).sum()
+
+
+def case_rref_backward_runs_the_pass_from_the_owner(rank):
+    if rank == 0:
+        with dist_autograd.context() as context_id:
+            x = ember.tensor([1.0, 2.0], requires_grad=True)
+            rpc.remote("worker1", sum_times_three, args=(x,)).backward(context_id)
+            assert dist_autograd.get_gradients(context_id)[x].tolist() == [3.0, 3.0]
+            assert x.grad is None
+        p = ember.ones(2, requires_grad=True)
+        rpc.RRef((p * 2).sum()).backward()  # no context: a local pass into .grad
+        assert p.grad.tolist() == [2.0, 2.0]
+
+
 def case_backward_twice_in_a_context_adds_up(rank):
     if rank == 0:
         with dist_autograd.context() as context_id:

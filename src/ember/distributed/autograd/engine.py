@@ -22,6 +22,7 @@ from ember.autograd.node import AccumulateGrad
 from ... import futures
 from ..rpc import _autograd_contexts as contexts
 from ..rpc.agent import Deferred, current_agent
+from ..rpc.rref import register_distributed_backward
 
 
 def backward(context_id: int, roots: list, retain_graph: bool = False) -> None:
@@ -136,3 +137,14 @@ def _all_of(pending: list[futures.Future]) -> futures.Future:
 
     futures.collect_all(pending).add_done_callback(settle)
     return combined
+
+
+def _rref_backward(rref, context_id: int, retain_graph: bool) -> None:
+    """``RRef.backward(context_id)``: the distributed pass from the value, on its owner."""
+    if rref.is_owner():
+        backward(context_id, [rref.local_value()], retain_graph)
+    else:
+        current_agent().send(rref.owner(), _rref_backward, (rref, context_id, retain_graph)).wait()
+
+
+register_distributed_backward(_rref_backward)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Generic, TypeVar
 
+import ember
+
 from ... import futures
 from . import serialization
 from .agent import Deferred, current_agent, is_async_function
@@ -98,6 +100,20 @@ class RRef(Generic[T]):
                     ) from error
                 raise
 
+    def backward(self, dist_autograd_ctx_id: int = -1, retain_graph: bool = False) -> None:
+        """Run backward from the value (a scalar tensor) on its owner: a distributed backward
+        pass in context ``dist_autograd_ctx_id``, or, with -1, a local one into ``.grad``."""
+        if dist_autograd_ctx_id != -1:
+            if _DistributedBackward.run is None:  # then no context exists on this worker
+                raise RuntimeError(
+                    f"Could not find autograd context with id: {dist_autograd_ctx_id}"
+                )
+            _DistributedBackward.run(self, dist_autograd_ctx_id, retain_graph)
+        elif self._value is not None:
+            _local_backward(self, retain_graph)
+        else:
+            current_agent().send(self._owner, _local_backward, (self, retain_graph)).wait()
+
     def rpc_sync(self, timeout: float = UNSET_RPC_TIMEOUT):
         """A proxy whose method calls run on the owner and return the result:
         ``rref.rpc_sync().forward(x)``."""
@@ -130,6 +146,26 @@ class RRef(Generic[T]):
             except RuntimeError:
                 return  # RPC is shut down: the owner forgot everything
             agent.rref_deletes.append((self._owner.id, self._id))
+
+
+class _DistributedBackward:
+    """``RRef.backward`` with a context: set by ``ember.distributed.autograd`` (imported by
+    whoever made the context), which this package does not import."""
+
+    run = None
+
+
+def register_distributed_backward(run) -> None:
+    _DistributedBackward.run = run
+
+
+def _local_backward(rref: RRef, retain_graph: bool) -> None:
+    value = rref.local_value()
+    if not isinstance(value, ember.Tensor):
+        raise RuntimeError(
+            f"RRef should contain a tensor for .backward(), got {type(value).__name__}"
+        )
+    value.backward(retain_graph=retain_graph)
 
 
 class _Proxy:
