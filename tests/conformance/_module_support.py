@@ -210,6 +210,30 @@ def compare_tensor(actual, expected: torch.Tensor, where: str, rtol=None, atol=N
     return problems
 
 
+def no_less_accurate(actual, expected, exact, where: str) -> list:
+    """Half-precision outputs: ember agrees where it is within tolerance of torch or no further
+    from the float64 result ``exact`` than torch is (torch's own rounding order is not a spec)."""
+    problems = []
+    for index, (got, want, truth) in enumerate(
+        zip(tensors_in(actual), tensors_in(expected), tensors_in(exact))
+    ):
+        rtol, atol = tolerances(want.dtype)
+        got, want, truth = _to_numpy(got), _to_numpy(want), _to_numpy(truth).astype(np.float64)
+        if got.shape != truth.shape:
+            problems.append(f"{where} {index}: shape {got.shape} != {truth.shape}")
+            continue
+        with np.errstate(all="ignore"):
+            allowed = np.abs(want - truth) + rtol * np.abs(truth) + atol
+            error = np.abs(got - truth)
+        ok = (error <= allowed) | np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        if not np.all(ok):
+            problems.append(
+                f"{where} {index}: {np.size(ok) - np.count_nonzero(ok)} values further from the "
+                f"float64 result than torch's (max error {np.nanmax(np.where(ok, 0, error)):.3g})"
+            )
+    return problems
+
+
 def compare_values(actual, expected, where: str, rtol=None, atol=None) -> list:
     """Nested outputs: tensors by value, dtype and shape; containers by type and length."""
     if isinstance(expected, torch.Tensor):

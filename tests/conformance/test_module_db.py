@@ -11,6 +11,7 @@ reason in ``module_known_failures.txt``; anything else that differs fails.
 
 from __future__ import annotations
 
+import copy
 import pathlib
 
 import pytest
@@ -18,16 +19,17 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("expecttest")  # torch.testing._internal imports it
 
-import ember  # noqa: E402
 from torch.testing._internal.common_modules import ModuleErrorEnum, module_db  # noqa: E402
 
+import ember  # noqa: E402
 from tests.conformance._module_support import (  # noqa: E402
     check_raises,
     compare_tensor,
     compare_values,
+    judge,
+    no_less_accurate,
     read_known_failures,
     recording_constructor_args,
-    judge,
     state_to_ember,
     tensors_in,
     to_ember,
@@ -40,6 +42,7 @@ KNOWN_FAILURES = read_known_failures(pathlib.Path(__file__).with_name("module_kn
 LOW_PRECISION_SAMPLE = 24
 # float32 runs every configuration; LinearCrossEntropyLoss's grid is sampled every this many.
 LARGE_GRID = 200
+LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def _dtypes(module_info) -> list:
@@ -69,7 +72,8 @@ def _state_layout(module, lazy: bool) -> dict:
     layout = {}
     for name, value in module.state_dict().items():
         uninitialized = lazy and "Uninitialized" in type(value).__name__
-        layout[name] = None if uninitialized else (tuple(value.shape), str(value.dtype).split(".")[-1])
+        dtype_name = None if uninitialized else str(value.dtype).split(".")[-1]
+        layout[name] = None if uninitialized else (tuple(value.shape), dtype_name)
     return layout
 
 
@@ -123,7 +127,7 @@ def run_configuration(module_info, module_input, dtype, training) -> list:
         ember_layout = _stage(problems, "state_dict", lambda: _state_layout(ember_module, lazy))
         torch_layout = _state_layout(torch_module, lazy)
         if ember_layout is not None and ember_layout != torch_layout:
-            problems.append(f"materialized state_dict: ember {ember_layout} != torch {torch_layout}")
+            problems.append(f"state_dict after forward: ember {ember_layout} != {torch_layout}")
     if problems:
         return problems
     state = state_to_ember(torch_module.state_dict())
@@ -136,14 +140,16 @@ def run_configuration(module_info, module_input, dtype, training) -> list:
     try:
         torch_output = torch_module(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - then ember must refuse the same way
-        return check_raises(
-            lambda: ember_module(*ember_args, **ember_kwargs), type(error), ""
-        )
+        return check_raises(lambda: ember_module(*ember_args, **ember_kwargs), type(error), "")
     ember.manual_seed(2)
     ember_output = _stage(problems, "forward", lambda: ember_module(*ember_args, **ember_kwargs))
     if problems:
         return problems
-    problems += compare_values(ember_output, torch_output, "output")
+    output_problems = compare_values(ember_output, torch_output, "output")
+    if output_problems and dtype in LOW_PRECISION:
+        exact = _float64_output(torch_module, args, kwargs)
+        output_problems = no_less_accurate(ember_output, torch_output, exact, "output")
+    problems += output_problems
     ember_buffers = dict(ember_module.named_buffers())
     for name, buffer in torch_module.named_buffers():
         if name not in ember_buffers:
@@ -156,6 +162,25 @@ def run_configuration(module_info, module_input, dtype, training) -> list:
             torch_output, ember_output,
         )  # fmt: skip
     return problems
+
+
+def _float64_output(torch_module, args, kwargs):
+    """torch's output with the module, inputs and buffers in float64: the exact result that
+    half-precision outputs are judged against."""
+    upcast = copy.deepcopy(torch_module).double()
+
+    def to_double(value):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return value.detach().double()
+        if isinstance(value, (list, tuple)):
+            return type(value)(to_double(item) for item in value)
+        if isinstance(value, dict):
+            return {key: to_double(item) for key, item in value.items()}
+        return value
+
+    torch.manual_seed(2)
+    with torch.no_grad():
+        return upcast(*to_double(args), **to_double(kwargs))
 
 
 def _compare_gradients(torch_module, ember_module, torch_in, ember_in, torch_out, ember_out):
@@ -188,9 +213,7 @@ def _compare_gradients(torch_module, ember_module, torch_in, ember_in, torch_out
     ember_grads = _stage(
         problems,
         "backward",
-        lambda: ember.autograd.grad(
-            ember_outs, ember_wrt, to_ember(cotangents), allow_unused=True
-        ),
+        lambda: ember.autograd.grad(ember_outs, ember_wrt, to_ember(cotangents), allow_unused=True),
     )
     if ember_grads is None:
         return problems

@@ -74,3 +74,53 @@ def test_bad_targets_raise_clear_errors():
         nll_loss(x, ember.tensor([0.0, 1.0, 2.0]))
     with pytest.raises(RuntimeError, match="to be Long or Byte, but got Int"):
         nll_loss(x, ember.tensor([0, 1, 2], dtype=ember.int32))
+
+
+def test_all_ignored_targets_give_zero_gradient_as_torch(torch_mod):
+    # the mean is 0/0 = nan, but torch's gradient of an ignored target is 0, not nan
+    grads = []
+    for m in (ember, torch_mod):
+        x = m.tensor([[0.1, 0.2, 0.3], [1.0, 2.0, 3.0]], dtype=m.float64, requires_grad=True)
+        loss = m.nn.functional.nll_loss(x, m.tensor([1, 1]), ignore_index=1)
+        assert np.isnan(loss.item())
+        (grad,) = m.autograd.grad(loss, x, m.tensor(0.7, dtype=m.float64))
+        grads.append(grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_array_equal(grads[0], np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_sum_accumulates_in_float32(dtype):
+    # 4000 terms of about 1.5: summed in the half type itself the total drifts by whole units
+    rng = np.random.default_rng(0)
+    values = rng.uniform(1.0, 2.0, (4000, 1))
+    x = ember.tensor(-values, dtype=ember.float32).to(getattr(ember, dtype))
+    exact = -x.double().sum().item()
+    target = ember.zeros(4000, dtype=ember.int64)
+    total = nll_loss(x, target, reduction="sum")
+    assert total.dtype == getattr(ember, dtype)
+    assert abs(total.item() - exact) <= 2 * abs(exact) * 2.0 ** (-11 if dtype == "float16" else -8)
+
+
+@pytest.mark.parametrize(
+    "input_shape, target_shape",
+    [
+        ((2, 3, 5), (2, 4)),
+        ((2, 3, 5), (2,)),
+        ((2, 3), (2, 4)),
+        ((2, 3), (3,)),
+        ((2, 3, 5, 6), (2, 5)),
+        ((2, 3, 5, 6), (2, 5, 7)),
+        ((2, 3, 5, 6, 2), (2, 5)),
+        ((3,), (2,)),
+        ((2, 3), ()),
+    ],
+)
+def test_target_shape_errors_as_torch(torch_mod, input_shape, target_shape):
+    errors = []
+    for m in (ember, torch_mod):
+        x, target = m.zeros(input_shape), m.zeros(target_shape, dtype=m.int64)
+        with pytest.raises((RuntimeError, ValueError)) as info:
+            m.nn.functional.nll_loss(x, target)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]

@@ -152,6 +152,35 @@ class NllLoss2DBackward0(NllLossBackward0):
     """PyTorch's name for the node of K-dimensional inputs (N, C, d1, ...)."""
 
 
+def _check_target_shape(shape: tuple, target_shape: tuple) -> None:
+    """torch's checks of a class-index target against the input, in its order and words."""
+    batch = target_shape[0] if target_shape else 0
+    if len(shape) > 1 and batch != shape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({shape[0]}) to match target batch_size ({batch})."
+        )
+    if len(shape) <= 2:
+        if len(target_shape) > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if len(shape) == 1 and target_shape and target_shape[0] != 1:
+            raise ValueError(
+                f"For 1D input, 1D target must have size 1, but got target size: {batch}"
+            )
+    elif len(shape) == 4:
+        if len(target_shape) != 3:
+            raise RuntimeError(
+                "only batches of spatial targets supported (3D tensors) but got targets of "
+                f"dimension: {len(target_shape)}"
+            )
+        if tuple(target_shape[1:]) != tuple(shape[2:]):
+            raise RuntimeError(
+                f"size mismatch (got input: {list(shape)} , target: {list(target_shape)}"
+            )
+    elif tuple(target_shape) != (shape[0], *shape[2:]):
+        expected = [shape[0], *shape[2:]]
+        raise RuntimeError(f"Expected target size {expected}, got {list(target_shape)}")
+
+
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -180,15 +209,7 @@ def nll_loss(
         raise ValueError(f"Expected 1 or more dimensions (got {data.ndim})")
     class_dim = 1 if data.ndim > 1 else 0
     classes = data.shape[class_dim]
-    if data.ndim > 1 and (t.ndim != data.ndim - 1 or t.shape[0] != data.shape[0]):
-        if t.ndim >= 1 and t.shape[0] != data.shape[0]:
-            raise ValueError(
-                f"Expected input batch_size ({data.shape[0]}) to match target batch_size "
-                f"({t.shape[0]})."
-            )
-        raise RuntimeError(
-            f"nll_loss: target shape {list(t.shape)} does not fit input shape {list(data.shape)}"
-        )
+    _check_target_shape(data.shape, t.shape)
     if target.dtype.name not in ("int64", "uint8"):
         raise RuntimeError(
             f"expected target dtype to be Long or Byte, but got {target.dtype.legacy_name}"
@@ -217,18 +238,23 @@ def nll_loss(
     if any_ignored:
         w = xp.where(ignored, xp.zeros((), dtype=data.dtype), w)
     terms = -(picked * w)
+    # as torch: half floats sum in float32, rounded once at the end
+    acc = xp.float32 if data.dtype.kind in "fV" and data.dtype.itemsize == 2 else None
     if reduction == "none":
         out, denominator = terms, 1
     elif reduction == "sum":
-        out, denominator = terms.sum(), 1
+        out, denominator = terms.sum(dtype=acc), 1
     else:
-        denominator = w.sum()
-        out = terms.sum() / denominator
+        denominator = w.sum(dtype=acc)
+        out = terms.sum(dtype=acc) / denominator
+        denominator = xp.asarray(denominator, dtype=data.dtype)
     out = xp.asarray(out, dtype=data.dtype)
     node_cls = NllLoss2DBackward0 if data.ndim >= 3 else NllLossBackward0
     if not (input._rg and grad_state.enabled):
         return result(node_cls, out, (input,))
     scale = xp.asarray(-w / denominator, dtype=data.dtype)
+    if any_ignored:  # as torch: an ignored target's gradient is 0, even 0/0 when all are
+        scale = xp.where(ignored, xp.zeros((), dtype=data.dtype), scale)
     return result(
         node_cls,
         out,

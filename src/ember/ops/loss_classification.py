@@ -166,7 +166,7 @@ def cross_entropy(
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     data = input._data
     if target._data.__class__ is not data.__class__:
         check_same_device("cross_entropy", input, target)
@@ -182,15 +182,25 @@ def cross_entropy(
         if fused is not None:  # (N, C) logits and class indices: one CUDA kernel
             return fused
     class_dim = 1 if input.dim() > 1 else 0
+    classes = input.shape[class_dim] if input.dim() else 1
+    if weight is not None and (weight.dim() != 1 or weight.numel() != classes):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {classes} classes or no classes "
+            f"but got weight tensor of shape: {list(weight.shape)}"
+        )
+    # as torch: a target of the input's shape holds class probabilities, any other class indices
+    if tuple(target.shape) == tuple(input.shape):
+        if not target.is_floating_point():
+            raise RuntimeError(
+                "Expected floating point type for target with class probabilities, got "
+                f"{target.dtype.legacy_name}"
+            )
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
     log_probs = log_softmax(input, class_dim)
-    classes = input.shape[class_dim]
     w_shape = [1] * input.dim()
     w_shape[class_dim] = classes
-    if target.is_floating_point():  # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(
-                f"Expected target size {list(input.shape)}, got {list(target.shape)}"
-            )
+    if tuple(target.shape) == tuple(input.shape):  # class probabilities
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / classes
         terms = log_probs * target

@@ -389,14 +389,10 @@ def fractional_max_pool_nd(
     n, c = x.shape[:2]
     if _random_samples is None:
         _random_samples = _creation.rand(n, c, nd, dtype=x.dtype, device=x.device)
-    elif tuple(_random_samples.shape) != (n, c, nd):
-        raise RuntimeError(
-            f"{op}(): Expect _random_samples to be of shape ({n}, {c}, {nd}) but got "
-            f"{list(_random_samples.shape)}"
-        )
-    samples = _random_samples._data
-    if unbatched and samples.shape[0] != 1:
-        samples = samples[:1]
+    else:
+        _check_random_samples(_random_samples, x, nd)
+    # as torch: a longer batch of samples (an unbatched input's, say) is read from its start
+    samples = _random_samples._data[:n]
     xp = array_module(x._data)
     # PyTorch reads the samples innermost axis first in 2-d (width, height) and outermost
     # first in 3-d (time, height, width)
@@ -410,6 +406,22 @@ def fractional_max_pool_nd(
         valid.append(ok)
     out, index = _window_max(x, positions, valid, f"FractionalMaxPool{nd}DBackward0")
     return _unbatch((out, index) if return_indices else out, unbatched)
+
+
+def _check_random_samples(samples: Tensor, x: Tensor, nd: int) -> None:
+    """torch's rules: (at least N, C, nd) and the input's dtype."""
+    if samples.dtype != x.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.dim() != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.dim()}")
+    if samples.shape[0] < x.shape[0]:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != x.shape[1]:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != nd:
+        raise RuntimeError(
+            f"Expect _random_samples.size(2) equals to {nd}; got {samples.shape[2]}."
+        )
 
 
 def _ratio_tuple(ratio, nd: int) -> tuple:
