@@ -462,3 +462,72 @@ def test_reshape_refuses_a_shape_that_is_not_1d_as_ort_does():
     assert _ort_refuses(data, {"x": X, "s": np.array([[3, 2]])})
     assert _ort_refuses(data, {"x": X, "s": np.array([6, 1, 0])})
     assert model(ember.from_numpy(X), ember.tensor([0, 3, 1])).shape == (2, 3, 1)
+
+
+def _run_both(nodes, inputs, outputs, initializers, feeds):
+    data = _model(nodes, inputs, outputs, initializers, opset=18)
+    model = ember.onnx.load(data)
+    return data, model, [ember.from_numpy(v) for v in feeds.values()]
+
+
+def test_gather_out_of_bounds_is_a_runtime_error_naming_the_node_as_ort_refuses():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    index = numpy_helper.from_array(np.array([0, 7], np.int64), "i")
+    node = helper.make_node("Gather", ["x", "i"], ["y"], name="pick")
+    data, model, args = _run_both([node], [x], [_value("y", None)], [index], {"x": X})
+    with pytest.raises(
+        RuntimeError, match=r"Gather: index 7 is out of bounds; it must be within \[-2, 1\]"
+    ):
+        model(*args)
+    assert _ort_refuses(data, {"x": X})
+
+
+def test_argmax_and_argmin_treat_nan_as_ort_does():
+    # ONNX Runtime keeps the first value and moves on to a later one only when it compares
+    # greater (less): a NaN first wins, a NaN later is passed over; torch would pick any NaN
+    x = np.array([[2.0, 4.0, np.nan, 2.5], [np.nan, 1.0, 3.0, -1.0]], np.float32)
+    node = helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)
+    low = helper.make_node("ArgMin", ["x"], ["z"], axis=1, keepdims=0)
+    outputs = [_value("y", None, TensorProto.INT64), _value("z", None, TensorProto.INT64)]
+    data, model, args = _run_both([node, low], [_value("x", (2, 4))], outputs, [], {"x": x})
+    ours = [t.tolist() for t in model(*args)]
+    assert ours == [t.tolist() for t in _ort_outputs(data, {"x": x})] == [[1, 0], [0, 0]]
+
+
+def test_reduce_mean_of_nothing_is_zero_as_in_ort():
+    x = np.ones((2, 0), np.float32)
+    axes = numpy_helper.from_array(np.array([1], np.int64), "a")
+    node = helper.make_node("ReduceMean", ["x", "a"], ["y"])
+    data, model, args = _run_both(
+        [node], [_value("x", (2, 0))], [_value("y", None)], [axes], {"x": x}
+    )
+    ours = model(*args).numpy()
+    np.testing.assert_array_equal(ours, _ort_outputs(data, {"x": x})[0])
+    np.testing.assert_array_equal(ours, np.zeros((2, 1), np.float32))
+
+
+def test_axes_and_starts_that_are_not_1d_are_refused_as_ort_does():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    axes = numpy_helper.from_array(np.array([[1]], np.int64), "a")
+    starts = numpy_helper.from_array(np.array([[0]], np.int64), "s")
+    ends = numpy_helper.from_array(np.array([2], np.int64), "e")
+    for node, inits, words in (
+        (helper.make_node("ReduceMean", ["x", "a"], ["y"]), [axes], "the axes input must be 1-D"),
+        (helper.make_node("Slice", ["x", "s", "e"], ["y"]), [starts, ends], "the starts input"),
+    ):
+        data, model, args = _run_both([node], [x], [_value("y", None)], inits, {"x": X})
+        with pytest.raises(RuntimeError, match=words):
+            model(*args)
+        assert _ort_refuses(data, {"x": X})
+
+
+def test_an_output_listed_twice_is_checked_by_its_first_declaration_as_in_ort():
+    outputs = [_value("y", None, TensorProto.DOUBLE), _value("y", None, TensorProto.FLOAT)]
+    data = _model([helper.make_node("Relu", ["x"], ["y"])], [_value("x")], outputs)
+    with pytest.raises(ember.onnx.OnnxImportError, match="Inferred elem type differs"):
+        ember.onnx.load(data)
+    assert _ort_refuses(data, {"x": X})
+    outputs.reverse()
+    data = _model([helper.make_node("Relu", ["x"], ["y"])], [_value("x")], outputs)
+    ours = ember.onnx.load(data)(ember.from_numpy(X))
+    assert [t.tolist() for t in ours] == [t.tolist() for t in _ort_outputs(data, {"x": X})]

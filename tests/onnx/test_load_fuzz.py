@@ -183,7 +183,7 @@ def _shape_ops_model():
         ],
         inits,
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
 # --- mutations -----------------------------------------------------------------------------

@@ -81,13 +81,25 @@ def _ints(t) -> list:
     return [int(v) for v in np.asarray(t._data).reshape(-1)]
 
 
-def _shape_ints(ctx, t) -> list:
-    """A shape input as Python ints; ONNX Runtime refuses one that is not 1-D, as here."""
+def _shape_ints(ctx, t, what: str = "shape") -> list:
+    """A shape (or axes, starts...) input as Python ints; ONNX Runtime refuses one that is
+    not 1-D, as here."""
     if t.dim() != 1:
         raise RuntimeError(
-            f"ember.onnx: {ctx.op_type}: the shape input must be 1-D, not of shape {tuple(t.shape)}"
+            f"ember.onnx: {ctx.op_type}: the {what} input must be 1-D, not of shape "
+            f"{tuple(t.shape)}"
         )
     return _ints(t)
+
+
+def _check_indices(ctx, index, size: int) -> None:
+    """Indices within [-size, size - 1], as ONNX Runtime requires them."""
+    if index.numel() and (bool((index < -size).any()) or bool((index >= size).any())):
+        bad = next(int(i) for i in _ints(index) if not -size <= i < size)
+        raise RuntimeError(
+            f"ember.onnx: {ctx.op_type}: index {bad} is out of bounds; it must be within "
+            f"[{-size}, {size - 1}]"
+        )
 
 
 def _ember_dtype(onnx_type: int):
@@ -286,7 +298,7 @@ def _einsum(ctx, x, attrs):
 # --- reductions and softmax -----------------------------------------------------------------
 def _reduce_axes(ctx, x, attrs):
     if len(x) > 1 and x[1] is not None:
-        axes = _ints(x[1])
+        axes = _shape_ints(ctx, x[1], "axes")
     else:
         axes = attrs.get("axes")
     if not axes:
@@ -307,6 +319,8 @@ def _reduction(name):
         if name == "sum":
             return [ember.sum(data, axes, keepdim=keep)]
         if name == "mean":
+            if data.numel() == 0:  # ONNX Runtime's mean of nothing is 0, not NaN
+                return [ember.sum(data, axes, keepdim=keep)]
             return [ember.mean(data, axes, keepdim=keep)]
         if name == "max":
             return [ember.amax(data, axes, keepdim=keep)]
@@ -346,8 +360,22 @@ def _check_arg(attrs, inputs, outputs, ranks):
 
 @_importer("ArgMax", "ArgMin")
 def _arg(ctx, x, attrs):
-    fn = _e().argmax if ctx.op_type == "ArgMax" else _e().argmin
-    return [fn(x[0], attrs.get("axis", 0), keepdim=bool(attrs.get("keepdims", 1)))]
+    ember = _e()
+    data, axis, keep = x[0], attrs.get("axis", 0), bool(attrs.get("keepdims", 1))
+    fn = ember.argmax if ctx.op_type == "ArgMax" else ember.argmin
+    if not data.is_floating_point() or data.numel() == 0:
+        return [fn(data, axis, keepdim=keep)]
+    # as ONNX Runtime scans: the first value stays until a later one compares greater (less),
+    # so a NaN first wins and a NaN later is passed over (torch would pick any NaN)
+    index = fn(
+        ember.nan_to_num(data, nan=-math.inf if ctx.op_type == "ArgMax" else math.inf),
+        axis,
+        keepdim=keep,
+    )
+    first_is_nan = ember.isnan(data.narrow(axis, 0, 1))
+    if not keep:
+        first_is_nan = first_is_nan.squeeze(axis)
+    return [ember.where(first_is_nan, ember.zeros_like(index), index)]
 
 
 @_importer("Softmax", "LogSoftmax")
@@ -448,9 +476,13 @@ def _split(ctx, x, attrs):
 def _slice(ctx, x, attrs):
     data = x[0]
     if len(x) > 1:
-        starts, ends = _ints(x[1]), _ints(x[2])
-        axes = _ints(x[3]) if len(x) > 3 and x[3] is not None else list(range(len(starts)))
-        steps = _ints(x[4]) if len(x) > 4 and x[4] is not None else [1] * len(starts)
+        starts, ends = _shape_ints(ctx, x[1], "starts"), _shape_ints(ctx, x[2], "ends")
+        axes = list(range(len(starts)))
+        if len(x) > 3 and x[3] is not None:
+            axes = _shape_ints(ctx, x[3], "axes")
+        steps = [1] * len(starts)
+        if len(x) > 4 and x[4] is not None:
+            steps = _shape_ints(ctx, x[4], "steps")
     else:
         starts, ends = attrs["starts"], attrs["ends"]
         axes = attrs.get("axes", list(range(len(starts))))
@@ -472,6 +504,7 @@ def _gather(ctx, x, attrs):
     data, index = x
     axis = attrs.get("axis", 0)
     axis = axis + data.dim() if axis < 0 else axis
+    _check_indices(ctx, index, data.shape[axis])
     index = _e().where(index < 0, index + data.shape[axis], index)
     if index.dim() == 0:
         return [data.select(axis, int(index.item()))]
@@ -484,6 +517,7 @@ def _gather(ctx, x, attrs):
 def _gather_elements(ctx, x, attrs):
     data, index = x
     axis = attrs.get("axis", 0)
+    _check_indices(ctx, index, data.shape[axis])
     index = _e().where(index < 0, index + data.shape[axis], index)
     return [data.gather(axis, index)]
 

@@ -308,8 +308,10 @@ def _check_declarations(graph, produced: set, ir_version: int) -> None:
     where it declares one: as a graph input, and before IR version 4 (where initializers are
     graph inputs too) as a value_info or a graph output. It ignores the other declarations."""
     constants = {t.name: t for t in graph.initializer}
-    inputs = {id(value) for value in graph.input}
-    for value in (*graph.input, *graph.output, *graph.value_info):
+    first_outputs = list({value.name: value for value in reversed(graph.output)}.values())
+    declarations = [(value, True) for value in graph.input]
+    declarations += [(value, False) for value in (*first_outputs, *graph.value_info)]
+    for value, is_input in declarations:
         if not value.type.HasField("tensor_type"):
             continue
         declared = value.type.tensor_type
@@ -320,7 +322,7 @@ def _check_declarations(graph, produced: set, ir_version: int) -> None:
             )
         if constant is None or value.name in produced:
             continue
-        if id(value) not in inputs and ir_version >= 4:
+        if not is_input and ir_version >= 4:
             continue
         if declared.elem_type and declared.elem_type != constant.data_type:
             raise OnnxImportError(
@@ -341,12 +343,13 @@ def _check_declarations(graph, produced: set, ir_version: int) -> None:
 
 def check_types(model, order: list[int]):
     """ONNX's type and shape inference over ``model``, strict, as ONNX Runtime runs it when it
-    builds a session. Input types that break an operator's type
-    constraints, a computed type that contradicts a declared one, shapes that cannot meet (a
-    Gemm of (2, 4) and (8, 3), a Reshape of 8 values to (1, 3)) raise ``OnnxImportError``.
+    builds a session. Input types that break an operator's type constraints, a computed type
+    that contradicts a declared one, shapes that cannot meet (a MatMul of (2, 4) and (8, 3))
+    raise ``OnnxImportError``.
 
     Declared shapes of outputs and intermediate values are left out first: ONNX Runtime only
-    warns when they contradict what it infers, and runs the model. So is the domain name
+    warns when they contradict what it infers, and runs the model. So are the later
+    declarations of an output listed twice (ONNX Runtime reads the first). So is the domain name
     ``ai.onnx``, which ONNX Runtime reads as the default domain and inference does not. The
     nodes are inferred in ``order`` (``run_order``'s), since inference reads them in turn. Run
     after the node checks, whose messages say more."""
@@ -361,13 +364,17 @@ def check_types(model, order: list[int]):
     produced = {name for node in probe.graph.node for name in node.output}
     _check_declarations(model.graph, produced, model.ir_version)
     for values in (probe.graph.output, probe.graph.value_info):
+        seen = set()
         for value in list(values):
             # nothing to check: no type at all, or an output no node computes (ONNX Runtime
             # returns an initializer or an input as it is, whatever the output declares)
-            if value.type.WhichOneof("value") is None or value.name not in produced:
+            untyped = value.type.WhichOneof("value") is None
+            again = values is probe.graph.output and value.name in seen
+            if untyped or value.name not in produced or again:
                 values.remove(value)
             elif value.type.HasField("tensor_type"):
                 value.type.tensor_type.ClearField("shape")
+            seen.add(value.name)
     try:
         shape_inference.infer_shapes(probe, check_type=True, strict_mode=True)
     except Exception as exc:  # noqa: BLE001 - onnx's InferenceError, ValidationError and others

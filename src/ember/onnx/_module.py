@@ -12,6 +12,10 @@ from . import _import, _load_checks
 from ._load_checks import describe
 from ._state import OnnxImportError
 
+# what an op raises for the values a run feeds it, as torch does (IndexError for an index out
+# of range, ValueError, TypeError); forward raises each as a RuntimeError naming the node
+_RUN_ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError)
+
 # the ops whose load check needs the rank of inputs that are not initializers (shape inference)
 _RANK_CHECKED = frozenset({"Conv", "ConvTranspose"})
 
@@ -186,7 +190,8 @@ class OnnxModule(nn.Module):
 
     @staticmethod
     def _step(node, index: int, ranks: dict) -> tuple:
-        """``(op_type, inputs, outputs, attrs)`` for ``forward``, after the op's load check."""
+        """``(op_type, inputs, outputs, attrs, where)`` for ``forward``, after the op's load
+        check; ``where`` names the node in errors."""
         where = describe(node, index)
         attrs = {a.name: _attribute(a, where) for a in node.attribute}
         inputs, outputs = list(node.input), list(node.output)
@@ -194,7 +199,7 @@ class OnnxModule(nn.Module):
         problem = check(attrs, inputs, outputs, [ranks.get(n) for n in inputs]) if check else None
         if problem:
             raise OnnxImportError(f"ember.onnx.load: {where}: {problem}")
-        return node.op_type, inputs, outputs, attrs
+        return node.op_type, inputs, outputs, attrs, where
 
     def _check_operator(self, node, index: int) -> None:
         where = describe(node, index)
@@ -218,12 +223,19 @@ class OnnxModule(nn.Module):
         env = {name: self.initializers[name] for name in self.initializers.keys()}
         for name, value in zip(self._input_names, inputs):
             env[name] = self._fed(name, value)
-        for op_type, names_in, names_out, attrs in self._nodes:
+        for op_type, names_in, names_out, attrs, where in self._nodes:
             args = [env[n] if n else None for n in names_in]
             while args and args[-1] is None:
                 args.pop()
             ctx = _import.NodeContext(op_type, self.opset, len(names_out))
-            outputs = _import.IMPORTERS[op_type](ctx, args, attrs)
+            try:
+                outputs = _import.IMPORTERS[op_type](ctx, args, attrs)
+            except OnnxImportError:
+                raise
+            except _RUN_ERRORS as exc:
+                # what the values fed to a node break (an index out of bounds, a shape that only
+                # this run shows) is one RuntimeError naming the node, as ONNX Runtime's
+                raise RuntimeError(f"ember.onnx: {where}: {exc}") from exc
             for name, value in zip(names_out, outputs):
                 if name:
                     env[name] = value
