@@ -287,6 +287,14 @@ MIXES = {
         lambda lib: lib.ones(3, 4) + _meta(lib, 3, 4),
         "Tensor on device meta is not on the expected device cpu!",
     ),
+    "cat": (
+        lambda lib: lib.cat([_meta(lib, 3, 4), lib.ones(3, 4)]),
+        "Tensor on device cpu is not on the expected device meta!",
+    ),
+    "where": (
+        lambda lib: lib.where(_meta(lib, 3, 4) > 0, _meta(lib, 3, 4), lib.ones(3, 4)),
+        "Tensor on device cpu is not on the expected device meta!",
+    ),
     "mul": (
         lambda lib: _meta(lib, 3, 4) * lib.ones(3, 4),
         "Tensor on device cpu is not on the expected device meta!",
@@ -300,11 +308,6 @@ def test_mixing_meta_and_cpu_raises_torchs_error(name, torch_mod):
     for lib in (ember, torch_mod):
         with pytest.raises(RuntimeError, match=message):
             mix(lib)
-
-
-def test_cat_of_meta_and_cpu_raises():
-    with pytest.raises(RuntimeError, match="device"):
-        ember.cat([_meta(ember, 3, 4), ember.ones(3, 4)])
 
 
 def test_data_dependent_shapes_raise_not_implemented(torch_mod):
