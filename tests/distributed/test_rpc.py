@@ -67,6 +67,17 @@ def not_a_future():
     return 3
 
 
+def fail_with_a_local_exception_type():
+    class LocalError(Exception):
+        pass
+
+    raise LocalError("made inside a function")
+
+
+def return_unpicklable():
+    return threading.Lock()
+
+
 class Counter:
     def __init__(self, start):
         self.count = start
@@ -126,6 +137,10 @@ def case_unknown_worker_name_raises_torchs_error(rank):
         rpc.rpc_sync("nope", ember.add, args=(1, 2))
     with pytest.raises(RuntimeError, match="could not find destination name nope"):
         rpc.get_worker_info("nope")
+    with pytest.raises(RuntimeError, match="could not find destination id 7"):
+        rpc.rpc_sync(7, ember.add, args=(1, 2))
+    with pytest.raises(RuntimeError, match="could not find destination name worker9"):
+        rpc.rpc_sync(rpc.WorkerInfo("worker9", 1), ember.add, args=(1, 2))
 
 
 def case_tensors_keep_dtype_requires_grad_and_parameter(rank):
@@ -160,6 +175,14 @@ def case_remote_exception_reraises_with_type_and_remote_traceback(rank):
         fut = rpc.rpc_async("worker1", fail_with, args=("eight",))
         with pytest.raises(ValueError, match="bad value: eight"):
             fut.wait()
+
+
+def case_remote_errors_that_do_not_pickle_arrive_as_runtime_errors(rank):
+    if rank == 0:
+        with pytest.raises(RuntimeError, match="LocalError.*made inside a function"):
+            rpc.rpc_sync("worker1", fail_with_a_local_exception_type)
+        with pytest.raises(TypeError, match="cannot pickle '_thread.lock' object"):
+            rpc.rpc_sync("worker1", return_unpicklable)
 
 
 def case_remote_keeps_the_value_on_its_owner(rank):

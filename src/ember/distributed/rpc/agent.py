@@ -389,19 +389,22 @@ class Agent:
     # --- calling ------------------------------------------------------------------------------
     def worker_info(self, to) -> WorkerInfo:
         """The WorkerInfo of ``to``: a name, a WorkerInfo or an id."""
+        where = f"name:{self.info.name},rank:{self.rank} could not find destination"
         if isinstance(to, WorkerInfo):
+            if self._by_id.get(to.id) != to:
+                raise RuntimeError(f"{where} name {to.name}")
             return to
         if isinstance(to, str):
             info = self._by_name.get(to)
-        elif isinstance(to, int):
+            if info is None:
+                raise RuntimeError(f"{where} name {to}")
+            return info
+        if isinstance(to, int) and not isinstance(to, bool):
             info = self._by_id.get(to)
-        else:
-            raise TypeError(f"to must be a worker name, a WorkerInfo or an id, got {to!r}")
-        if info is None:
-            raise RuntimeError(
-                f"name:{self.info.name},rank:{self.rank} could not find destination name {to}"
-            )
-        return info
+            if info is None:
+                raise RuntimeError(f"{where} id {to}")
+            return info
+        raise TypeError(f"to must be a worker name, a WorkerInfo or an id, got {to!r}")
 
     def send(
         self, to, func, args=(), kwargs=None, timeout: float = -1.0, flush: bool = True
@@ -565,7 +568,7 @@ class Agent:
                     lambda fut: self._respond_with_future(link, message_id, context, fut, counted)
                 )
                 return
-        except Exception as error:
+        except BaseException as error:  # SystemExit too: the caller must hear of it
             self._respond(link, message_id, context, False, self._wrap(error), counted)
             return
         self._respond(link, message_id, context, True, result, counted)
@@ -577,7 +580,7 @@ class Agent:
     def _respond_with_future(self, link, message_id, context, fut, counted: bool) -> None:
         try:
             value = fut.wait()
-        except Exception as error:
+        except BaseException as error:
             self._respond(link, message_id, context, False, self._wrap(error), counted)
             return
         self._respond(link, message_id, context, True, value, counted)
@@ -590,7 +593,13 @@ class Agent:
                 payload, grad_tensors = serialization.dumps(value, link.peer)
             except Exception as error:
                 ok, grad_tensors = False, []
-                payload, _ = serialization.dumps(self._wrap(error), link.peer)
+                remote = value if isinstance(value, RemoteException) else self._wrap(error)
+                try:
+                    payload, _ = serialization.dumps(remote, link.peer)
+                except Exception:  # an exception type that does not pickle
+                    payload, _ = serialization.dumps(
+                        RemoteException(remote.msg, RuntimeError), link.peer
+                    )
             if context is not None and grad_tensors:
                 context.record_send(send_id, grad_tensors, link.peer)
             context_id = None if context is None else context.context_id
