@@ -88,3 +88,19 @@ def test_lazy_model_loads_a_state_dict_without_a_dry_run():
     fresh.eval()
     np.testing.assert_allclose(fresh(x).detach().numpy(), trained(x).detach().numpy())
     assert type(fresh[3]) is nn.Linear
+
+
+def test_state_dict_keeps_placeholders_as_torch(torch_mod):
+    # torch's state_dict holds the uninitialized parameters themselves, not detached copies
+    kinds = []
+    for m in (ember, torch_mod):
+        state = m.nn.LazyConv2d(4, 3).state_dict()
+        kinds.append({name: type(value).__name__ for name, value in state.items()})
+    assert (
+        kinds[0]
+        == kinds[1]
+        == {"weight": "UninitializedParameter", "bias": "UninitializedParameter"}
+    )
+    module = ember.nn.LazyConv2d(4, 3)
+    module(ember.zeros(1, 2, 5, 5))
+    assert all(type(v) is ember.Tensor for v in module.state_dict().values())

@@ -41,6 +41,7 @@ class UninitializedParameter(Parameter):
     """A parameter whose shape is not known yet; ``materialize`` gives it one (in place)."""
 
     cls_to_become = Parameter
+    _lazy_placeholder = True  # state_dict keeps it as it is
 
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         return Parameter.__new__(cls, _creation.empty(0, device=device, dtype=dtype), requires_grad)
@@ -71,6 +72,8 @@ class UninitializedParameter(Parameter):
 class UninitializedBuffer(Tensor):
     """A lazy module's buffer before its shape is known: a zero-size placeholder tensor
     that the first forward (or a loaded state dict) replaces."""
+
+    _lazy_placeholder = True  # state_dict keeps it as it is
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
         return cls._wrap(_creation.empty(0, device=device, dtype=dtype)._data)

@@ -340,12 +340,15 @@ class Module:
         out = OrderedDict() if destination is None else destination
         for mod_prefix, mod in self.named_modules(prefix=prefix.rstrip(".")):
             lead = mod_prefix + "." if mod_prefix else ""
+            # a lazy layer's placeholders stay themselves, as in torch (they have no shape yet)
             for name, p in mod._parameters.items():
                 if p is not None:
-                    out[lead + name] = p if keep_vars else p._detach()
+                    keep = keep_vars or getattr(p, "_lazy_placeholder", False)
+                    out[lead + name] = p if keep else p._detach()
             for name, b in mod._buffers.items():
                 if b is not None and name not in mod._non_persistent_buffers_set:
-                    out[lead + name] = b if keep_vars else b._detach()
+                    keep = keep_vars or getattr(b, "_lazy_placeholder", False)
+                    out[lead + name] = b if keep else b._detach()
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
