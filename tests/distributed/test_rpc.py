@@ -458,3 +458,14 @@ def test_shutdown_raises_instead_of_waiting_for_a_worker_that_died(tmp_path):
             worker.wait()
     assert out.startswith("raised: "), err
     assert "shutdown cannot complete: worker worker1 closed its connection before" in out
+
+
+def test_rpc_and_autograd_are_attributes_of_distributed_as_in_torch():
+    import ember.distributed
+    import ember.distributed.autograd
+
+    assert ember.distributed.rpc is rpc
+    assert ember.distributed.autograd is ember.distributed.autograd
+    assert ember.distributed.rpc.init_rpc is rpc.init_rpc
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        ember.distributed.nope  # noqa: B018

@@ -78,3 +78,15 @@ from .process_group import (
     is_torchelastic_launched,
     new_group,
 )
+
+# torch.distributed.rpc and .autograd are attributes after `import torch`; here they load when
+# first reached, so `import ember` does not start the RPC package
+_SUBMODULES_ON_FIRST_USE = ("rpc", "autograd")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES_ON_FIRST_USE:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
