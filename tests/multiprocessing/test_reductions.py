@@ -151,3 +151,18 @@ def test_an_unknown_sharing_strategy_raises_as_torch(libraries):
         with pytest.raises(AssertionError, match="invalid sharing strategy 'shm'"):
             lib.multiprocessing.set_sharing_strategy("shm")
     assert mp.get_sharing_strategy() == "file_descriptor"
+
+
+def test_a_cuda_tensor_is_shared_as_torch_says_but_refuses_to_be_sent(monkeypatch):
+    from tests import _fake_cupy
+
+    _fake_cupy.install(monkeypatch)
+    t = ember.ones(2, device="cuda")
+    assert t.share_memory_() is t and t.is_shared()  # torch: a no-op, CUDA memory counts as shared
+    with pytest.raises(RuntimeError, match="CUDA tensors cannot be sent to another process"):
+        mp.SimpleQueue().put(t)
+
+
+def test_spawn_context_is_torchs_old_name_for_the_process_context(libraries):
+    for lib in libraries:
+        assert issubclass(lib.multiprocessing.SpawnContext, lib.multiprocessing.ProcessContext)

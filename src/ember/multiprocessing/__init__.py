@@ -25,6 +25,7 @@ from .spawn import (
     ProcessException,
     ProcessExitedException,
     ProcessRaisedException,
+    SpawnContext,
     spawn,
     start_processes,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "ProcessException",
     "ProcessExitedException",
     "ProcessRaisedException",
+    "SpawnContext",
     "spawn",
     "start_processes",
     *multiprocessing.__all__,

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
@@ -220,6 +221,14 @@ class ProcessContext:
             if until is not None and now > until:
                 return False
             time.sleep(0.02)
+
+
+class SpawnContext(ProcessContext):
+    """torch's name before 1.4 for ``ProcessContext``; warns as torch does."""
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn("SpawnContext is renamed to ProcessContext since 1.4 release.", stacklevel=2)
+        super().__init__(*args, **kwargs)
 
 
 def start_processes(
