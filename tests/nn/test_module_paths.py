@@ -31,3 +31,15 @@ def test_modules_utils_helpers_match_torch(torch_mod):
     )
     with pytest.raises(ValueError, match="Input dimension should be at least"):
         eu._list_with_default([1, 2], [3, 4])
+
+
+def test_attention_output_projection_class_lives_in_linear_as_torch(torch_mod):
+    # programs name torch.nn.modules.linear.NonDynamicallyQuantizableLinear in safe_globals
+    from ember.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
+
+    names = []
+    for m in (__import__("ember"), torch_mod):
+        projection = type(m.nn.MultiheadAttention(4, 2).out_proj)
+        names.append((projection.__module__.split(".", 1)[1], projection.__qualname__))
+    assert names[0] == names[1] == ("nn.modules.linear", "NonDynamicallyQuantizableLinear")
+    assert issubclass(NonDynamicallyQuantizableLinear, Linear)

@@ -62,6 +62,11 @@ class Linear(Module):
         )
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's name for the attention output projection (a plain Linear); it lives here as
+    in torch, where checkpoints and ``torch.serialization.add_safe_globals`` name it."""
+
+
 class Bilinear(Module):
     """y = x₁ᵀ A x₂ + b for each output feature."""
 

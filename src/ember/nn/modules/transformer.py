@@ -19,7 +19,7 @@ from .. import init
 from ..parameter import Parameter
 from .container import ModuleList
 from .dropout import Dropout
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .normalization import LayerNorm
 
@@ -31,10 +31,6 @@ __all__ = [
     "TransformerEncoderLayer",
     "TransformerDecoderLayer",
 ]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """PyTorch's name for the attention output projection (a plain Linear)."""
 
 
 class MultiheadAttention(Module):
