@@ -396,11 +396,19 @@ def test_options_have_torchs_defaults():
 
 
 def test_a_world_of_one_calls_itself():
+    import socket
+    from multiprocessing.connection import AuthenticationError, Client
+
     from ._harness import free_port
 
-    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://127.0.0.1:{free_port()}")
+    port = free_port()
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"tcp://127.0.0.1:{port}")
     rpc.init_rpc("solo", rank=0, world_size=1, rpc_backend_options=options)
     try:
+        # strangers (one that hangs up, one with another key) are turned away, and RPC goes on
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        with pytest.raises(AuthenticationError):
+            Client(("127.0.0.1", port), authkey=b"not the key")
         out = rpc.rpc_sync("solo", ember.add, args=(ember.tensor([1.0]), 1))
         assert out.tolist() == [2.0]
         rref = rpc.RRef(np.arange(3))
@@ -413,6 +421,17 @@ def test_a_world_of_one_calls_itself():
         rpc.shutdown()
     with pytest.raises(RuntimeError, match="RPC has not been initialized"):
         rpc.get_worker_info()
+
+
+def test_file_rendezvous_removes_its_file(tmp_path):
+    path = tmp_path / "rendezvous"
+    options = rpc.TensorPipeRpcBackendOptions(init_method=f"file://{path}")
+    rpc.init_rpc("solo", rank=0, world_size=1, rpc_backend_options=options)
+    try:
+        assert not path.exists()
+        assert rpc.rpc_sync("solo", current_worker_name) == "solo"
+    finally:
+        rpc.shutdown(graceful=False)
 
 
 _DYING_WORKER = """

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import AuthenticationError, Client, Listener
 
 from ... import futures
-from ..rendezvous import RendezvousPoint
+from ..rendezvous import RendezvousPoint, _publish, _read_published, _remove, _this_host
 from . import _autograd_contexts as contexts
 from . import serialization
 from .options import TensorPipeRpcBackendOptions, WorkerInfo
@@ -207,14 +207,15 @@ class Agent:
 
     # --- rendezvous ---------------------------------------------------------------------------
     def _rendezvous(self, point: RendezvousPoint, timeout: float):
-        from ..rendezvous import _publish, _read_published, _this_host
-
         deadline = time.monotonic() + timeout
         if point.rank == 0:
-            if point.file_path is not None:
-                _publish(point.file_path, _this_host(), self._port)
-            host = point.master_addr or _this_host()
-            return self._gather_workers(host, deadline, timeout)
+            if point.file_path is None:
+                return self._gather_workers(point.master_addr, deadline, timeout)
+            _publish(point.file_path, _this_host(), self._port)
+            try:
+                return self._gather_workers(_this_host(), deadline, timeout)
+            finally:  # every worker has read it (or none will): free the path for reuse
+                _remove(point.file_path)
         while True:
             address = (point.master_addr, point.master_port)
             if point.file_path is not None:
@@ -298,13 +299,14 @@ class Agent:
 
     # --- connections --------------------------------------------------------------------------
     def _accept_loop(self) -> None:
-        while True:
+        while not self._closing:
             try:
                 conn = self._listener.accept()
-            except AuthenticationError:
-                continue  # a stranger (or a worker with another key): ignore it
+            except (AuthenticationError, EOFError, ConnectionError):
+                # a stranger, a worker with another key, or close() waking this loop
+                continue
             except OSError:
-                return
+                return  # the listener is closed
             if self._closing:
                 conn.close()
                 return
@@ -644,8 +646,8 @@ class Agent:
             pending = list(self._pending)
         for message_id in pending:
             self._fail(message_id, RuntimeError("ember.distributed.rpc: RPC was shut down"))
-        try:  # wake the accept loop with a connection of our own
-            Client(("127.0.0.1", self._port), "AF_INET", authkey=self._authkey).close()
+        try:  # wake the accept loop (closing a listening socket does not, on Linux)
+            socket.create_connection(("127.0.0.1", self._port), timeout=1.0).close()
         except OSError:
             pass
         self._listener.close()
