@@ -480,3 +480,82 @@ def test_load_state_dict_into_meta_without_assign_warns_and_stays_meta(torch_mod
             for m in messages
         )
         assert model.weight.is_meta
+
+
+# --- more layers, initialisers and optimizers ---------------------------------------------------
+LAYERS = {
+    "lstm": lambda lib: lib.nn.LSTM(8, 16, batch_first=True, device="meta")(
+        lib.randn(2, 5, 8, device="meta")
+    )[0],
+    "gru": lambda lib: lib.nn.GRU(8, 16, device="meta")(lib.randn(5, 2, 8, device="meta"))[0],
+    "multihead_attention": lambda lib: lib.nn.MultiheadAttention(16, 4, device="meta")(
+        *(lib.randn(5, 2, 16, device="meta"),) * 3
+    )[0],
+    "group_norm": lambda lib: lib.nn.GroupNorm(2, 4, device="meta")(
+        lib.randn(2, 4, 5, device="meta")
+    ),
+    "conv_transpose2d": lambda lib: lib.nn.ConvTranspose2d(4, 2, 3, stride=2, device="meta")(
+        lib.randn(1, 4, 5, 5, device="meta")
+    ),
+    "interpolate": lambda lib: lib.nn.functional.interpolate(
+        lib.randn(1, 2, 4, 4, device="meta"), scale_factor=2, mode="bilinear"
+    ),
+    "batch_norm_eval": lambda lib: lib.nn.BatchNorm1d(4, device="meta").eval()(
+        lib.randn(3, 4, device="meta")
+    ),
+    "topk": lambda lib: lib.randn(3, 5, device="meta").topk(2).values,
+    "sort_indices": lambda lib: lib.randn(3, 5, device="meta").sort().indices,
+    "scatter_add": lambda lib: lib.zeros(5, device="meta").scatter_add(
+        0, lib.zeros(2, dtype=lib.int64, device="meta"), lib.ones(2, device="meta")
+    ),
+    "half": lambda lib: lib.empty(3, device="meta").half(),
+    "new_zeros": lambda lib: lib.empty(3, device="meta", dtype=lib.float64).new_zeros(2, 2),
+    "empty_strided": lambda lib: lib.empty_strided((2, 3), (3, 1), device="meta"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_on_meta_as_torch(name, torch_mod):
+    ours = LAYERS[name](ember)
+    assert ours.is_meta
+    assert _signature(ours) == _signature(LAYERS[name](torch_mod))
+
+
+INITS = [
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "xavier_normal_",
+    "trunc_normal_",
+    "normal_",
+    "orthogonal_",
+    "zeros_",
+    "ones_",
+    "eye_",
+]
+
+
+@pytest.mark.parametrize("name", INITS)
+def test_init_functions_on_meta_keep_it_meta(name):
+    t = ember.empty(5, 4, device="meta")
+    assert getattr(nn.init, name)(t) is t and t.is_meta and t.shape == (5, 4)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
+def test_optimizer_steps_on_meta_parameters(name):
+    with ember.device("meta"):
+        model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 2))
+        x = ember.randn(4, 8)
+    model(x).sum().backward()
+    optimizer = getattr(ember.optim, name)(model.parameters(), lr=0.1)
+    optimizer.step()
+    optimizer.step()
+    assert all(p.is_meta and p.shape == p.grad.shape for p in model.parameters())
+
+
+def test_to_empty_onto_meta_and_deepcopy_stay_meta():
+    import copy
+
+    model = nn.Linear(3, 2).to_empty(device="meta")
+    assert model.weight.is_meta and isinstance(model.weight, nn.Parameter)
+    twin = copy.deepcopy(model)
+    assert twin.weight.is_meta and twin.weight.shape == (2, 3)

@@ -145,6 +145,8 @@ def trunc_normal_(
             "The distribution of values may be incorrect.",
             stacklevel=2,
         )
+    if tensor.is_meta:  # no values to draw or redraw
+        return tensor
     mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
     with no_grad():
         if mass > 0.3:
