@@ -89,6 +89,10 @@ class Counter:
     def fail(self):
         raise KeyError("no such thing")
 
+    @rpc.functions.async_execution
+    def add_later(self, to, k):
+        return rpc.rpc_async(to, scaled_sum, args=(k, 0)).then(lambda fut: self.add(fut.wait()))
+
 
 # --- the cases (each runs on both workers; most act on worker 0 only) -------------------------
 def case_rpc_sync_runs_a_builtin_remotely(rank):
@@ -211,6 +215,10 @@ def case_rref_proxies_call_methods_on_the_owner(rank):
         assert counter.rpc_sync(timeout=5).add(0) == 11  # the state stayed on worker1
         with pytest.raises(KeyError, match="no such thing"):
             counter.rpc_sync().fail()
+        assert counter.rpc_sync().add_later("worker0", 4) == 15  # an async_execution method
+        assert counter.remote().add_later("worker0", 5).to_here() == 20
+        slow = rpc.remote("worker1", sleep_then, args=(0.2, Counter(1)))
+        assert slow.rpc_sync().add(1) == 2  # waits for the value, on the owner
 
 
 def case_remote_error_is_raised_by_to_here(rank):

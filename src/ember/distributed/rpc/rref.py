@@ -193,13 +193,33 @@ class _Proxy:
 
 
 def _call_method(rref: RRef, name: str, args: tuple, kwargs: dict) -> Any:
-    """On the owner: ``rref.local_value().name(*args, **kwargs)`` (deferred if that method is
-    an ``async_execution`` one)."""
-    method = getattr(rref.local_value(), name)
+    """On the owner: ``rref.local_value().name(*args, **kwargs)``. Deferred where the value is
+    still being made (no thread waits for it) or the method is an ``async_execution`` one."""
+    rref._raise_if_creation_failed()
+    made = rref._value
+    if made.done():
+        return _invoke(made.wait(), name, args, kwargs)
+    answer: futures.Future = futures.Future()
+
+    def run(done: futures.Future) -> None:
+        try:
+            result = _invoke(done.wait(), name, args, kwargs)
+        except BaseException as error:
+            answer.set_exception(error)
+            return
+        if isinstance(result, Deferred):
+            result.future.add_done_callback(lambda later: _settle(answer, later))
+        else:
+            answer.set_result(result)
+
+    made.add_done_callback(run)
+    return Deferred(answer)
+
+
+def _invoke(value, name: str, args: tuple, kwargs: dict) -> Any:
+    method = getattr(value, name)
     result = method(*args, **kwargs)
-    if is_async_function(method):
-        return Deferred(result)
-    return result
+    return Deferred(result) if is_async_function(method) else result
 
 
 def _fetch_value(rref_id) -> Deferred:
@@ -213,11 +233,13 @@ def create_owned(rref_id, func, args: tuple, kwargs: dict) -> None:
     fut = agent.owned_future(rref_id)
     try:
         value = func(*args, **kwargs)
-    except Exception as error:
+        if is_async_function(func) and not isinstance(value, Deferred):
+            value = Deferred(value)
+    except BaseException as error:
         fut.set_exception(error)
         return
-    if is_async_function(func):
-        value.add_done_callback(lambda done: _settle(fut, done))
+    if isinstance(value, Deferred):
+        value.future.add_done_callback(lambda done: _settle(fut, done))
     else:
         fut.set_result(value)
     with agent.rref_lock:
@@ -228,9 +250,11 @@ def create_owned(rref_id, func, args: tuple, kwargs: dict) -> None:
 
 def _settle(target: futures.Future, done: futures.Future) -> None:
     try:
-        target.set_result(done.wait())
-    except Exception as error:
+        value = done.wait()
+    except BaseException as error:
         target.set_exception(error)
+        return
+    target.set_result(value)
 
 
 def _to_wire(rref: RRef, destination: int):
