@@ -35,8 +35,10 @@ class NestedUnsupported(NotImplementedError, AttributeError):
 
 
 def unsupported(op: str, layout: str) -> NestedUnsupported:
+    if op.isidentifier():
+        op += "()"
     return NestedUnsupported(
-        f"{op}(): not supported for NestedTensor ({layout} layout) in ember (no nested "
+        f"{op}: not supported for NestedTensor ({layout} layout) in ember (no nested "
         "kernel); convert with nt.to_padded_tensor(padding) or nt.unbind() first (the "
         "ember.nested docstring lists the ops nested tensors support)"
     )

@@ -127,6 +127,7 @@ def _function_kernels() -> dict:
         "narrow": _shape.narrow,
         "reshape": _shape.reshape,
         "clone": _pointwise.clone,
+        "where": _pointwise.where,
         "detach": lambda input: input.detach(),
         "unbind": lambda input, dim=0: input.unbind(dim),
     }
@@ -200,6 +201,7 @@ def _install_methods() -> None:
     N.matmul = N.__matmul__ = _matmul.matmul
     N.__rmatmul__ = lambda self, other: _matmul.matmul(other, self)
     N.bmm = _matmul.bmm
+    N.where = lambda self, condition, other: _pointwise.where(condition, self, other)
     N.to = _pointwise.to
     N.clone = _pointwise.clone
     N.contiguous = _pointwise.contiguous

@@ -21,8 +21,11 @@ def _shape_text(t):
 
 
 def _unsupported(a, b) -> RuntimeError:
+    # PyTorch's words: the first shape as a tuple, the second as a Size
+    strided = isinstance(b, NestedTensor) and b.layout == "strided"
+    second = "a strided NestedTensor" if strided else repr(b.shape)
     return RuntimeError(
-        f"matmul(): not supported between inputs of shapes {_shape_text(a)} and {_shape_text(b)}"
+        f"matmul(): not supported between inputs of shapes {_shape_text(a)} and {second}"
     )
 
 

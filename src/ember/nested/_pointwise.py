@@ -8,6 +8,8 @@ it may not span the ragged dimension, and may lead with the batch dimension).
 
 from __future__ import annotations
 
+import ember
+
 from .._tensor import Tensor
 from . import _build
 from ._tensor import NestedTensor
@@ -117,6 +119,26 @@ def inplace(original, name: str):
 
     nested.__name__ = name
     return nested
+
+
+def where(condition, input=None, other=None):
+    """``where(condition, input, other)`` with nested operands of one structure (and numbers
+    or dense tensors that broadcast against the values)."""
+    operands = (condition, input, other)
+    nested = [t for t in operands if isinstance(t, NestedTensor)]
+    like = nested[0]
+    for t in nested[1:]:
+        if not like._same_structure(t):
+            raise _mismatch("where", like, t)
+    args = []
+    for t in operands:
+        if isinstance(t, NestedTensor):
+            t = t._inner
+        elif isinstance(t, Tensor) and t.dim() > 0:
+            if not (like.layout == "jagged" and _dense_against_values(like, t)):
+                raise _mismatch("where", like, t)
+        args.append(t)
+    return like._like(ember.where(*args))
 
 
 def like_factory(original):

@@ -105,7 +105,7 @@ class NestedTensor(Tensor):
             if not -n <= index < n:
                 raise IndexError(f"index {index} is out of bounds for dimension 0 with size {n}")
             return components[index]
-        raise _errors.unsupported("__getitem__ with a non-integer index", str.__str__(self.layout))
+        raise _errors.unsupported(f"indexing with {index!r}", str.__str__(self.layout))
 
     # --- autograd state: the inner tensor's -----------------------------------------------
     @property
