@@ -411,7 +411,8 @@ class Tensor:
 
     def __reduce_ex__(self, protocol):
         raise TypeError(
-            "ember tensors are not pickled; save them with ember.save (safetensors) instead"
+            "ember tensors are not pickled; save them with ember.save (safetensors) instead, "
+            "or send them to other processes with ember.multiprocessing (shared memory)"
         )
 
     def __deepcopy__(self, memo):
