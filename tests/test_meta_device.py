@@ -559,3 +559,23 @@ def test_to_empty_onto_meta_and_deepcopy_stay_meta():
     assert model.weight.is_meta and isinstance(model.weight, nn.Parameter)
     twin = copy.deepcopy(model)
     assert twin.weight.is_meta and twin.weight.shape == (2, 3)
+
+
+def test_numpy_conversions_raise_torchs_errors(torch_mod):
+    import numpy as np
+
+    for lib in (ember, torch_mod):
+        t = lib.empty(3, device="meta")
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor; no data!"):
+            t.numpy(force=True)
+        with pytest.raises(TypeError, match="can't convert meta device type tensor to numpy"):
+            np.asarray(t)
+        with pytest.raises(TypeError, match="unsupported format string passed to Tensor"):
+            f"{lib.empty((), device='meta'):.2f}"
+
+
+def test_elements_of_a_meta_vector_are_meta(torch_mod):
+    for lib in (ember, torch_mod):
+        t = lib.empty(3, device="meta")
+        assert [_signature(e) for e in t] == [((), "float32", "meta")] * 3
+        assert t[1].is_meta and t.unbind(0)[2].is_meta

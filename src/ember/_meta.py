@@ -579,7 +579,8 @@ class MetaArray(np.ndarray):
             raise _data_dependent("indexing with a boolean mask")
         if _is_array(key) or (isinstance(key, tuple) and any(_is_array(k) for k in key)):
             return empty(_index_shape(self.shape, key), self.dtype)
-        return np.ndarray.__getitem__(self, key)  # a view: shape and zero strides
+        out = np.ndarray.__getitem__(self, key)  # a view: shape and zero strides
+        return out if isinstance(out, np.ndarray) else empty((), self.dtype)  # not a scalar
 
     def __setitem__(self, key, value):
         return None

@@ -353,10 +353,12 @@ class Tensor:
                     f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
                     "to copy the tensor to host memory first."
                 )
-            return self._data.get()
+            return _backend.move(self._data, _backend.CPU)  # (a meta tensor raises: no data)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self.device.type == "meta":
+            return self.numpy()  # torch's TypeError
         data = self._detach().numpy(force=True)
         return data if dtype is None else data.astype(dtype)
 
@@ -405,7 +407,7 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0:
+        if self._data.ndim == 0 and self.device.type != "meta":
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
