@@ -164,20 +164,26 @@ def test_hogwild_through_spawn_trains_the_parents_model():
 
 
 def test_no_shared_memory_is_left_behind():
+    """file_system segments are named: each is unlinked once no process uses it any more."""
     import glob
 
     from ember import _shared_memory
+
+    def ours():
+        return glob.glob(os.path.join(_shared_memory.SHM_DIR, f"ember_{os.getpid()}_*"))
 
     previous = mp.get_sharing_strategy()
     mp.set_sharing_strategy("file_system")
     try:
         model, x, y = _setup(ember)
-        names = lambda: glob.glob(os.path.join(_shared_memory.SHM_DIR, "ember_*"))  # noqa: E731
-        ours = {path for path in names() if f"ember_{os.getpid()}_" in path}
-        assert len(ours) == len(list(model.parameters()))
+        assert len(ours()) == len(list(model.parameters()))
         _run(mp.get_context("spawn"), "ember", model, x, y, one_after_another=False)
         assert x.is_shared() and y.is_shared()  # sent to the workers
+        assert len(ours()) == len(list(model.parameters())) + 2  # the workers are gone, we stay
+        losses = mp.get_context("spawn").SimpleQueue()
+        mp.spawn(_spawned_train, args=("ember", model, x, y, losses), nprocs=2, timeout=90)
+        assert len(ours()) == len(list(model.parameters())) + 2
         del model, x, y
-        assert [p for p in names() if f"ember_{os.getpid()}_" in p] == []
+        assert ours() == []
     finally:
         mp.set_sharing_strategy(previous)

@@ -24,7 +24,7 @@ def main(payload_path: str, index: int) -> None:
     try:
         multiprocessing.spawn.prepare(payload["preparation"])
         multiprocessing.current_process().authkey = payload["authkey"]
-        fn, args = pickle.loads(payload["call"])
+        fn, args = pickle.loads(payload["calls"][index])
         fn(index, *args)
     except KeyboardInterrupt:
         pass  # the parent is tearing the workers down

@@ -251,15 +251,19 @@ def start_processes(
     preparation.pop("authkey", None)  # not picklable outside multiprocessing's own pipes
     # pickled as multiprocessing's spawn pickles a Process: tensors as handles on shared memory,
     # queues, locks and managers' proxies as what a spawned child reopens them from
-    inherited = _Inheritance()
-    multiprocessing.context.set_spawning_popen(inherited)
-    try:
-        call = bytes(ForkingPickler.dumps((fn, tuple(args))))
-    finally:
-        multiprocessing.context.set_spawning_popen(None)
+    # once per worker, as each spawned Process is pickled for itself: a handle given away (a
+    # file_system segment's reference) is one worker's to release
+    inherited, calls = [], []
+    for _ in range(nprocs):
+        inherited.append(_Inheritance())
+        multiprocessing.context.set_spawning_popen(inherited[-1])
+        try:
+            calls.append(bytes(ForkingPickler.dumps((fn, tuple(args)))))
+        finally:
+            multiprocessing.context.set_spawning_popen(None)
     authkey = bytes(multiprocessing.current_process().authkey)
     with open(payload_path, "wb") as f:
-        pickle.dump({"preparation": preparation, "authkey": authkey, "call": call}, f)
+        pickle.dump({"preparation": preparation, "authkey": authkey, "calls": calls}, f)
     env = dict(os.environ)
     env.setdefault("MASTER_ADDR", "127.0.0.1")
     env.setdefault("MASTER_PORT", str(_free_port()))
@@ -283,7 +287,7 @@ def start_processes(
                 command = [launcher, "-n", "1", *command]
             processes.append(
                 subprocess.Popen(
-                    command, env=dict(env), start_new_session=True, pass_fds=inherited.fds
+                    command, env=dict(env), start_new_session=True, pass_fds=inherited[index].fds
                 )
             )
     except BaseException:
