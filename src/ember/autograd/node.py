@@ -72,6 +72,8 @@ class Node:
     _saved: tuple | None = ()
     _saved_versions: tuple = ()
     _saved_out = None
+    _saved_hooks = None  # index (or "result") -> (packed, unpack) of _raw_saved_*.register_hooks
+    saved_fields: dict = {}  # torch's saved field -> where ember keeps it (see _saved_field)
     _meta: tuple = ()
     _pre_hooks = None
     _post_hooks = None
@@ -94,6 +96,29 @@ class Node:
         torch_name = cls.__dict__.get("torch_name")
         if torch_name is not None:
             cls.__name__ = cls.__qualname__ = torch_name
+        # torch_saved: the fields torch's node of this name exposes as _saved_<field>; a
+        # subclass that is another torch node declares its own (an empty dict: none)
+        if "torch_saved" in cls.__dict__:
+            cls.saved_fields = dict(cls.torch_saved)
+
+    def __getattr__(self, name: str):
+        # only reached when normal lookup fails: torch's _saved_<field> / _raw_saved_<field>
+        if name.startswith("_saved_") or name.startswith("_raw_saved_"):
+            raw = name.startswith("_raw_saved_")
+            field = name[len("_raw_saved_") :] if raw else name[len("_saved_") :]
+            source = type(self).saved_fields.get(field, _NO_FIELD)
+            if source is not _NO_FIELD and (not raw or _is_tensor_source(source)):
+                return SavedTensor(self, source) if raw else _saved_field(self, source)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        # as torch's nodes list themselves: the saved fields of this op, not ember's internals
+        names = [n for n in super().__dir__() if n not in _INTERNAL_SAVED]
+        for field, source in type(self).saved_fields.items():
+            names.append("_saved_" + field)
+            if _is_tensor_source(source):
+                names.append("_raw_saved_" + field)
+        return sorted(set(names))
 
     def name(self) -> str:
         return type(self).__name__
@@ -131,6 +156,8 @@ class Node:
         for i, t in enumerate(saved):
             if versions[i] is not None and t._vc[0] != versions[i]:
                 _raise_modified(self, t, versions[i])
+        if self._saved_hooks is not None:
+            return _unpacked_with_hooks(saved, self._saved_hooks)
         return saved
 
     def saved_output(self):
@@ -138,6 +165,9 @@ class Node:
         record = self._saved_out
         if record is None:
             raise RuntimeError(FREED_MESSAGE)
+        if self._saved_hooks is not None and "result" in self._saved_hooks:
+            packed, unpack = self._saved_hooks["result"]
+            return _checked_unpack(unpack, packed)
         data, vc, version = record
         Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
         if vc[0] != version:
@@ -154,6 +184,7 @@ class Node:
     def release(self) -> None:
         self._saved = None
         self._saved_out = None
+        self._saved_hooks = None
 
     # --- hooks -----------------------------------------------------------------------
     def register_hook(self, fn) -> RemovableHandle:
@@ -193,6 +224,78 @@ class Node:
 
     def __call__(self, *grads):
         return self.apply(list(grads))
+
+
+_NO_FIELD = object()
+_INTERNAL_SAVED = frozenset(("_saved_versions", "_saved_out", "_saved_hooks"))
+
+
+def _is_tensor_source(source) -> bool:
+    return (
+        source.__class__ is int
+        or source == "result"
+        or source.__class__ is tuple
+        and (source[0] == "tensor")
+    )
+
+
+def _saved_field(node: Node, source):
+    """The value of one of torch's saved fields. ``source``: an int (that saved tensor),
+    "result" (the saved output), another str (that attribute of the node), ``("value", v)``
+    (a constant), ``("tensor", f)`` (a tensor, ``f(node)``) or a callable of the node."""
+    if source.__class__ is int:
+        return node.unpack_saved()[source]
+    if source == "result":
+        return node.saved_output()
+    if source.__class__ is str:
+        return getattr(node, source, None)
+    if source.__class__ is tuple:
+        return source[1](node) if source[0] == "tensor" else source[1]
+    return source(node)
+
+
+def _checked_unpack(unpack, packed):
+    value = unpack(packed)
+    if not isinstance(value, _TENSOR[0] if _TENSOR else _tensor_class()):
+        raise TypeError(
+            "Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+            f"{type(value).__name__}"
+        )
+    return value
+
+
+def _unpacked_with_hooks(saved: tuple, hooks: dict) -> tuple:
+    return tuple(
+        _checked_unpack(hooks[i][1], hooks[i][0]) if i in hooks else t for i, t in enumerate(saved)
+    )
+
+
+class SavedTensor:
+    """``node._raw_saved_<field>``: one saved tensor, whose ``register_hooks(pack, unpack)``
+    packs it now and unpacks it whenever the node reads it (torch's SavedTensor)."""
+
+    __slots__ = ("node", "source")
+
+    def __init__(self, node: Node, source):
+        self.node, self.source = node, source
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks expects two callables (pack_hook, unpack_hook)")
+        node, source = self.node, self.source
+        hooks = node._saved_hooks
+        if hooks is not None and source in hooks:
+            raise RuntimeError(
+                "SavedTensor hooks have already been set on this SavedTensor. Please check that "
+                "you didn't call register_hooks() twice."
+            )
+        tensor = _saved_field(node, source)  # raises torch's error once the graph was freed
+        if tensor is None:
+            raise RuntimeError("None is forbidden")
+        packed = pack_hook(tensor)
+        if hooks is None:
+            hooks = node._saved_hooks = {}
+        hooks[source] = (packed, unpack_hook)
 
 
 _TENSOR = []

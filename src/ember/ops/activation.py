@@ -79,6 +79,8 @@ def _softmax_dim(input: Tensor, dim, op: str) -> int:
 
 
 class SoftmaxBackward0(Node):
+    torch_saved = {"dim": "dim", "result": "result"}
+
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
@@ -92,6 +94,8 @@ class SoftmaxBackward0(Node):
 
 
 class LogSoftmaxBackward0(Node):
+    torch_saved = {"dim": "dim", "result": "result"}
+
     def backward(self, g):
         y = self.saved_output()
         d = self.dim

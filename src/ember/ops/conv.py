@@ -101,8 +101,15 @@ def _col2im(xp, cols, size, kernel, stride, pads, dilation, channels_first=False
     return image.swapaxes(0, 1) if channels_first else image
 
 
+def _bias_sizes(node):
+    bias = node.unpack_saved()[2] if len(node.unpack_saved()) > 2 else None
+    return None if bias is None else tuple(bias._data.shape)
+
+
 class ConvolutionBackward0(CompositeBackward):
     """Every convolution (plain or transposed, 1-3 d) as one node, as PyTorch records it."""
+
+    torch_saved = {"input": 0, "weight": 1, "bias_sym_sizes_opt": _bias_sizes}
 
 
 class ConvolutionOneGemmBackward0(Node):
@@ -114,6 +121,17 @@ class ConvolutionOneGemmBackward0(Node):
     groups = 1
 
     torch_name = "ConvolutionBackward0"
+    torch_saved = {
+        "bias_sym_sizes_opt": _bias_sizes,
+        "dilation": "dilation",
+        "groups": "groups",
+        "input": 0,
+        "output_padding": lambda node: (0,) * len(node.stride),
+        "padding": lambda node: tuple(before for before, _ in node.pads),
+        "stride": "stride",
+        "transposed": ("value", False),
+        "weight": 1,
+    }
 
     def backward(self, g):
         from ..autograd import grad as autograd_grad

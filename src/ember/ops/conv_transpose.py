@@ -101,6 +101,12 @@ class ConvolutionTransposeBackward0(ConvolutionOneGemmBackward0):
     :mod:`ember._kernels.conv_transposed`; under ``create_graph``, the composite's."""
 
     pipelined = True
+    torch_name = "ConvolutionBackward0"
+    torch_saved = {
+        **ConvolutionOneGemmBackward0.torch_saved,
+        "transposed": ("value", True),
+        "output_padding": lambda node: getattr(node, "output_padding", (0,) * len(node.stride)),
+    }
 
     def _pipelined_backward(self, xp, x, weight, gd, edges):
         if self.unbatched:

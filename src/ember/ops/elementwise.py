@@ -345,7 +345,14 @@ def _make_unary(name, kernel, derivative, saves, floating):
         return derivative(g, x, y)
 
     node_name = NODE_NAMES.get(name, torch_node_name(name))
-    node_cls = type(node_name, (Node,), {"backward": backward, "__module__": __name__})
+    fields = {"self": 0} if save_x else {"result": "result"} if save_y else {}
+    if name == "square":  # torch's pow(x, 2)
+        fields = {"self": 0, "exponent": ("value", 2)}
+    node_cls = type(
+        node_name,
+        (Node,),
+        {"backward": backward, "__module__": __name__, "torch_saved": fields},
+    )
 
     modules = _backend._MODULE_OF_TYPE
 
@@ -457,13 +464,24 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Ten
 # Binary ops. Operands are promoted to PyTorch's result dtype; a Python number stays a number
 # and the formulas use it as a constant.
 # --------------------------------------------------------------------------------------------
+def _number_as_tensor(value):
+    """A Python number an op saved, as torch saves it: a 0-d tensor (None stays None)."""
+    if value is None or isinstance(value, Tensor):
+        return value
+    return wrap(_backend.as_array(value))
+
+
 class AddBackward0(Node):
+    torch_saved = {"alpha": "alpha"}
+
     def backward(self, g):
         alpha = self.alpha
         return g, (g if alpha == 1 or self._edges[1] is None else g * alpha)
 
 
 class SubBackward0(Node):
+    torch_saved = {"alpha": "alpha"}
+
     def backward(self, g):
         if self._edges[1] is None:
             return g, None
@@ -471,11 +489,12 @@ class SubBackward0(Node):
         return g, (-g if alpha == 1 else g * -alpha)
 
 
-class AddNumberBackward(Node):  # tensor + number: the hot case, one edge
+class AddNumberBackward(Node):  # tensor + number: the hot case (edges: the tensor, None)
     torch_name = "AddBackward0"
+    torch_saved = {"alpha": ("value", 1)}
 
     def backward(self, g):
-        return g
+        return g, None
 
 
 class SubNumberBackward(AddNumberBackward):
@@ -483,6 +502,8 @@ class SubNumberBackward(AddNumberBackward):
 
 
 class RsubBackward1(Node):  # number - tensor * alpha; torch's one input is the tensor
+    torch_saved = {"alpha": "alpha"}
+
     def backward(self, g):
         alpha = self.alpha
         return -g if alpha == 1 else g * -alpha
@@ -496,7 +517,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
             data = ad + (scalar if scalar is not None else data_of(other, ad))
             if input._rg:
                 if grad_state.enabled:
-                    return record(AddNumberBackward(), data, (input,))
+                    return record(AddNumberBackward(), data, (input, None))
                 return no_grad_result(AddBackward0, data, (input,))
             return wrap(data)
     a, b = promote("add", input, other)
@@ -524,7 +545,7 @@ def sub(input, other, *, alpha=1) -> Tensor:
             scalar = _SCALARS.get((other, ad.dtype))
             data = ad - (scalar if scalar is not None else data_of(other, ad))
             if input._rg and grad_state.enabled:
-                return record(SubNumberBackward(), data, (input,))
+                return record(SubNumberBackward(), data, (input, None))
             return wrap(data)
     if (
         input.__class__ is bool
@@ -582,6 +603,11 @@ subtract = sub
 
 
 class MulBackward0(Node):
+    torch_saved = {
+        "self": 0,
+        "other": ("tensor", lambda node: _number_as_tensor(node.unpack_saved()[1])),
+    }
+
     def backward(self, g):
         a, b = self.unpack_saved()
         if g._data.dtype.kind == "c":  # complex: each operand passes back g·conj(other)
@@ -601,7 +627,7 @@ def mul(input, other) -> Tensor:
                 if grad_state.enabled:
                     node = MulByNumberBackward()
                     node.other = other
-                    return record(node, data, (input,))
+                    return record(node, data, (input, None))
                 return no_grad_result(MulBackward0, data, (input,))
             return wrap(data)
     a, b = promote("mul", input, other)
@@ -624,14 +650,23 @@ def mul(input, other) -> Tensor:
 multiply = mul
 
 
-class MulByNumberBackward(Node):  # tensor * number: the hot case, one edge, nothing saved
+class MulByNumberBackward(Node):  # tensor * number: the hot case, nothing saved
     torch_name = "MulBackward0"
+    torch_saved = {
+        "self": ("value", None),
+        "other": ("tensor", lambda node: _number_as_tensor(node.other)),
+    }
 
     def backward(self, g):
-        return g * self.other
+        return g * self.other, None
 
 
 class DivBackward0(Node):
+    torch_saved = {
+        "self": 0,
+        "other": ("tensor", lambda node: _number_as_tensor(node.unpack_saved()[1])),
+    }
+
     def backward(self, g):
         a, b = self.unpack_saved()
         if g._data.dtype.kind == "c":  # complex: the derivatives are conjugated
@@ -745,6 +780,8 @@ def floor_divide(input, other) -> Tensor:
 
 
 class PowBackward0(Node):  # tensor ** number
+    torch_saved = {"self": 0, "exponent": "exponent"}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         e = self.exponent
@@ -754,6 +791,8 @@ class PowBackward0(Node):  # tensor ** number
 
 
 class PowBackward1(Node):  # tensor ** tensor
+    torch_saved = {"self": 0, "exponent": 1, "result": "result"}
+
     def backward(self, g):
         a, b = self.unpack_saved()
         edges = self._edges
@@ -770,6 +809,8 @@ class PowBackward1(Node):  # tensor ** tensor
 
 
 class PowBackward2(Node):  # number ** tensor; torch's one input is the exponent
+    torch_saved = {"self": "base", "exponent": 0, "result": "result"}
+
     def backward(self, g):
         y = self.saved_output()
         base = self.base
@@ -1050,6 +1091,8 @@ def logaddexp(input, other) -> Tensor:
 # Ternary and selection ops
 # --------------------------------------------------------------------------------------------
 class WhereBackward0(Node):  # inputs (self, other); the condition is saved, not an input
+    torch_saved = {"condition": 0}
+
     def backward(self, g):
         (cond,) = self.unpack_saved()
         edges = self._edges
@@ -1095,17 +1138,19 @@ def _scalar_array(value, like: Tensor):
 
 
 class ClampBackward1(Node):  # number bounds (torch's clamp overload 1)
+    torch_saved = {"self": 0, "min": "min", "max": "max"}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         return g.masked_fill(~_clamp_kept(x, self.min, self.max), 0.0)
 
 
 class ClampMinBackward0(ClampBackward1):  # clamp_min(x, number)
-    pass
+    torch_saved = {"self": 0, "min": "min"}
 
 
 class ClampMaxBackward0(ClampBackward1):  # clamp_max(x, number)
-    pass
+    torch_saved = {"self": 0, "max": "max"}
 
 
 def _clamp_kept(x: Tensor, lo, hi) -> Tensor:
@@ -1119,6 +1164,8 @@ def _clamp_kept(x: Tensor, lo, hi) -> Tensor:
 
 
 class ClampBackward0(Node):  # tensor bounds, torch's clamp_backward_min_max
+    torch_saved = {"self": 0, "min": 1, "max": 2}
+
     def backward(self, g):
         x, lo, hi = self.unpack_saved()
         g_x = g.masked_fill(~_clamp_kept(x, lo, hi), 0.0) if self._edges[0] is not None else None

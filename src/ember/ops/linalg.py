@@ -39,6 +39,8 @@ def _same_dtype(op: str, a: Tensor, b: Tensor) -> None:
 class MmBackward0(Node):
     """Gradient of a @ b for every matmul case: 1-D operands are matrices with a unit dim."""
 
+    torch_saved = {"self": 0, "mat2": 1}
+
     def backward(self, g):
         a, b = self.unpack_saved()  # each saved only when the other needs a gradient
         if g._data.dtype.kind == "c":  # complex operands pass back the conjugate of the other
@@ -70,15 +72,15 @@ class MmBackward0(Node):
 
 
 class DotBackward0(MmBackward0):
-    pass
+    torch_saved = {"self": 0, "tensor": 1}
 
 
 class MvBackward0(MmBackward0):
-    pass
+    torch_saved = {"self": 0, "vec": 1}
 
 
 class BmmBackward0(MmBackward0):
-    pass
+    torch_saved = {"self": 0, "mat2": 1}
 
 
 class MatmulBackward0(MmBackward0):
@@ -743,7 +745,7 @@ class LinearAddmmBackward(Node):
     (bias, x, Wᵀ) (the last through a TBackward0 node); the gradients are linear's."""
 
     torch_name = "AddmmBackward0"
-    alpha = beta = 1
+    torch_saved = {"alpha": ("value", 1), "beta": ("value", 1), "mat1": 0, "mat2": 1}
 
     def backward(self, g):
         x, w_t = self.unpack_saved()
@@ -758,6 +760,7 @@ class LinearMmBackward(Node):
     """linear without a bias on 2-D input: mm(x, W.t()), inputs (x, Wᵀ)."""
 
     torch_name = "MmBackward0"
+    torch_saved = {"self": 0, "mat2": 1}
 
     def backward(self, g):
         x, w_t = self.unpack_saved()
@@ -767,7 +770,7 @@ class LinearMmBackward(Node):
 
 
 class SqueezeBackward4(ViewBackward0):  # torch's in-place squeeze_(dim) after a 1-D linear
-    pass
+    torch_saved = {"dim": ("value", 0), "self_sym_sizes": "shape"}
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -259,6 +259,16 @@ class _FusedNormBackward(Node):
 
 
 class NativeLayerNormBackward0(_FusedNormBackward):
+    torch_saved = {
+        "bias": ("tensor", lambda node: node.saved_bias),
+        "input": 0,
+        "normalized_shape": "affine_shape",
+        "result1": ("tensor", lambda node: wrap(node.mean)),
+        "result2": ("tensor", lambda node: wrap(node.rstd)),
+        "weight": 1,
+    }
+    saved_bias = None
+
     def _array_backward(self, g, x, weight, need):
         kernels = _layer_norm_kernels(x._data, g._data, weight)
         if kernels is None or self.mean.dtype != x._data.dtype:
@@ -298,6 +308,24 @@ def _layer_norm_kernels(data, *others):
 
 
 class NativeBatchNormBackward0(_FusedNormBackward):
+    torch_saved = {
+        "eps": "eps",
+        "input": 0,
+        "result1": (
+            "tensor",
+            lambda node: wrap(node.mean.reshape(-1)) if node.batch_stats else None,
+        ),
+        "result2": (
+            "tensor",
+            lambda node: wrap(node.rstd.reshape(-1)) if node.batch_stats else None,
+        ),
+        "running_mean": ("tensor", lambda node: node.running[0]),
+        "running_var": ("tensor", lambda node: node.running[1]),
+        "training": "batch_stats",
+        "weight": 1,
+    }
+    running = (None, None)  # torch saves the running statistics; batch_norm notes them here
+
     def _array_backward(self, g, x, weight, need):
         kernels = _batch_norm_kernels(x._data, g._data, weight, self.mean)
         if kernels is None or self.layout.shape[2] < kernels.SHORT_ROWS:
@@ -517,6 +545,8 @@ def native_layer_norm(
         out, mean, _, rstd = _fused_norm(
             NativeLayerNormBackward0, input, layout, weight, bias, eps, shape, 0
         )
+    if out._grad_fn is not None and bias is not None:  # torch saves the bias too
+        out._grad_fn.saved_bias = bias
     dtype = input._data.dtype
     return out, _statistic(mean, stats_shape, dtype), _statistic(rstd, stats_shape, dtype)
 
@@ -572,6 +602,7 @@ def native_batch_norm(
             )
         if layout.count:
             _update_running(running_mean, running_var, mean, var, layout.count, momentum)
+        _note_running(out, running_mean, running_var)
         return out, _statistic(mean, (channels,), dtype), _statistic(rstd, (channels,), dtype)
     for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
         if stat is None:
@@ -582,12 +613,21 @@ def native_batch_norm(
     xp.divide(1, rstd, out=rstd)
     if kernels is not None and mean.dtype == dtype:
         out, *_ = _batch_norm_compiled(kernels, input, layout, weight, bias, eps, (mean, rstd))
+        _note_running(out, running_mean, running_var)
         return out, wrap(xp.empty(0, dtype=dtype)), wrap(xp.empty(0, dtype=dtype))
     out, *_ = _fused_norm(
         NativeBatchNormBackward0, input, layout, weight, bias, eps, (channels,), 1, (mean, rstd)
     )
+    _note_running(out, running_mean, running_var)
     empty = wrap(xp.empty(0, dtype=dtype))
     return out, empty, wrap(xp.empty(0, dtype=dtype))
+
+
+def _note_running(out: Tensor, running_mean, running_var) -> None:
+    """Keep the running statistics on the node, where torch's saves them (_saved_running_*)."""
+    node = out._grad_fn
+    if node is not None:
+        node.running = (running_mean, running_var)
 
 
 def _update_running(running_mean, running_var, mean, var, count: int, momentum: float) -> None:

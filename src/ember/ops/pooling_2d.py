@@ -87,6 +87,8 @@ def max_pool2d(
             index=index,
             shape=data.shape,
             overlap=overlap,
+            input=x,
+            geometry=(kernel, stride, padding, dilation, ceil_mode),
         )
         return _pool_outputs(out, index, unbatched, return_indices)
     # pad with -inf (and far enough for ceil_mode's last window), then visit the K window
@@ -102,6 +104,9 @@ def max_pool2d(
     if disjoint and not return_indices and data.size:
         fast = _max_pool_disjoint(x, (kh, kw), (oh, ow))
         if fast is not None:  # None: a NaN, which the general path orders as PyTorch does
+            if fast._grad_fn is not None:  # what torch's node saves, for _saved_*
+                fast._grad_fn.input = x
+                fast._grad_fn.geometry = (kernel, stride, padding, dilation, ceil_mode)
             return fast.squeeze(0) if unbatched else fast
     out_rows = xp.arange(oh)[:, None] * sh - ph
     out_cols = xp.arange(ow)[None, :] * sw - pw
@@ -135,6 +140,8 @@ def max_pool2d(
         index=index,
         shape=x._data.shape,
         overlap=overlap,
+        input=x,
+        geometry=(kernel, stride, padding, dilation, ceil_mode),
     )
     return _pool_outputs(out, index, unbatched, return_indices)
 
@@ -197,10 +204,40 @@ def _max_pool_disjoint(x: Tensor, kernel, out_size):
     return result(MaxPoolWindowsBackward, best, (x,), which=which, shape=data.shape, kernel=kernel)
 
 
+def _max_pool_fields(indices):
+    """torch's saved fields of max_pool2d: its input, flat indices and geometry."""
+
+    def geometry(i):
+        return lambda node: node.geometry[i] if node.geometry is not None else None
+
+    return {
+        "ceil_mode": geometry(4),
+        "dilation": geometry(3),
+        "kernel_size": geometry(0),
+        "padding": geometry(2),
+        "result1": ("tensor", indices),
+        "self": ("tensor", lambda node: node.input),
+        "stride": geometry(1),
+    }
+
+
+def _window_indices(node) -> Tensor:
+    """The flat input index of each maximum of a tiling max pooling (torch's indices)."""
+    which = node.which
+    xp = array_module(which)
+    kh, kw = node.kernel
+    oh, ow = which.shape[2:]
+    rows = xp.arange(oh)[:, None] * kh + which // kw
+    cols = xp.arange(ow)[None, :] * kw + which % kw
+    return wrap((rows * node.shape[3] + cols).astype("int64"))
+
+
 class MaxPoolWindowsBackward(Node):
     """Max pooling over tiling windows: the gradient goes to the recorded window position."""
 
     torch_name = "MaxPool2DWithIndicesBackward0"
+    torch_saved = _max_pool_fields(_window_indices)
+    input = geometry = None
 
     def backward(self, g):
         return window_scatter(g, self.which, self.shape, self.kernel)
@@ -242,6 +279,9 @@ class WindowScatterBackward(Node):
 
 
 class MaxPool2DWithIndicesBackward0(Node):
+    torch_saved = _max_pool_fields(lambda node: wrap(node.index))
+    input = geometry = None
+
     def backward(self, g):
         return max_unpool(g, self.index, self.shape, self.overlap)
 

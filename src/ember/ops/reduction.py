@@ -87,12 +87,14 @@ def _accumulation_dtype(data, dtype):
 
 
 class SumBackward0(Node):
+    torch_saved = {"self_sym_sizes": "shape"}
+
     def backward(self, g):
         return _expanded_gradient(g, self.shape, self.dims, self.keepdim)
 
 
 class SumBackward1(SumBackward0):  # PyTorch's name for a sum over given dims
-    pass
+    torch_saved = {"dim": "dims", "keepdim": "keepdim", "self_sym_sizes": "shape"}
 
 
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -133,6 +135,8 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
 
 
 class MeanBackward0(Node):
+    torch_saved = {"self_sym_numel": "count", "self_sym_sizes": "shape"}
+
     def backward(self, g):
         if not self.count:  # an empty input: nothing to divide (and no 0/0 on g)
             return _expanded_gradient(g, self.shape, self.dims, self.keepdim)
@@ -141,7 +145,12 @@ class MeanBackward0(Node):
 
 
 class MeanBackward1(MeanBackward0):  # PyTorch's name for a mean over given dims
-    pass
+    torch_saved = {
+        "dim": "dims",
+        "keepdim": "keepdim",
+        "self_sym_numel": lambda node: math.prod(node.shape),
+        "self_sym_sizes": "shape",
+    }
 
 
 def _floating_input(input: Tensor, dtype, message: str) -> Tensor:

@@ -82,32 +82,34 @@ def _infer_shape(shape: tuple, numel: int, op: str, src_shape) -> tuple:
 
 
 class ViewBackward0(Node):
+    torch_saved = {"self_sym_sizes": "shape"}
+
     def backward(self, g):
         return g.reshape(self.shape)
 
 
 class ReshapeAliasBackward0(ViewBackward0):  # reshape of a non-contiguous tensor, as a view
-    pass
+    torch_saved = {"self_sym_sizes": "shape"}
 
 
 class UnsafeViewBackward0(ViewBackward0):  # reshape of a copy (torch's clone + _unsafe_view)
-    pass
+    torch_saved = {"self_sym_sizes": "shape"}
 
 
 class UnsqueezeBackward0(ViewBackward0):
-    pass
+    torch_saved = {"dim": "dim"}
 
 
 class SqueezeBackward0(ViewBackward0):  # squeeze(); 1: squeeze(dim), 2: squeeze(dims)
-    pass
+    torch_saved = {"self_sym_sizes": "shape"}
 
 
 class SqueezeBackward1(ViewBackward0):
-    pass
+    torch_saved = {"dim": "dim", "self_sym_sizes": "shape"}
 
 
 class SqueezeBackward2(ViewBackward0):
-    pass
+    torch_saved = {"dim": "dim", "self_sym_sizes": "shape"}
 
 
 def reshape(input: Tensor, *shape) -> Tensor:
@@ -125,11 +127,19 @@ def reshape(input: Tensor, *shape) -> Tensor:
     return result(UnsafeViewBackward0, copy._data.reshape(shape), (copy,), shape=data.shape)
 
 
-def _reshaped_view(node_cls, input: Tensor, shape: tuple, step) -> Tensor:
+def _reshaped_view(node_cls, input: Tensor, shape: tuple, step, **attrs) -> Tensor:
     """``input`` (contiguous, or a squeeze/unsqueeze of it) as a view of another shape."""
     data = input._data
     out = data.reshape(shape)
-    return _view_result(node_cls, out, input, step, shape=data.shape)
+    return _view_result(node_cls, out, input, step, shape=data.shape, **attrs)
+
+
+def torch_int(value):
+    """An int argument as torch's saved fields show it: int64 read back as uint64, so that
+    -1 shows as 2**64 - 1 (tuples element by element)."""
+    if value.__class__ is tuple or value.__class__ is list:
+        return tuple(torch_int(v) for v in value)
+    return value + (1 << 64) if value.__class__ is int and value < 0 else value
 
 
 def view(input: Tensor, *shape) -> Tensor:
@@ -164,6 +174,8 @@ def reshape_as(input: Tensor, other: Tensor) -> Tensor:
 
 
 class AliasBackward0(Node):
+    torch_saved = {}
+
     def backward(self, g):
         return g
 
@@ -214,7 +226,8 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
         if isinstance(dim, int)
         else SqueezeBackward2
     )
-    return _reshaped_view(node_cls, input, new, (squeeze, (dim,)))
+    saved_dim = None if dim is None else torch_int(dim)
+    return _reshaped_view(node_cls, input, new, (squeeze, (dim,)), dim=saved_dim)
 
 
 def _distinct_dims(dims: list) -> set:
@@ -230,11 +243,13 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     shape = input._data.shape
     d = wrap_dim(dim, len(shape) + 1, "unsqueeze")
     return _reshaped_view(
-        UnsqueezeBackward0, input, shape[:d] + (1,) + shape[d:], (unsqueeze, (d,))
+        UnsqueezeBackward0, input, shape[:d] + (1,) + shape[d:], (unsqueeze, (d,)), dim=d
     )
 
 
 class PermuteBackward0(Node):
+    torch_saved = {"dims": "dims"}
+
     def backward(self, g):
         inverse = [0] * len(self.dims)
         for i, d in enumerate(self.dims):
@@ -243,6 +258,8 @@ class PermuteBackward0(Node):
 
 
 class TransposeBackward0(Node):
+    torch_saved = {"dim0": "dim0", "dim1": "dim1"}
+
     def backward(self, g):
         return g.transpose(self.dim0, self.dim1)
 
@@ -283,7 +300,7 @@ swapaxes = swapdims = transpose
 
 
 class TBackward0(TransposeBackward0):
-    pass
+    torch_saved = {}
 
 
 def t(input: Tensor) -> Tensor:
@@ -335,6 +352,8 @@ def full_transpose(input: Tensor) -> Tensor:
 
 
 class ExpandBackward0(Node):
+    torch_saved = {"self_sym_sizes": "shape"}
+
     def backward(self, g):
         return g.sum_to_size(self.shape)
 
@@ -452,6 +471,8 @@ def tile(input: Tensor, dims) -> Tensor:
 
 
 class CatBackward0(Node):
+    torch_saved = {"dim": "dim"}
+
     def backward(self, g):
         d, sizes = self.dim, self.sizes
         out = []
@@ -529,6 +550,8 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 
 class StackBackward0(Node):
+    torch_saved = {"dim": "dim"}
+
     def backward(self, g):
         d = self.dim
         return tuple(
@@ -572,6 +595,14 @@ def atleast_2d(*tensors):
 
 
 class SliceBackward0(Node):
+    torch_saved = {
+        "dim": "dim",
+        "start": "start",
+        "end": lambda node: node.start + node.length,
+        "step": ("value", 1),
+        "self_sym_sizes": "shape",
+    }
+
     def backward(self, g):
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.slice_scatter(g, self.dim, self.start, self.start + self.length)
@@ -668,6 +699,8 @@ class SplitBackward0(MultiOutputNode):
     """split and chunk: the pieces are views of the input and outputs of one node, as torch
     records them; the gradient is the pieces' gradients concatenated (zeros for None)."""
 
+    torch_saved = {"dim": "dim", "self_sym_sizes": "shape", "split_size": lambda n: n.sizes[0]}
+
     def backward(self, *grads):
         d, shape = self.dim, self.shape
         like = next(g for g in grads if g is not None)
@@ -682,7 +715,7 @@ class SplitBackward0(MultiOutputNode):
 
 
 class SplitWithSizesBackward0(SplitBackward0):  # split with a list of sizes
-    pass
+    torch_saved = {"dim": "dim", "self_sym_sizes": "shape", "split_sizes": lambda n: tuple(n.sizes)}
 
 
 def _split_views(node_cls, input: Tensor, d: int, sizes: list) -> tuple:
@@ -711,6 +744,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0):
 
 
 class SelectBackward0(Node):
+    torch_saved = {"dim": "dim", "index": "index", "self_sym_sizes": "shape"}
+
     def backward(self, g):
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.select_scatter(g, self.dim, self.index)
@@ -751,6 +786,8 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
 class UnbindBackward0(MultiOutputNode):
     """unbind: each slice is a view of the input and an output of one node, as torch records
     it; the gradient is the slices' gradients stacked (zeros for None)."""
+
+    torch_saved = {"dim": "dim"}
 
     def backward(self, *grads):
         like = next(g for g in grads if g is not None)
@@ -936,6 +973,8 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 
 class CloneBackward0(Node):
+    torch_saved = {}
+
     def backward(self, g):
         return g
 
