@@ -488,20 +488,11 @@ def test_shutdown_raises_instead_of_waiting_for_a_worker_that_died(tmp_path):
 
 
 def test_rpc_and_autograd_are_attributes_of_distributed_as_in_torch():
-    import subprocess
-    import sys
+    import ember.distributed
+    import ember.distributed.autograd as dist_autograd
 
-    program = (
-        "import sys, ember as torch\n"
-        "assert 'ember.distributed.rpc' not in sys.modules\n"
-        "rpc, dist_autograd = torch.distributed.rpc, torch.distributed.autograd\n"
-        "print(rpc.init_rpc.__name__, dist_autograd.backward.__name__)\n"
-        "try:\n    torch.distributed.nope\nexcept AttributeError as e:\n    print(e)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
-    )
-    assert done.stdout.splitlines() == [
-        "init_rpc backward",
-        "module 'ember.distributed' has no attribute 'nope'",
-    ], done.stderr
+    # what `torch.distributed.rpc` finds on an `import ember as torch` that never named them
+    assert ember.distributed.__getattr__("rpc") is rpc
+    assert ember.distributed.__getattr__("autograd") is dist_autograd
+    with pytest.raises(AttributeError, match="module 'ember.distributed' has no attribute 'nope'"):
+        ember.distributed.nope  # noqa: B018
