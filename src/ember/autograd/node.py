@@ -254,6 +254,14 @@ def _saved_field(node: Node, source):
     return source(node)
 
 
+def torch_int(value):
+    """An int argument as torch's saved fields show it: int64 read back as uint64, so that
+    -1 shows as 2**64 - 1 (tuples element by element)."""
+    if value.__class__ is tuple or value.__class__ is list:
+        return tuple(torch_int(v) for v in value)
+    return value + (1 << 64) if value.__class__ is int and value < 0 else value
+
+
 def _checked_unpack(unpack, packed):
     value = unpack(packed)
     if not isinstance(value, _TENSOR[0] if _TENSOR else _tensor_class()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 from .._tensor import Tensor
-from ..autograd.node import Node
+from ..autograd.node import Node, torch_int
 from ._dispatch import array_module, check_same_device, grad_state, result, wrap
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -118,6 +118,15 @@ class NllLossBackward0(Node):
     ``input``. The node keeps one coefficient per target (``scale``) and scatters
     ``scale * grad`` into zeros when it runs, so no full-size array lives between forward and
     backward and none is multiplied."""
+
+    torch_saved = {
+        "ignore_index": lambda node: torch_int(node.ignore_index),
+        "reduction": lambda node: REDUCTIONS.index(node.reduction),
+        "self": ("tensor", lambda node: node.input),
+        "target": 0,
+        "total_weight": ("tensor", lambda node: wrap(node.weights.sum(dtype=node.weights.dtype))),
+        "weight": ("tensor", lambda node: node.weight),
+    }
 
     def _scatter(self, values):
         """A zero array of the input's shape with ``values`` at each target class."""
@@ -265,4 +274,8 @@ def nll_loss(
         input_shape=data.shape,
         reduction=reduction,
         class_dim=class_dim,
+        input=input,  # what torch's node saves, for _saved_* (no copy)
+        weight=weight,
+        weights=w,
+        ignore_index=ignore_index,
     )

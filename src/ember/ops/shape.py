@@ -13,7 +13,7 @@ from .. import _dtype as dt
 from .._creation import zeros
 from .._tensor import Size, Tensor
 from ..autograd import _watch
-from ..autograd.node import Node
+from ..autograd.node import Node, torch_int
 from ._dispatch import (
     NUMPY_ARRAY,
     array_module,
@@ -132,14 +132,6 @@ def _reshaped_view(node_cls, input: Tensor, shape: tuple, step, **attrs) -> Tens
     data = input._data
     out = data.reshape(shape)
     return _view_result(node_cls, out, input, step, shape=data.shape, **attrs)
-
-
-def torch_int(value):
-    """An int argument as torch's saved fields show it: int64 read back as uint64, so that
-    -1 shows as 2**64 - 1 (tuples element by element)."""
-    if value.__class__ is tuple or value.__class__ is list:
-        return tuple(torch_int(v) for v in value)
-    return value + (1 << 64) if value.__class__ is int and value < 0 else value
 
 
 def view(input: Tensor, *shape) -> Tensor:
