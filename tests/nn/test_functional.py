@@ -197,3 +197,22 @@ def test_normalize_writes_out():
     out = ember.empty(1, 2)
     assert ember.nn.functional.normalize(x, out=out) is out
     np.testing.assert_allclose(out.numpy(), [[0.6, 0.8]])
+
+
+@pytest.mark.parametrize("training, eps", [(True, 0.0), (True, -1.0), (False, -1.0)])
+def test_batch_norm_refuses_eps_as_torch(torch_mod, training, eps):
+    errors = []
+    for m in (ember, torch_mod):
+        x, stats = m.ones(2, 3), (m.zeros(3), m.ones(3))
+        with pytest.raises(ValueError) as info:
+            m.nn.functional.batch_norm(x, *stats, training=training, eps=eps)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+def test_batch_norm_takes_eps_zero_in_eval_as_torch(torch_mod):
+    outs = []
+    for m in (ember, torch_mod):
+        x = m.tensor([[1.0, 2.0], [3.0, 6.0]])
+        outs.append(m.nn.functional.batch_norm(x, m.zeros(2), m.full((2,), 4.0), eps=0.0).numpy())
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6)

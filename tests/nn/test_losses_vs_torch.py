@@ -531,3 +531,13 @@ def test_kl_div_of_zero_negative_and_nan_targets_matches_torch(torch_mod):
     compare_with_torch(lambda m, a, b: m.nn.KLDivLoss(reduction="batchmean")(a, b), [x, y])
     out = _f(ember).kl_div(ember.tensor([-1.0]), ember.tensor([-0.5]), reduction="none")
     assert np.isnan(out.item())
+
+
+@pytest.mark.parametrize("delta", [1j, "1", None])
+def test_huber_loss_refuses_a_delta_that_is_not_a_number_as_torch(torch_mod, delta):
+    messages = []
+    for m in (ember, torch_mod):
+        with pytest.raises(TypeError) as info:
+            m.nn.HuberLoss(delta=delta)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

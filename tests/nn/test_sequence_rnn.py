@@ -436,3 +436,27 @@ def test_torch_level_cell_functions_match_torch(name, torch_mod):
         out_e = getattr(rnn_cells, name)(x, h, *ws_e)
         out_t = getattr(torch_mod, name)(xt, ht, *ws_t)
     _assert_same(out_e, out_t, [x, h, *ws_e], [xt, ht, *ws_t])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.nn.RNN(2, 3, bias=1),
+        lambda m: m.nn.GRU(2, 3, bias="yes"),
+        lambda m: m.nn.LSTM(2, 3, batch_first=0),
+        lambda m: m.nn.RNN(0, 3),
+        lambda m: m.nn.LSTM(-1, 3),
+        lambda m: m.nn.RNNCell(2, 3)(m.zeros(2), m.zeros(1, 1, 1, 3)),
+        lambda m: m.nn.GRUCell(2, 3)(m.zeros(4, 2), m.zeros(1, 4, 3)),
+        lambda m: m.nn.LSTMCell(2, 3)(m.zeros(2), (m.zeros(3), m.zeros(1, 1, 3))),
+    ],
+    ids=["rnn-bias", "gru-bias", "lstm-batch_first", "rnn-size-0", "lstm-size-neg", "rnncell-4d",
+         "grucell-3d", "lstmcell-hx1-3d"],
+)  # fmt: skip
+def test_constructor_and_state_errors_as_torch(torch_mod, make):
+    errors = []
+    for m in (ember, torch_mod):
+        with pytest.raises((TypeError, ValueError)) as info:
+            make(m)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]

@@ -140,3 +140,12 @@ def test_instance_norm_takes_the_bias_keyword_like_torch(torch_mod, name):
         lazy(m.tensor(x))
         assert lazy.affine and lazy.track_running_stats and lazy.bias is None
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)
+
+
+def test_group_norm_names_the_sizes_it_cannot_divide(torch_mod):
+    messages = []
+    for m in (ember, torch_mod):
+        with pytest.raises(ValueError) as info:
+            m.nn.GroupNorm(3, 10)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] == "num_channels (10) must be divisible by num_groups (3)"

@@ -263,9 +263,9 @@ def batch_norm(
     """Normalise over the batch (and spatial) dims; in training, update the running stats.
 
     >>> x = ember.tensor([[1.0], [3.0]])
-    >>> F.batch_norm(x, None, None, training=True, eps=0.0)
-    tensor([[-1.],
-            [ 1.]])
+    >>> F.batch_norm(x, None, None, training=True)
+    tensor([[-1.0000],
+            [ 1.0000]])
     """
     if training:
         size = input.shape
@@ -276,6 +276,10 @@ def batch_norm(
             raise ValueError(
                 f"Expected more than 1 value per channel when training, got input size {size}"
             )
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     out, _, _ = _normalization.native_batch_norm(
         input, weight, bias, running_mean, running_var, training, momentum, eps
     )

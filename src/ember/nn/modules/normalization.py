@@ -159,7 +159,9 @@ class GroupNorm(Module):
     ):
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine, self.use_bias = eps, affine, affine and bias
         _affine(self, (num_channels,), affine, bias, device, dtype)

@@ -103,7 +103,15 @@ class RNNBase(Module):
                 f"num_layers={num_layers}",
                 stacklevel=2,
             )
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(
+                f"batch_first should be of type bool, got: {type(batch_first).__name__}"
+            )
         check_sizes(input_size, hidden_size, num_layers)
+        if input_size <= 0:  # the cells leave this to the weight's allocation, as torch's do
+            raise ValueError("input_size must be greater than zero")
         if not isinstance(proj_size, int) or proj_size < 0:
             raise ValueError(
                 "proj_size should be a positive integer or zero to disable projections"

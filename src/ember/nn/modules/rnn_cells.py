@@ -131,6 +131,12 @@ class RNNCellBase(Module):
         if count == 2 and len(states) != 2:
             raise RuntimeError("lstm_cell expects two hidden states")
         for k, s in enumerate(states):
+            if s.dim() not in (1, 2):
+                name = f"hx[{k}]" if count == 2 else "hidden"
+                raise ValueError(
+                    f"{type(self).__name__}: Expected {name} to be 1D or 2D, got {s.dim()}D instead"
+                )
+        for k, s in enumerate(states):
             if s.dim() != input.dim() - (1 if unbatched else 0):
                 raise ValueError(
                     f"{type(self).__name__}: Expected hidden to be "
