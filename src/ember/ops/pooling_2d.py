@@ -63,6 +63,8 @@ def max_pool2d(
     return_indices: bool = False,
 ):
     """Max over windows; the gradient goes to the chosen element (through gather)."""
+    if input.dim() not in (3, 4):  # torch's words for max_pool2d
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     x, unbatched = _as_4d(input, "max_pool2d")
     kernel = _pair(kernel_size, 2, "kernel_size")
     stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
