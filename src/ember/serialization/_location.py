@@ -19,8 +19,10 @@ class DeviceUnavailableError(RuntimeError):
 
 
 def location_of(t: Tensor) -> str:
-    """torch's location tag of a tensor's storage: "cpu" or "cuda:<index>"."""
+    """torch's location tag of a tensor's storage: "cpu", "cuda:<index>" or "meta"."""
     device = t.device
+    if device.type == "meta":
+        return "meta"
     return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
 
 

@@ -37,6 +37,7 @@ _REBUILD_PARAMETER = Global("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAMETER_WITH_STATE = Global("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE_V2 = Global("torch._tensor", "_rebuild_from_type_v2")
 _REBUILD_SPARSE_TENSOR = Global("torch._utils", "_rebuild_sparse_tensor")
+_REBUILD_META_TENSOR = Global("torch._utils", "_rebuild_meta_tensor_no_storage")
 _GET_LAYOUT = Global("torch.serialization", "_get_layout")
 _TORCH_TENSOR = Global("torch", "Tensor")
 _TORCH_SIZE = Global("torch", "Size")
@@ -103,6 +104,12 @@ class TorchPickler(pickle._Pickler):  # the Python pickler: it lets us write tor
                 args = (plain, t.requires_grad, OrderedDict(), state)
                 return (_REBUILD_PARAMETER_WITH_STATE, args)
             return (_REBUILD_PARAMETER, (plain, t.requires_grad, OrderedDict()))
+        if t.device.type == "meta":  # no storage: its dtype, size and strides (as torch)
+            rebuild = _REBUILD_META_TENSOR
+            args = (t.dtype, tuple(t.shape), t.stride(), t.requires_grad)
+            if state:
+                return (_REBUILD_FROM_TYPE_V2, (rebuild, _TORCH_TENSOR, args, state))
+            return (rebuild, args)
         storage, offset, strides = self.table.storage_of(t)
         args = (storage, offset, tuple(t.shape), strides, t.requires_grad, OrderedDict())
         rebuild = _REBUILD_TENSOR_V2

@@ -105,6 +105,16 @@ def rebuild_tensor_v3(
     return _leaf(_apply_metadata(t, metadata), requires_grad)
 
 
+def rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad=False):
+    """A meta tensor: torch saves its dtype, size and strides, and no storage."""
+    if not isinstance(dtype, dt.dtype):
+        raise SerializationError(f"ember.load: invalid dtype {dtype!r} in a meta tensor record")
+    size = _storage.check_size(size, "a meta tensor record")
+    _storage.check_size(stride, "a meta tensor record's stride")
+    meta = _backend.require_module(_backend.META)
+    return _leaf(Tensor._wrap(meta.empty(size, dtype=dtype.np)), requires_grad)
+
+
 def rebuild_parameter(data, requires_grad, backward_hooks, *args):
     if not isinstance(data, Tensor):
         raise SerializationError(f"ember.load: a parameter record holds {type(data).__name__}")
@@ -289,9 +299,7 @@ def torch_globals() -> dict:
         "_rebuild_device_tensor_from_cpu_tensor": rebuild_device_tensor_from_cpu_tensor,
         "_rebuild_device_tensor_from_numpy": rebuild_device_tensor_from_numpy,
         "_rebuild_qtensor": Missing("torch._utils._rebuild_qtensor", "quantized tensors"),
-        "_rebuild_meta_tensor_no_storage": Missing(
-            "torch._utils._rebuild_meta_tensor_no_storage", "meta tensors"
-        ),
+        "_rebuild_meta_tensor_no_storage": rebuild_meta_tensor_no_storage,
         "_rebuild_nested_tensor": Missing("torch._utils._rebuild_nested_tensor", "nested tensors"),
         "_rebuild_wrapper_subclass": Missing(
             "torch._utils._rebuild_wrapper_subclass", "tensor subclasses"
