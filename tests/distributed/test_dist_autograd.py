@@ -156,6 +156,31 @@ def sum_times_three(x):
     return (x * 3).sum()
 
 
+def double_in_place(x):
+    return x.mul_(2)
+
+
+def how_it_arrived(x):
+    return x.is_leaf, type(x.grad_fn).__name__, x.requires_grad
+
+
+def case_tensors_arrive_behind_recv_nodes_and_may_change_in_place(rank):
+    if rank == 0:
+        with dist_autograd.context() as context_id:
+            t = ember.tensor([1.0, 2.0], requires_grad=True)
+            assert rpc.rpc_sync("worker1", how_it_arrived, args=(t,)) == (
+                False,
+                "RecvRpcBackward",
+                True,
+            )
+            out = rpc.rpc_sync("worker1", double_in_place, args=(t * 1,))
+            assert (out.is_leaf, type(out.grad_fn).__name__) == (False, "RecvRpcBackward")
+            dist_autograd.backward(context_id, [(out * out).sum()])
+            # out = 2t: d/dt (2t)^2 = 8t
+            assert dist_autograd.get_gradients(context_id)[t].tolist() == [8.0, 16.0]
+        assert rpc.rpc_sync("worker1", how_it_arrived, args=(t,)) == (True, "NoneType", True)
+
+
 def case_rref_backward_runs_the_pass_from_the_owner(rank):
     if rank == 0:
         with dist_autograd.context() as context_id:

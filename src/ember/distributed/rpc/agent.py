@@ -465,7 +465,9 @@ class Agent:
                 break
             message_id, ok, context_id, send_id = header
             try:
-                value, grad_tensors = serialization.loads(payload, link.peer)
+                value, grad_tensors = serialization.loads(
+                    payload, link.peer, recording=context_id is not None
+                )
             except Exception as error:
                 ok, value = (
                     False,
@@ -544,7 +546,9 @@ class Agent:
         context = None
         counted = True
         try:
-            (func, args, kwargs), grad_tensors = serialization.loads(payload, link.peer)
+            (func, args, kwargs), grad_tensors = serialization.loads(
+                payload, link.peer, recording=context_id is not None
+            )
             if context_id is not None:
                 context = contexts.get_or_create_context(context_id)
                 context.known_workers.add(link.peer)

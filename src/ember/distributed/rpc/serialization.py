@@ -86,13 +86,30 @@ class MessagePickler(pickle.Pickler):
         return ("tensor", array, requires_grad, isinstance(tensor, nn.Parameter))
 
 
+class RecvRpc(ember.autograd.Function):
+    """Where a received tensor's gradient leaves this worker (``RecvRpcBackward``, as torch's):
+    the tensor the message brought is a leaf behind this node, so the one the program gets is
+    no leaf and may be changed in place, as in torch."""
+
+    @staticmethod
+    def forward(ctx, received):
+        return received.detach()  # the same memory: the leaf only collects the gradient
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
 class MessageUnpickler(pickle.Unpickler):
     """Loads one message from worker ``source``; ``grad_tensors`` lists the tensors it rebuilt
-    that require grad, in the sender's order."""
+    that require grad, in the sender's order. With ``recording`` (the message belongs to a
+    distributed autograd context) those are leaves, and the message holds ``RecvRpcBackward``
+    outputs of them instead (except ``Parameter``s, which stay leaves)."""
 
-    def __init__(self, file, source: int) -> None:
+    def __init__(self, file, source: int, recording: bool = False) -> None:
         super().__init__(file)
         self.source = source
+        self.recording = recording
         self.grad_tensors: list = []
         self._tensors: list = []
 
@@ -107,6 +124,8 @@ class MessageUnpickler(pickle.Unpickler):
                 tensor.requires_grad_(True)
             if requires_grad:
                 self.grad_tensors.append(tensor)
+                if self.recording and not is_parameter:
+                    tensor = RecvRpc.apply(tensor)
             self._tensors.append(tensor)
             return tensor
         if kind == "same":
@@ -127,7 +146,8 @@ def dumps(obj, destination: int) -> tuple[bytes, list]:
     return buffer.getvalue(), pickler.grad_tensors
 
 
-def loads(data: bytes, source: int) -> tuple[object, list]:
-    """The object in ``data`` from worker ``source``, and the tensors rebuilt that require grad."""
-    unpickler = MessageUnpickler(io.BytesIO(data), source)
+def loads(data: bytes, source: int, recording: bool = False) -> tuple[object, list]:
+    """The object in ``data`` from worker ``source``, and the tensors rebuilt that require grad
+    (the leaves behind ``RecvRpcBackward`` nodes, with ``recording``)."""
+    unpickler = MessageUnpickler(io.BytesIO(data), source, recording)
     return unpickler.load(), unpickler.grad_tensors
