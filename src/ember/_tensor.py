@@ -206,6 +206,11 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (torch's private method; torchviz calls
+        it to draw a view's base)."""
+        return self._base is not None
+
     @property
     def grad(self):
         if self._grad_fn is not None and not self._retains_grad and self._grad is None:

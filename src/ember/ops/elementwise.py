@@ -653,7 +653,7 @@ multiply = mul
 class MulByNumberBackward(Node):  # tensor * number: the hot case, nothing saved
     torch_name = "MulBackward0"
     torch_saved = {
-        "self": ("value", None),
+        "self": ("tensor", lambda node: None),  # saved only when other needs a gradient
         "other": ("tensor", lambda node: _number_as_tensor(node.other)),
     }
 
@@ -1325,6 +1325,10 @@ class AddcdivBackward0(Node):
 def _fused_operands(op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value):
     """addcmul/addcdiv's operands in their result dtype, and ``value`` converted to it as
     torch converts a Scalar (int64 takes 0.5 as 0); ``value`` does not take part in promotion."""
+    for a, b in ((tensor1, tensor2), (input, tensor1), (input, tensor2)):
+        sizes = zip(reversed(getattr(a, "shape", ())), reversed(getattr(b, "shape", ())))
+        if any(x != y and 1 not in (x, y) for x, y in sizes):  # before NumPy says it
+            raise broadcast_error(op, a, b)
     rt = dt.result_type(input, tensor1, tensor2)
     if rt.category == dt.BOOL:
         raise NotImplementedError(f"\"{op}_cpu_out\" not implemented for 'Bool'")

@@ -10,7 +10,7 @@ from .. import _dtype as dt
 from .._creation import arange, zeros
 from .._kernels import jit
 from .._tensor import Tensor
-from ..autograd.node import Node
+from ..autograd.node import Node, torch_int
 from ._dispatch import (
     NUMPY_ARRAY,
     array_module,
@@ -94,7 +94,17 @@ class SumBackward0(Node):
 
 
 class SumBackward1(SumBackward0):  # PyTorch's name for a sum over given dims
-    torch_saved = {"dim": "dims", "keepdim": "keepdim", "self_sym_sizes": "shape"}
+    torch_saved = {
+        "dim": lambda node: _saved_dims(node.dim_arg),
+        "keepdim": "keepdim",
+        "self_sym_sizes": "shape",
+    }
+    dim_arg = None
+
+
+def _saved_dims(dim) -> tuple:
+    """A reduction's dim argument as torch's node saves it: as given, a tuple of ints."""
+    return torch_int((dim,) if isinstance(dim, int) else tuple(dim))
 
 
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -104,8 +114,11 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     out = _sum_array(data, dims, keepdim, acc)
     if back is not None:
         out = out.astype(back)
-    node = SumBackward0 if dim is None else SumBackward1
-    return result(node, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim)
+    if dim is None:
+        return result(SumBackward0, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim)
+    return result(
+        SumBackward1, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, dim_arg=dim
+    )
 
 
 class SumToSizeBackward0(Node):
@@ -146,11 +159,12 @@ class MeanBackward0(Node):
 
 class MeanBackward1(MeanBackward0):  # PyTorch's name for a mean over given dims
     torch_saved = {
-        "dim": "dims",
+        "dim": lambda node: _saved_dims(node.dim_arg),
         "keepdim": "keepdim",
         "self_sym_numel": lambda node: math.prod(node.shape),
         "self_sym_sizes": "shape",
     }
+    dim_arg = None
 
 
 def _floating_input(input: Tensor, dtype, message: str) -> Tensor:
@@ -178,7 +192,9 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     out = _sum_array(data, dims, keepdim, acc)
     out = (out / count if count else out * math.nan).astype(data.dtype, copy=False)
     node = MeanBackward0 if dim is None else MeanBackward1
-    return result(node, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, count=count)
+    return result(
+        node, out, (input,), shape=data.shape, dims=dims, keepdim=keepdim, count=count, dim_arg=dim
+    )
 
 
 def _prod_except_self(x: Tensor, d: int) -> Tensor:

@@ -235,7 +235,11 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     shape = input._data.shape
     d = wrap_dim(dim, len(shape) + 1, "unsqueeze")
     return _reshaped_view(
-        UnsqueezeBackward0, input, shape[:d] + (1,) + shape[d:], (unsqueeze, (d,)), dim=d
+        UnsqueezeBackward0,
+        input,
+        shape[:d] + (1,) + shape[d:],
+        (unsqueeze, (d,)),
+        dim=torch_int(dim),
     )
 
 
