@@ -87,6 +87,13 @@ def _release(memory_id: int) -> None:
         add_reference(segment.name, -1)
 
 
+def release_all() -> None:
+    """Release every segment now: for a process about to end through ``os._exit``, whose
+    finalizers would not run (a file_system name would outlive it)."""
+    for memory_id in list(_segments):
+        _release(memory_id)
+
+
 def add_reference(name: str, delta: int) -> int:
     """Change a file_system segment's count under its lock; unlink the name at zero."""
     path = os.path.join(SHM_DIR, name)

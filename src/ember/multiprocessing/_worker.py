@@ -12,11 +12,23 @@ import multiprocessing
 import multiprocessing.spawn
 import os
 import pickle
+import signal
 import sys
 import traceback
 
+from .. import _shared_memory
+
+
+def _release_and_die(signum, frame) -> None:
+    """SIGTERM (the parent ending the workers): give back the shared memory this worker holds,
+    then die of the signal as before."""
+    _shared_memory.release_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
 
 def main(payload_path: str, index: int) -> None:
+    signal.signal(signal.SIGTERM, _release_and_die)
     with open(payload_path, "rb") as f:
         payload = pickle.load(f)
     with open(f"{payload_path}.pid-{index}", "w") as f:
@@ -25,6 +37,7 @@ def main(payload_path: str, index: int) -> None:
         multiprocessing.spawn.prepare(payload["preparation"])
         multiprocessing.current_process().authkey = payload["authkey"]
         fn, args = pickle.loads(payload["calls"][index])
+        open(f"{payload_path}.received-{index}", "w").close()  # its shared memory is its own now
         fn(index, *args)
     except KeyboardInterrupt:
         pass  # the parent is tearing the workers down
@@ -33,6 +46,7 @@ def main(payload_path: str, index: int) -> None:
             f.write(traceback.format_exc())
         sys.stdout.flush()
         sys.stderr.flush()
+        _shared_memory.release_all()  # the exit below runs no finalizers
         # skip MPI_Finalize: it would wait for ranks that may be blocked on this one
         os._exit(1)
 

@@ -11,7 +11,7 @@ in-place writes on either side are seen by the other. The handle is a duplicated
 
 from __future__ import annotations
 
-from multiprocessing import reduction, util
+from multiprocessing import context, reduction, util
 
 import numpy as np
 
@@ -44,6 +44,9 @@ def reduce_tensor(tensor: Tensor):
         handle = ("file_descriptor", reduction.DupFd(segment.fd))
     else:
         _shared_memory.add_reference(segment.name, +1)  # the handle's own, until received
+        handed = getattr(context.get_spawning_popen(), "handed_names", None)
+        if handed is not None:  # spawn() releases it if its worker dies before receiving
+            handed.append(segment.name)
         handle = ("file_system", segment.name)
     attributes = {k: v for k, v in vars(tensor).items() if not k.startswith("_")}
     view = (offset, data.shape, data.strides, data.dtype)

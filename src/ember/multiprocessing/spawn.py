@@ -24,6 +24,8 @@ import warnings
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
+from .. import _shared_memory
+
 
 class ProcessException(Exception):
     __slots__ = ["error_index", "pid"]
@@ -111,6 +113,7 @@ class _Inheritance:
 
     def __init__(self):
         self.fds: list[int] = []
+        self.handed_names: list[str] = []  # file_system segments whose reference goes along
 
     def duplicate_for_child(self, fd: int) -> int:
         self.fds.append(fd)
@@ -130,11 +133,17 @@ class ProcessContext:
     """The running workers of a ``spawn(..., join=False)``: ``join()`` until it returns True."""
 
     def __init__(
-        self, processes: list, payload_dir: str, payload_path: str, timeout: float | None = None
+        self,
+        processes: list,
+        payload_dir: str,
+        payload_path: str,
+        timeout: float | None = None,
+        handed_names: list | None = None,
     ):
         self.processes = processes
         self._dir = payload_dir
         self._payload = payload_path
+        self._handed_names = handed_names or [[] for _ in processes]
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._timeout = timeout
 
@@ -154,6 +163,16 @@ class ProcessContext:
                     os.kill(pid, signal.SIGKILL)
             except (OSError, ValueError):
                 pass
+        self._release_undelivered()
+
+    def _release_undelivered(self) -> None:
+        """A worker ended before it unpickled its arguments: the shared-memory references
+        pickled for it are released here, or their /dev/shm names would outlive everyone."""
+        for index, names in enumerate(self._handed_names):
+            if not os.path.exists(f"{self._payload}.received-{index}"):
+                for name in names:
+                    _shared_memory.add_reference(name, -1)
+            names.clear()
 
     def _cleanup(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
@@ -206,7 +225,12 @@ class ProcessContext:
                     self._terminate_all()
                     error = self._failure(index)
                     self._cleanup()
-                    raise error
+                    try:
+                        raise error
+                    finally:
+                        # no cycle error -> traceback -> this frame -> error: the caller's
+                        # arguments (shared tensors) go as soon as the caller drops them
+                        del error
             if all(p.poll() == 0 for p in self.processes):
                 self._cleanup()
                 return True
@@ -295,7 +319,8 @@ def start_processes(
             _stop(p)
         shutil.rmtree(payload_dir, ignore_errors=True)
         raise
-    context = ProcessContext(processes, payload_dir, payload_path, timeout)
+    handed_names = [i.handed_names for i in inherited]
+    context = ProcessContext(processes, payload_dir, payload_path, timeout, handed_names)
     if not join:
         return context
     try:
