@@ -96,3 +96,39 @@ def test_shape_errors_match_torch(torch_nested):
         lambda: nested(torch, arrays(), "strided").transpose(0, 1),
         lambda: nested(ember, arrays(), "strided").transpose(0, 1),
     )
+
+
+def test_chunk_split_permute():
+    data = arrays()
+    nt = nested(ember, data)
+    halves = nt.chunk(2, -1)
+    assert len(halves) == 2 and all(h.shape[1] == nt.shape[1] for h in halves)
+    np.testing.assert_array_equal(halves[1].unbind()[0].numpy(), data[0][:, 2:])
+    pieces = ember.split(nt, [1, 3], dim=2)
+    assert [p.size(-1) for p in pieces] == [1, 3]
+    permuted = nt.permute(0, 2, 1)
+    assert shape_text(permuted.shape) == "(3, 4, j)"
+    np.testing.assert_array_equal(permuted.unbind()[1].numpy(), data[1].T)
+    with pytest.raises(RuntimeError, match="chunk\\(\\): not supported for NestedTensor on ragged"):
+        nt.chunk(2, 1)
+    strided = nested(ember, data, "strided").chunk(2, -1)
+    assert [c.shape for c in strided[0].unbind()] == [(2, 2), (3, 2), (1, 2)]
+
+
+def test_chunk_split_permute_match_torch(torch_nested):
+    torch = torch_nested
+    results = {}
+    for lib in (ember, torch):
+        nt, leaves = as_nested(lib, arrays())
+        outs = [*nt.chunk(2, -1), *nt.split(3, dim=-1), nt.permute(0, 2, 1)]
+        loss = sum((o.values() ** 2).sum() for o in outs)
+        loss.backward()
+        results[lib] = (outs, [leaf.grad for leaf in leaves])
+    assert_close(results[ember], results[torch])
+    raises_like(
+        lambda: nested(torch, arrays()).chunk(2, 1), lambda: nested(ember, arrays()).chunk(2, 1)
+    )
+    raises_like(
+        lambda: nested(torch, arrays()).permute(1, 0, 2),
+        lambda: nested(ember, arrays()).permute(1, 0, 2),
+    )

@@ -5,7 +5,15 @@ different lengths). Build one with ``nested_tensor`` (a leaf), ``as_nested_tenso
 the autograd history of its components), ``nested_tensor_from_jagged`` or ``narrow``; read it
 back with ``unbind`` or ``to_padded_tensor``. Pointwise ops, reductions, softmax, shape ops,
 ``matmul``/``linear``, ``layer_norm``, ``dropout`` and ``scaled_dot_product_attention`` work on
-it, and autograd reaches the components through all of them.
+it, and autograd reaches the components through all of them. Other ops raise
+``NotImplementedError`` (a ``RuntimeError``) naming the op.
+
+Supported: pointwise unary and binary ops (with nested tensors of the same structure, dense
+tensors that broadcast over the values, numbers), ``where``, ``sum``/``mean``/``amax``/``amin``,
+``softmax``/``log_softmax``, ``transpose``/``permute``, ``view``/``reshape``, ``unflatten``,
+``flatten``, ``unsqueeze``/``squeeze``, ``narrow``, ``chunk``/``split``, ``matmul``/``bmm``,
+``linear``, ``layer_norm``, ``dropout``, ``scaled_dot_product_attention``, ``clone``,
+``detach``, ``to``, the ``*_like`` factories and ``to_padded_tensor``.
 
 Example::
     >>> a = ember.randn(2, 4, requires_grad=True)

@@ -214,6 +214,9 @@ def _function_kernels() -> dict:
         "unsqueeze": _shape.unsqueeze,
         "squeeze": _shape.squeeze,
         "narrow": _shape.narrow,
+        "chunk": _shape.chunk,
+        "split": _shape.split,
+        "permute": _shape.permute,
         "reshape": _shape.reshape,
         "clone": _pointwise.clone,
         "where": _pointwise.where,
@@ -271,6 +274,9 @@ def _install_methods() -> None:
     N.unsqueeze = _shape.unsqueeze
     N.squeeze = _shape.squeeze
     N.narrow = _shape.narrow
+    N.chunk = _shape.chunk
+    N.split = _shape.split
+    N.permute = _shape.permute
     N.matmul = N.__matmul__ = _matmul.matmul
     N.__rmatmul__ = lambda self, other: _matmul.matmul(other, self)
     N.bmm = _matmul.bmm

@@ -155,3 +155,42 @@ def narrow(input: NestedTensor, dim: int, start: int, length: int) -> NestedTens
     if d == input._ragged_idx:
         raise RuntimeError("narrow(): not supported for NestedTensor on the ragged dim")
     return input._like(input._inner.narrow(d - 1, start, length))
+
+
+def _pieces(input: NestedTensor, op: str, dim: int, split):
+    """``chunk``/``split`` along a regular dimension: a tuple of nested tensors."""
+    d = _inner_dim(input, dim, op)
+    if input.layout == "strided":
+        per_component = [split(c, d - 1) for c in input.unbind()]
+        if len({len(p) for p in per_component}) > 1:
+            raise RuntimeError(f"{op}(): the components split into different numbers of pieces")
+        return tuple(_build.strided_from_list(list(group)) for group in zip(*per_component))
+    if d == input._ragged_idx:
+        raise RuntimeError(f"{op}(): not supported for NestedTensor on ragged dim")
+    return tuple(input._like(piece) for piece in split(input._inner, d - 1))
+
+
+def chunk(input: NestedTensor, chunks: int, dim: int = 0) -> tuple:
+    return _pieces(input, "chunk", dim, lambda t, d: t.chunk(chunks, d))
+
+
+def split(input: NestedTensor, split_size_or_sections, dim: int = 0) -> tuple:
+    return _pieces(input, "split", dim, lambda t, d: t.split(split_size_or_sections, d))
+
+
+def permute(input: NestedTensor, *dims) -> NestedTensor:
+    """A permutation that keeps the batch dimension first."""
+    dims = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else list(dims)
+    n = input.dim()
+    dims = [_wrap_dim(d, n) for d in dims]
+    if sorted(dims) != list(range(n)):
+        raise RuntimeError(f"permute(): {dims} is not a permutation of {n} dimensions")
+    if dims[0] != 0:
+        if input.layout == "jagged":
+            raise ValueError("Permute is not supported on the batch dimension for jagged NT")
+        raise RuntimeError("permute(): the batch dimension of a NestedTensor must stay first")
+    inner_dims = [d - 1 for d in dims[1:]]
+    if input.layout == "strided":
+        return _per_component(input, lambda c: c.permute(*inner_dims))
+    ragged = dims.index(input._ragged_idx)
+    return input._like(input._inner.permute(*inner_dims), ragged_idx=ragged)

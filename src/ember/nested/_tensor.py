@@ -361,6 +361,10 @@ class StridedNestedTensor(NestedTensor):
             "Internal error: NestedTensorImpl doesn't support strides. Please file an issue."
         )
 
+    def values(self) -> Tensor:
+        """The flat buffer of the components, one after the other (a view)."""
+        return self._inner.view(-1)
+
     def _nested_tensor_size(self) -> Tensor:
         return tensor([list(s) for s in self._sizes], dtype=int64)
 
