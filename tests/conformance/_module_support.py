@@ -253,7 +253,9 @@ def compare_values(actual, expected, where: str, rtol=None, atol=None) -> list:
             problems += compare_values(actual[key], expected[key], f"{where}[{key!r}]", rtol, atol)
         return problems
     if isinstance(expected, float) and isinstance(actual, (int, float)):
-        if math.isclose(actual, expected, rel_tol=1e-6, abs_tol=1e-12) or (
+        rel_tol = 1e-6 if rtol is None else max(rtol, 1e-6)
+        abs_tol = 1e-12 if atol is None else atol
+        if math.isclose(actual, expected, rel_tol=rel_tol, abs_tol=abs_tol) or (
             math.isnan(actual) and math.isnan(expected)
         ):
             return []

@@ -89,3 +89,36 @@ def test_cubic_interpolate_finds_the_cubic_minimum():
     assert _cubic_interpolate(0.0, f(0.0), g(0.0), 2.0, f(2.0), g(2.0)) == pytest.approx(1.0)
     # no real minimiser: the midpoint of the bounds
     assert _cubic_interpolate(0.0, 0.0, 3.0, 1.0, 2.0, 3.0, bounds=(0.0, 4.0)) == 2.0
+
+
+@pytest.mark.parametrize("lr", [1.0, "tensor"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_state_holds_tensors_where_torch_does(torch_mod, lr, dtype):
+    # torch keeps ro, al, H_diag (and t for a tensor lr) as 0-d tensors of the params' dtype
+    layouts, values = [], []
+    for m in (ember, torch_mod):
+        x = m.tensor([-1.5, 2.0, 0.5], dtype=getattr(m, dtype), requires_grad=True)
+        opt = m.optim.LBFGS([x], lr=m.tensor(0.5) if lr == "tensor" else lr, max_iter=5)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((x[1:] - x[:-1] ** 2) ** 2).sum() + ((1 - x) ** 2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        opt.step(closure)
+        state = opt.state_dict()["state"][0]
+        layout = {}
+        for key, value in state.items():
+            items = value if isinstance(value, list) else [value]
+            layout[key] = [
+                (type(v).__name__, str(v.dtype).split(".")[-1], tuple(v.shape))
+                if hasattr(v, "dtype")
+                else type(v).__name__
+                for v in items
+            ]
+        layouts.append(layout)
+        values.append(x.detach().double().numpy())
+    assert layouts[0] == layouts[1]
+    np.testing.assert_allclose(values[0], values[1], rtol=1e-4 if dtype == "float32" else 1e-9)

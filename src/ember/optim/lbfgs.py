@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
+from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.shape import cat
-from ._validation import as_scalar, check_lr
+from ._validation import check_lr
 from .optimizer import Closure, Optimizer, ParamsT
 
 
@@ -170,7 +171,7 @@ class LBFGS(Optimizer):
         offset = 0
         for p in self._params:
             n = p.numel()
-            p.add_(update[offset : offset + n].view_as(p), alpha=step_size)
+            p.add_(update[offset : offset + n].view_as(p), alpha=float(step_size))
             offset += n
 
     def _directional_evaluate(self, closure, x, t, d):
@@ -192,7 +193,9 @@ class LBFGS(Optimizer):
                 return closure()
 
         group = self.param_groups[0]
-        lr = float(as_scalar(group["lr"]))
+        lr = group["lr"]
+        if isinstance(lr, Tensor) and lr.dim():
+            lr = lr.squeeze()
         max_iter, max_eval = group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
@@ -226,9 +229,11 @@ class LBFGS(Optimizer):
             else:
                 # curvature pair (y, s); kept only when y·s > 0 keeps the Hessian estimate
                 # positive definite
+                # the scalars stay 0-d tensors of the parameters' dtype, as in torch (its
+                # state_dict holds them so, and float32 rounds as torch's does)
                 y = flat_grad.sub(prev_flat_grad)
                 s = d.mul(t)
-                ys = y.dot(s).item()
+                ys = y.dot(s)
                 if ys > 1e-10:
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
@@ -237,18 +242,18 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    h_diag = ys / y.dot(y).item()
+                    h_diag = ys / y.dot(y)
                 # two-loop recursion: d = -H·g
                 num_old = len(old_dirs)
                 al = state.setdefault("al", [None] * history_size)
                 q = flat_grad.neg()
                 for i in range(num_old - 1, -1, -1):
-                    al[i] = old_stps[i].dot(q).item() * ro[i]
-                    q.add_(old_dirs[i], alpha=-al[i])
+                    al[i] = old_stps[i].dot(q) * ro[i]
+                    q.add_(old_dirs[i], alpha=-al[i].item())
                 d = r = q.mul(h_diag)
                 for i in range(num_old):
-                    be_i = old_dirs[i].dot(r).item() * ro[i]
-                    r.add_(old_stps[i], alpha=al[i] - be_i)
+                    be_i = old_dirs[i].dot(r) * ro[i]
+                    r.add_(old_stps[i], alpha=(al[i] - be_i).item())
 
             if prev_flat_grad is None:
                 prev_flat_grad = flat_grad.clone()
@@ -257,10 +262,10 @@ class LBFGS(Optimizer):
             prev_loss = loss
 
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / flat_grad.abs().sum().item()) * lr
+                t = min(1.0, 1.0 / flat_grad.abs().sum()) * lr
             else:
                 t = lr
-            gtd = flat_grad.dot(d).item()
+            gtd = flat_grad.dot(d)
             if gtd > -tolerance_change:
                 break
 
