@@ -36,6 +36,10 @@ def describe(*values):
     ]
 
 
+def add_in_place(x, y):
+    return x.add_(y)
+
+
 def same_object(a, b):
     return a is b
 
@@ -159,6 +163,14 @@ def case_tensors_keep_dtype_requires_grad_and_parameter(rank):
         ]
         values = rpc.rpc_sync("worker1", ember.stack, args=([x, x * 2],))
         assert values.tolist() == [[0, 1, 2], [0, 2, 4]]
+        # large data travels beside the pickle stream, arrives writable; views arrive as copies
+        big = ember.arange(300_000, dtype=ember.float64)
+        doubled = rpc.rpc_sync("worker1", add_in_place, args=(big, big))
+        np.testing.assert_array_equal(doubled.numpy(), 2 * big.numpy())
+        transposed = big.view(600, 500).t()
+        back = rpc.rpc_sync("worker1", add_in_place, args=(transposed, 0))
+        assert back.shape == (500, 600)
+        np.testing.assert_array_equal(back.numpy(), transposed.numpy())
 
 
 def case_one_tensor_twice_in_a_message_arrives_as_one(rank):

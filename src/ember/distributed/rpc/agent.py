@@ -91,19 +91,25 @@ class _Link:
         self.peer = peer
         self.send_lock = threading.Lock()
         self.finished = False  # the peer closed its end (a reading thread saw end of file)
-        try:  # a call is two small frames: without this, Nagle's algorithm holds each ~40 ms
+        try:  # a call is several small frames: without this, Nagle's algorithm holds each ~40 ms
             with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
 
-    def send_pair(self, header, payload: bytes) -> None:
+    def send_pair(self, header, payload: serialization.Pickled) -> None:
+        """The header (with how many buffers follow), the pickle stream, then each buffer."""
         with self.send_lock:
-            self.conn.send(header)
-            self.conn.send_bytes(payload)
+            self.conn.send((header, len(payload.buffers)))
+            self.conn.send_bytes(payload.data)
+            for buffer in payload.buffers:
+                self.conn.send_bytes(buffer)
 
     def receive_pair(self):
-        return self.conn.recv(), self.conn.recv_bytes()
+        header, count = self.conn.recv()
+        data = self.conn.recv_bytes()
+        buffers = [self.conn.recv_bytes() for _ in range(count)]
+        return header, serialization.Pickled(data, buffers)
 
     def hang_up(self) -> None:
         """Close, waking a thread blocked reading it (close alone does not, on Linux)."""

@@ -54,8 +54,8 @@ class MessagePickler(pickle.Pickler):
     """Pickles one message for worker ``destination``; ``grad_tensors`` lists the tensors in it
     that require grad (the originals, still in their graphs)."""
 
-    def __init__(self, file, destination: int) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+    def __init__(self, file, destination: int, buffer_callback=None) -> None:
+        super().__init__(file, protocol=5, buffer_callback=buffer_callback)
         self.destination = destination
         self.grad_tensors: list = []
         self._tensor_index: dict[int, int] = {}
@@ -106,8 +106,8 @@ class MessageUnpickler(pickle.Unpickler):
     distributed autograd context) those are leaves, and the message holds ``RecvRpcBackward``
     outputs of them instead (except ``Parameter``s, which stay leaves)."""
 
-    def __init__(self, file, source: int, recording: bool = False) -> None:
-        super().__init__(file)
+    def __init__(self, file, source: int, recording: bool = False, buffers=()) -> None:
+        super().__init__(file, buffers=buffers)
         self.source = source
         self.recording = recording
         self.grad_tensors: list = []
@@ -117,6 +117,8 @@ class MessageUnpickler(pickle.Unpickler):
         kind = pid[0]
         if kind == "tensor":
             _, array, requires_grad, is_parameter = pid
+            if not array.flags.writeable:  # its data came as a frame of its own (read-only)
+                array = array.copy()
             tensor = ember.from_numpy(array)
             if is_parameter:
                 tensor = nn.Parameter(tensor, requires_grad=requires_grad)
@@ -138,16 +140,30 @@ class MessageUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"ember.distributed.rpc: unknown persistent id {kind!r}")
 
 
-def dumps(obj, destination: int) -> tuple[bytes, list]:
-    """``obj`` as bytes for worker ``destination``, and the tensors in it that require grad."""
-    buffer = io.BytesIO()
-    pickler = MessagePickler(buffer, destination)
+class Pickled:
+    """A pickled message: the pickle stream, and the large contiguous arrays in it (tensors'
+    data) as buffers of their own, sent as they are instead of copied into the stream."""
+
+    __slots__ = ("data", "buffers")
+
+    def __init__(self, data, buffers: list) -> None:
+        self.data = data
+        self.buffers = buffers
+
+
+def dumps(obj, destination: int) -> tuple[Pickled, list]:
+    """``obj`` pickled for worker ``destination``, and the tensors in it that require grad."""
+    stream = io.BytesIO()
+    buffers: list = []
+    pickler = MessagePickler(stream, destination, buffer_callback=buffers.append)
     pickler.dump(obj)
-    return buffer.getvalue(), pickler.grad_tensors
+    return Pickled(stream.getbuffer(), [b.raw() for b in buffers]), pickler.grad_tensors
 
 
-def loads(data: bytes, source: int, recording: bool = False) -> tuple[object, list]:
-    """The object in ``data`` from worker ``source``, and the tensors rebuilt that require grad
-    (the leaves behind ``RecvRpcBackward`` nodes, with ``recording``)."""
-    unpickler = MessageUnpickler(io.BytesIO(data), source, recording)
+def loads(message: Pickled, source: int, recording: bool = False) -> tuple[object, list]:
+    """The object in ``message`` from worker ``source``, and the tensors rebuilt that require
+    grad (the leaves behind ``RecvRpcBackward`` nodes, with ``recording``)."""
+    unpickler = MessageUnpickler(
+        io.BytesIO(message.data), source, recording, buffers=message.buffers
+    )
     return unpickler.load(), unpickler.grad_tensors
