@@ -143,9 +143,9 @@ class RRef(Generic[T]):
         if getattr(self, "_deletes", False):
             try:
                 agent = current_agent()
-            except RuntimeError:
-                return  # RPC is shut down: the owner forgot everything
-            agent.rref_deletes.append((self._owner.id, self._id))
+                agent.rref_deletes.append((self._owner.id, self._id))
+            except Exception:  # RPC is shut down (the owner forgot everything), or Python is
+                return
 
 
 class _DistributedBackward:
