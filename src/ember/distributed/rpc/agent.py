@@ -443,8 +443,12 @@ class Agent:
         context_id = None if context is None else context.context_id
         try:
             self._link_to(destination).send_pair((message_id, context_id, send_id), payload)
-        except OSError as error:
-            self._fail(message_id, RuntimeError(f"ember.distributed.rpc: send failed: {error}"))
+        except (OSError, EOFError, RuntimeError, AuthenticationError) as error:
+            name = self._by_id[destination].name
+            self._fail(
+                message_id,
+                RuntimeError(f"ember.distributed.rpc: sending to {name} failed: {error!r}"),
+            )
         return fut
 
     def _fail(self, message_id: int, error: BaseException) -> None:
