@@ -33,6 +33,12 @@ def test_matmul_with_a_dense_matrix_and_with_nested():
     gram = ember.matmul(strided, strided.transpose(1, 2))
     assert [c.shape for c in gram.unbind()] == [(2, 2), (3, 3), (1, 1)]
     np.testing.assert_allclose(gram.unbind()[1].numpy(), data[1] @ data[1].T, rtol=1e-5)
+    per_position = nt.unflatten(-1, [2, 2]) @ nt.unflatten(-1, [2, 2]).transpose(-1, -2)
+    assert per_position.shape[1] == nt.shape[1]
+    a = data[2].reshape(1, 2, 2)
+    np.testing.assert_allclose(
+        per_position.unbind()[2].numpy(), a @ a.transpose(0, 2, 1), rtol=1e-5
+    )
     batched = ember.bmm(nt, ember.ones(3, 4, 2))
     np.testing.assert_allclose(batched.unbind()[0].numpy(), data[0] @ np.ones((4, 2)), rtol=1e-5)
 
@@ -80,6 +86,19 @@ def test_linear_relu_and_matmul_gradients_match_torch(torch_nested, layout):
         sum(o.to_padded_tensor(0.0).sum() for o in outs).backward()
         results[lib] = (outs, weight.grad, bias.grad, [leaf.grad for leaf in leaves])
     assert_close(results[ember], results[torch], atol=1e-4)
+
+
+def test_jagged_nested_times_nested_per_position_matches_torch(torch_nested):
+    torch = torch_nested
+    results = {}
+    for lib in (ember, torch):
+        nt, leaves = as_nested(lib, arrays())
+        x = nt.unflatten(-1, [2, 2])  # (3, j, 2, 2): a 2x2 matrix at every position
+        out = x @ x.transpose(-1, -2)
+        out.values().sum().backward()
+        results[lib] = (out, [leaf.grad for leaf in leaves])
+    assert shape_text(results[ember][0].shape) == shape_text(results[torch][0].shape)
+    assert_close(results[ember], results[torch])
 
 
 def test_matmul_error_matches_torch(torch_nested):
