@@ -236,6 +236,11 @@ OPS = {
     "mse_loss": lambda lib: (F if lib is ember else lib.nn.functional).mse_loss(
         _meta(lib, 4, 5), _meta(lib, 4, 5)
     ),
+    "topk": lambda lib: _meta(lib, 4, 6).topk(3, dim=1).indices,
+    "tril": lambda lib: _meta(lib, 4, 6).tril(1),
+    "one_hot": lambda lib: (F if lib is ember else lib.nn.functional).one_hot(
+        lib.zeros(3, dtype=lib.int64, device="meta"), 10
+    ),
     "sdpa": lambda lib: (F if lib is ember else lib.nn.functional).scaled_dot_product_attention(
         _meta(lib, 2, 4, 6, 8), _meta(lib, 2, 4, 6, 8), _meta(lib, 2, 4, 6, 8), is_causal=True
     ),
@@ -579,3 +584,43 @@ def test_elements_of_a_meta_vector_are_meta(torch_mod):
         t = lib.empty(3, device="meta")
         assert [_signature(e) for e in t] == [((), "float32", "meta")] * 3
         assert t[1].is_meta and t.unbind(0)[2].is_meta
+
+
+N = 100_000  # 10^10 elements per (N, N) tensor: 40 GB of float32 if it were real
+BIG_OPS = {
+    "tril": lambda: _meta(ember, N, N).tril(),
+    "topk": lambda: _meta(ember, N, N).topk(3).values,
+    "sort": lambda: _meta(ember, N, N).sort(1).values,
+    "cumsum": lambda: _meta(ember, N, N).cumsum(1),
+    "gather": lambda: _meta(ember, N, N).gather(
+        1, ember.zeros(N, N, dtype=ember.int64, device="meta")
+    ),
+    "conv2d": lambda: F.conv2d(_meta(ember, 10, 10, N, N), _meta(ember, 4, 10, 3, 3)),
+    "conv_transpose2d": lambda: F.conv_transpose2d(
+        _meta(ember, 10, 10, N, N), _meta(ember, 10, 4, 3, 3)
+    ),
+    "interpolate": lambda: F.interpolate(
+        _meta(ember, 10, 10, N, N), scale_factor=2, mode="bilinear"
+    ),
+    "max_pool2d": lambda: F.max_pool2d(_meta(ember, 10, 10, N, N), 3),
+    "group_norm": lambda: F.group_norm(_meta(ember, 10, 10, N, N), 2),
+    "cross_entropy": lambda: F.cross_entropy(
+        _meta(ember, N, N), ember.zeros(N, dtype=ember.int64, device="meta")
+    ),
+    "einsum": lambda: ember.einsum("ij,jk->ik", _meta(ember, N, N), _meta(ember, N, N)),
+    "pad": lambda: F.pad(_meta(ember, 100, N, N), (1, 1)),
+    "softmax_backward": lambda: _meta(ember, N, N).requires_grad_().softmax(-1).sum().backward(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BIG_OPS))
+def test_big_ops_on_meta_allocate_nothing(name):
+    BIG_OPS[name]()  # once first: imports and caches are not the op's memory
+    tracemalloc.start()
+    try:
+        out = BIG_OPS[name]()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out is None or out.is_meta
+    assert peak < 1_000_000

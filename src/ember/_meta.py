@@ -184,6 +184,8 @@ def _ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
         return out[0] if len(out) == 1 else out
     probes = probe if ufunc.nout > 1 else (probe,)
     results = tuple(empty(s, _dtype_of(p)) for s, p in zip(shapes, probes, strict=True))
+    if ufunc is np.logical_and and method == "reduce":
+        results[0].truth = True  # ``if x.all():`` holds (see MetaArray.__bool__)
     return results if ufunc.nout > 1 else results[0]
 
 
@@ -390,8 +392,10 @@ _RULES = {
     np.pad: _pad,
     np.sort: _same_shape(np.sort),
     np.argsort: _same_shape(np.argsort, index_dtype=True),
-    np.partition: _same_shape(np.partition),
-    np.argpartition: _same_shape(np.argpartition, index_dtype=True),
+    np.partition: lambda a, kth, axis=-1, **kw: empty(_shape(a), a.dtype),
+    np.argpartition: lambda a, kth, axis=-1, **kw: empty(_shape(a), np.intp),
+    np.tril: lambda m, k=0: empty(_shape(m), m.dtype),
+    np.triu: lambda m, k=0: empty(_shape(m), m.dtype),
     np.cumsum: _same_shape(np.cumsum),
     np.cumprod: _same_shape(np.cumprod),
     np.round: _same_shape(np.round),
@@ -589,11 +593,14 @@ class MetaArray(np.ndarray):
     def item(self, *args):
         raise RuntimeError(NO_ITEM)  # Tensor.item, float(t), int(t) and bool(t) come here
 
-    # An op's own checks on values (``if int(index.max()) >= n: raise``, ``if bad.any():``)
-    # find nothing to report on a meta tensor, as torch's meta kernels skip those checks: a
-    # value read by Python is 0 (False). Tensors read theirs through ``item``, which raises.
+    # An op's own checks on values (``if int(index.max()) >= n: raise``, ``if bad.any():``,
+    # ``if not ok.all():``) find nothing to report on a meta tensor, as torch's meta kernels
+    # skip those checks: a value read by Python is 0, and a truth value False except that of
+    # an ``all()``. Tensors read theirs through ``item``, which raises.
+    truth = False
+
     def __bool__(self) -> bool:
-        return False
+        return self.truth
 
     def __int__(self) -> int:
         return 0
