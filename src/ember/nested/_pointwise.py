@@ -28,16 +28,18 @@ def unary(original):
     return nested
 
 
+def _is_strided_nested(t) -> bool:
+    return isinstance(t, NestedTensor) and t.layout == "strided"
+
+
 def _mismatch(name: str, a, b) -> RuntimeError:
-    if isinstance(a, NestedTensor) and a.layout == "strided" and isinstance(b, NestedTensor):
+    """PyTorch's message for operands that do not combine (a strided nested tensor has no
+    shape to print)."""
+    if _is_strided_nested(a) or _is_strided_nested(b):
         return RuntimeError(f"{name} does not support broadcasting when given a NestedTensor")
-    left = tuple(a.shape) if not (isinstance(a, NestedTensor) and a.layout == "strided") else a
-    right = tuple(b.shape) if not (isinstance(b, NestedTensor) and b.layout == "strided") else b
-    if isinstance(left, NestedTensor) or isinstance(right, NestedTensor):
-        return RuntimeError(f"{name}: a strided NestedTensor and a dense tensor do not broadcast")
     return RuntimeError(
-        f"cannot call binary pointwise function {name}.Tensor with inputs of shapes {left} "
-        f"and {right}"
+        f"cannot call binary pointwise function {name}.Tensor with inputs of shapes "
+        f"{tuple(a.shape)} and {tuple(b.shape)}"
     )
 
 
