@@ -26,6 +26,11 @@ def test_unsupported_op_names_itself_and_nested_tensor(layout, name):
     assert str(info.value).startswith(f"{op}(): not supported for NestedTensor ({layout} layout)")
 
 
+def test_saving_is_refused_naming_save(tmp_path):
+    with pytest.raises(NotImplementedError, match=r"^save\(\): not supported for NestedTensor"):
+        ember.save(nested(ember, arrays()), tmp_path / "nt.pt")
+
+
 def test_slicing_is_refused_with_the_index_named():
     with pytest.raises(
         NotImplementedError, match=r"indexing with \(slice\(None, None, None\), 0\)"

@@ -28,6 +28,10 @@ _PLUMBING = frozenset(
 )
 
 
+# standard-library modules an op may call back through (ember.save pickles)
+_TRANSPARENT = frozenset({"pickle", "copyreg", "copy", "functools", "contextlib", "zipfile"})
+
+
 class NestedUnsupported(NotImplementedError, AttributeError):
     """An op asked of a nested tensor that has no nested kernel (a ``RuntimeError`` as
     PyTorch's ``NotImplementedError``; also an ``AttributeError`` so that ``hasattr`` on the
@@ -54,7 +58,7 @@ def calling_op(default: str = "this operation") -> str:
         if module == "ember" or module.startswith("ember."):
             if not module.startswith("ember.nested"):
                 names.append(frame.f_code.co_name)
-        elif names:
+        elif names and module.partition(".")[0] not in _TRANSPARENT:
             break
         frame = frame.f_back
     for name in reversed(names):
