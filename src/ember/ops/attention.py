@@ -28,7 +28,7 @@ from ._recorded import recorder as _recorder
 from .activation import softmax
 from .elementwise import where
 from .indexing import pad
-from .linalg import linear
+from .linalg import _records, bmm, linear
 from .shape import cat
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -395,14 +395,41 @@ def _sdpa_fusable(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
     return all(m in (1, s) for m, s in zip(shape, scores))
 
 
+class ScaledDotProductFlashAttentionBackward(ScaledDotProductAttentionBackward0):
+    """The fused attention of 4-D inputs without dropout: torch's CPU flash kernel's node."""
+
+    torch_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+    torch_saved = {
+        "attn_mask": ("value", None),
+        "dropout_p": ("value", 0.0),
+        "key": 1,
+        "query": 0,
+        "value": 2,
+    }
+
+
+def _output_like(xp, q, width: int):
+    """An empty (..., L, width) result laid out in memory as ``q`` is (torch's flash kernel
+    writes its output in the query's layout, so that multi-head attention's permute of it
+    is contiguous)."""
+    order = sorted(range(q.ndim), key=lambda i: -q.strides[i])
+    if q.ndim != 4 or order[-1] != 3 or order == [0, 1, 2, 3]:
+        return None
+    shape = q.shape[:-1] + (width,)
+    buffer = xp.empty(tuple(shape[i] for i in order), q.dtype)
+    return buffer.transpose([order.index(i) for i in range(4)])
+
+
 def _fused_attention(query: Tensor, key: Tensor, value: Tensor, mask, scale: float, p: float):
     xp = array_module(query._data)
+    flash = query._data.ndim == 4 and p <= 0
+    out = _output_like(xp, query._data, value._data.shape[-1]) if flash else None
     out, probs, noise = _attend(
-        xp, query._data, key._data, value._data, mask, scale, p, query.device
+        xp, query._data, key._data, value._data, mask, scale, p, query.device, out
     )
     inputs = (query, key, value)
     return result(
-        ScaledDotProductAttentionBackward0,
+        ScaledDotProductFlashAttentionBackward if flash else ScaledDotProductAttentionBackward0,
         out,
         inputs,
         inputs,
@@ -583,6 +610,26 @@ def _project(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return linear(x, weight, bias)
 
 
+def _in_projection_packed(q: Tensor, k: Tensor, v: Tensor, w: Tensor, b: Tensor | None) -> tuple:
+    """Q, K and V as torch's ``_in_projection_packed`` computes them (and so with its graph):
+    self-attention projects once and splits the heads' packed (3, L, N, E) copy; encoder-
+    decoder attention projects K and V together; otherwise each is projected alone."""
+    embed_dim = q.shape[-1]
+    if k is v:
+        if q is k:
+            proj = linear(q, w, b).unflatten(-1, (3, embed_dim))
+            proj = proj.unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([embed_dim, embed_dim * 2])
+        b_q, b_kv = (None, None) if b is None else b.split([embed_dim, embed_dim * 2])
+        kv = linear(k, w_kv, b_kv).unflatten(-1, (2, embed_dim))
+        kv = kv.unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return linear(q, w_q, b_q), kv[0], kv[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
 def _packable(query: Tensor, weight: Tensor, bias, attn_mask, key_padding_mask) -> bool:
     """Whether self-attention takes the packed path (NumPy float data, masks of the query's
     dtype that need no gradient)."""
@@ -720,7 +767,9 @@ def multi_head_attention_forward(
         and static_k is None
         and static_v is None
     )
-    if packed and _packable(query, in_proj_weight, in_proj_bias, attn_mask, key_padding_mask):
+    recording = _records(query, key, value, in_proj_weight, in_proj_bias, q_proj_weight)
+    packable = _packable(query, in_proj_weight, in_proj_bias, attn_mask, key_padding_mask)
+    if packed and packable and not recording:  # recording takes torch's steps below
         out = _packed_multi_head_attention(
             query,
             num_heads,
@@ -734,14 +783,18 @@ def multi_head_attention_forward(
         )
         return (out if batched else out.squeeze(1)), None
 
-    if not use_separate_proj_weight:
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    if not use_separate_proj_weight and recording:  # torch's steps, for torch's graph
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
     else:
-        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is True but a projection is None")
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-    q, k, v = _project(query, w_q, b_q), _project(key, w_k, b_k), _project(value, w_v, b_v)
+        if not use_separate_proj_weight:
+            w_q, w_k, w_v = in_proj_weight.chunk(3)
+        else:
+            if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+                raise AssertionError("use_separate_proj_weight is True but a projection is None")
+            w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+        b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None,) * 3
+        project = linear if recording else _project
+        q, k, v = project(query, w_q, b_q), project(key, w_k, b_k), project(value, w_v, b_v)
 
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
@@ -786,11 +839,11 @@ def multi_head_attention_forward(
         attn_mask = padding if attn_mask is None else attn_mask + padding
 
     if need_weights:
-        scores = (q * math.sqrt(1.0 / head_dim)) @ k.transpose(-2, -1)
+        scores = bmm(q * math.sqrt(1.0 / head_dim), k.transpose(-2, -1))
         if attn_mask is not None:
             scores = scores + attn_mask
         weights = _dropout(softmax(scores, -1), dropout_p)
-        heads_out = weights @ v
+        heads_out = bmm(weights, v)
     else:
         if attn_mask is not None:
             attn_mask = (
@@ -799,14 +852,17 @@ def multi_head_attention_forward(
                 else attn_mask.reshape(bsz, num_heads, -1, src_len)
             )
         heads_out = scaled_dot_product_attention(
-            q.reshape(bsz, num_heads, tgt_len, head_dim),
-            k.reshape(bsz, num_heads, src_len, head_dim),
-            v.reshape(bsz, num_heads, src_len, head_dim),
+            q.view(bsz, num_heads, tgt_len, head_dim),
+            k.view(bsz, num_heads, src_len, head_dim),
+            v.view(bsz, num_heads, src_len, head_dim),
             attn_mask,
             dropout_p,
-        ).reshape(bsz * num_heads, tgt_len, head_dim)
+        )
         weights = None
-    out = heads_out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    if need_weights:
+        out = heads_out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    else:  # (N, heads, L, D) -> (L·N, E), as torch
+        out = heads_out.permute(2, 0, 1, 3).contiguous().view(tgt_len * bsz, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not batched:
         out = out.squeeze(1)

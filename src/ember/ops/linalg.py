@@ -736,6 +736,11 @@ class LinearBackward0(Node):
         return grads[: len(edges)]
 
 
+def _records(*tensors) -> bool:
+    """Whether an op on ``tensors`` records a node (grad mode on, some input needs grad)."""
+    return grad_state.enabled and any(t is not None and t._rg for t in tensors)
+
+
 def _weight_of(w_t):
     return None if w_t is None else w_t.mT
 
@@ -805,6 +810,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             if not out._rg:
                 return out.squeeze(0)
             return result(SqueezeBackward4, out._data.reshape(-1), (out,), shape=out._data.shape)
+        if bias is not None and not x.flags.c_contiguous and _records(input, weight, bias):
+            return matmul(input, weight.t()) + bias  # torch's steps: matmul, then the bias
         out = linear(input.reshape(-1, x.shape[-1]), weight, bias)
         shape = x.shape[:-1] + (w.shape[0],)
         if bias is None and out._rg:  # torch's matmul: mm then _unsafe_view
