@@ -588,6 +588,11 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
             f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)"
         )
     unbatched = input.dim() == 3
+    if 0 in tuple(input.shape[1 - unbatched :]):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
+            f"non-zero dimensions for input, but got: {list(input.shape)}"
+        )
     x = input.unsqueeze(0) if unbatched else input
     kernel = _pair(kernel_size, 2, "kernel_size")
     pads = tuple((p, p) for p in _pair(padding, 2, "padding"))
@@ -595,7 +600,8 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
         x, kernel, _pair(stride, 2, "stride"), pads, _pair(dilation, 2, "dilation")
     )
     n, c = x.shape[:2]
-    out = cols.reshape(n, c * kernel[0] * kernel[1], -1)
+    blocks = cols.shape[-2] * cols.shape[-1]  # explicit: -1 cannot be inferred for n == 0
+    out = cols.reshape(n, c * kernel[0] * kernel[1], blocks)
     return out.squeeze(0) if unbatched else out
 
 
