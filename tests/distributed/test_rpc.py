@@ -303,6 +303,26 @@ def case_owner_drops_values_of_rrefs_nobody_holds(rank):
         assert kept.to_here().tolist() == [1.0, 1.0]
 
 
+def owned_rrefs(n):
+    return [rpc.RRef(ember.ones(1000)) for _ in range(n)]
+
+
+def case_owner_drops_its_rrefs_values_once_users_let_go(rank):
+    if rank == 0:
+        import gc
+
+        before = rpc.rpc_sync("worker1", owned_count)
+        users = rpc.rpc_sync("worker1", owned_rrefs, args=(5,))
+        assert rpc.rpc_sync("worker1", owned_count) == before + 5
+        assert users[0].to_here().shape == (1000,)
+        passed_on = users.pop()
+        rpc.rpc_sync("worker1", is_owner_here, args=(passed_on,))  # sent on: kept from now on
+        del users, passed_on
+        gc.collect()
+        rpc.rpc_sync("worker1", owned_count)  # carries the news
+        assert rpc.rpc_sync("worker1", owned_count) == before + 1
+
+
 def case_many_calls_from_threads_all_arrive(rank):
     results = []
 

@@ -182,7 +182,7 @@ class Agent:
         self._joins: list = []  # worker 0, during the rendezvous: (conn, hello)
         self._joined = threading.Condition(self._lock)
         self.owned: dict = {}  # rref id -> Future of the value of an RRef this worker owns
-        self.deleted_rrefs: set = set()  # deleted by their user before their creation ran
+        self.owned_users: dict = {}  # rref id -> how many user RRefs elsewhere may fetch it
         self.rref_lock = threading.Lock()
         self._rref_ids = itertools.count()
         # (owner id, rref id) of user RRefs garbage-collected: their owners are told on the next
@@ -366,19 +366,28 @@ class Agent:
     def new_rref_id(self) -> tuple[int, int]:
         return (self.rank, next(self._rref_ids))
 
-    def owned_future(self, rref_id) -> futures.Future:
-        """The Future of an owned RRef's value, made now if its value has not been set yet."""
+    def owned_future(self, rref_id, new_user: bool = False, value=None) -> futures.Future:
+        """The Future of an owned RRef's value (``value`` or a new one if it is not known yet);
+        ``new_user``: one more user RRef elsewhere holds it."""
         with self.rref_lock:
             fut = self.owned.get(rref_id)
             if fut is None:
-                fut = self.owned[rref_id] = futures.Future()
+                fut = self.owned[rref_id] = value if value is not None else futures.Future()
+            if new_user:
+                self.owned_users[rref_id] = self.owned_users.get(rref_id, 0) + 1
             return fut
 
     def forget_owned(self, rref_ids) -> None:
+        """Users let go of these RRefs: a value no user holds any more is dropped here (the
+        owner's own RRef objects keep theirs)."""
         with self.rref_lock:
             for rref_id in rref_ids:
-                if self.owned.pop(rref_id, None) is None:
-                    self.deleted_rrefs.add(rref_id)
+                left = self.owned_users.get(rref_id, 0) - 1
+                if left > 0:
+                    self.owned_users[rref_id] = left
+                else:
+                    self.owned_users.pop(rref_id, None)
+                    self.owned.pop(rref_id, None)
 
     def _flush_rref_deletes(self) -> None:
         by_owner: dict[int, list] = {}
@@ -529,11 +538,39 @@ class Agent:
                 return
             with self._lock:
                 self._active += 1
+            # loaded here, in arrival order: an RRef a message brings is resolved before a later
+            # message from the same worker can say that it let go of that RRef
+            request = self._load_request(link, header, payload)
+            if not isinstance(request, RemoteException) and getattr(
+                request[0], "_ember_rpc_inline", False
+            ):
+                self._handle(link, header, request)  # quick bookkeeping, kept in order too
+                continue
             try:
-                self.pool.submit(self._handle, link, header, payload)
+                self.pool.submit(self._handle, link, header, request)
             except RuntimeError:  # the pool is shut down
                 self._request_done()
                 return
+
+    def _load_request(self, link: _Link, header, payload):
+        """(func, args, kwargs, context) of a request, or the RemoteException to answer with."""
+        _, context_id, send_id = header
+        try:
+            (func, args, kwargs), grad_tensors = serialization.loads(
+                payload, link.peer, recording=context_id is not None
+            )
+            context = None
+            if context_id is not None:
+                context = contexts.get_or_create_context(context_id)
+                context.known_workers.add(link.peer)
+                if grad_tensors:
+                    context.record_recv(grad_tensors, link.peer, send_id)
+            on_receipt = getattr(func, "_ember_rpc_on_receipt", None)
+            if on_receipt is not None:
+                on_receipt(*args, **kwargs)
+        except Exception as error:
+            return self._wrap(error)
+        return func, args, kwargs, context
 
     def _peer_lost(self, peer: int) -> None:
         """A worker hung up: if it has not been through shutdown, a shutdown barrier waiting
@@ -551,19 +588,14 @@ class Agent:
             self._active -= 1
             self._idle.notify_all()
 
-    def _handle(self, link: _Link, header, payload: bytes) -> None:
-        message_id, context_id, send_id = header
-        context = None
+    def _handle(self, link: _Link, header, request) -> None:
+        message_id = header[0]
+        if isinstance(request, RemoteException):  # it could not be read
+            self._respond(link, message_id, None, False, request, True)
+            return
+        func, args, kwargs, context = request
         counted = True
         try:
-            (func, args, kwargs), grad_tensors = serialization.loads(
-                payload, link.peer, recording=context_id is not None
-            )
-            if context_id is not None:
-                context = contexts.get_or_create_context(context_id)
-                context.known_workers.add(link.peer)
-                if grad_tensors:
-                    context.record_recv(grad_tensors, link.peer, send_id)
             if getattr(func, "_ember_rpc_not_counted", False):
                 self._request_done()  # the shutdown barrier: waiting there is not work
                 counted = False
@@ -693,6 +725,9 @@ def set_current_agent(agent: Agent | None) -> None:
 def _forget_owned_rrefs(rref_ids: list) -> None:
     """On an owner: its users let go of these RRefs."""
     current_agent().forget_owned(rref_ids)
+
+
+_forget_owned_rrefs._ember_rpc_inline = True
 
 
 def fail_barrier(fut: futures.Future, agent: Agent, peer: int) -> None:

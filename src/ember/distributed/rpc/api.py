@@ -139,9 +139,13 @@ def remote(
     agent = current_agent()
     owner = agent.worker_info(to)
     rref_id = agent.new_rref_id()
-    value = agent.owned_future(rref_id) if owner.id == agent.rank else None
+    to_self = owner.id == agent.rank
+    value = agent.owned_future(rref_id) if to_self else None
     created = agent.send(
-        owner, create_owned, (rref_id, func, args or (), kwargs or {}), timeout=float(timeout)
+        owner,
+        create_owned,
+        (rref_id, func, args or (), kwargs or {}, not to_self),
+        timeout=float(timeout),
     )
     return RRef._make(owner, rref_id, value, created, deletes=value is None)
 

@@ -4,10 +4,12 @@
 An RRef sent in an RPC message travels as (owner, id): on its owner it becomes the owner's RRef
 again (with the value), elsewhere a user RRef that fetches the value with ``to_here``.
 
-Lifetime, simpler than torch's distributed reference counting: the owner keeps a value for as
-long as RPC runs once its RRef has been sent anywhere, except for the commonest case, an RRef
-made by ``remote`` and never passed on by its creator, whose value the owner drops when the
-creator's RRef is garbage-collected.
+Lifetime, a simpler reference counting than torch's: the owner counts the user RRefs that may
+fetch a value (the one ``remote`` gives its caller, and one per time the owner sends its RRef
+to another worker); a user RRef that is garbage-collected tells the owner (with its next call),
+and a value no user holds is dropped from the owner's table (its own RRef objects keep theirs).
+A user RRef that is itself sent on (to the owner or to a third worker) never tells, so its
+value stays on the owner until shutdown: that saves torch's fork confirmations.
 """
 
 from __future__ import annotations
@@ -227,10 +229,14 @@ def _fetch_value(rref_id) -> Deferred:
     return Deferred(current_agent().owned_future(rref_id))
 
 
-def create_owned(rref_id, func, args: tuple, kwargs: dict) -> None:
-    """On the owner, for ``remote``: compute the value and keep it under ``rref_id``."""
+def create_owned(rref_id, func, args: tuple, kwargs: dict, for_user: bool = True) -> None:
+    """On the owner, for ``remote``: compute the value and keep it under ``rref_id`` (dropped
+    when no user holds it any more, and then computed for its effects only)."""
     agent = current_agent()
-    fut = agent.owned_future(rref_id)
+    with agent.rref_lock:
+        fut = agent.owned.get(rref_id)
+    if fut is None:
+        fut = futures.Future()
     try:
         value = func(*args, **kwargs)
         if is_async_function(func) and not isinstance(value, Deferred):
@@ -242,10 +248,15 @@ def create_owned(rref_id, func, args: tuple, kwargs: dict) -> None:
         value.future.add_done_callback(lambda done: _settle(fut, done))
     else:
         fut.set_result(value)
-    with agent.rref_lock:
-        if rref_id in agent.deleted_rrefs:  # its user let go before it was made
-            agent.deleted_rrefs.discard(rref_id)
-            agent.owned.pop(rref_id, None)
+
+
+def _count_the_creator(rref_id, func, args, kwargs, for_user: bool = True) -> None:
+    """When ``create_owned``'s request arrives (in order with that worker's later messages):
+    the RRef ``remote`` returned is the first user."""
+    current_agent().owned_future(rref_id, new_user=for_user)
+
+
+create_owned._ember_rpc_on_receipt = _count_the_creator
 
 
 def _settle(target: futures.Future, done: futures.Future) -> None:
@@ -260,11 +271,12 @@ def _settle(target: futures.Future, done: futures.Future) -> None:
 def _to_wire(rref: RRef, destination: int):
     """What identifies ``rref`` on worker ``destination``."""
     if rref._value is not None:
-        agent = current_agent()
-        with agent.rref_lock:  # from now on users may fetch it: the owner keeps it
-            agent.owned.setdefault(rref._id, rref._value)
-    elif destination != rref._owner.id:
-        rref._deletes = False  # passed on: other workers may use it now
+        # one more user may fetch it (none if it comes back here, as the owner's own RRef)
+        current_agent().owned_future(
+            rref._id, new_user=destination != rref._owner.id, value=rref._value
+        )
+    else:
+        rref._deletes = False  # passed on: the owner keeps the value from now on
     return (rref._owner, rref._id)
 
 
@@ -273,7 +285,8 @@ def _from_wire(wire, source: int) -> RRef:
     agent = current_agent()
     if owner.id == agent.rank:
         return RRef._make(owner, rref_id, agent.owned_future(rref_id))
-    return RRef._make(owner, rref_id, None)
+    # counted by the owner when it sent it; from another user, it is not counted
+    return RRef._make(owner, rref_id, None, deletes=source == owner.id)
 
 
 serialization.register_rref_hooks(RRef, _to_wire, _from_wire)
