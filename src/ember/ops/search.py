@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._dispatch import array_module, to_tensor, wrap
@@ -50,8 +52,9 @@ def searchsorted(
             "dimensions of boundaries tensor and input value tensor must match, but we got "
             f"boundaries tensor {list(seq.shape)} and input value tensor {list(values.shape)}"
         )
-    rows_seq = seq.reshape(-1, seq.shape[-1])
-    rows_val = values.reshape(-1, values.shape[-1])
+    rows = math.prod(seq.shape[:-1])  # explicit: -1 cannot be inferred for empty rows
+    rows_seq = seq.reshape(rows, seq.shape[-1])
+    rows_val = values.reshape(rows, values.shape[-1])
     out = xp.empty(rows_val.shape, dtype=index_dtype)
     for i in range(rows_seq.shape[0]):
         out[i] = xp.searchsorted(rows_seq[i], rows_val[i], side=side)
