@@ -24,12 +24,13 @@ Where ember still differs from torch (kept out of the fuzzed cases, with the rea
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import broadcastable_shapes
 
-from ._compare import ALL_DTYPES, FEW, FUZZ, arrays, same, shapes
+from ._compare import ALL_DTYPES, FEW, FLOATING, FUZZ, arrays, same, shapes
 
 UNARY = [
     "neg",
@@ -172,3 +173,166 @@ def test_float32_std_and_var_of_huge_values_overflow_as_torch(data):
     dim = data.draw(st.sampled_from([None, 0, -1]))
     same(lambda m, t: t.std() if dim is None else t.std(dim), x)
     same(lambda m, t: t.var() if dim is None else t.var(dim), x)
+
+
+# --- the rest of the elementwise and reduction table (issue 29): trigonometry, special
+# functions, predicates, activations of nn.functional and torch.special, more binary ops,
+# reductions returning (values, indices), ternary ops
+def _resolve(lib, name: str):
+    """``gelu`` -> ``lib.gelu``; ``F.gelu`` -> ``lib.nn.functional.gelu``; ``special.ndtr``."""
+    namespace, _, short = name.rpartition(".")
+    owner = {"": lib, "F": getattr(lib.nn, "functional", None), "special": lib.special}[namespace]
+    return getattr(owner, short)
+
+
+MORE_UNARY = [
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "log2",
+    "log10",
+    "exp2",
+    "rsqrt",
+    "erf",
+    "erfc",
+    "erfinv",
+    "lgamma",
+    "digamma",
+    "sgn",
+    "signbit",
+    "positive",
+    "isfinite",
+    "isposinf",
+    "isneginf",
+    "isreal",
+    "nan_to_num",
+    "deg2rad",
+    "rad2deg",
+    "i0",
+    "logit",
+    "fix",
+    "special.expit",
+    "special.ndtr",
+    "special.log_ndtr",
+    "special.ndtri",
+    "special.entr",
+    "special.i0e",
+    "special.i1",
+    "special.i1e",
+    "special.erfcx",
+    "F.gelu",
+    "F.silu",
+    "F.mish",
+    "F.hardtanh",
+    "F.elu",
+    "F.leaky_relu",
+    "F.selu",
+    "F.celu",
+    "F.softsign",
+    "F.tanhshrink",
+    "F.hardswish",
+    "F.hardsigmoid",
+    "F.logsigmoid",
+    "F.relu6",
+    "F.softplus",
+    "F.hardshrink",
+    "F.softshrink",
+]
+
+
+@pytest.mark.parametrize("name", MORE_UNARY)
+@FEW
+@given(data=st.data())
+def test_more_unary_ops_match_torch(name, data):
+    same(lambda m, x: _resolve(m, name)(x), data.draw(arrays(dtypes=ALL_DTYPES)))
+
+
+MORE_BINARY = [
+    "true_divide",
+    "fmax",
+    "fmin",
+    "ne",
+    "le",
+    "gt",
+    "ge",
+    "logical_or",
+    "logical_xor",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "copysign",
+    "heaviside",
+    "gcd",
+    "lcm",
+    "float_power",
+    "special.xlog1py",
+]
+
+
+@pytest.mark.parametrize("name", MORE_BINARY)
+@FEW
+@given(data=st.data())
+def test_more_binary_ops_with_broadcasting_match_torch(name, data):
+    shape = data.draw(shapes())
+    other = data.draw(broadcastable_shapes(shape, min_dims=0, max_dims=3, min_side=0, max_side=4))
+    x = data.draw(arrays(shape, dtypes=ALL_DTYPES))
+    y = data.draw(arrays(other, dtypes=ALL_DTYPES))
+    if name == "copysign":  # the sign of a NaN differs through bfloat16 (see the top)
+        y.array = np.nan_to_num(y.array)
+    same(lambda m, a, b: _resolve(m, name)(a, b), x, y)
+
+
+# reductions along a dim; those returning (values, indices) compare the indices by dtype and
+# shape only where ties make them implementation-defined
+MORE_REDUCTIONS = {
+    "nansum": (),
+    "nanmean": (),
+    "count_nonzero": (),
+    "logcumsumexp": (),
+    "softmax": (),
+    "log_softmax": (),
+    "var_mean": (),
+    "std_mean": (),
+    "median": (1,),
+    "nanmedian": (1,),
+    "cummax": (1,),
+    "cummin": (1,),
+    "max": (1,),
+    "min": (1,),
+    "mode": (1,),
+}
+
+
+@pytest.mark.parametrize("name", MORE_REDUCTIONS)
+@FEW
+@given(data=st.data())
+def test_more_reductions_over_a_dim_match_torch(name, data):
+    x = data.draw(arrays(dtypes=ALL_DTYPES))
+    ndim = len(x.array.shape)
+    dim = data.draw(st.integers(-max(ndim, 1) - 1, max(ndim, 1)))  # out of range now and then
+    same(lambda m, t: getattr(m, name)(t, dim), x, indices_of=MORE_REDUCTIONS[name])
+
+
+TERNARY = ["lerp", "addcmul", "addcdiv"]
+
+
+@pytest.mark.parametrize("name", TERNARY)
+@FEW
+@given(data=st.data())
+def test_ternary_ops_with_broadcasting_match_torch(name, data):
+    shape = data.draw(shapes())
+    others = [
+        data.draw(broadcastable_shapes(shape, min_dims=0, max_dims=3, min_side=0, max_side=4))
+        for _ in range(2)
+    ]
+    dtypes = ALL_DTYPES if name != "lerp" else FLOATING  # lerp's weight is a float
+    inputs = [data.draw(arrays(s, dtypes=dtypes)) for s in (shape, *others)]
+    same(lambda m, a, b, c: getattr(m, name)(a, b, c), *inputs)

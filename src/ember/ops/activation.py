@@ -133,6 +133,14 @@ def _softmax_any(input: Tensor, dim, dtype, log: bool) -> Tensor:
     op = "log_softmax" if log else "softmax"
     if dtype is not None:
         input = input.to(dtype)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        # torch has no integer or bool kernel (pass dtype= to compute in a float type); an
+        # empty tensor returns as it is, after the dim is checked
+        d = _softmax_dim(input, dim, op)
+        if input.numel() == 0:
+            return input.clone()
+        kernel = f"{op}_lastdim_kernel_impl" if d == max(input.ndim, 1) - 1 else f"{op}_kernel_impl"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype.legacy_name}'")
     input = float_result(op, input)
     d = _softmax_dim(input, dim, op)
     data = input._data
@@ -311,6 +319,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     data = input._data
     if data.dtype.kind == "b":
         raise NotImplementedError("\"hardtanh_cpu\" not implemented for 'Bool'")
+    if data.dtype.kind == "u" and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     out = array_module(data).clip(data, min_val, max_val).astype(data.dtype, copy=False)
     # integer inputs are clamped too (as PyTorch); they never carry a gradient
     attrs = dict(min_val=min_val, max_val=max_val)

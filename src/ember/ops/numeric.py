@@ -131,8 +131,8 @@ class FrexpBackward0(Node):  # d mantissa/d input = 2^-exponent
 
 def _integer_op(op: str, kernel: str, input, other) -> Tensor:
     a, b = promote(op, to_tensor(input), to_tensor(other, input))
-    if a._data.dtype.kind not in "iub":
-        raise RuntimeError(f"\"{op}_cpu\" not implemented for '{a.dtype.legacy_name}'")
+    if a._data.dtype.kind not in "iu":  # torch has no bool kernel for gcd, lcm or shifts
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{a.dtype.legacy_name}'")
     xp = array_module(a._data)
     return wrap(getattr(xp, kernel)(a._data, b._data))
 

@@ -110,6 +110,10 @@ DOCS = {
 }
 
 
+# torch has no float16/bfloat16 kernel for these (NotImplementedError)
+_NO_HALF_KERNEL = frozenset({"erfcx", "ndtri", "log_ndtr"})
+
+
 def _make_unary(name: str, kernel, derivative, saves: str, node_name: str):
     save_x, save_y = "x" in saves, "y" in saves
 
@@ -122,6 +126,10 @@ def _make_unary(name: str, kernel, derivative, saves: str, node_name: str):
 
     def op(input: Tensor) -> Tensor:
         input = _floating_input(name, input)
+        if name in _NO_HALF_KERNEL and input.dtype.itemsize == 2:
+            raise NotImplementedError(
+                f"\"{name}_cpu\" not implemented for '{input.dtype.legacy_name}'"
+            )
         data = input._data
         out = kernel(data)
         return result(node_cls, out, (input,), (input,) if save_x else (), save_y)

@@ -1,0 +1,97 @@
+"""Found by the op fuzzer (tests/fuzz/test_ops_fuzz.py): dtypes and shapes torch refuses, which
+ember accepted, computed in another dtype, or refused with a NumPy error. Each raises torch's
+exception type with torch's message; the torch half compares with torch where it is installed."""
+
+import pytest
+
+import ember
+
+# (call on ember or torch, exception type, message)
+CASES = {
+    "gcd of bools": (
+        lambda m: m.gcd(m.tensor(False), m.tensor(True)),
+        NotImplementedError,
+        "\"gcd_cpu\" not implemented for 'Bool'",
+    ),
+    "lcm of floats": (
+        lambda m: m.lcm(m.tensor(3), m.tensor(1.5)),
+        NotImplementedError,
+        "\"lcm_cpu\" not implemented for 'Float'",
+    ),
+    "left shift of bools": (
+        lambda m: m.bitwise_left_shift(m.tensor(True), m.tensor(True)),
+        NotImplementedError,
+        "\"lshift_cpu\" not implemented for 'Bool'",
+    ),
+    "right shift of doubles": (
+        lambda m: m.bitwise_right_shift(m.tensor(8), m.tensor(1.0, dtype=m.float64)),
+        NotImplementedError,
+        "\"rshift_cpu\" not implemented for 'Double'",
+    ),
+    "erfcx of bfloat16": (
+        lambda m: m.special.erfcx(m.ones(2, dtype=m.bfloat16)),
+        NotImplementedError,
+        "\"erfcx_cpu\" not implemented for 'BFloat16'",
+    ),
+    "log_ndtr of float16": (
+        lambda m: m.special.log_ndtr(m.ones(2, dtype=m.float16)),
+        NotImplementedError,
+        "\"log_ndtr_cpu\" not implemented for 'Half'",
+    ),
+    "ndtri of float16": (
+        lambda m: m.special.ndtri(m.ones(2, dtype=m.float16)),
+        NotImplementedError,
+        "\"ndtri_cpu\" not implemented for 'Half'",
+    ),
+    "hardtanh of uint8 with a negative limit": (
+        lambda m: m.nn.functional.hardtanh(m.tensor([3], dtype=m.uint8)),
+        RuntimeError,
+        "cannot do hardtanh on an unsigned type with negative limits",
+    ),
+    "softmax of int64 over the last dim": (
+        lambda m: m.softmax(m.ones(2, 3, dtype=m.int64), -1),
+        NotImplementedError,
+        "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'",
+    ),
+    "log_softmax of bool over another dim": (
+        lambda m: m.log_softmax(m.ones(2, 3, dtype=m.bool), 0),
+        NotImplementedError,
+        "\"log_softmax_kernel_impl\" not implemented for 'Bool'",
+    ),
+    "addcmul of tensors that do not broadcast together": (
+        lambda m: m.addcmul(m.tensor(3.0), m.ones(0), m.ones(2)),
+        RuntimeError,
+        "The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 0",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_ember_refuses_as_torch_does(case):
+    call, kind, words = CASES[case]
+    with pytest.raises(kind) as caught:
+        call(ember)
+    assert type(caught.value) is kind
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_torch_refuses_the_same_way(case, torch_mod):
+    call, kind, words = CASES[case]
+    with pytest.raises(kind) as caught:
+        call(torch_mod)
+    assert words in str(caught.value)
+
+
+def test_what_torch_computes_still_computes():
+    assert ember.gcd(ember.tensor([12, 9]), ember.tensor([8, 6])).tolist() == [4, 3]
+    assert ember.bitwise_left_shift(ember.tensor([1], dtype=ember.uint8), 3).tolist() == [8]
+    assert ember.nn.functional.hardtanh(ember.tensor([3], dtype=ember.uint8), 0, 2).tolist() == [2]
+    assert ember.softmax(ember.ones(2, dtype=ember.int64), 0, dtype=ember.float32).tolist() == [
+        0.5,
+        0.5,
+    ]
+    empty = ember.softmax(ember.ones(0, 3, dtype=ember.int32), 1)
+    assert empty.dtype == ember.int32 and empty.shape == (0, 3)
+    assert ember.special.erfcx(ember.zeros(1)).tolist() == [1.0]
+    assert ember.addcmul(ember.zeros(2), ember.ones(2), ember.full((1,), 3.0)).tolist() == [3, 3]
