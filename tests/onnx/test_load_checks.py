@@ -531,3 +531,63 @@ def test_an_output_listed_twice_is_checked_by_its_first_declaration_as_in_ort():
     data = _model([helper.make_node("Relu", ["x"], ["y"])], [_value("x")], outputs)
     ours = ember.onnx.load(data)(ember.from_numpy(X))
     assert [t.tolist() for t in ours] == [t.tolist() for t in _ort_outputs(data, {"x": X})]
+
+
+def test_an_attribute_name_that_is_not_utf8_is_refused():
+    data = _model(
+        [helper.make_node("Relu", ["x"], ["y"], zzzz=1)], [_value("x")], [_value("y")]
+    ).replace(b"zzzz", b"\xff\xfe\xfd\xfc")
+    with pytest.raises(ember.onnx.OnnxImportError, match="Relu has no attribute"):
+        ember.onnx.load(data)
+    assert _ort_refuses(data, {"x": X})
+
+
+@pytest.mark.parametrize(
+    "node, words",
+    [
+        (
+            helper.make_node("ArgMax", ["x"], ["y"], keepdims=2**31),
+            "the attribute 'keepdims' is 2147483648, out of the 32-bit range",
+        ),
+        (
+            helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1, 1], auto_pad="SAME"),
+            "auto_pad b'SAME' is none of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+        ),
+        (
+            helper.make_node("Transpose", ["x"], ["y"], perm=[1]),
+            "perm [1] is not a permutation of 0 to 0",
+        ),
+        (
+            helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0, 2]),
+            "perm [1, 0, 2] orders 3 dims; the input has 4",
+        ),
+    ],
+)
+def test_attributes_onnx_runtime_refuses_at_load_are_refused(node, words):
+    # ONNX Runtime runs keepdims=2**31 as its low 32 bits (0): ember refuses instead
+    data = _model([node], [_value("x", (1, 2, 5, 5))], [_value("y", None)])
+    with pytest.raises(ember.onnx.OnnxImportError, match="^ember.onnx.load: ") as caught:
+        ember.onnx.load(data)
+    assert words in str(caught.value)
+    assert node.op_type == "ArgMax" or _ort_refuses(data, {"x": IMAGE})
+
+
+def test_clip_refuses_bounds_of_more_than_one_value_as_ort_does():
+    low = numpy_helper.from_array(np.zeros((2,), np.float32), "low")
+    node = helper.make_node("Clip", ["x", "low"], ["y"])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    data = _model([node], [x], [_value("y", None)], [low])
+    with pytest.raises(RuntimeError, match=r"Clip: min must hold one value, not a tensor of shape"):
+        ember.onnx.load(data)(ember.from_numpy(X))
+    assert _ort_refuses(data, {"x": X})
+
+
+def test_an_ir3_model_is_type_checked_with_its_initializers():
+    # before IR 4, inference reads only initializers listed as inputs; ONNX Runtime all of them
+    data = _with(
+        GEMM, lambda m: setattr(m.graph.input[0].type.tensor_type.shape.dim[1], "dim_value", 1)
+    )
+    data = _with(data, lambda m: setattr(m, "ir_version", 3))
+    with pytest.raises(ember.onnx.OnnxImportError, match="inference refuses the model"):
+        ember.onnx.load(data)
+    assert _ort_refuses(data, {"x": np.ones((2, 1), np.float32)})

@@ -426,7 +426,7 @@ def _equal(ours: list, theirs: list) -> str | None:
 # twice (ONNX's checker refuses it; ONNX Runtime computes with the first or the last copy,
 # depending on the graph, so no choice would give its values)
 _EMBER_LACKS = ("has no ember mapping", "cannot hold", "ember runs the default ONNX domain")
-_REFUSED_ON_PURPOSE = ("is given twice", "out of the 32-bit range")
+_REFUSED_ON_PURPOSE = ("is given twice", "out of the 32-bit range")  # ORT keeps 32 bits
 
 
 def judge(ember_outcome: dict, ort_outcome: dict) -> str | None:

@@ -238,6 +238,12 @@ def _clip(ctx, x, attrs):
         out = _e().clamp(out, min=attrs["min"])
     if high is None and "max" in attrs:
         out = _e().clamp(out, max=attrs["max"])
+    for bound, name in ((low, "min"), (high, "max")):
+        if bound is not None and bound.numel() != 1:  # as ONNX Runtime: "min should be a scalar"
+            raise RuntimeError(
+                f"ember.onnx: Clip: {name} must hold one value, not a tensor of shape "
+                f"{tuple(bound.shape)}"
+            )
     if low is not None:
         out = _e().maximum(out, low.to(out.dtype))
     if high is not None:
@@ -421,6 +427,16 @@ def _flatten(ctx, x, attrs):
     axis = attrs.get("axis", 1)
     axis = axis + x[0].dim() if axis < 0 else axis
     return [x[0].reshape(int(np.prod(x[0].shape[:axis])), -1)]
+
+
+@_load_check("Transpose")
+def _check_transpose(attrs, inputs, outputs, ranks):
+    perm = list(attrs.get("perm", []))
+    if perm and sorted(perm) != list(range(len(perm))):  # ONNX Runtime refuses it at load
+        return f"perm {perm} is not a permutation of 0 to {len(perm) - 1}"
+    if perm and ranks[0] is not None and len(perm) != ranks[0]:
+        return f"perm {perm} orders {len(perm)} dims; the input has {ranks[0]}"
+    return None
 
 
 @_importer("Transpose")

@@ -126,6 +126,9 @@ def describe(node, index: int) -> str:
     return f"node #{index} ({node.op_type})"
 
 
+_AUTO_PADS = (b"NOTSET", b"SAME_UPPER", b"SAME_LOWER", b"VALID")
+
+
 def check_schema(node, index: int, opset: int) -> None:
     """The node's input and output counts, required inputs and attributes against its
     operator's schema in ``opset`` (ONNX Runtime refuses the same)."""
@@ -154,7 +157,8 @@ def check_schema(node, index: int, opset: int) -> None:
                 f"ember.onnx.load: {where}: input {position} ({formal.name}) is required but "
                 "the node leaves it empty"
             )
-    given = {a.name for a in node.attribute}
+    # a name that is not UTF-8 comes as bytes: decoded, it names no attribute of the schema
+    given = {a.name if isinstance(a.name, str) else repr(a.name) for a in node.attribute}
     if len(given) < len(node.attribute):
         twice = next(
             a.name
@@ -168,18 +172,24 @@ def check_schema(node, index: int, opset: int) -> None:
             f"ember.onnx.load: {where}: {node.op_type} has no attribute '{unknown[0]}'"
         )
     for attribute in node.attribute:
-        if attribute.name == "axis" and not -(2**31) <= attribute.i < 2**31:
-            # ONNX Runtime keeps the low 32 bits (-2**49 - 1 becomes -1): refused instead
-            raise OnnxImportError(
-                f"ember.onnx.load: {where}: the attribute 'axis' is {attribute.i}, out of the "
-                "32-bit range"
-            )
         expected = schema.attributes[attribute.name].type
         if attribute.type != expected:  # ONNX Runtime: "Mismatched attribute type"
             given_type = AttributeProto.AttributeType.Name(attribute.type)
             raise OnnxImportError(
                 f"ember.onnx.load: {where}: the attribute '{attribute.name}' is "
                 f"{given_type}; {node.op_type} takes {expected.name}"
+            )
+        wide = attribute.type == AttributeProto.INT and not -(2**31) <= attribute.i < 2**31
+        if wide and attribute.name != "value_int":
+            # ONNX Runtime keeps the low 32 bits of axis, keepdims...: -2**49 - 1 runs as -1
+            raise OnnxImportError(
+                f"ember.onnx.load: {where}: the attribute '{attribute.name}' is {attribute.i}, "
+                "out of the 32-bit range"
+            )
+        if attribute.name == "auto_pad" and attribute.s not in _AUTO_PADS:
+            raise OnnxImportError(
+                f"ember.onnx.load: {where}: auto_pad {attribute.s!r} is none of "
+                + ", ".join(p.decode() for p in _AUTO_PADS)
             )
     for name, attribute in schema.attributes.items():
         if attribute.required and name not in given:
@@ -355,6 +365,9 @@ def check_types(model, order: list[int]):
     after the node checks, whose messages say more."""
     probe = type(model)()
     probe.CopyFrom(model)
+    # before IR version 4 inference reads only the initializers listed as inputs too; ONNX
+    # Runtime reads them all
+    probe.ir_version = max(probe.ir_version, 4)
     nodes = list(probe.graph.node)
     probe.graph.ClearField("node")
     probe.graph.node.extend(nodes[index] for index in order)

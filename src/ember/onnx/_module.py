@@ -17,7 +17,7 @@ from ._state import OnnxImportError
 _RUN_ERRORS = (IndexError, ValueError, TypeError, KeyError, ZeroDivisionError, OverflowError)
 
 # the ops whose load check needs the rank of inputs that are not initializers (shape inference)
-_RANK_CHECKED = frozenset({"Conv", "ConvTranspose"})
+_RANK_CHECKED = frozenset({"Conv", "ConvTranspose", "Transpose"})
 
 
 def _e():
