@@ -19,7 +19,7 @@ Example::
     >>> a = ember.randn(2, 4, requires_grad=True)
     >>> nt = ember.nested.as_nested_tensor([a, ember.randn(3, 4)], layout=ember.jagged)
     >>> nt.shape
-    ember.Size([2, j1, 4])
+    ember.Size([2, j..., 4])
     >>> ember.nn.Linear(4, 8)(nt).relu().values().sum().backward()
     >>> a.grad.shape
     ember.Size([2, 4])
