@@ -238,6 +238,17 @@ def _embedding_dropout(m):
     return m.nn.functional.dropout(x, training=False).sum() + x.clone().sum()
 
 
+def _multihead(m):
+    attention = m.nn.MultiheadAttention(8, 2, batch_first=True)
+    x = m.randn(2, 3, 8)
+    return attention(x, x, x)[0].sum()
+
+
+def _transformer(m):
+    layer = m.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    return layer(m.randn(2, 3, 8)).sum()
+
+
 def _inplace(m):
     a = _leaf(m, 3)
     b = a * 2
@@ -276,5 +287,7 @@ PROGRAMS = {
     "norms": _norms,
     "cnn": _cnn,
     "embedding_dropout": _embedding_dropout,
+    "multihead": _multihead,
+    "transformer": _transformer,
     "inplace": _inplace,
 }

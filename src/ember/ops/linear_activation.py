@@ -83,8 +83,10 @@ def linear_relu(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ember.Size([4, 2])
     """
     x, w, b = input._data, weight._data, bias._data
-    # autocast and the profiler swap linear's code for theirs while on: keep to linear then
-    kernels = _kernels(x, w, b) if linear.__code__ is _LINEAR_CODE else None
+    # autocast and the profiler swap linear's code for theirs while on: keep to linear then;
+    # a graph is recorded as torch records it (addmm, relu), so the kernels run without one
+    recording = grad_state.enabled and (input._rg or weight._rg or bias._rg)
+    kernels = _kernels(x, w, b) if linear.__code__ is _LINEAR_CODE and not recording else None
     if kernels is None:
         return linear(input, weight, bias).relu()
     xp = array_module(x)
