@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _creation
+from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ._validation import as_scalar
 from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, params_with_grads
@@ -31,6 +32,8 @@ class Adafactor(Optimizer):
         foreach: bool | None = None,
         maximize: bool = False,
     ):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
         if not 0.0 >= beta2_decay:

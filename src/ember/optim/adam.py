@@ -69,7 +69,12 @@ class Adam(Optimizer):
         fused=None,
         decoupled_weight_decay: bool = False,
     ):
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError(
+                "lr as a Tensor is not supported for capturable=False and foreach=True"
+            )
         check_adam_hyperparameters(lr, betas, eps, weight_decay)
+        betas = _checked_tensor_betas(betas, foreach, capturable)
         super().__init__(
             params,
             dict(
@@ -145,6 +150,24 @@ class Adam(Optimizer):
         bias_correction2_sqrt = math.sqrt(1 - beta2**step)
         denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
         p.addcdiv_(exp_avg, denom, value=-step_size)
+
+
+def _checked_tensor_betas(betas, foreach, capturable) -> tuple:
+    """torch's rules for betas given as tensors (both or neither, one element each, not with
+    foreach unless capturable); one-element tensors come back 0-d, as torch stores them."""
+    floats = isinstance(betas[0], float) and isinstance(betas[1], float)
+    if not floats and not (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor)):
+        raise ValueError("betas must be either both floats or both Tensors")
+    if floats:
+        return tuple(betas)
+    for index in (0, 1):
+        if foreach and not capturable:
+            raise ValueError(
+                f"betas[{index}] as a Tensor is not supported for capturable=False and foreach=True"
+            )
+        if betas[index].numel() != 1:
+            raise ValueError(f"Tensor betas[{index}] must be 1-element")
+    return tuple(b.squeeze() if b.dim() else b for b in betas)
 
 
 class AdamW(Adam):

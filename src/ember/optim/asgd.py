@@ -74,7 +74,15 @@ class ASGD(Optimizer):
                 else:
                     ax.copy_(p)
                 # through a default-dtype scalar as PyTorch, which rounds the new values to
-                # it even when a loaded state holds them in the parameters' dtype
-                state["eta"].copy_(_creation.tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+                # it even when a loaded state holds them in the parameters' dtype; its foreach
+                # path computes eta on the step tensor itself, rounding every operation (and
+                # `lr / tensor` is torch's `tensor.reciprocal() * lr`); the power goes through
+                # float64 because NumPy's float32 power is off by an ulp where torch's is not
+                if group.get("foreach"):
+                    base = 1 + lambd * lr * state["step"]
+                    decay = (base.double() ** alpha).to(base.dtype)
+                    state["eta"].copy_(decay.reciprocal() * lr)
+                else:
+                    state["eta"].copy_(_creation.tensor(lr / ((1 + lambd * lr * step) ** alpha)))
                 state["mu"].copy_(_creation.tensor(1 / max(1, step - t0)))
         return loss

@@ -13,6 +13,7 @@ import math
 from .. import _creation
 from .._backend import array_module
 from .._kernels import jit
+from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ._validation import as_scalar, check_betas
 from .optimizer import Closure, Optimizer, ParamsT, params_with_grads
@@ -34,12 +35,25 @@ class SparseAdam(Optimizer):
         eps: float = 1e-8,
         maximize: bool = False,
     ):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not 0.0 < lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         check_betas(betas)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))
+        sparse_params = [
+            [i, j]
+            for i, group in enumerate(self.param_groups)
+            for j, p in enumerate(group["params"])
+            if p.is_sparse
+        ]
+        if sparse_params:
+            raise ValueError(
+                f"Sparse params at indices {sparse_params}: SparseAdam requires dense parameter "
+                "tensors"
+            )
         complex_params = [
             [i, j]
             for i, group in enumerate(self.param_groups)
