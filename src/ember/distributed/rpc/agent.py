@@ -202,14 +202,22 @@ class Agent:
             target=self._accept_loop, name="ember-rpc-accept", daemon=True
         )
         self._accepter.start()
-        timeout = options.rpc_timeout if options.rpc_timeout > 0 else 60.0
+        self._point = point
+        # requests may arrive as soon as other workers know of this one: they wait for this
+        self._ready = threading.Event()
+
+    def start(self) -> None:
+        """Meet the other workers; requests are served from then on. Call it once this agent is
+        the current one: the requests' functions look it up."""
+        timeout = self.options.rpc_timeout if self.options.rpc_timeout > 0 else 60.0
         try:
-            self.workers, self._addresses = self._rendezvous(point, timeout)
+            self.workers, self._addresses = self._rendezvous(self._point, timeout)
         except BaseException:
             self.close()
             raise
         self._by_name = {w.name: w for w in self.workers}
         self._by_id = {w.id: w for w in self.workers}
+        self._ready.set()
 
     # --- rendezvous ---------------------------------------------------------------------------
     def _rendezvous(self, point: RendezvousPoint, timeout: float):
@@ -529,7 +537,8 @@ class Agent:
 
     # --- serving ------------------------------------------------------------------------------
     def _serve(self, link: _Link) -> None:
-        while True:
+        self._ready.wait()
+        while not self._closing:
             try:
                 header, payload = link.receive_pair()
             except (EOFError, OSError):
@@ -699,6 +708,7 @@ class Agent:
         self._listener.close()
         for link in links:
             link.hang_up()
+        self._ready.set()  # a reader waiting for the rendezvous sees the agent closing
         self._deadlines.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)
         self._completions.shutdown(wait=False)

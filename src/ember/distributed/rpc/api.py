@@ -72,7 +72,13 @@ def init_rpc(
         if _agent_or_none() is not None:
             raise RuntimeError("RPC is already initialized")
         contexts.set_worker_id(rank)
-        set_current_agent(Agent(name, point, rpc_backend_options))
+        agent = Agent(name, point, rpc_backend_options)
+        set_current_agent(agent)
+        try:
+            agent.start()
+        except BaseException:
+            set_current_agent(None)
+            raise
 
 
 def _agent_or_none() -> Agent | None:
