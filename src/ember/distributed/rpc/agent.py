@@ -14,10 +14,13 @@ RPC, which has no authentication, a fixed key keeps out strangers only, not atta
 
 Each worker opens one connection to each worker it calls (itself included: calls to self go the
 same way, so arguments are copied as for any other worker). Requests go out on it and responses
-come back on it; a thread per connection reads. Requests that arrive run on a pool of
-``num_worker_threads`` threads. A function marked ``async_execution`` (and the agent's own
-helpers that wait, such as fetching an RRef's value) returns a Future instead of a value; the
-response goes when that Future completes, so no thread waits for it.
+come back on it; a thread per connection reads (and unpickles, so a worker's messages are
+read in the order it sent them). Requests run on a pool of ``num_worker_threads`` threads;
+Futures complete on another pool, so a ``then`` callback may itself call and wait. Worker 0
+keeps each worker's rendezvous connection open: one that closes before shutdown fails the
+shutdown barrier instead of leaving the others waiting. A function marked ``async_execution``
+(and the agent's own helpers that wait, such as fetching an RRef's value) returns a Future
+instead of a value; the response goes when that Future completes, so no thread waits for it.
 """
 
 from __future__ import annotations
