@@ -99,3 +99,31 @@ def test_attention_mask_error_matches_torch(torch_nested):
         return lib.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=lib.ones(1, 1))
 
     raises_like(lambda: call(torch), lambda: call(ember))
+
+
+@pytest.mark.parametrize("layout", ["strided", "jagged"])
+def test_embedding_of_nested_token_ids(layout):
+    weight = ember.arange(12.0).reshape(4, 3)
+    ids = ember.nested.nested_tensor(
+        [ember.tensor([1, 2]), ember.tensor([3, 0, 1])], layout=getattr(ember, layout)
+    )
+    out = ember.nn.functional.embedding(ids, weight)
+    assert [c.tolist() for c in out.unbind()] == [
+        [[3.0, 4.0, 5.0], [6.0, 7.0, 8.0]],
+        [[9.0, 10.0, 11.0], [0.0, 1.0, 2.0], [3.0, 4.0, 5.0]],
+    ]
+
+
+def test_embedding_bag_of_words_matches_torch(torch_nested):
+    torch = torch_nested
+    results = {}
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        embed = lib.nn.Embedding(6, 4)
+        ids = lib.nested.nested_tensor(
+            [lib.tensor([1, 2, 5]), lib.tensor([0]), lib.tensor([3, 3])], layout=lib.jagged
+        )
+        pooled = embed(ids).to_padded_tensor(0.0).sum(dim=1)  # one vector per sequence
+        pooled.pow(2).sum().backward()
+        results[lib] = (pooled, embed.weight.grad)
+    assert_close(results[ember], results[torch])

@@ -132,3 +132,33 @@ def test_chunk_split_permute_match_torch(torch_nested):
         lambda: nested(torch, arrays()).permute(1, 0, 2),
         lambda: nested(ember, arrays()).permute(1, 0, 2),
     )
+
+
+def test_cat_along_features():
+    data = arrays()
+    nt = nested(ember, data)
+    joined = ember.cat([nt, nt * 2], dim=-1)
+    assert joined.shape[1] == nt.shape[1] and joined.size(-1) == 8
+    np.testing.assert_allclose(
+        joined.unbind()[1].numpy(), np.concatenate([data[1], 2 * data[1]], -1)
+    )
+    with pytest.raises(RuntimeError, match="not supported for NestedTensor on ragged dim"):
+        ember.cat([nt, nt], dim=1)
+    strided = ember.cat([nested(ember, data, "strided")] * 2, dim=2)
+    assert [c.shape for c in strided.unbind()] == [(2, 8), (3, 8), (1, 8)]
+
+
+def test_cat_matches_torch(torch_nested):
+    torch = torch_nested
+    results = {}
+    for lib in (ember, torch):
+        nt, leaves = as_nested(lib, arrays())
+        joined = lib.cat([nt, nt.relu()], dim=-1)
+        (joined.values() ** 2).sum().backward()
+        results[lib] = (joined, [leaf.grad for leaf in leaves])
+    assert_close(results[ember], results[torch])
+    for dim in (0, 1):
+        raises_like(
+            lambda dim=dim: torch.cat([nested(torch, arrays())] * 2, dim=dim),
+            lambda dim=dim: ember.cat([nested(ember, arrays())] * 2, dim=dim),
+        )

@@ -11,9 +11,10 @@ it, and autograd reaches the components through all of them. Other ops raise
 Supported: pointwise unary and binary ops (with nested tensors of the same structure, dense
 tensors that broadcast over the values, numbers), ``where``, ``sum``/``mean``/``amax``/``amin``,
 ``softmax``/``log_softmax``, ``transpose``/``permute``, ``view``/``reshape``, ``unflatten``,
-``flatten``, ``unsqueeze``/``squeeze``, ``narrow``, ``chunk``/``split``, ``matmul``/``bmm``,
-``linear``, ``layer_norm``, ``dropout``, ``scaled_dot_product_attention``, ``clone``,
-``detach``, ``to``, the ``*_like`` factories and ``to_padded_tensor``.
+``flatten``, ``unsqueeze``/``squeeze``, ``narrow``, ``chunk``/``split``/``cat``,
+``matmul``/``bmm``, ``linear``, ``embedding``, ``layer_norm``, ``dropout``,
+``scaled_dot_product_attention``, ``clone``, ``detach``, ``to``, the ``*_like`` factories and
+``to_padded_tensor``.
 
 Example::
     >>> a = ember.randn(2, 4, requires_grad=True)

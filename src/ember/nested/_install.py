@@ -90,7 +90,7 @@ def _any_nested(kwargs: dict) -> bool:
     return False
 
 
-def _trampoline(code: types.CodeType) -> types.CodeType:
+def _trampoline(code: types.CodeType, sequence_first: bool = False) -> types.CodeType:
     """Code with the parameters and free variables of ``code`` that calls the nested kernel
     ``_ember_op[0]`` when its first or second argument (or a ``**kwargs`` value) is a nested
     tensor, and the original ``_ember_op[1][0]`` otherwise. The keyword ``_ember_op`` and the
@@ -104,7 +104,7 @@ def _trampoline(code: types.CodeType) -> types.CodeType:
     var_args = names[rest] if code.co_flags & inspect.CO_VARARGS else None
     var_kwargs = names[rest + bool(var_args)] if code.co_flags & inspect.CO_VARKEYWORDS else None
     key = (positional, code.co_posonlyargcount, keyword_only, var_args, var_kwargs)
-    key += (code.co_freevars,)
+    key += (code.co_freevars, sequence_first)
     cached = _TRAMPOLINES.get(key)
     if cached is not None:
         return cached
@@ -118,6 +118,13 @@ def _trampoline(code: types.CodeType) -> types.CodeType:
     call = list(positional) + ([f"*{var_args}"] if var_args else [])
     call += [f"{k}={k}" for k in keyword_only] + ([f"**{var_kwargs}"] if var_kwargs else [])
     tests = [f"{p}.__class__ in _ember_op[2]" for p in positional[:2]]
+    if sequence_first and (positional or var_args):  # cat([nt, nt], dim): the list's first
+        first = positional[0] if positional else f"{var_args}[0]"
+        guard = "" if positional else f"{var_args} and "
+        tests.append(
+            f"({guard}({first}.__class__ is list or {first}.__class__ is tuple) and {first} "
+            f"and {first}[0].__class__ in _ember_op[2])"
+        )
     if var_args and len(positional) < 2:
         tests.append(
             f"({var_args} and ({var_args}[0].__class__ in _ember_op[2] or "
@@ -156,7 +163,7 @@ def _without_out(kernel):
 _patched: dict = {}  # id(function) -> function: each patched once, aliases included
 
 
-def _patch(fn, make_kernel) -> None:
+def _patch(fn, make_kernel, sequence_first: bool = False) -> None:
     """Give ``fn`` (in place, so every reference to it sees the change) a code that routes
     nested arguments to the kernel ``make_kernel(original)`` builds."""
     if not isinstance(fn, types.FunctionType) or id(fn) in _patched:
@@ -177,7 +184,8 @@ def _patch(fn, make_kernel) -> None:
         kernel = _without_out(kernel)
     kwdefaults = dict(fn.__kwdefaults__ or {})
     kwdefaults["_ember_op"] = (kernel, (original, fn.__name__), NESTED_CLASSES, _any_nested)
-    fn.__code__ = _trampoline(fn.__code__).replace(co_name=fn.__code__.co_name)
+    trampoline = _trampoline(fn.__code__, sequence_first)
+    fn.__code__ = trampoline.replace(co_name=fn.__code__.co_name)
     fn.__kwdefaults__ = kwdefaults
     if signature is not None:
         fn.__signature__ = signature
@@ -215,6 +223,10 @@ def _function_kernels() -> dict:
         "squeeze": _shape.squeeze,
         "narrow": _shape.narrow,
         "chunk": _shape.chunk,
+        "cat": _shape.cat,
+        "concat": _shape.cat,
+        "concatenate": _shape.cat,
+        "embedding": _nn.embedding,
         "split": _shape.split,
         "permute": _shape.permute,
         "reshape": _shape.reshape,
@@ -236,9 +248,12 @@ def _fixed(kernel, original):
     return kernel
 
 
+SEQUENCE_FIRST = frozenset({"cat", "concat", "concatenate"})
+
+
 def _patch_namespace(namespace, kernels: dict) -> None:
     for name, make_kernel in kernels.items():
-        _patch(getattr(namespace, name, None), make_kernel)
+        _patch(getattr(namespace, name, None), make_kernel, name in SEQUENCE_FIRST)
 
 
 def _install_methods() -> None:

@@ -12,7 +12,7 @@ import ember
 
 from . import _build
 from ._matmul import rows_apply, uniform_last
-from ._tensor import NestedTensor
+from ._tensor import NestedTensor, make_strided
 
 
 def layer_norm(
@@ -66,3 +66,12 @@ def scaled_dot_product_attention(
         for q, k, v in zip(query.unbind(), key.unbind(), value.unbind())
     ]
     return _build.from_list_like(query, outs)
+
+
+def embedding(input, weight, *args, **kwargs):
+    """``F.embedding`` of nested indices: one embedding row per position."""
+    lookup = ember.nn.functional.embedding
+    if input.layout == "jagged":
+        return input._like(lookup(input._inner, weight, *args, **kwargs))
+    rows = lookup(input._inner, weight, *args, **kwargs)
+    return make_strided(rows.reshape(-1), [s + (rows.shape[-1],) for s in input._sizes])

@@ -9,6 +9,7 @@ batch dimension stays where it is; PyTorch's messages where it refuses.
 from __future__ import annotations
 
 from .._tensor import _wrap_dim
+from ..ops.shape import cat as _dense_cat
 from . import _build
 from ._nested_int import NestedInt
 from ._tensor import NestedTensor
@@ -194,3 +195,26 @@ def permute(input: NestedTensor, *dims) -> NestedTensor:
         return _per_component(input, lambda c: c.permute(*inner_dims))
     ragged = dims.index(input._ragged_idx)
     return input._like(input._inner.permute(*inner_dims), ragged_idx=ragged)
+
+
+def cat(tensors, dim: int = 0) -> NestedTensor:
+    """Nested tensors of one structure joined along a regular dimension."""
+    tensors = list(tensors)
+    first = tensors[0]
+    if not all(isinstance(t, NestedTensor) and t.layout == first.layout for t in tensors):
+        raise RuntimeError("cat(): expected every tensor to be a NestedTensor of one layout")
+    d = _inner_dim(first, dim, "cat")
+    if first.layout == "strided":
+        if len({len(t) for t in tensors}) > 1:
+            raise RuntimeError("cat(): NestedTensors of different batch sizes")
+        columns = zip(*(t.unbind() for t in tensors))
+        return _build.strided_from_list([_dense_cat(list(parts), d - 1) for parts in columns])
+    if d == first._ragged_idx:
+        raise RuntimeError("cat(): not supported for NestedTensor on ragged dim")
+    for t in tensors[1:]:
+        if t._ragged_size != first._ragged_size or t._ragged_idx != first._ragged_idx:
+            raise RuntimeError(
+                f"cat(): expected NestedTensors of one ragged structure, got shapes "
+                f"{tuple(first.shape)} and {tuple(t.shape)}"
+            )
+    return first._like(_dense_cat([t._inner for t in tensors], d - 1))
