@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ... import _creation
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -121,6 +122,9 @@ class PReLU(Module):
                 (num_parameters,), init, device=device, dtype=dtype or _creation.tensor(0.0).dtype
             )
         )
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
 
     def forward(self, input):
         return F.prelu(input, self.weight)

@@ -21,6 +21,14 @@ def _affine(module: Module, shape, weight: bool, bias: bool, device, dtype) -> N
         module.register_parameter("bias", None)
 
 
+def _reset_affine(module: Module) -> None:
+    """An affine norm's weight to ones and bias to zeros (where it has them)."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _BatchNorm(Module):
     def __init__(
         self,
@@ -62,10 +70,7 @@ class _BatchNorm(Module):
         """Running statistics to their start and the affine weight to ones, bias to zeros
         (what ``to_empty`` after building on the meta device calls for)."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _keys_older_versions_lack(self, prefix: str, version) -> list:
         """num_batches_tracked came with version 2: a state_dict of an older version (or with
@@ -135,6 +140,9 @@ class LayerNorm(Module):
         self.use_bias = bias
         _affine(self, shape, elementwise_affine, bias, device, dtype)
 
+    def reset_parameters(self) -> None:
+        _reset_affine(self)
+
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
@@ -165,6 +173,9 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine, self.use_bias = eps, affine, affine and bias
         _affine(self, (num_channels,), affine, bias, device, dtype)
+
+    def reset_parameters(self) -> None:
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
