@@ -433,13 +433,37 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
 
 
 class GatherBackward0(Node):
+    torch_saved = {"dim": "dim", "index": 0, "sparse_grad": ("value", False)}
+
     def backward(self, g):
         self.unpack_saved()  # the index, checked against in-place changes since forward
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.scatter_add(self.dim, self.index, g)
 
 
+class SortBackward0(GatherBackward0):  # sort's values: a gather of the input by the indices
+    torch_saved = {"dim": "dim", "indices": 0, "self_sym_sizes": "shape"}
+
+
+class TopkBackward0(SortBackward0):
+    pass
+
+
+class CummaxBackward0(GatherBackward0):
+    torch_saved = {"dim": "dim", "indices": 0}
+
+
+class CumminBackward0(CummaxBackward0):
+    pass
+
+
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    return gathered(input, dim, index, GatherBackward0)
+
+
+def gathered(input: Tensor, dim: int, index: Tensor, node_cls) -> Tensor:
+    """``gather`` recorded as ``node_cls``: torch's name for the op that gathers (sort, topk
+    and cummax/cummin give their values this way)."""
     if index._data.__class__ is not input._data.__class__:
         check_same_device("gather", input, index)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "gather")
@@ -447,13 +471,11 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     data = input._data
     if index._data.size == 0:  # PyTorch checks nothing more for an empty index
         out = xp.empty(index._data.shape, dtype=data.dtype)
-        return result(
-            GatherBackward0, out, (input,), (index,), shape=data.shape, dim=d, index=index
-        )
+        return result(node_cls, out, (input,), (index,), shape=data.shape, dim=d, index=index)
     _check_index_tensor("gather", input, d, index)
     if data.ndim == 0:
         return result(
-            GatherBackward0,
+            node_cls,
             data.reshape(1)[index._data.reshape(-1)].reshape(index._data.shape),
             (input,),
             (index,),
@@ -468,7 +490,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     else:
         key = _along_dim_key(xp, idx.reshape(1) if idx.ndim == 0 else idx, d)
         out = data[key].reshape(idx.shape)
-    return result(GatherBackward0, out, (input,), (index,), shape=data.shape, dim=d, index=index)
+    return result(node_cls, out, (input,), (index,), shape=data.shape, dim=d, index=index)
 
 
 def _embed(small: Tensor, shape: tuple) -> Tensor:
@@ -929,7 +951,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     indices = argsort(input, dim, descending, stable)
     if input._data.ndim == 0:
         return sort_result(input.clone(), indices)
-    return sort_result(gather(input, dim, indices), indices)
+    return sort_result(gathered(input, dim, indices, SortBackward0), indices)
 
 
 def msort(input: Tensor) -> Tensor:
@@ -948,12 +970,12 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         picked = _top_positions(data, d, k, largest)
         if picked is not None:
             indices = wrap(picked)
-            return topk_result(gather(input, d, indices), indices)
+            return topk_result(gathered(input, d, indices, TopkBackward0), indices)
     indices = argsort(input, d, descending=largest)
     if data.ndim == 0:
         return topk_result(input.clone(), indices)
     indices = narrow_indices(indices, d, k)
-    return topk_result(gather(input, d, indices), indices)
+    return topk_result(gathered(input, d, indices, TopkBackward0), indices)
 
 
 def _top_positions(data, d: int, k: int, largest: bool):

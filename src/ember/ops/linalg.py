@@ -375,10 +375,35 @@ def check_fused_product(op: str, input: Tensor, a: Tensor, b: Tensor) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
+class AddmmBackward0(Node):
+    """β·input + α·(mat1 @ mat2) as one node, inputs (input, mat1, mat2) as torch records it."""
+
+    torch_saved = {"alpha": "alpha", "beta": "beta", "mat1": 0, "mat2": 1}
+
+    def backward(self, g):
+        mat1, mat2 = self.unpack_saved()  # each saved only when the other needs a gradient
+        e_input, e_mat1, e_mat2 = self._edges
+        alpha, beta = self.alpha, self.beta
+        g_input = g_mat1 = g_mat2 = None
+        if e_input is not None:
+            g_input = g if beta == 1 else g * beta
+        scaled = g if alpha == 1 else g * alpha
+        if e_mat1 is not None:
+            g_mat1 = scaled @ conj_of(mat2).mT
+        if e_mat2 is not None:
+            g_mat2 = conj_of(mat1).mT @ scaled
+        return g_input, g_mat1, g_mat2
+
+
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """β·input + α·(mat1 @ mat2)."""
     check_fused_product("addmm", input, mat1, mat2)
-    return scaled_sum(input, mm(mat1, mat2), beta, alpha)
+    if not _records(input, mat1, mat2):
+        return scaled_sum(input, mm(mat1, mat2), beta, alpha)
+    with _gm.no_grad():
+        out = scaled_sum(input, mm(mat1, mat2), beta, alpha)
+    saved = (mat1 if mat2._rg else None, mat2 if mat1._rg else None)
+    return result(AddmmBackward0, out._data, (input, mat1, mat2), saved, alpha=alpha, beta=beta)
 
 
 # --------------------------------------------------------------------------------------------

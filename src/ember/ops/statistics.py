@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, non_differentiable, result, wrap, wrap_dim
 from .elementwise import isnan, where
-from .indexing import gather, sort
+from .indexing import CummaxBackward0, CumminBackward0, gather, gathered, sort
 from .reduction import amax, amin, sum
 
 median_result = return_types.median
@@ -271,7 +271,8 @@ def _cumulative_extreme(input: Tensor, dim: int, accumulate: str, op: str, resul
         reached |= xp.isnan(data)
     index = xp.maximum.accumulate(xp.where(reached, positions, 0), axis=d)
     idx = wrap(index.astype(dt.int64.np))
-    return result_type(gather(input, d, idx), idx)
+    node_cls = CummaxBackward0 if op == "cummax" else CumminBackward0
+    return result_type(gathered(input, d, idx, node_cls), idx)
 
 
 def cummax(input: Tensor, dim: int):
