@@ -47,3 +47,13 @@ def test_import_ember_does_not_import_nested_and_jagged_loads_it():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
+
+
+def test_patched_functions_keep_the_users_line_in_anomaly_reports():
+    import pytest
+
+    x = ember.tensor([-1.0, 0.0], requires_grad=True)
+    with ember.autograd.detect_anomaly():
+        y = ember.sqrt(x)  # a patched function: its trampoline is one of ember's frames
+        with pytest.raises(RuntimeError, match=r"created in forward at .*test_install\.py"):
+            y.sum().backward()

@@ -144,7 +144,9 @@ def _trampoline(code: types.CodeType, sequence_first: bool = False) -> types.Cod
     src.append(f"        return _ember_op[1][0]({', '.join(call)})")
     src.append("    return op")
     namespace: dict = {}
-    exec("\n".join(src), namespace)
+    # compiled under this file's name: code that looks for the user's frame (anomaly mode,
+    # explain, the profiler's stacks) skips it as one of ember's own
+    exec(compile("\n".join(src), __file__, "exec"), namespace)
     cached = _TRAMPOLINES[key] = namespace["_outer"]().__code__
     return cached
 
