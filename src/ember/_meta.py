@@ -322,9 +322,9 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     return empty(shape, array.dtype)
 
 
-def _same_shape(fn, index_dtype: bool = False):
-    """A rule for functions whose result has the input's shape (its flattening for
-    ``axis=None``): sort, argsort, cumsum, round ..."""
+def _along_axis(fn, index_dtype: bool = False):
+    """A rule for functions whose result has the input's shape, or its flattening for
+    ``axis=None``: sort, argsort, cumsum, cumprod."""
 
     def rule(a, *args, **kwargs):
         axis = kwargs.get("axis", args[0] if args else -1)
@@ -332,8 +332,23 @@ def _same_shape(fn, index_dtype: bool = False):
         out = kwargs.get("out")
         if out is not None:
             return out
-        shape = (int(a.size),) if axis is None and fn not in _KEEP_SHAPE else _shape(a)
+        shape = (int(a.size),) if axis is None else _shape(a)
         return empty(shape, np.intp if index_dtype else _dtype_of(probe))
+
+    return rule
+
+
+def _elementwise(fn):
+    """A rule for functions that work element by element (round, clip): the broadcast shape
+    of the array arguments."""
+
+    def rule(a, *args, **kwargs):
+        probe = _probe_call(fn, a, *args, **kwargs)
+        out = kwargs.get("out")
+        if out is not None:
+            return out
+        shapes = [_shape(v) for v in (a, *args) if isinstance(v, np.ndarray)]
+        return empty(np.broadcast_shapes(*shapes), _dtype_of(probe))
 
     return rule
 
@@ -381,7 +396,6 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
     return empty(x.shape if shape is None else shape, x.dtype)
 
 
-_KEEP_SHAPE = {np.round, np.around, np.clip}
 _RULES = {
     np.concatenate: _concatenate,
     np.dot: _dot,
@@ -390,17 +404,17 @@ _RULES = {
     np.take: _take,
     np.repeat: _repeat,
     np.pad: _pad,
-    np.sort: _same_shape(np.sort),
-    np.argsort: _same_shape(np.argsort, index_dtype=True),
+    np.sort: _along_axis(np.sort),
+    np.argsort: _along_axis(np.argsort, index_dtype=True),
     np.partition: lambda a, kth, axis=-1, **kw: empty(_shape(a), a.dtype),
     np.argpartition: lambda a, kth, axis=-1, **kw: empty(_shape(a), np.intp),
     np.tril: lambda m, k=0: empty(_shape(m), m.dtype),
     np.triu: lambda m, k=0: empty(_shape(m), m.dtype),
-    np.cumsum: _same_shape(np.cumsum),
-    np.cumprod: _same_shape(np.cumprod),
-    np.round: _same_shape(np.round),
-    np.around: _same_shape(np.around),
-    np.clip: _same_shape(np.clip),
+    np.cumsum: _along_axis(np.cumsum),
+    np.cumprod: _along_axis(np.cumprod),
+    np.round: _elementwise(np.round),
+    np.around: _elementwise(np.around),
+    np.clip: _elementwise(np.clip),
     np.argmax: _arg_reduction(np.argmax),
     np.argmin: _arg_reduction(np.argmin),
     np.empty_like: _like_factory,
