@@ -249,6 +249,16 @@ def _transformer(m):
     return layer(m.randn(2, 3, 8)).sum()
 
 
+def _sorting(m):
+    a = _leaf(m, 2, 5)
+    return a.sort(1)[0].sum() + a.topk(2)[0].sum() + a.cummax(1)[0].sum() + a.median()
+
+
+def _addmm(m):
+    x, a, b = _leaf(m, 2, 4), _leaf(m, 2, 3), _leaf(m, 3, 4)
+    return m.addmm(x, a, b).sum() + m.addmm(x[0], a, b, beta=0.5, alpha=2).sum()
+
+
 def _inplace(m):
     a = _leaf(m, 3)
     b = a * 2
@@ -289,5 +299,7 @@ PROGRAMS = {
     "embedding_dropout": _embedding_dropout,
     "multihead": _multihead,
     "transformer": _transformer,
+    "sorting": _sorting,
+    "addmm": _addmm,
     "inplace": _inplace,
 }
