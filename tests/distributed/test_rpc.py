@@ -303,6 +303,10 @@ def case_owner_drops_values_of_rrefs_nobody_holds(rank):
         assert kept.to_here().tolist() == [1.0, 1.0]
 
 
+def owner_of(rref):
+    return rref.owner_name()
+
+
 def owned_rrefs(n):
     return [rpc.RRef(ember.ones(1000)) for _ in range(n)]
 
@@ -313,11 +317,14 @@ def case_owner_drops_its_rrefs_values_once_users_let_go(rank):
 
         before = rpc.rpc_sync("worker1", owned_count)
         users = rpc.rpc_sync("worker1", owned_rrefs, args=(5,))
-        assert rpc.rpc_sync("worker1", owned_count) == before + 5
-        assert users[0].to_here().shape == (1000,)
-        passed_on = users.pop()
-        rpc.rpc_sync("worker1", is_owner_here, args=(passed_on,))  # sent on: kept from now on
-        del users, passed_on
+        counter = rpc.remote("worker1", Counter, args=(1,))
+        assert counter.rpc_sync().add(1) == 2  # sent to its owner in a request: still counted
+        assert rpc.rpc_sync("worker1", is_owner_here, args=(users[0],))[0] is True
+        assert rpc.rpc_sync("worker1", owned_count) == before + 6
+        pinned = users.pop()
+        # passed on to another user (here, this worker itself): kept until shutdown
+        assert rpc.rpc_sync("worker0", owner_of, args=(pinned,)) == "worker1"
+        del users, pinned, counter
         gc.collect()
         rpc.rpc_sync("worker1", owned_count)  # carries the news
         assert rpc.rpc_sync("worker1", owned_count) == before + 1

@@ -650,15 +650,15 @@ class Agent:
         try:
             send_id = None if context is None else context._next_send_id()
             try:
-                payload, grad_tensors = serialization.dumps(value, link.peer)
+                payload, grad_tensors = serialization.dumps(value, link.peer, request=False)
             except Exception as error:
                 ok, grad_tensors = False, []
                 remote = value if isinstance(value, RemoteException) else self._wrap(error)
                 try:
-                    payload, _ = serialization.dumps(remote, link.peer)
+                    payload, _ = serialization.dumps(remote, link.peer, request=False)
                 except Exception:  # an exception type that does not pickle
                     payload, _ = serialization.dumps(
-                        RemoteException(remote.msg, RuntimeError), link.peer
+                        RemoteException(remote.msg, RuntimeError), link.peer, request=False
                     )
             if context is not None and grad_tensors:
                 context.record_send(send_id, grad_tensors, link.peer)

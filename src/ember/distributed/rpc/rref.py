@@ -8,8 +8,10 @@ Lifetime, a simpler reference counting than torch's: the owner counts the user R
 fetch a value (the one ``remote`` gives its caller, and one per time the owner sends its RRef
 to another worker); a user RRef that is garbage-collected tells the owner (with its next call),
 and a value no user holds is dropped from the owner's table (its own RRef objects keep theirs).
-A user RRef that is itself sent on (to the owner or to a third worker) never tells, so its
-value stays on the owner until shutdown: that saves torch's fork confirmations.
+A user RRef sent to its owner in a request (``rref.rpc_sync().f()``) is still counted: the owner
+reads that request before any later word of the user letting go. One sent on otherwise (to a
+third worker, or in a response) never tells, so its value stays on the owner until shutdown:
+that saves torch's fork confirmations.
 """
 
 from __future__ import annotations
@@ -268,15 +270,17 @@ def _settle(target: futures.Future, done: futures.Future) -> None:
     target.set_result(value)
 
 
-def _to_wire(rref: RRef, destination: int):
+def _to_wire(rref: RRef, destination: int, request: bool):
     """What identifies ``rref`` on worker ``destination``."""
     if rref._value is not None:
         # one more user may fetch it (none if it comes back here, as the owner's own RRef)
         current_agent().owned_future(
             rref._id, new_user=destination != rref._owner.id, value=rref._value
         )
-    else:
-        rref._deletes = False  # passed on: the owner keeps the value from now on
+    elif not (request and destination == rref._owner.id):
+        # passed on: the owner keeps the value from now on. A request to the owner needs no
+        # such care: the owner reads it before any later word from here that we let go
+        rref._deletes = False
     return (rref._owner, rref._id)
 
 

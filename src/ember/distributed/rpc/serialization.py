@@ -29,7 +29,8 @@ class _RRefHooks:
     """How RRefs are sent: the ``rref`` module registers them (it imports this module)."""
 
     rref_class: type | None = None
-    to_wire: Callable | None = None  # (rref, destination id) -> what identifies it there
+    # (rref, destination id, in a request?) -> what identifies it there
+    to_wire: Callable | None = None
     from_wire: Callable | None = None  # (that, source id) -> the RRef on this worker
 
 
@@ -54,9 +55,10 @@ class MessagePickler(pickle.Pickler):
     """Pickles one message for worker ``destination``; ``grad_tensors`` lists the tensors in it
     that require grad (the originals, still in their graphs)."""
 
-    def __init__(self, file, destination: int, buffer_callback=None) -> None:
+    def __init__(self, file, destination: int, request: bool = True, buffer_callback=None) -> None:
         super().__init__(file, protocol=5, buffer_callback=buffer_callback)
         self.destination = destination
+        self.request = request  # a request (else a response): RRefs' lifetimes differ
         self.grad_tensors: list = []
         self._tensor_index: dict[int, int] = {}
         self._tensors: list = []  # keeps them alive while their ids index _tensor_index
@@ -66,7 +68,7 @@ class MessagePickler(pickle.Pickler):
             return self._tensor_id(obj)
         rref_class = _RRefHooks.rref_class
         if rref_class is not None and isinstance(obj, rref_class):
-            return ("rref", _RRefHooks.to_wire(obj, self.destination))
+            return ("rref", _RRefHooks.to_wire(obj, self.destination, self.request))
         if isinstance(obj, _FUNCTION_TYPES):
             named = _ember_function_name(obj)
             if named is not None:
@@ -151,11 +153,12 @@ class Pickled:
         self.buffers = buffers
 
 
-def dumps(obj, destination: int) -> tuple[Pickled, list]:
-    """``obj`` pickled for worker ``destination``, and the tensors in it that require grad."""
+def dumps(obj, destination: int, request: bool = True) -> tuple[Pickled, list]:
+    """``obj`` pickled for worker ``destination`` (in a request, or a response), and the
+    tensors in it that require grad."""
     stream = io.BytesIO()
     buffers: list = []
-    pickler = MessagePickler(stream, destination, buffer_callback=buffers.append)
+    pickler = MessagePickler(stream, destination, request, buffer_callback=buffers.append)
     pickler.dump(obj)
     return Pickled(stream.getbuffer(), [b.raw() for b in buffers]), pickler.grad_tensors
 
