@@ -667,3 +667,23 @@ def test_materialised_values_as_torch(torch_mod):
     for name, value in theirs.items():
         mine, expected = ours[name].reshape(-1).tolist(), value.reshape(-1).tolist()
         assert mine == pytest.approx(expected, rel=1e-6, abs=1e-7), name
+
+
+def _full_transformer(lib):
+    nn_ = lib.nn
+    with lib.device("meta"):
+        model = nn_.Transformer(32, 4, 2, 2, 64, batch_first=True)
+        source, target = lib.randn(2, 10, 32), lib.randn(2, 7, 32)
+        mask = nn_.Transformer.generate_square_subsequent_mask(7)
+    out = model(source, target, tgt_mask=mask, tgt_is_causal=True)
+    out.sum().backward()
+    return (
+        _signature(out),
+        _signature(mask),
+        _signature(model.decoder.layers[1].linear2.weight.grad),
+    )
+
+
+def test_encoder_decoder_transformer_with_causal_mask_on_meta(torch_mod):
+    assert _full_transformer(ember) == _full_transformer(torch_mod)
+    assert _full_transformer(ember)[0] == ((2, 7, 32), "float32", "meta")
