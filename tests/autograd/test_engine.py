@@ -186,7 +186,7 @@ def test_node_hooks_and_next_functions():
     mul_node, nr = y.grad_fn.next_functions[0]
     assert mul_node.name() == "MulBackward0" and nr == 0
     acc = mul_node.next_functions[0][0]
-    assert acc.name() == "AccumulateGrad" and acc.variable is x
+    assert acc.name() == "torch::autograd::AccumulateGrad" and acc.variable is x
     seen = []
     y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(len(grad_inputs)))
     y.grad_fn.register_prehook(lambda grad_outputs: seen.append("pre"))

@@ -48,9 +48,8 @@ def test_accumulate_grad_node_is_shared_by_every_use_of_a_leaf():
     first = y.grad_fn.next_functions[0][0].next_functions[0][0]
     second = y.grad_fn.next_functions[1][0].next_functions[0][0]
     assert first is second and first.variable is w
-    assert first.name() == "torch::autograd::AccumulateGrad" or type(first).__name__ == (
-        "AccumulateGrad"
-    )
+    assert type(first).__name__ == "AccumulateGrad"
+    assert first.name() == "torch::autograd::AccumulateGrad"  # as torch names it
 
 
 def _saved_summary(node, torch_like) -> dict:

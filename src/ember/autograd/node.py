@@ -374,6 +374,9 @@ class AccumulateGrad(Node):
         self._variable = weakref.ref(leaf)
         self._meta = ((leaf._data.shape, leaf._data.dtype),)
 
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"  # torch's; its class is AccumulateGrad
+
     @property
     def variable(self):
         return self._variable()

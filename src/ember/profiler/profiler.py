@@ -197,7 +197,7 @@ class profile(_watch.Observer):
 
     def node_started(self, node) -> None:
         name = node.name()
-        if name == "AccumulateGrad":
+        if name == "torch::autograd::AccumulateGrad":
             name = "ember::autograd::AccumulateGrad"
         self._open(node, name, "backward")
 
