@@ -69,3 +69,33 @@ def test_variable_length_batch_matches_torch(torch_nested, layout):
 
 def test_attention_block_matches_torch(torch_nested):
     assert_close(attention_block(ember), attention_block(torch_nested), atol=1e-4)
+
+
+def padded_to_nested_and_back(torch):
+    """A padded batch and its lengths as a jagged view (torch.nested.narrow), made contiguous,
+    run through a pointwise op, padded again."""
+    padded = torch.tensor(np.arange(24.0, dtype=np.float32).reshape(3, 4, 2))
+    lengths = torch.tensor([2, 4, 1])
+    view = torch.nested.narrow(padded, dim=1, start=0, length=lengths, layout=torch.jagged)
+    packed = view.contiguous()
+    out = torch.nested.to_padded_tensor(packed.sin() * 2, padding=-1.0)
+    return view.offsets(), packed.offsets(), out, view.is_contiguous(), packed.is_contiguous()
+
+
+def test_padded_to_nested_and_back():
+    offsets, packed_offsets, out, view_contiguous, packed_contiguous = padded_to_nested_and_back(
+        ember
+    )
+    assert offsets.tolist() == [0, 4, 8, 9] and packed_offsets.tolist() == [0, 2, 6, 7]
+    assert (view_contiguous, packed_contiguous) == (False, True)
+    want = np.full((3, 4, 2), -1.0, dtype=np.float32)
+    base = np.arange(24.0, dtype=np.float32).reshape(3, 4, 2)
+    for i, n in enumerate([2, 4, 1]):
+        want[i, :n] = np.sin(base[i, :n]) * 2
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+
+
+def test_padded_to_nested_and_back_matches_torch(torch_nested):
+    e, t = padded_to_nested_and_back(ember), padded_to_nested_and_back(torch_nested)
+    assert [x.tolist() for x in e[:2]] == [x.tolist() for x in t[:2]] and e[3:] == t[3:]
+    assert_close(e[2], t[2])
