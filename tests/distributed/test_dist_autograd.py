@@ -203,6 +203,22 @@ def case_backward_twice_in_a_context_adds_up(rank):
             assert dist_autograd.get_gradients(context_id)[t].tolist() == [10.0, 10.0]
 
 
+def case_backward_without_retain_graph_frees_the_graph_on_every_worker(rank):
+    if rank == 0:
+        with dist_autograd.context() as context_id:
+            t = ember.tensor([1.0, 2.0], requires_grad=True)
+            loss = rpc.rpc_sync("worker1", ember.mul, args=(t, t)).sum()
+            dist_autograd.backward(context_id, [loss])
+            assert dist_autograd.get_gradients(context_id)[t].tolist() == [2.0, 4.0]
+            # the mul's saved inputs on worker1 are gone, as torch frees them
+            with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+                dist_autograd.backward(context_id, [loss])
+            local = (t * t).sum()  # and here
+            dist_autograd.backward(context_id, [local])
+            with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+                dist_autograd.backward(context_id, [local])
+
+
 def case_context_ids_carry_the_worker_and_contexts_go_on_exit(rank):
     if rank == 0:
         first, second = new_context_id(), new_context_id()

@@ -9,9 +9,11 @@ the piece from that send. Other leaves' gradients are added up in the context.
 
 This is torch's "FAST mode": each piece runs as soon as its gradients arrive, without waiting
 for others that might reach the same nodes; by linearity the sums are the same. Every piece
-keeps the graph (``retain_graph``), because another piece may run through the same nodes; the
-graph goes when the context does. ``backward`` returns once every piece, on every worker, has
-finished, and raises the first error any of them raised.
+keeps the graph, because another piece may run through the same nodes; once all are done,
+``retain_graph=False`` frees what the pass went through on every worker it reached, so a
+second pass raises torch's "backward through the graph a second time". ``backward`` returns
+once every piece, on every worker, has finished, and raises the first error any of them
+raised.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ def backward(context_id: int, roots: list, retain_graph: bool = False) -> None:
     """Run the backward pass of ``roots`` (scalar tensors) through the RPC calls recorded in
     context ``context_id``, on every worker they reach; gradients go into the contexts.
 
-    ``retain_graph`` is accepted for torch's signature: ember keeps the graph until the
-    context ends either way.
+    Without ``retain_graph`` the graph it went through is freed on every worker afterwards.
 
     Example::
         >>> with dist_autograd.context() as context_id:
@@ -52,7 +53,36 @@ def backward(context_id: int, roots: list, retain_graph: bool = False) -> None:
                 "all roots need to be scalar"
             )
     grads = [ember.ones_like(root) for root in roots]
-    _all_of(_run_piece(found, roots, grads)).wait()
+    reached = _all_of(_run_piece(found, roots, grads)).wait()
+    if not retain_graph:
+        _release_graph(context_id, roots)
+        if reached:
+            agent = current_agent()
+            others = [w for w in reached if w != agent.rank]
+            _all_of([agent.send(w, _release_graph, (context_id,)) for w in others]).wait()
+
+
+def _release_graph(context_id: int, roots: tuple = ()) -> None:
+    """Free the saved tensors of the graph a pass went through here: from ``roots`` and from
+    the sends the pass ran from (as a local backward without ``retain_graph`` does)."""
+    try:
+        found = contexts.retrieve_context(context_id)
+    except RuntimeError:
+        return  # released meanwhile: nothing is left to free
+    with found.lock:
+        starts = list(roots)
+        for send_id in found.traversed:
+            starts.extend(found.sends[send_id][0])
+        found.traversed.clear()
+    stack = [t.grad_fn for t in starts if t.grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node in seen or isinstance(node, AccumulateGrad):
+            continue
+        seen.add(node)
+        node.release()
+        stack.extend(n for n, _ in node.next_functions if n is not None and n not in seen)
 
 
 def _leaves(roots: list) -> list:
@@ -113,27 +143,30 @@ def _backward_from_send(context_id: int, send_id: int, grads: list) -> Deferred:
     found = contexts.retrieve_context(context_id)
     with found.lock:
         tensors, _ = found.sends[send_id]
+        found.traversed.add(send_id)
     roots = [t for t, g in zip(tensors, grads) if g is not None]
     root_grads = [g for g in grads if g is not None]
-    if not roots:
-        done: futures.Future = futures.Future()
-        done.set_result(None)
-        return Deferred(done)
-    return Deferred(_all_of(_run_piece(found, roots, root_grads)))
+    here = current_agent().rank
+    pieces = _run_piece(found, roots, root_grads) if roots else []
+    return Deferred(_all_of(pieces, reached={here}))
 
 
-def _all_of(pending: list[futures.Future]) -> futures.Future:
-    """A Future completed when all of ``pending`` are, with the first exception among them."""
+def _all_of(pending: list[futures.Future], reached: set | None = None) -> futures.Future:
+    """A Future completed when all of ``pending`` are: with the first exception among them, or
+    with ``reached`` and the workers their pieces reached (each answers with a set of them)."""
     combined: futures.Future = futures.Future()
+    reached = set(reached or ())
 
     def settle(all_done: futures.Future) -> None:
         for fut in all_done.wait():
             try:
-                fut.wait()
+                more = fut.wait()
             except BaseException as error:
                 combined.set_exception(error)
                 return
-        combined.set_result(None)
+            if more:
+                reached.update(more)
+        combined.set_result(reached)
 
     futures.collect_all(pending).add_done_callback(settle)
     return combined

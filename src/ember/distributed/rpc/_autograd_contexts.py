@@ -32,6 +32,7 @@ class DistAutogradContext:
         # id(rebuilt tensor) -> (tensor, source worker id, send id, position, how many)
         self.recvs: dict[int, tuple] = {}
         self.known_workers: set[int] = set()  # every worker this context exchanged messages with
+        self.traversed: set[int] = set()  # sends a backward pass ran from, not yet released
         self._send_ids = itertools.count()
 
     def _next_send_id(self) -> int:
