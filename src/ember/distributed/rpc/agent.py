@@ -2,15 +2,16 @@
 
 Transport: ``multiprocessing.connection`` (standard library) over TCP. It frames messages, and
 ``Listener``/``Client`` with an ``authkey`` authenticate each connection by an HMAC challenge,
-so ember adds no wire protocol of its own: a message is two frames (a small header, then the
-pickled payload, see ``serialization``). MPI was the other candidate and is not used: RPC needs
-any worker to call any other at any time from many threads, and workers started as plain Python
-processes (not under ``mpiexec``) to meet; MPICH joins only processes a process manager started,
-and ``MPI_THREAD_MULTIPLE`` is slow or absent in the wheels. Every worker listens on a port of
-its own; worker 0 listens on ``MASTER_PORT`` (or the ``tcp://`` port), where the others first
-say their name, rank and port, and get the table of all workers back (the rendezvous). The key
-is ``EMBER_RPC_AUTHKEY`` where set (the same on every worker), else a fixed one: like torch's
-RPC, which has no authentication, a fixed key keeps out strangers only, not attackers.
+so ember adds no wire protocol of its own: a message is a few of its frames (a small header, the
+pickle stream, the tensors' data: ``transport``, ``serialization``). MPI was the other candidate
+and is not used: RPC needs any worker to call any other at any time from many threads, and
+workers started as plain Python processes (not under ``mpiexec``) to meet; MPICH joins only
+processes a process manager started, and ``MPI_THREAD_MULTIPLE`` is slow or absent in the
+wheels. Every worker listens on a port of its own; worker 0 listens on ``MASTER_PORT`` (or the
+``tcp://`` port), where the others first say their name, rank and port, and get the table of all
+workers back (the rendezvous). The key is ``EMBER_RPC_AUTHKEY`` where set (the same on every
+worker), else a fixed one: like torch's RPC, which has no authentication, a fixed key keeps out
+strangers only, not attackers.
 
 Each worker opens one connection to each worker it calls (itself included: calls to self go the
 same way, so arguments are copied as for any other worker). Requests go out on it and responses
@@ -26,9 +27,7 @@ instead of a value; the response goes when that Future completes, so no thread w
 from __future__ import annotations
 
 import collections
-import heapq
 import itertools
-import os
 import socket
 import threading
 import time
@@ -41,13 +40,7 @@ from ..rendezvous import RendezvousPoint, _publish, _read_published, _remove, _t
 from . import _autograd_contexts as contexts
 from . import serialization
 from .options import TensorPipeRpcBackendOptions, WorkerInfo
-
-_DEFAULT_AUTHKEY = b"ember.distributed.rpc"
-
-
-def _authkey() -> bytes:
-    key = os.environ.get("EMBER_RPC_AUTHKEY")
-    return key.encode() if key else _DEFAULT_AUTHKEY
+from .transport import Deadlines, Link, authkey
 
 
 class RemoteException:
@@ -86,82 +79,6 @@ def is_async_function(func) -> bool:
     return getattr(func, "_wrapped_async_rpc_function", None) is not None
 
 
-class _Link:
-    """One connection: sends of a header and a payload frame stay together."""
-
-    def __init__(self, conn, peer: int) -> None:
-        self.conn = conn
-        self.peer = peer
-        self.send_lock = threading.Lock()
-        self.finished = False  # the peer closed its end (a reading thread saw end of file)
-        try:  # a call is several small frames: without this, Nagle's algorithm holds each ~40 ms
-            with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-
-    def send_pair(self, header, payload: serialization.Pickled) -> None:
-        """The header (with how many buffers follow), the pickle stream, then each buffer."""
-        with self.send_lock:
-            self.conn.send((header, len(payload.buffers)))
-            self.conn.send_bytes(payload.data)
-            for buffer in payload.buffers:
-                self.conn.send_bytes(buffer)
-
-    def receive_pair(self):
-        header, count = self.conn.recv()
-        data = self.conn.recv_bytes()
-        buffers = [self.conn.recv_bytes() for _ in range(count)]
-        return header, serialization.Pickled(data, buffers)
-
-    def hang_up(self) -> None:
-        """Close, waking a thread blocked reading it (close alone does not, on Linux)."""
-        try:
-            with socket.fromfd(self.conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        try:
-            self.conn.close()
-        except OSError:
-            pass
-
-
-class _Deadlines:
-    """One thread that fails calls past their timeout."""
-
-    def __init__(self, on_expiry) -> None:
-        self._heap: list = []
-        self._condition = threading.Condition()
-        self._on_expiry = on_expiry
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="ember-rpc-timeouts", daemon=True)
-        self._thread.start()
-
-    def add(self, deadline: float, message_id: int, timeout: float) -> None:
-        with self._condition:
-            heapq.heappush(self._heap, (deadline, message_id, timeout))
-            self._condition.notify()
-
-    def stop(self) -> None:
-        with self._condition:
-            self._stopped = True
-            self._condition.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._condition:
-                while not self._stopped:
-                    now = time.monotonic()
-                    if self._heap and self._heap[0][0] <= now:
-                        break
-                    self._condition.wait(self._heap[0][0] - now if self._heap else None)
-                if self._stopped:
-                    return
-                _, message_id, timeout = heapq.heappop(self._heap)
-            self._on_expiry(message_id, timeout)
-
-
 class Agent:
     """This process's RPC endpoint: rendezvous, the connections, the pool, pending calls."""
 
@@ -172,14 +89,14 @@ class Agent:
         self.rank = point.rank
         self.world_size = point.world_size
         self.info = WorkerInfo(name, point.rank)
-        self._authkey = _authkey()
+        self._authkey = authkey()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._pending: dict[int, tuple[futures.Future, int]] = {}
         self._message_ids = itertools.count()
-        self._links: dict[int, _Link] = {}
-        self._incoming: list[_Link] = []
-        self._watched: list[_Link] = []  # the rendezvous connections, kept to see peers go
+        self._links: dict[int, Link] = {}
+        self._incoming: list[Link] = []
+        self._watched: list[Link] = []  # the rendezvous connections, kept to see peers go
         self._active = 0  # requests received and not yet answered
         self._closing = False
         self._joins: list = []  # worker 0, during the rendezvous: (conn, hello)
@@ -196,7 +113,7 @@ class Agent:
         self.pool = ThreadPoolExecutor(
             options.num_worker_threads, thread_name_prefix=f"ember-rpc-{name}"
         )
-        self._deadlines = _Deadlines(self._expire)
+        self._deadlines = Deadlines(self._expire)
         self._completions = ThreadPoolExecutor(32, thread_name_prefix=f"ember-rpc-done-{name}")
         port = point.master_port if point.rank == 0 and point.file_path is None else 0
         self._listener = Listener(("", port), "AF_INET", backlog=128, authkey=self._authkey)
@@ -257,7 +174,7 @@ class Agent:
                 time.sleep(0.05)
         # this connection stays open until shutdown: worker 0 learns from it that this worker
         # is gone, should it end without shutdown
-        self._watched.append(_Link(conn, 0))
+        self._watched.append(Link(conn, 0))
         with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as s:
             my_host = s.getsockname()[0]  # the address worker 0 reached us from
         conn.send(("join", self.info.name, point.rank, point.world_size, my_host, self._port))
@@ -304,7 +221,7 @@ class Agent:
                 conn.send(reply)
             except OSError:
                 pass
-            link = _Link(conn, hello[2])
+            link = Link(conn, hello[2])
             self._watched.append(link)
             if not problem:
                 threading.Thread(
@@ -345,12 +262,12 @@ class Agent:
         if hello[0] != "peer":
             conn.close()
             return
-        link = _Link(conn, hello[1])
+        link = Link(conn, hello[1])
         with self._lock:
             self._incoming.append(link)
         self._serve(link)
 
-    def _watch(self, link: _Link) -> None:
+    def _watch(self, link: Link) -> None:
         """Worker 0: wait for the end of a worker's rendezvous connection (shut down, or died)."""
         try:
             while True:
@@ -358,7 +275,7 @@ class Agent:
         except (EOFError, OSError):
             self._peer_lost(link.peer)
 
-    def _link_to(self, worker_id: int) -> _Link:
+    def _link_to(self, worker_id: int) -> Link:
         with self._lock:
             link = self._links.get(worker_id)
             if link is not None:
@@ -367,7 +284,7 @@ class Agent:
                 raise RuntimeError("ember.distributed.rpc: the RPC agent is shut down")
             conn = Client(tuple(self._addresses[worker_id]), "AF_INET", authkey=self._authkey)
             conn.send(("peer", self.rank))
-            link = self._links[worker_id] = _Link(conn, worker_id)
+            link = self._links[worker_id] = Link(conn, worker_id)
         threading.Thread(
             target=self._read_responses, args=(link,), name="ember-rpc-responses", daemon=True
         ).start()
@@ -487,7 +404,7 @@ class Agent:
             ),
         )
 
-    def _read_responses(self, link: _Link) -> None:
+    def _read_responses(self, link: Link) -> None:
         while True:
             try:
                 header, payload = link.receive_pair()
@@ -539,7 +456,7 @@ class Agent:
             )
 
     # --- serving ------------------------------------------------------------------------------
-    def _serve(self, link: _Link) -> None:
+    def _serve(self, link: Link) -> None:
         self._ready.wait()
         while not self._closing:
             try:
@@ -564,7 +481,7 @@ class Agent:
                 self._request_done()
                 return
 
-    def _load_request(self, link: _Link, header, payload):
+    def _load_request(self, link: Link, header, payload):
         """(func, args, kwargs, context) of a request, or the RemoteException to answer with."""
         _, context_id, send_id = header
         try:
@@ -600,7 +517,7 @@ class Agent:
             self._active -= 1
             self._idle.notify_all()
 
-    def _handle(self, link: _Link, header, request) -> None:
+    def _handle(self, link: Link, header, request) -> None:
         message_id = header[0]
         if isinstance(request, RemoteException):  # it could not be read
             self._respond(link, message_id, None, False, request, True)
@@ -645,7 +562,7 @@ class Agent:
             return
         self._respond(link, message_id, context, True, value, counted)
 
-    def _respond(self, link: _Link, message_id: int, context, ok: bool, value, counted) -> None:
+    def _respond(self, link: Link, message_id: int, context, ok: bool, value, counted) -> None:
         """Send the response; ``counted``: the request counts as work until answered."""
         try:
             send_id = None if context is None else context._next_send_id()
