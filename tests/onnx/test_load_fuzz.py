@@ -395,7 +395,7 @@ def _run_child(script: str, cases: list) -> list:
         [sys.executable, "-c", script, str(MEMORY_CAP)],
         input=pickle.dumps(cases),
         capture_output=True,
-        timeout=600,
+        timeout=1800,  # 5,000 cases of a family take about 10 min on a busy 2-core machine
         env=env,
     )
     assert done.returncode == 0, f"a fuzz child died ({done.returncode}): {done.stderr[-3000:]!r}"

@@ -112,9 +112,15 @@ def load(f):
     The model is checked at load as ONNX Runtime checks it: a file ONNX Runtime refuses (an
     input nothing produces, a cycle, an output never computed, no outputs, an initializer whose
     data does not match its type and shape, a missing required attribute, an LSTM without
-    ``hidden_size``, a Conv whose input and weight ranks differ) raises ``OnnxImportError``
-    naming the node or initializer, as does one using what ember lacks (an operator, a data
-    type). Nodes listed out of order run in an order that works.
+    ``hidden_size``, a Conv whose input and weight ranks differ, an attribute of the wrong type,
+    types or shapes that ONNX's strict type and shape inference refuses) raises
+    ``OnnxImportError`` naming the node or initializer, as does one using what ember lacks (an
+    operator, a data type). Two kinds of file ONNX Runtime runs are refused on purpose: an
+    initializer given twice (it computes with the first or the last copy, depending on the
+    graph) and an integer attribute beyond 32 bits (it keeps the low 32 bits). Nodes listed out
+    of order run in an order that works. Running the module checks each input against its
+    declared type and fixed dims, and what a run's values break (an index out of bounds) is a
+    ``RuntimeError``, as ONNX Runtime refuses the run.
 
     Initializers keep their ONNX names: ``model.initializers["features.0.weight"]`` and the
     ``state_dict()`` key ``"initializers.features.0.weight"``; each dot of a name is a
