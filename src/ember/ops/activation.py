@@ -13,7 +13,7 @@ from .. import _backend
 from .._kernels import blocked as _blocked
 from .._kernels.jit import module as jit_module
 from .._tensor import Tensor
-from ..autograd.node import Node
+from ..autograd.node import Node, torch_int
 from ._dispatch import array_module, float_result, grad_state, result, wrap, wrap_dim
 from .elementwise import clamp, erf, sigmoid, tanh, threshold_backward, where
 from .shape import cat
@@ -78,8 +78,15 @@ def _softmax_dim(input: Tensor, dim, op: str) -> int:
     return wrap_dim(dim, max(input.ndim, 1), op)
 
 
+def _saved_softmax_dim(node):
+    """The dim as torch's node saves it: as given (negative ones as uint64), else the one
+    chosen for dim=None."""
+    return node.dim if node.dim_arg is None else torch_int(node.dim_arg)
+
+
 class SoftmaxBackward0(Node):
-    torch_saved = {"dim": "dim", "result": "result"}
+    torch_saved = {"dim": _saved_softmax_dim, "result": "result"}
+    dim_arg = None
 
     def backward(self, g):
         y = self.saved_output()
@@ -94,7 +101,8 @@ class SoftmaxBackward0(Node):
 
 
 class LogSoftmaxBackward0(Node):
-    torch_saved = {"dim": "dim", "result": "result"}
+    torch_saved = {"dim": _saved_softmax_dim, "result": "result"}
+    dim_arg = None
 
     def backward(self, g):
         y = self.saved_output()
@@ -159,7 +167,7 @@ def _softmax_any(input: Tensor, dim, dtype, log: bool) -> Tensor:
                 e = xp.exp(shifted)
                 out = e / e.sum(axis=d, keepdims=True)
     node_cls = LogSoftmaxBackward0 if log else SoftmaxBackward0
-    return result(node_cls, out, (input,), save_output=True, dim=d)
+    return result(node_cls, out, (input,), save_output=True, dim=d, dim_arg=dim)
 
 
 def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
@@ -198,6 +206,8 @@ def _in_place(input: Tensor, fn) -> Tensor:
 
 
 class LeakyReluBackward0(Node):
+    torch_saved = {"negative_slope": "negative_slope", "self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
@@ -228,6 +238,8 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 
 class EluBackward0(Node):
+    torch_saved = {"alpha": "alpha", "input_scale": "input_scale", "scale": "scale", "self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         a, s, k = self.alpha, self.scale, self.input_scale
@@ -243,7 +255,7 @@ class EluBackward0(Node):
 
 
 class CeluBackward0(EluBackward0):
-    pass
+    torch_saved = {"alpha": "alpha", "self": 0}
 
 
 def _elu(input, alpha, scale, input_scale, op, node_cls=EluBackward0) -> Tensor:
@@ -305,6 +317,8 @@ class RreluWithNoiseBackward0(Node):
 
 
 class HardtanhBackward0(Node):
+    torch_saved = {"max_val": "max_val", "min_val": "min_val", "self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         return g * ((x > self.min_val) & (x < self.max_val))
@@ -345,6 +359,8 @@ def relu_(input: Tensor) -> Tensor:
 
 
 class HardswishBackward0(Node):
+    torch_saved = {"self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         # d/dx x·relu6(x + 3)/6 = 0 below -3, x/3 + 1/2 in between, 1 above 3
@@ -369,6 +385,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 class HardsigmoidBackward0(Node):
+    torch_saved = {"self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
@@ -400,6 +418,8 @@ def _check_lambd(input: Tensor, lambd: float) -> None:
 
 
 class SoftshrinkBackward0(Node):
+    torch_saved = {"lambd": "lambd", "self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         return g * (x.abs() > self.lambd)
@@ -423,6 +443,8 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 class ThresholdBackward0(Node):
+    torch_saved = {"self": 0, "threshold": "threshold"}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         return threshold_backward(g, x, self.threshold)
@@ -447,6 +469,8 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
 
 
 class SoftplusBackward0(Node):
+    torch_saved = {"beta": "beta", "self": 0, "threshold": "threshold"}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
@@ -502,6 +526,8 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 class SiluBackward0(Node):
+    torch_saved = {"self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         if not grad_state.enabled and _fast(x):
@@ -531,6 +557,8 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 class MishBackward0(Node):
+    torch_saved = {"self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
@@ -557,6 +585,8 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 class GeluBackward0(Node):
+    torch_saved = {"approximate": "approximate", "self": 0}
+
     def backward(self, g):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
