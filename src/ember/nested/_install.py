@@ -201,7 +201,7 @@ def _function_kernels() -> dict:
     for name in UNARY + UNARY_INPLACE:
         kernels[name] = _pointwise.unary
     for name in BINARY:
-        kernels[name] = functools.partial(_binary_kernel, name=name)
+        kernels[name] = functools.partial(_pointwise.binary, name=name)
     for name in ("sum", "mean", "nansum"):
         kernels[name] = functools.partial(_reduce.reduction, name=name)
     for name in ("amax", "amin"):
@@ -242,11 +242,8 @@ def _function_kernels() -> dict:
     return kernels
 
 
-def _binary_kernel(original, name):
-    return _pointwise.binary(original, name)
-
-
 def _fixed(kernel, original):
+    """A kernel that does not call the original op (it calls ember's ops itself)."""
     return kernel
 
 
