@@ -687,3 +687,41 @@ def _full_transformer(lib):
 def test_encoder_decoder_transformer_with_causal_mask_on_meta(torch_mod):
     assert _full_transformer(ember) == _full_transformer(torch_mod)
     assert _full_transformer(ember)[0] == ((2, 7, 32), "float32", "meta")
+
+
+def _index(lib, *shape):
+    return lib.zeros(*shape, dtype=lib.int64, device="meta")
+
+
+IN_PLACE = {
+    "setitem_int": lambda lib, t: t.__setitem__(0, 1.0),
+    "setitem_slice": lambda lib, t: t.__setitem__((slice(None), 1), _meta(lib, 3)),
+    "setitem_index": lambda lib, t: t.__setitem__(_index(lib, 2), 1.0),
+    "setitem_mask": lambda lib, t: t.__setitem__(_meta(lib, 3, 4) > 0, 1.0),
+    "add_": lambda lib, t: t.add_(1),
+    "mul_": lambda lib, t: t.mul_(_meta(lib, 4)),
+    "masked_fill_": lambda lib, t: t.masked_fill_(_meta(lib, 3, 4) > 0, 0.0),
+    "zero_": lambda lib, t: t.zero_(),
+    "copy_": lambda lib, t: t.copy_(_meta(lib, 4)),
+    "clamp_": lambda lib, t: t.clamp_(0, 1),
+    "uniform_": lambda lib, t: t.uniform_(),
+    "normal_": lambda lib, t: t.normal_(),
+    "bernoulli_": lambda lib, t: t.bernoulli_(0.5),
+    "exponential_": lambda lib, t: t.exponential_(),
+    "random_": lambda lib, t: t.random_(0, 10),
+    "index_fill_": lambda lib, t: t.index_fill_(0, _index(lib, 1), 0.0),
+    "scatter_": lambda lib, t: t.scatter_(1, _index(lib, 3, 1), 1.0),
+    "view_add_": lambda lib, t: t.t().add_(1),
+    "unsqueeze_": lambda lib, t: t.unsqueeze_(0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE))
+def test_in_place_op_on_meta_as_torch(name, torch_mod):
+    results = []
+    for lib in (ember, torch_mod):
+        t = _meta(lib, 3, 4)
+        IN_PLACE[name](lib, t)
+        results.append(_signature(t))
+    assert results[0] == results[1]
+    assert results[0][2] == "meta"

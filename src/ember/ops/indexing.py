@@ -319,7 +319,10 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     xp = array_module(input._data)
     out = input._data.copy()
     # PyTorch checks the value's shape before the indices' bounds
-    target_shape = out[key if basic else _clipped_key(out.shape, key)].shape
+    try:
+        target_shape = out[key if basic else _clipped_key(out.shape, key)].shape
+    except NotImplementedError:  # a mask into a meta tensor: how many it picks is unknown
+        target_shape = values._data.shape  # (unchecked, as torch's meta kernel)
     while values._data.ndim > len(target_shape) and values._data.shape[0] == 1:
         values = values.squeeze(0)  # PyTorch drops leading unit dims of the value
     try:
