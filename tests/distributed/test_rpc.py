@@ -535,3 +535,24 @@ def test_rpc_and_autograd_are_attributes_of_distributed_as_in_torch():
     assert ember.distributed.__getattr__("autograd") is dist_autograd
     with pytest.raises(AttributeError, match="module 'ember.distributed' has no attribute 'nope'"):
         ember.distributed.nope  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "rank, message",
+    [
+        (0, r"worker 0 timed out after 0.5 seconds waiting for the workers to join: 1/2 joined"),
+        (1, r"worker 1 \(w\) could not reach worker 0 at 127.0.0.1:\d+ within 0.5 seconds"),
+    ],
+)
+def test_init_rpc_without_its_peers_times_out_and_leaves_rpc_uninitialized(rank, message):
+    from ._harness import free_port
+
+    options = rpc.TensorPipeRpcBackendOptions(
+        init_method=f"tcp://127.0.0.1:{free_port()}", rpc_timeout=0.5
+    )
+    began = time.monotonic()
+    with pytest.raises(RuntimeError, match=message):
+        rpc.init_rpc("w", rank=rank, world_size=2, rpc_backend_options=options)
+    assert time.monotonic() - began < 5
+    with pytest.raises(RuntimeError, match="RPC has not been initialized"):
+        rpc.get_worker_info()
