@@ -307,9 +307,9 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
 
 
 def _repeat(a, repeats, axis=None):
-    if isinstance(repeats, MetaArray) and repeats.size > 1:
+    if isinstance(repeats, MetaArray):  # counts held by a meta tensor: unknown
         raise _data_dependent("repeat")
-    counts = np.asarray(repeats) if not isinstance(repeats, MetaArray) else np.ones(1, int)
+    counts = np.asarray(repeats)
     shape = (a.size,) if axis is None else a.shape
     axis = 0 if axis is None else normalize_axis_index(axis, a.ndim)
     total = int(counts.sum()) if counts.size > 1 else shape[axis] * int(counts.reshape(-1)[0])
