@@ -105,8 +105,8 @@ def _rsub(g, a, result):
     return g.node("Sub", [g.operand(a["other"], dtype), x])
 
 
-@_register("rtruediv")
-def _rtruediv(g, a, result):
+@_register("reflected_div")  # number / tensor
+def _reflected_div(g, a, result):
     dtype = _dtype(result)
     return g.node("Div", [g.operand(a["other"], dtype), g.operand(a["input"], dtype)])
 
