@@ -15,7 +15,7 @@ The layers are DESIGN.md's, from the bottom (see ``src/ember/README.md``); for e
 above the Tensor/op layer that sits in the largest knot, the script prints the imports from a
 lower layer into it: the edges to cut (or to turn into a registration) to free it.
 
-Run: .venv/bin/python benchmarks/import_knot.py [--root-parent] [--edges N]
+Run: .venv/bin/python benchmarks/import_knot.py [--root-parent | --no-root] [--edges N]
 """
 
 from __future__ import annotations
@@ -222,8 +222,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root-parent", action="store_true", help="count ember/__init__ too")
     parser.add_argument("--edges", type=int, default=8, help="edges shown per package")
+    parser.add_argument(
+        "--no-root", action="store_true", help="drop every import of the root package"
+    )
     args = parser.parse_args(argv)
     modules, graph = import_graph(args.root_parent)
+    if args.no_root:
+        graph = {m: {t: n for t, n in ts.items() if t != ROOT} for m, ts in graph.items()}
     components = strongly_connected(graph)
     knot = components[0]
     members = set(knot)
