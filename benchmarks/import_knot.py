@@ -40,13 +40,13 @@ LAYER_NAMES = {
 LAYER_OF = {
     **dict.fromkeys(
         "_backend _dtype _kernels _type_info _errors _settings _scratch torch_version version"
-        " types _memory_format".split(),
+        " types _memory_format _meta".split(),
         1,
     ),
     "autograd": 2,
     **dict.fromkeys(
         "_tensor _tensor_methods _tensor_misc_methods _tensor_repr _creation _factories _inplace"
-        " ops _meta _out _size_argument _method_functions _functional_aliases _host_functions"
+        " ops _out _size_argument _method_functions _functional_aliases _host_functions"
         " _legacy return_types _windows".split(),
         3,
     ),
