@@ -725,3 +725,15 @@ def test_in_place_op_on_meta_as_torch(name, torch_mod):
         results.append(_signature(t))
     assert results[0] == results[1]
     assert results[0][2] == "meta"
+
+
+def test_skip_init_builds_on_meta_and_draws_nothing(torch_mod):
+    for lib in (ember, torch_mod):
+        lib.manual_seed(5)
+        expected = lib.rand(3)
+        lib.manual_seed(5)
+        layer = lib.nn.utils.skip_init(lib.nn.Linear, 5, 2)
+        assert layer.weight.device.type == "cpu" and tuple(layer.weight.shape) == (2, 5)
+        assert isinstance(layer.weight, lib.nn.Parameter)
+        assert lib.equal(lib.rand(3), expected)
+        assert lib.nn.utils.skip_init(lib.nn.Linear, 5, 2, device="meta").weight.is_meta
