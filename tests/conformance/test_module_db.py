@@ -45,6 +45,16 @@ LARGE_GRID = 200
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """torch on one thread while the suite runs: its tensors are tiny, and a pool of threads
+    spinning on a busy 2-core machine made torch's side four times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _dtypes(module_info) -> list:
     dtypes = [torch.float32, torch.float64]
     for dtype in module_info.dtypes:

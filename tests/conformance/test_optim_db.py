@@ -39,6 +39,16 @@ KNOWN_FAILURES = read_known_failures(pathlib.Path(__file__).with_name("module_kn
 STEPS = 4
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """torch on one thread while the suite runs: its tensors are tiny, and a pool of threads
+    spinning on a busy 2-core machine made torch's side four times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 class Problem(Exception):
     """An ember failure inside a run: ends the run with this message."""
 
