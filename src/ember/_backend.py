@@ -163,7 +163,7 @@ def current_cuda_device() -> device:
 
 
 def array_module(data):
-    """NumPy for CPU arrays, CuPy for GPU arrays."""
+    """NumPy for CPU arrays, CuPy for GPU arrays, ``_meta.MODULE`` for meta arrays."""
     return _MODULE_OF_TYPE[type(data)]
 
 
