@@ -397,6 +397,8 @@ _einops_hook.install()  # einops finds ember's backend and layers when a program
 from .autograd import functional as _autograd_functional  # noqa: E402
 from .ops.activation import log_softmax, softmax  # noqa: E402
 
+_out.install(globals(), {"log_softmax", "softmax"})  # imported again just above
+
 # Debugging, data and file namespaces load on first use: `import ember` stays quick.
 _LAZY = frozenset(
     {

@@ -119,9 +119,46 @@ def with_out(fn, name: str):
     return function
 
 
-def install(namespace: dict) -> None:
-    """Give every function of ``namespace`` named in OUT_FUNCTIONS its ``out=``."""
-    for name in OUT_FUNCTIONS:
+# more top-level functions with out= in torch (found by the OpInfo conformance suite)
+OUT_FUNCTIONS |= frozenset(
+    """alias_copy angle as_strided_copy complex conj_physical diagonal_copy eq expand_copy
+    geqrf hardshrink histogramdd index_add index_copy index_reduce isin log_softmax lu
+    narrow_copy native_batch_norm ormqr permute_copy polar qr scatter scatter_add
+    scatter_reduce slice_scatter softmax squeeze_copy t_copy take tensordot transpose_copy
+    unfold_copy unsqueeze_copy view_copy""".split()
+)
+
+# the other namespaces' functions that accept out= in torch, installed by each namespace
+LINALG_OUT_FUNCTIONS = frozenset(
+    """cholesky cholesky_ex cond cross det diagonal eig eigh eigvals eigvalsh
+    householder_product inv inv_ex ldl_factor ldl_factor_ex ldl_solve lstsq lu lu_factor
+    lu_factor_ex lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot norm
+    pinv qr slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot
+    vector_norm""".split()
+) - {"diagonal", "matrix_exp", "lstsq"}  # torch.linalg's versions of these take no out=
+FFT_OUT_FUNCTIONS = frozenset(
+    """fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft hfft2
+    ihfft2 hfftn ihfftn fftfreq rfftfreq""".split()
+)
+SPECIAL_OUT_FUNCTIONS = frozenset(
+    """airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t
+    chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w digamma entr erf erfc
+    erfcx erfinv exp2 expit expm1 gammainc gammaincc gammaln hermite_polynomial_h
+    hermite_polynomial_he i0 i0e i1 i1e laguerre_polynomial_l legendre_polynomial_p log1p
+    log_ndtr logit logsumexp modified_bessel_i0 modified_bessel_i1 modified_bessel_k0
+    modified_bessel_k1 multigammaln ndtr ndtri polygamma psi round scaled_modified_bessel_k0
+    scaled_modified_bessel_k1 shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u
+    shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w sinc spherical_bessel_j0
+    xlog1py xlogy zeta""".split()
+)
+NN_FUNCTIONAL_OUT_FUNCTIONS = frozenset(
+    "avg_pool2d avg_pool3d gelu hardshrink linear logsigmoid softplus softshrink".split()
+)
+
+
+def install(namespace: dict, names=OUT_FUNCTIONS) -> None:
+    """Give every function of ``namespace`` named in ``names`` its ``out=``."""
+    for name in names:
         fn = namespace.get(name)
         if fn is not None and callable(fn) and not isinstance(fn, type):
             namespace[name] = with_out(fn, name)

@@ -91,3 +91,7 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+from . import _out  # noqa: E402
+
+_out.install(globals(), _out.LINALG_OUT_FUNCTIONS)  # out= where torch takes it

@@ -47,3 +47,7 @@ __all__ = [
     "fftshift",
     "ifftshift",
 ]
+
+from .. import _out  # noqa: E402
+
+_out.install(globals(), _out.FFT_OUT_FUNCTIONS)  # out= where torch takes it

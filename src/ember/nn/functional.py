@@ -351,3 +351,8 @@ def embedding(
     from ..ops.embedding import embedding as _embedding
 
     return _embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+
+
+from .. import _out  # noqa: E402
+
+_out.install(globals(), _out.NN_FUNCTIONAL_OUT_FUNCTIONS)  # out= where torch takes it

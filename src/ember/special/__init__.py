@@ -120,3 +120,7 @@ __all__ = [
     "xlogy",
     "zeta",
 ]
+
+from .. import _out  # noqa: E402
+
+_out.install(globals(), _out.SPECIAL_OUT_FUNCTIONS)  # out= where torch takes it
