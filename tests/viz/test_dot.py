@@ -37,7 +37,15 @@ def test_mlp_nodes_name_ops_and_parameters_with_shapes():
     loss = model(ember.randn(5, 4)).sum()
     graph = make_dot(loss, params=dict(model.named_parameters()))
     ops = [n.lines[0] for n in graph.nodes if n.kind in ("op", "root")]
-    assert sorted(ops) == ["AddmmBackward0", "AddmmBackward0", "ReluBackward0", "SumBackward0"]
+    # torch's graph: each Linear is addmm(bias, x, weight.t()), the transpose a node of its own
+    assert sorted(ops) == [
+        "AddmmBackward0",
+        "AddmmBackward0",
+        "ReluBackward0",
+        "SumBackward0",
+        "TBackward0",
+        "TBackward0",
+    ]
     assert _node(graph, "SumBackward0").kind == "root"
     assert "out () float32" in _node(graph, "SumBackward0").lines
     leaves = {n.lines[0]: n.lines[1] for n in graph.nodes if n.kind == "leaf"}
@@ -58,7 +66,13 @@ def test_edges_carry_shape_and_dtype():
     labelled = {(by_id[e.src].lines[0], by_id[e.dst].lines[0]): e.label for e in graph.edges}
     assert labelled[("ReluBackward0", "AddmmBackward0")] == "(5, 8) float32"
     assert labelled[("AddmmBackward0", "SumBackward0")] == "(5, 3) float32"
-    assert labelled[("2.weight", "AddmmBackward0")] == "(3, 8) float32"
+    assert labelled[("2.weight", "TBackward0")] == "(3, 8) float32"
+    transposed = sorted(
+        e.label
+        for e in graph.edges
+        if (by_id[e.src].lines[0], by_id[e.dst].lines[0]) == ("TBackward0", "AddmmBackward0")
+    )
+    assert transposed == ["(4, 8) float32", "(8, 3) float32"]  # each weight, transposed
     # an HTML-like label: the text in a cell right of a blank one, where the edge runs
     assert re.search(r"n\d+ -> n\d+ \[label=<<table .*<td>\(5, 8\) float32</td>", graph)
 
@@ -144,9 +158,10 @@ def test_graph_runs_top_down_with_each_module_label_left_of_its_first_row():
     assert "rankdir=TB" in graph  # inputs on top, the output at the bottom, as on the page
     ids = {n.lines[0]: n.id for n in graph.nodes}
     anchors = label_anchors(graph.nodes, graph.edges)
-    assert sorted(anchors["0.0"]) == sorted([ids["0.0.weight"], ids["0.0.bias"]])
+    # the weight passes through TBackward0: a row above the bias, alone in the first row
+    assert anchors["0.0"] == [ids["0.0.weight"]]
     assert anchors["0.1"] == [ids["TanhBackward0"]]  # no parameters: its first node
-    assert sorted(anchors["1"]) == sorted([ids["1.weight"], ids["1.bias"]])
+    assert anchors["1"] == [ids["1.weight"]]
     assert anchors["0"] == anchors["0.0"]  # a container: its first submodule's row
     # the label is a text node that shares its row and sits left of it ...
     tanh = re.search(r"(cluster_\d+)_label \[label=\"0\.1 \(Tanh\)\"", graph).group(1)
@@ -198,7 +213,7 @@ def test_max_depth_collapses_deep_modules_so_a_large_graph_stays_readable():
         "2 (Sequential)",
         "3 (Sequential)",
     }
-    assert "256 ops, 8 parameters" in _node(top, "0 (Sequential)").lines
+    assert "384 ops, 8 parameters" in _node(top, "0 (Sequential)").lines  # 4 per Linear
     one = make_dot(loss, params=dict(model.named_parameters()), max_depth=1)
     assert len(one.nodes) == 8 + 1 and len(one.clusters) == 4
 
