@@ -63,6 +63,11 @@ CASES = {
         RuntimeError,
         "The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 0",
     ),
+    "lerp of tensors that do not broadcast together": (
+        lambda m: m.lerp(m.ones(2), m.ones(1), m.ones(3)),
+        RuntimeError,
+        "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0",
+    ),
 }
 
 
@@ -95,3 +100,12 @@ def test_what_torch_computes_still_computes():
     assert empty.dtype == ember.int32 and empty.shape == (0, 3)
     assert ember.special.erfcx(ember.zeros(1)).tolist() == [1.0]
     assert ember.addcmul(ember.zeros(2), ember.ones(2), ember.full((1,), 3.0)).tolist() == [3, 3]
+
+
+def test_nan_to_num_replaces_in_bfloat16_as_torch():
+    # NumPy's nan_to_num passed over bfloat16 arrays: NaN stayed NaN (found by the long fuzz run)
+    x = ember.tensor([float("nan"), float("inf"), -float("inf"), 1.5]).to(ember.bfloat16)
+    top = ember.finfo(ember.bfloat16).max
+    assert ember.nan_to_num(x).float().tolist() == [0.0, top, -top, 1.5]
+    assert ember.nan_to_num(x, 1.0, 2.0, -3.0).float().tolist() == [1.0, 2.0, -3.0, 1.5]
+    assert ember.nan_to_num(x).dtype == ember.bfloat16

@@ -13,7 +13,7 @@ import math
 from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor
-from .._type_info import iinfo
+from .._type_info import finfo, iinfo
 from ..autograd.node import Node, torch_node_name
 from . import complex as _complex
 from ._dispatch import (
@@ -454,6 +454,12 @@ class NanToNumBackward0(Node):
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
     data = input._data
     xp = array_module(data)
+    if input.dtype is dt.bfloat16:  # NumPy's nan_to_num passes over ml_dtypes' bfloat16
+        top = finfo(dt.bfloat16).max
+        wide = data.astype("float32")
+        posinf, neginf = top if posinf is None else posinf, -top if neginf is None else neginf
+        out = xp.nan_to_num(wide, nan=nan, posinf=posinf, neginf=neginf).astype(data.dtype)
+        return result(NanToNumBackward0, out, (input,), (input,))
     if data.dtype.kind != "f":
         return result(NanToNumBackward0, data.copy(), (input,), (input,))
     out = xp.nan_to_num(data, nan=nan, posinf=posinf, neginf=neginf)
@@ -1282,6 +1288,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
         raise RuntimeError(f"expected dtype {input.dtype} for `end` but got dtype {end.dtype}")
     start = input
     kind = start._data.dtype.kind
+    _check_broadcast("lerp", start, end, weight)
     if isinstance(weight, Tensor):
         if kind in "biu":
             raise NotImplementedError(
@@ -1322,13 +1329,20 @@ class AddcdivBackward0(Node):
         )
 
 
+def _check_broadcast(op: str, *operands) -> None:
+    """torch's RuntimeError for operands of a ternary op that do not broadcast together, before
+    NumPy raises its ValueError."""
+    for i, a in enumerate(operands):
+        for b in operands[i + 1 :]:
+            sizes = zip(reversed(getattr(a, "shape", ())), reversed(getattr(b, "shape", ())))
+            if any(x != y and 1 not in (x, y) for x, y in sizes):
+                raise broadcast_error(op, a, b)
+
+
 def _fused_operands(op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value):
     """addcmul/addcdiv's operands in their result dtype, and ``value`` converted to it as
     torch converts a Scalar (int64 takes 0.5 as 0); ``value`` does not take part in promotion."""
-    for a, b in ((tensor1, tensor2), (input, tensor1), (input, tensor2)):
-        sizes = zip(reversed(getattr(a, "shape", ())), reversed(getattr(b, "shape", ())))
-        if any(x != y and 1 not in (x, y) for x, y in sizes):  # before NumPy says it
-            raise broadcast_error(op, a, b)
+    _check_broadcast(op, tensor1, tensor2, input)
     rt = dt.result_type(input, tensor1, tensor2)
     if rt.category == dt.BOOL:
         raise NotImplementedError(f"\"{op}_cpu_out\" not implemented for 'Bool'")
