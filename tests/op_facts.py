@@ -23,7 +23,7 @@ recorded, not a proof that every input gets one.
 
 Facts, one token each (``-`` and a reason where there is none):
 
-- ``grad``: ``node`` | ``function`` | ``composite``
+- ``grad``: ``node`` | ``function`` | ``composite`` | ``input`` (returns its input as it is)
 - ``fwd``: the forward rules its node classes resolve to, ``+``-joined: ``rule`` (one of its
   own), ``elementwise``, ``vjp`` (the generic transposed-VJP rule); ``composite`` through
   what it calls
@@ -83,6 +83,15 @@ def not_an_op(path: str, fn) -> str | None:
     module = getattr(fn, "__module__", "") or ""
     if module in ("ember.ops._dispatch", "ember.autograd.node"):
         return f"an internal helper of {module} in ember's namespace"
+    name = path.rsplit(".", 1)[1]
+    if name.startswith("set_") and name != "set_":
+        return "a setting"
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    if parameters and "dtype" in str(parameters[0].annotation):
+        return "takes a dtype"
     first = _first_parameter(fn)
     if first in NOT_TENSOR_FIRST and path.rsplit(".", 1)[1] not in TENSOR_AFTER_N:
         return f"takes no tensor first ({first})"
@@ -180,31 +189,53 @@ class _Analysis:
 _PROBES = (
     lambda op, x: op(x),
     lambda op, x: op(x, x),
+    lambda op, x: op(x, x.detach()),  # losses: a target that needs no grad
     lambda op, x: op(x, 1),
     lambda op, x: op(x, 0),
     lambda op, x: op(x, -1),
     lambda op, x: op(x, 0, 1),
     lambda op, x: op(x, [x.shape[-1]]),
     lambda op, x: op(x, x, x),
+    lambda op, x: op(x, 0.5, True),  # dropout in training: p=0 or eval returns the input
 )
-_PROBE_SHAPES = ((3, 4), (3,), (1, 2, 4), (1, 2, 4, 4), (1, 2, 4, 4, 4))
+_PROBE_SHAPES = ((3, 4), (3, 3), (3,), (1, 2, 4), (1, 2, 4, 4), (1, 2, 4, 4, 4))
+
+
+def _probe_inputs():
+    """Float64 tensors that require grad ((3, 3) is symmetric positive definite, for the
+    factorizations), then int64 ones for the ops that take integers only."""
+    import ember
+
+    for shape in _PROBE_SHAPES:
+        n = 1
+        for size in shape:
+            n *= size
+        leaf = ember.arange(1.0, n + 1.0, dtype=ember.float64).reshape(shape).div(n + 1)
+        if shape == (3, 3):
+            leaf = ember.eye(3, dtype=ember.float64) * 2 + 0.1
+        yield leaf.requires_grad_()
+    for shape in _PROBE_SHAPES[:3]:
+        yield ember.arange(1, 1 + shape[0] * (shape[1] if len(shape) > 1 else 1)).reshape(shape)
 
 
 def probe(fn) -> tuple | None:
-    """Call ``fn`` on float64 tensors that require grad: (the output's node class or None,
-    whether the output is floating), or None where no simple call works."""
+    """Call ``fn`` on simple tensors; the first call that works gives ``(kind, node class or
+    None, output floating, input floating)``, kind ``"tensor"``, ``"input"`` (it returned its
+    input untouched) or ``"value"`` (no tensor: the node slot names the type). None where no
+    simple call works."""
     import warnings
 
     import numpy as np
 
     import ember
 
-    for shape in _PROBE_SHAPES:
-        n = int(np.prod(shape))
-        leaf = ember.arange(1.0, n + 1.0, dtype=ember.float64).reshape(shape).div(n + 1)
-        leaf.requires_grad_()
+    returned_input = None  # kept while some other call may show a node
+    for leaf in _probe_inputs():
+        if returned_input and not leaf.is_floating_point():
+            break  # a float call worked: the integer ones would say less
         for call in _PROBES:
-            x = leaf * 1.0  # not a leaf: in-place ops may run on it
+            x = leaf * 1 if leaf.requires_grad else leaf.clone()  # in-place ops may run on x
+            before = x.grad_fn
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")
@@ -212,10 +243,16 @@ def probe(fn) -> tuple | None:
             except Exception:  # noqa: BLE001 - the probe only looks for a call that works
                 continue
             first = out[0] if isinstance(out, (tuple, list)) and out else out
-            if isinstance(first, ember.Tensor):
-                node = first.grad_fn
-                return (None if node is None else type(node)), first.is_floating_point()
-    return None
+            in_floating = leaf.is_floating_point()
+            if not isinstance(first, ember.Tensor):
+                return "value", type(out).__name__, False, in_floating
+            if first is x and x.grad_fn is before and in_floating:
+                returned_input = returned_input or ("input", None, True, True)
+                continue
+            node = first.grad_fn
+            node_cls = None if node is None else type(node)
+            return "tensor", node_cls, first.is_floating_point(), in_floating
+    return returned_input
 
 
 def _forward_kind(node_cls) -> str:
@@ -253,7 +290,10 @@ def compute() -> dict:
             ops[path] = fn
         else:
             table[path] = f"not an op: {why}"
+    import ember
+
     analysis = _Analysis(ops)
+    rng_state = ember.get_rng_state()  # the probes draw from the default generator
     recorded = {id(fn): name for fn, name in op_functions()}
     amp = _amp_categories()
     reached = {path: analysis.reach(fn) for path, fn in ops.items()}
@@ -282,8 +322,13 @@ def compute() -> dict:
     for path, fn in ops.items():
         nodes, function_classes, _ = reached[path]
         probed = probe(fn)
-        if probed is not None:  # a call that worked says it exactly
-            node_cls, floating = probed
+        if probed is not None and probed[0] == "value":
+            table[path] = f"not an op: returns a {probed[1]}"
+            continue
+        if probed is not None and probed[0] == "input":
+            grad = fwd = "input"
+        elif probed is not None:  # a call that worked says it exactly
+            node_cls = probed[1]
             grad, fwd = ("node", _forward_kind(node_cls)) if node_cls else ("-", "-")
         elif nodes:
             grad = "node"
@@ -300,8 +345,11 @@ def compute() -> dict:
         else:
             onnx = "symbolic" if name in SYMBOLICS else "-"
         table[path] = {"grad": grad, "fwd": fwd, "amp": amp.get(path, "-"), "onnx": onnx}
-        if probed is not None and not probed[1]:
-            table[path]["integer_output"] = True  # a reason, not a fact
+        if probed is not None and not probed[3]:
+            table[path]["integer_input"] = True  # reasons, not facts
+        elif probed is not None and not probed[2]:
+            table[path]["integer_output"] = True
+    ember.set_rng_state(rng_state)
     return table
 
 
@@ -314,7 +362,7 @@ _NON_DIFFERENTIABLE = (
     " is_floating_point is_complex is_conj is_neg is_inference is_signed numel result_type"
     " can_cast isin histogram histogramdd tril_indices triu_indices unravel_index"
     " logical_and logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor"
-    " bitwise_not bitwise_left_shift bitwise_right_shift gcd lcm floor_divide"
+    " bitwise_not bitwise_left_shift bitwise_right_shift gcd lcm floor_divide unravel_index"
 ).split()
 
 
@@ -328,6 +376,8 @@ def suggested_reason(path: str, fact: str, facts: dict) -> str:
         return "integer/boolean output"
     if name in _NON_DIFFERENTIABLE or name.startswith(("is_", "bitwise_", "logical_")):
         return "integer/boolean output"
+    if fact in ("grad", "fwd") and facts.get("integer_input"):
+        return "no float call worked, an integer one did"
     if name.endswith("_like") or name.startswith(("rand", "bernoulli", "multinomial")):
         return "values do not depend on the input's"
     if fact == "fwd" and facts.get("grad") == "-":

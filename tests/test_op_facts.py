@@ -59,6 +59,18 @@ def test_known_ops_get_their_known_facts(computed):
     assert computed["ember.zeros_like"]["grad"] == "-"
     assert computed["ember.zeros"].startswith("not an op")
     assert computed["ember.softmax"]["fwd"] == "rule"  # its own JVP in forward_rules.RULES
+    assert computed["ember.bitwise_and"]["grad"] == "-"  # probed on integers
+    assert computed["ember.equal"] == "not an op: returns a bool"
+    assert computed["ember.positive"]["grad"] == "input"
+
+
+def test_probing_the_ops_leaves_the_process_as_it_found_it(computed):
+    import ember
+
+    state = ember.get_rng_state()
+    op_facts.compute()
+    assert ember.is_grad_enabled() and ember.get_default_dtype() == ember.float32
+    assert ember.equal(ember.get_rng_state(), state)  # the probes' draws are undone
 
 
 def test_a_line_reads_back_as_written():
