@@ -13,13 +13,18 @@ Regenerate the table (keeping the reasons already written) with:
 
     .venv/bin/python -m tests.op_facts --write
 
-How the derivative is found: the op's code (its nested functions and closures too) is read for
-the names it uses; a graph-node class (``Node`` subclass) or ``autograd.Function`` subclass it
-reaches, directly or through ember's private helpers, is a derivative of its own (``node``,
-``function``); calling another public op (or a Tensor method that is one) makes it a composite,
-differentiable when what it calls is (``composite``). Reading code this way over-approximates
-(a helper shared with a differentiable op counts), so a ``node`` is where a derivative is
-recorded, not a proof that every input gets one.
+How the derivative is found: first by calling the op (``probe``) on small float64 tensors
+that require grad (2-D, a symmetric positive definite 3x3, 1-D, 3-, 4- and 5-D), with a few
+argument patterns; the first call that works tells whether the output records a node and
+which (its class gives the forward rule), or that the op returned its input untouched, or no
+tensor at all (then it is not an op); ops that take integers only are called on int64
+tensors. Where no simple call works, the op's code (its nested functions and closures too) is
+read for the names it uses: a graph-node class (``Node`` subclass) or ``autograd.Function``
+subclass it reaches, directly or through ember's private helpers, is a derivative of its own
+(``node``, ``function``); calling another public op (a Tensor method, a name looked up by
+string) makes it a composite, differentiable when what it calls is (``composite``). Reading
+code over-approximates (a helper shared with a differentiable op counts); the probe does not.
+The probes' random draws are undone (the default generator's state is restored).
 
 Facts, one token each (``-`` and a reason where there is none):
 
