@@ -61,6 +61,8 @@ def _make_params(optim_info, dtype, sparse: bool):
     """torch's parameters for a run; ember's are converted from them."""
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(5, 4, dtype=dtype, generator=generator)
+    if dtype.is_complex:  # one complex matrix: the loss reads its real and imaginary parts
+        return [torch.nn.Parameter(weight)]
     if sparse or optim_info.only_supports_sparse_grads:
         return [torch.nn.Parameter(weight)]
     if optim_info.optim_cls.__name__ == "Muon":  # Muon takes matrices only
@@ -76,6 +78,9 @@ def _make_data(dtype):
 
 def _loss(lib, params, data, sparse: bool):
     inputs, indices = data
+    if params[0].is_complex():
+        parts = lib.view_as_real(params[0])
+        return (parts.tanh() ** 2).sum() + (parts[..., 0] * parts[..., 1]).sum() * 0.1
     if sparse:
         rows = lib.nn.functional.embedding(indices, params[0], sparse=True)
         return (rows.tanh() ** 2).sum()
@@ -185,7 +190,7 @@ def _tolerances(optim_name: str, dtype) -> tuple:
     after one step (its 20 iterations); later steps start from points apart by that much."""
     if optim_name != "LBFGS":
         return (None, None), (None, None)
-    if dtype is torch.float64:
+    if dtype in (torch.float64, torch.complex128):
         return (1e-6, 1e-7), (1e-6, 1e-7)
     return (1e-3, 1e-4), (0.0, math.inf)
 
@@ -247,6 +252,12 @@ def _configurations(optim_info):
                     f"{name}-schedulers{s_index}",
                     lambda k=kwargs, d=dtype, s=lambdas: run_configuration(optim_info, k, d, s),
                 )
+    if optim_info.supports_complex:
+        for index, optim_input in enumerate(optim_info.optim_inputs_func("cpu", torch.complex128)):
+            yield (
+                f"complex128-{index}-{optim_input.desc}",
+                lambda k=optim_input.kwargs: run_configuration(optim_info, k, torch.complex128),
+            )
     if optim_info.supports_sparse or optim_info.only_supports_sparse_grads:
         kwargs, lambdas = optim_info.metadata_for_sparse
         yield (

@@ -209,3 +209,37 @@ def test_deepcopy_of_an_optimizer_keeps_groups_and_state():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clone.zero_grad()
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("Adam", {"amsgrad": True}),
+        ("Adamax", {}),
+        ("Adagrad", {"initial_accumulator_value": 0.1}),
+        ("RMSprop", {"centered": True, "momentum": 0.9}),
+        ("Rprop", {}),
+        ("Adadelta", {}),
+        ("LBFGS", {"max_iter": 4}),
+    ],
+)
+def test_complex_parameters_update_their_parts_independently_as_torch(torch_mod, name, kwargs):
+    # torch views a complex parameter, its gradient and its state as reals; the state stays complex
+    runs = []
+    for m in (ember, torch_mod):
+        param = m.nn.Parameter(m.tensor([[1 + 2j, -0.5 + 0.1j], [0.3 - 1j, 2 + 0j]]))
+        opt = getattr(m.optim, name)([param], **kwargs)
+
+        def closure():
+            opt.zero_grad()
+            parts = m.view_as_real(param)
+            loss = (parts.tanh() ** 2).sum() + (parts[..., 0] * parts[..., 1]).sum()
+            loss.backward()
+            return loss
+
+        for _ in range(3):
+            opt.step(closure)
+        state = {k: v for k, v in opt.state[param].items() if hasattr(v, "is_complex")}
+        runs.append((param.detach().numpy(), {k: v.is_complex() for k, v in state.items()}))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5, atol=1e-6)
+    assert runs[0][1] == runs[1][1]

@@ -12,6 +12,12 @@ def as_scalar(value):
     return value.item() if isinstance(value, Tensor) else value
 
 
+def complex_fill_value(param: Tensor, value):
+    """``value`` for each of a complex parameter's real and imaginary parts (``complex(v, v)``),
+    as torch fills such state; ``value`` itself for a real parameter."""
+    return complex(value, value) if param.is_complex() else value
+
+
 def check_lr(lr) -> None:
     """PyTorch's learning-rate checks, with its messages."""
     if isinstance(lr, Tensor) and lr.numel() != 1:

@@ -7,7 +7,7 @@ from .. import _creation
 from .._kernels import jit
 from .._tensor import Tensor
 from ._fused import adagrad_step, raw_arrays, scratch_of
-from ._validation import as_scalar, check_fused, check_lr, check_non_negative
+from ._validation import as_scalar, check_fused, check_lr, check_non_negative, complex_fill_value
 from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
 
 
@@ -61,7 +61,9 @@ class Adagrad(Optimizer):
                 self.state[p].update(self._new_state(group, p))
 
     def _initial_state(self, group: dict, param: Tensor) -> dict:
-        return {"sum": _creation.full_like(param, group["initial_accumulator_value"])}
+        # a complex parameter's real and imaginary parts each start at the value, as in torch
+        value = complex_fill_value(param, group["initial_accumulator_value"])
+        return {"sum": _creation.full_like(param, value)}
 
     @use_grad_for_differentiable
     def step(self, closure: Closure | None = None):

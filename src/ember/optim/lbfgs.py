@@ -7,6 +7,7 @@ import math
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops.complex import view_as_real
 from ..ops.shape import cat
 from ._validation import check_lr
 from .optimizer import Closure, Optimizer, ParamsT
@@ -159,17 +160,21 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
-        return cat(
-            [
-                p.new_zeros(p.numel()) if p._grad is None else p._grad.reshape(-1)
-                for p in self._params
-            ],
-            0,
-        )
+        # a complex parameter counts as its real and imaginary parts, as in torch
+        views = []
+        for p in self._params:
+            if p._grad is None:
+                view = p.new_zeros(p.numel())
+            else:
+                view = p._grad.reshape(-1)
+            views.append(view_as_real(view).reshape(-1) if view.is_complex() else view)
+        return cat(views, 0)
 
     def _add_grad(self, step_size: float, update) -> None:
         offset = 0
         for p in self._params:
+            if p.is_complex():
+                p = view_as_real(p)
             n = p.numel()
             p.add_(update[offset : offset + n].view_as(p), alpha=float(step_size))
             offset += n

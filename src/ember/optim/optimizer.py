@@ -17,6 +17,7 @@ from .._tensor import Tensor
 from ..autograd import _cuts
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import RemovableHandle, _HookDict
+from ..ops.complex import view_as_complex, view_as_real
 from ._validation import as_scalar, check_fused, check_lr
 
 
@@ -63,6 +64,22 @@ def _raw_grads(group: dict):
     for p in group["params"]:
         if p._grad is not None:
             yield p, p._grad
+
+
+def _as_real_pairs(p: Tensor, grad: Tensor, state: dict):
+    """A complex parameter updated as torch does: its real and imaginary parts as independent
+    reals (``view_as_real`` of it, its gradient and its complex state, which stays complex in
+    the state dict); a state entry the update replaces is written back as complex."""
+    views = {
+        key: view_as_real(value) if isinstance(value, Tensor) and value.is_complex() else value
+        for key, value in state.items()
+    }
+    given = dict(views)
+    yield view_as_real(p), view_as_real(grad), views
+    for key, value in views.items():
+        if value is not given.get(key):
+            complex_before = isinstance(state.get(key), Tensor) and state[key].is_complex()
+            state[key] = view_as_complex(value) if complex_before else value
 
 
 def advance_step(state: dict) -> None:
@@ -386,7 +403,10 @@ class Optimizer:
             if not state:
                 state.update(self._new_state(group, p))
             advance_step(state)
-            yield p, grad, state
+            if p.is_complex():
+                yield from _as_real_pairs(p, grad, state)
+            else:
+                yield p, grad, state
 
     def _closure_loss(self, closure):
         if closure is None:

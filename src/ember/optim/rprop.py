@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import _creation
 from .._tensor import Tensor
-from ._validation import as_scalar, check_lr
+from ._validation import as_scalar, check_lr, complex_fill_value
 from .optimizer import Closure, Optimizer, ParamsT, use_grad_for_differentiable
 
 
@@ -49,7 +49,10 @@ class Rprop(Optimizer):
         # a gradient has its parameter's shape, dtype and device
         return {
             "prev": _creation.zeros_like(param),
-            "step_size": _creation.full_like(param, as_scalar(group["lr"])),
+            # a complex parameter's real and imaginary parts each start at lr, as in torch
+            "step_size": _creation.full_like(
+                param, complex_fill_value(param, as_scalar(group["lr"]))
+            ),
         }
 
     @use_grad_for_differentiable
