@@ -238,6 +238,14 @@ OPS = {
     ),
     "topk": lambda lib: _meta(lib, 4, 6).topk(3, dim=1).indices,
     "tril": lambda lib: _meta(lib, 4, 6).tril(1),
+    "lgamma": lambda lib: lib.lgamma(_meta(lib, 3, 4)),
+    "digamma": lambda lib: lib.digamma(_meta(lib, 3, 4)),
+    "erfinv": lambda lib: lib.erfinv(_meta(lib, 3, 4)),
+    "i0": lambda lib: lib.i0(_meta(lib, 3, 4, dtype=lib.float64)),
+    "xlogy": lambda lib: lib.xlogy(_meta(lib, 3, 1), _meta(lib, 4)),
+    "count_nonzero": lambda lib: lib.count_nonzero(_meta(lib, 3, 4), dim=1),
+    "isclose": lambda lib: lib.isclose(_meta(lib, 3, 4), _meta(lib, 4)),
+    "searchsorted": lambda lib: lib.searchsorted(_meta(lib, 5), _meta(lib, 2, 3)),
     "one_hot": lambda lib: (F if lib is ember else lib.nn.functional).one_hot(
         lib.zeros(3, dtype=lib.int64, device="meta"), 10
     ),

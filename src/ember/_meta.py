@@ -429,19 +429,23 @@ _RULES = {
     np.place: _nothing,
     np.fill_diagonal: _nothing,
     np.lib.stride_tricks.sliding_window_view: _sliding_window_view,
+    np.count_nonzero: lambda a, axis=None, *, keepdims=False: empty(
+        _reduced_shape(_shape(a), axis, keepdims), np.intp
+    ),
+    np.isclose: lambda a, b, *args, **kwargs: empty(
+        np.broadcast_shapes(_shape(a), _shape(b)), bool
+    ),
+    np.searchsorted: lambda a, v, side="left", sorter=None: empty(_shape(v), np.intp),
 }
 _DATA_DEPENDENT = {
     np.nonzero,
     np.argwhere,
     np.flatnonzero,
     np.unique,
-    np.count_nonzero,
     np.extract,
     np.compress,
     np.array_equal,
     np.allclose,
-    np.isclose,
-    np.searchsorted,
     np.bincount,
     np.histogram,
     np.trim_zeros,
@@ -672,6 +676,9 @@ def _eye(n, m=None, k=0, dtype=float, **kwargs):
 class _MetaModule(types.SimpleNamespace):
     """NumPy as the meta device's array module: array makers make meta arrays; every other
     name is NumPy's own, whose functions reach ``MetaArray``'s protocols."""
+
+    __hash__ = object.__hash__  # a module: kernels cache by it, and it equals only itself
+    __eq__ = object.__eq__
 
     def __getattr__(self, name):
         return getattr(np, name)

@@ -35,13 +35,14 @@ LOG_PI = math.log(math.pi)
 
 _MODULES: dict = {}
 _HOST = _backend.require_module(_backend.CPU)  # the CPU's array module
+_META = _backend.require_module(_backend.META)  # scipy's ufuncs give meta arrays their shapes
 
 
 def _special_module(xp):
     """scipy.special for NumPy arrays, cupyx.scipy.special for CuPy arrays (cached)."""
     module = _MODULES.get(xp)
     if module is None:
-        if xp is _HOST:
+        if xp is _HOST or xp is _META:
             import scipy.special as module
         else:
             import cupyx.scipy.special as module
