@@ -937,12 +937,13 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
         return wrap(xp.zeros((), dtype=dt.int64.np))
     if descending:
         # negate the key so that equal elements keep their order (stable descending)
+        floating = data.dtype.kind not in "iub"  # kind "V": ml_dtypes' bfloat16 is floating too
         key = (
             -data
-            if data.dtype.kind == "f"
+            if floating
             else (~data if data.dtype.kind == "b" else -(data.astype(dt.int64.np)))
         )
-        if data.dtype.kind == "f":
+        if floating:
             key = xp.where(xp.isnan(data), -xp.inf, key)
         idx = xp.argsort(key, axis=d, kind="stable")
     else:
@@ -987,11 +988,12 @@ def _top_positions(data, d: int, k: int, largest: bool):
     k-th key by partition, the keys before it and as many of the equal ones as fit, in index
     order, then a stable sort of those k. None with a NaN (argsort orders those)."""
     xp = array_module(data)
-    if data.dtype.kind == "f" and bool(xp.isnan(data).any()):
+    floating = data.dtype.kind not in "iub"  # kind "V": ml_dtypes' bfloat16 is floating too
+    if floating and bool(xp.isnan(data).any()):
         return None
     moved = xp.moveaxis(data, d, -1)
     rows = moved.reshape(-1, moved.shape[-1])
-    key = rows if not largest else (-rows if rows.dtype.kind == "f" else -(rows.astype("int64")))
+    key = rows if not largest else (-rows if floating else -(rows.astype("int64")))
     positions = xp.argpartition(key, k - 1, axis=-1)[:, :k]
     kth = xp.take_along_axis(key, positions[:, k - 1 :], axis=-1)
     taken = (xp.take_along_axis(key, positions, axis=-1) == kth).sum(axis=-1)
