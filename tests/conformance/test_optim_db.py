@@ -113,25 +113,33 @@ def _guard(stage, action):
         raise Problem(f"{stage}: ember raised {type(error).__name__}: {error}") from error
 
 
-def run_configuration(optim_info, kwargs, dtype, scheduler_lambdas=(), sparse=False) -> list:
-    """What differs between ember and torch over a few steps of one configuration."""
+def run_configuration(
+    optim_info, kwargs, dtype, scheduler_lambdas=(), sparse=False, groups=False
+) -> list:
+    """What differs between ember and torch over a few steps of one configuration (``groups``:
+    each parameter in a group of its own, the second with its own lr and weight decay)."""
     sparse = sparse or optim_info.only_supports_sparse_grads
     torch_params = _make_params(optim_info, dtype, sparse)
+    torch_arg = torch_params
+    if groups:
+        torch_arg = [{"params": [torch_params[0]]}]
+        torch_arg += [{"params": [p], "lr": 0.005, "weight_decay": 0.05} for p in torch_params[1:]]
     memo: dict = {}
     ember_params = to_ember(torch_params, memo)
+    ember_arg = to_ember(torch_arg, memo)
     ember_kwargs = to_ember(kwargs, memo)
     data = _make_data(dtype)
     ember_data = to_ember(data, memo)
     optim_name = optim_info.optim_cls.__name__
     try:
-        torch_optimizer = optim_info.optim_cls(torch_params, **kwargs)
+        torch_optimizer = optim_info.optim_cls(torch_arg, **kwargs)
     except Exception as error:  # noqa: BLE001 - then ember must refuse alike
         return check_raises(
-            lambda: getattr(ember.optim, optim_name)(ember_params, **ember_kwargs), type(error), ""
+            lambda: getattr(ember.optim, optim_name)(ember_arg, **ember_kwargs), type(error), ""
         )
     try:
         ember_optimizer = _guard(
-            "construction", lambda: getattr(ember.optim, optim_name)(ember_params, **ember_kwargs)
+            "construction", lambda: getattr(ember.optim, optim_name)(ember_arg, **ember_kwargs)
         )
         torch_schedulers, ember_schedulers = _guard(
             "scheduler", lambda: _schedulers(scheduler_lambdas, torch_optimizer, ember_optimizer)
@@ -252,6 +260,11 @@ def _configurations(optim_info):
                     f"{name}-schedulers{s_index}",
                     lambda k=kwargs, d=dtype, s=lambdas: run_configuration(optim_info, k, d, s),
                 )
+    if optim_info.supports_param_groups and optim_info.optim_cls.__name__ != "Muon":
+        yield (
+            "float64-0-param-groups",
+            lambda: run_configuration(optim_info, {}, torch.float64, groups=True),
+        )
     if optim_info.supports_complex:
         for index, optim_input in enumerate(optim_info.optim_inputs_func("cpu", torch.complex128)):
             yield (
