@@ -227,7 +227,7 @@ class Node:
 
 
 _NO_FIELD = object()
-_INTERNAL_SAVED = frozenset(("_saved_versions", "_saved_out", "_saved_hooks"))
+_INTERNAL_SAVED = frozenset(("_saved", "_saved_versions", "_saved_out", "_saved_hooks"))
 
 
 def _is_tensor_source(source) -> bool:
