@@ -68,6 +68,11 @@ CASES = {
         RuntimeError,
         "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0",
     ),
+    "lerp with a weight of another dtype": (
+        lambda m: m.lerp(m.ones(2), m.ones(2), m.tensor([0.5], dtype=m.float64)),
+        RuntimeError,
+        "for `weight` but got dtype",
+    ),
 }
 
 
@@ -109,3 +114,14 @@ def test_nan_to_num_replaces_in_bfloat16_as_torch():
     assert ember.nan_to_num(x).float().tolist() == [0.0, top, -top, 1.5]
     assert ember.nan_to_num(x, 1.0, 2.0, -3.0).float().tolist() == [1.0, 2.0, -3.0, 1.5]
     assert ember.nan_to_num(x).dtype == ember.bfloat16
+
+
+def test_a_zero_dim_lerp_weight_is_taken_as_a_number_as_in_torch():
+    start = ember.zeros(2, dtype=ember.bfloat16)
+    out = ember.lerp(
+        start, ember.ones(2, dtype=ember.bfloat16), ember.tensor(0.5, dtype=ember.float64)
+    )
+    assert out.dtype == ember.bfloat16 and out.float().tolist() == [0.5, 0.5]
+    weight = ember.tensor(0.25, dtype=ember.float64, requires_grad=True)
+    ember.lerp(ember.zeros(2), ember.ones(2), weight).sum().backward()
+    assert weight.grad.dtype == ember.float64 and weight.grad.item() == 2.0

@@ -1281,6 +1281,15 @@ class LerpBackward0(LerpBackward1):
     pass
 
 
+def _lerp_kernel(start, end, weight):
+    """torch's two-sided formula: from start for |weight| < 0.5, from end otherwise (exact at
+    weight 1, and an infinite start does not turn end into NaN there)."""
+    xp = array_module(start)
+    diff = end - start
+    out = xp.where(xp.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+    return out.astype(start.dtype, copy=False)
+
+
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if not isinstance(end, Tensor):
         end = to_tensor(end, input).to(input.dtype)
@@ -1294,14 +1303,22 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
             raise NotImplementedError(
                 f"\"lerp_kernel_tensor\" not implemented for '{start.dtype.legacy_name}'"
             )
-        w_data = weight._data
-        data = start._data + w_data * (end._data - start._data)
+        if weight.dtype is not start.dtype:
+            if weight.ndim:
+                raise RuntimeError(
+                    f"expected dtype {start.dtype} for `weight` but got dtype {weight.dtype}"
+                )
+            # a 0-d weight takes part in promotion as a 0-d tensor does: it sets the dtype
+            # only when start and end are 0-d too
+            common = dt.result_type(start, end, weight)
+            start, end, weight = cast(start, common), cast(end, common), cast(weight, common)
+        data = _lerp_kernel(start._data, end._data, weight._data)
         return result(LerpBackward1, data, (start, end, weight), (start, end, weight))
     if kind in "biu":
         raise NotImplementedError(
             f"\"lerp_kernel_scalar\" not implemented for '{start.dtype.legacy_name}'"
         )
-    data = start._data + data_of(weight, start._data) * (end._data - start._data)
+    data = _lerp_kernel(start._data, end._data, data_of(weight, start._data))
     return result(LerpBackward0, data, (start, end), (start, end, None), weight=weight)
 
 
