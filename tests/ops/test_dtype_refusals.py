@@ -125,3 +125,13 @@ def test_a_zero_dim_lerp_weight_is_taken_as_a_number_as_in_torch():
     weight = ember.tensor(0.25, dtype=ember.float64, requires_grad=True)
     ember.lerp(ember.zeros(2), ember.ones(2), weight).sum().backward()
     assert weight.grad.dtype == ember.float64 and weight.grad.item() == 2.0
+
+
+def test_lerp_uses_torchs_two_sided_formula():
+    # from end for weight >= 0.5: exact at weight 1, and an infinite start gives -inf, not NaN
+    start = ember.tensor([float("inf"), 0.1])
+    out = ember.lerp(start, ember.tensor([-0.4, 0.7]), 2.5)
+    assert out.tolist()[0] == float("-inf")
+    assert ember.lerp(ember.tensor([0.1]), ember.tensor([0.7]), 1.0).tolist() == [
+        ember.tensor(0.7).item()
+    ]
