@@ -26,7 +26,7 @@ def _identity(xp, reduce: str, dtype):
         return 0
     if reduce == "prod":
         return 1
-    if dtype.kind == "f":
+    if dtype.kind not in "iub":  # floating, ml_dtypes' bfloat16 (kind "V") included
         return -xp.inf if reduce == "amax" else xp.inf
     info = xp.iinfo(dtype) if dtype.kind in "iu" else None
     if info is None:
@@ -131,7 +131,8 @@ def scatter_reduce(
             counts = xp.full(data.shape, 1 if include_self else 0, dtype=data.dtype)
             xp.add.at(counts, key, 1)
             counts = xp.maximum(counts, 1)
-            out = out / counts if out.dtype.kind == "f" else xp.floor_divide(out, counts)
+            floating = out.dtype.kind not in "iub"  # bfloat16's kind is "V"
+            out = out / counts if floating else xp.floor_divide(out, counts)
             out = out.astype(data.dtype, copy=False)
     elif reduce == "prod":
         xp.multiply.at(out, key, part)
@@ -149,7 +150,7 @@ def scatter_reduce(
     )
     if counts is not None:
         attrs["counts"] = wrap(counts)
-    if reduce == "prod" and data.dtype.kind == "f":
+    if reduce == "prod" and data.dtype.kind not in "iub":
         # per position: how many contributors are zero, and the product of the others
         self_zero = data == 0
         if not include_self:
