@@ -12,6 +12,7 @@ listed with a reason in ``module_known_failures.txt``; anything else that differ
 
 from __future__ import annotations
 
+import copy
 import math
 import pathlib
 
@@ -114,10 +115,12 @@ def _guard(stage, action):
 
 
 def run_configuration(
-    optim_info, kwargs, dtype, scheduler_lambdas=(), sparse=False, groups=False
+    optim_info, kwargs, dtype, scheduler_lambdas=(), sparse=False, groups=False, resume=False
 ) -> list:
     """What differs between ember and torch over a few steps of one configuration (``groups``:
-    each parameter in a group of its own, the second with its own lr and weight decay)."""
+    each parameter in a group of its own, the second with its own lr and weight decay;
+    ``resume``: after the second step both sides continue with new optimizers loaded with
+    torch's state_dict, ember's parameters set to torch's, as from a checkpoint)."""
     sparse = sparse or optim_info.only_supports_sparse_grads
     torch_params = _make_params(optim_info, dtype, sparse)
     torch_arg = torch_params
@@ -165,6 +168,16 @@ def run_configuration(
                     f"scheduler step {step}",
                     lambda s=ember_scheduler: _step_scheduler(s, float(ember_loss)),
                 )
+            if resume and step == 1:
+                state = torch_optimizer.state_dict()
+                torch_optimizer = optim_info.optim_cls(torch_arg, **kwargs)
+                torch_optimizer.load_state_dict(copy.deepcopy(state))
+                ember_optimizer = _guard(
+                    "resume", lambda: _resumed(optim_name, ember_arg, ember_kwargs, state)
+                )
+                for ember_param, torch_param in zip(ember_params, torch_params):
+                    with ember.no_grad():
+                        ember_param.copy_(to_ember(torch_param.detach()))
             param_tol, state_tol = _tolerances(optim_name, dtype)
             problems += compare_values(
                 ember_params, torch_params, f"step {step} params", *param_tol
@@ -186,6 +199,14 @@ def run_configuration(
     except Problem as problem:
         return [str(problem)]
     return []
+
+
+def _resumed(optim_name, ember_arg, ember_kwargs, torch_state):
+    """A new ember optimizer loaded with torch's state_dict (torch's side reloads it too: the
+    load casts state to the parameters' dtype)."""
+    optimizer = getattr(ember.optim, optim_name)(ember_arg, **ember_kwargs)
+    optimizer.load_state_dict(to_ember(torch_state))
+    return optimizer
 
 
 def _tolerances(optim_name: str, dtype) -> tuple:
@@ -255,6 +276,10 @@ def _configurations(optim_info):
                     f"{name}-{flag}",
                     lambda k=merged, d=dtype: run_configuration(optim_info, k, d),
                 )
+            yield (
+                f"{name}-resumed-from-torch-state",
+                lambda k=kwargs, d=dtype: run_configuration(optim_info, k, d, resume=True),
+            )
             for s_index, lambdas in enumerate(optim_info.scheduler_inputs):
                 yield (
                     f"{name}-schedulers{s_index}",
