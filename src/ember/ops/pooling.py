@@ -130,14 +130,15 @@ def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tens
     windows = xp.take_along_axis(data.reshape(n, c, math.prod(sizes)), flat, axis=2)
     windows = windows.reshape((n, c) + out_shape + (taps,))
     flat = flat.reshape(windows.shape)
+    floating = data.dtype.kind not in "iub"  # bfloat16 (ml_dtypes) has kind "V"
     if not bool(xp.all(ok)):
-        lowest = -xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).min
+        lowest = -xp.inf if floating else xp.iinfo(data.dtype).min
         windows = xp.where(xp.broadcast_to(ok, full).reshape(windows.shape), windows, lowest)
     if windows.shape[-1] == 0 or 0 in windows.shape:
         index = xp.zeros((n, c) + out_shape, dtype=xp.int64)
     else:
         which = xp.argmax(windows, axis=-1)[..., None]  # the first maximum, or the first NaN
-        if data.dtype.kind == "f":
+        if floating:
             nan = xp.isnan(windows)
             if bool(nan.any()):  # PyTorch's loop takes every NaN it meets: the last one wins
                 last = windows.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)[..., None]
