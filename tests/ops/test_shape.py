@@ -180,3 +180,24 @@ def test_flip_takes_dims_by_keyword_and_atleast_takes_lists_like_torch(torch_mod
         assert [tuple(t.shape) for t in m.atleast_2d(*pair)] == [(1, 1), (1, 2)]
         assert tuple(m.atleast_1d(m.tensor(1.0)).shape) == (1,)
     check_gradients(lambda m, t: m.flip(t, dims=[1]), arrays_for([(2, 3)]))
+
+
+def test_tile_method_takes_sizes_as_varargs_like_repeat(torch_mod):
+    values = np.arange(6.0).reshape(2, 3)
+    for call in (
+        lambda m, t: t.tile(2),
+        lambda m, t: t.tile(2, 2),
+        lambda m, t: t.tile((3,)),
+        lambda m, t: m.tile(t, (2, 1, 1)),
+        lambda m, t: m.tile(t, dims=(1, 2)),
+    ):
+        ours = call(ember, ember.tensor(values))
+        theirs = call(torch_mod, torch_mod.tensor(values))
+        assert tuple(ours.shape) == tuple(theirs.shape)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_tile_of_an_int_without_torch():
+    x = ember.arange(3.0)
+    np.testing.assert_array_equal(x.tile(2).numpy(), [0, 1, 2, 0, 1, 2])
+    assert x.view(3, 1).tile((2,)).shape == (3, 2)

@@ -459,8 +459,9 @@ def repeat(input: Tensor, *repeats) -> Tensor:
     return result(RepeatBackward0, out, (input,), repeats=reps, shape=data.shape)
 
 
-def tile(input: Tensor, dims) -> Tensor:
-    dims = tuple(dims)
+def tile(input: Tensor, *sizes, dims=None) -> Tensor:
+    # as repeat, the method takes sizes as varargs too (x.tile(2), x.tile(2, 2))
+    dims = _shape_arg(sizes) if dims is None else tuple(dims)
     if len(dims) < input._data.ndim:
         dims = (1,) * (input._data.ndim - len(dims)) + dims
     return repeat(input, dims)
