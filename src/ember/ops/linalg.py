@@ -766,6 +766,13 @@ def _records(*tensors) -> bool:
     return grad_state.enabled and any(t is not None and t._rg for t in tensors)
 
 
+def _transposed(gw):
+    """W's gradient as the gradient of W.t() (TBackward0 turns it back): a view."""
+    if gw is None:
+        return None
+    return gw.mT if grad_state.enabled else wrap(gw._data.T)
+
+
 def _weight_of(w_t):
     return None if w_t is None else w_t.mT
 
@@ -783,7 +790,7 @@ class LinearAddmmBackward(Node):
         gx, gw, gb = linear_gradients(
             g, x, _weight_of(w_t), e_x is not None, e_w is not None, e_bias is not None
         )
-        return gb, gx, (gw.mT if gw is not None else None)
+        return gb, gx, _transposed(gw)
 
 
 class LinearMmBackward(Node):
@@ -796,7 +803,7 @@ class LinearMmBackward(Node):
         x, w_t = self.unpack_saved()
         e_x, e_w = self._edges
         gx, gw, _ = linear_gradients(g, x, _weight_of(w_t), e_x is not None, e_w is not None, False)
-        return gx, (gw.mT if gw is not None else None)
+        return gx, _transposed(gw)
 
 
 class SqueezeBackward4(ViewBackward0):  # torch's in-place squeeze_(dim) after a 1-D linear

@@ -257,6 +257,8 @@ class TransposeBackward0(Node):
     torch_saved = {"dim0": "dim0", "dim1": "dim1"}
 
     def backward(self, g):
+        if not grad_state.enabled:  # no graph wanted: the view of the array is enough
+            return wrap(g._data.swapaxes(self.dim0, self.dim1))
         return g.transpose(self.dim0, self.dim1)
 
 
@@ -297,6 +299,7 @@ swapaxes = swapdims = transpose
 
 class TBackward0(TransposeBackward0):
     torch_saved = {}
+    dim0, dim1 = 0, 1  # a matrix's; a vector's t() sets dim1 = 0
 
 
 def t(input: Tensor) -> Tensor:
@@ -307,7 +310,7 @@ def t(input: Tensor) -> Tensor:
     if input._data.ndim < 2:  # torch still records the (identity) transpose
         node = result(TBackward0, input._data.view(), (input,), dim0=0, dim1=0)
         return make_view(node, input, (t, ()))
-    node = result(TBackward0, input._data.T, (input,), dim0=0, dim1=1)
+    node = result(TBackward0, input._data.T, (input,))
     return make_view(node, input, (t, ()))
 
 
