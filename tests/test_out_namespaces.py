@@ -43,3 +43,15 @@ def test_out_refuses_autograd_as_torch():
     x = ember.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         ember.special.erfcx(x, out=ember.zeros(3))
+
+
+def test_linalg_lstsq_takes_out_as_torch(torch_mod):
+    a = np.random.default_rng(0).standard_normal((4, 3))
+    b = np.random.default_rng(1).standard_normal((4, 2))
+    want = torch_mod.linalg.lstsq(torch_mod.tensor(a), torch_mod.tensor(b))
+    outs = tuple(
+        ember.empty(0, dtype=d) for d in (ember.float64,) * 2 + (ember.int64, ember.float64)
+    )
+    got = ember.linalg.lstsq(ember.tensor(a), ember.tensor(b), out=outs)
+    assert got[0] is outs[0]
+    np.testing.assert_allclose(outs[0].numpy(), want.solution.numpy(), rtol=1e-10)

@@ -135,7 +135,7 @@ LINALG_OUT_FUNCTIONS = frozenset(
     lu_factor_ex lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot norm
     pinv qr slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot
     vector_norm""".split()
-) - {"diagonal", "matrix_exp", "lstsq"}  # torch.linalg's versions of these take no out=
+) - {"diagonal", "matrix_exp"}  # torch.linalg's versions of these take no out=
 FFT_OUT_FUNCTIONS = frozenset(
     """fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn irfftn hfft ihfft hfft2
     ihfft2 hfftn ihfftn fftfreq rfftfreq""".split()
