@@ -1,12 +1,12 @@
 """A training loop as tutorials write it: a DataLoader wrapped in tqdm with the loss as the
 bar's postfix, and TensorBoard logging through SummaryWriter (scalars, a histogram of the
-weights, the learning rate). Weights and data come from NumPy, so ember's and torch's runs
-start alike."""
+weights, the learning rate). Weights and data come from NumPy, so this program's runs
+on both libraries start alike."""
 
 import numpy as np
 from tqdm import tqdm
 
-import ember
+import ember as torch
 from ember import nn
 from ember.utils.data import DataLoader, TensorDataset
 from ember.utils.tensorboard import SummaryWriter
@@ -16,12 +16,12 @@ def main(log_dir, progress_file, epochs=3):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((96, 6)).astype(np.float32)
     y = (x @ rng.standard_normal((6, 3)).astype(np.float32)).argmax(1)
-    loader = DataLoader(TensorDataset(ember.tensor(x), ember.tensor(y)), batch_size=16)
+    loader = DataLoader(TensorDataset(torch.tensor(x), torch.tensor(y)), batch_size=16)
     model = nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 3))
-    with ember.no_grad():
+    with torch.no_grad():
         for p in model.parameters():
-            p.copy_(ember.tensor(0.3 * rng.standard_normal(tuple(p.shape)).astype(np.float32)))
-    optimizer = ember.optim.SGD(model.parameters(), lr=0.2)
+            p.copy_(torch.tensor(0.3 * rng.standard_normal(tuple(p.shape)).astype(np.float32)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.2)
     writer = SummaryWriter(log_dir)
     losses, step = [], 0
     for epoch in range(epochs):
