@@ -135,3 +135,10 @@ def test_lerp_uses_torchs_two_sided_formula():
     assert ember.lerp(ember.tensor([0.1]), ember.tensor([0.7]), 1.0).tolist() == [
         ember.tensor(0.7).item()
     ]
+
+
+def test_heaviside_of_nan_is_zero_as_in_torch():
+    # torch computes (x == 0 ? values : x > 0); NumPy's heaviside gives NaN for NaN
+    x = ember.tensor([-1.5, 0.0, 2.0, float("nan")])
+    assert ember.heaviside(x, ember.tensor([0.5])).tolist() == [0.0, 0.5, 1.0, 0.0]
+    assert ember.heaviside(ember.tensor([0, -2, 3]), ember.tensor([7])).tolist() == [7, 0, 1]

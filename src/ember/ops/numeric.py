@@ -160,7 +160,9 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     if input.dtype != values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
     xp = array_module(input._data)
-    out = xp.heaviside(input._data, values._data).astype(input._data.dtype, copy=False)
+    x = input._data
+    # torch's (x == 0 ? values : x > 0): NaN gives 0, where NumPy's heaviside gives NaN
+    out = xp.where(x == 0, values._data, x > 0).astype(x.dtype, copy=False)
     return non_differentiable("heaviside", wrap(out), input, values)
 
 
