@@ -187,7 +187,7 @@ class _EmberGlobals(dict):
 
 
 _GLOBALS_CACHE: dict[int, _EmberGlobals] = {}
-_REBOUND: dict[int, types.FunctionType] = {}
+_REBOUND: dict[int, tuple] = {}  # id -> (the torch-side function, its ember twin)
 
 
 def _convert_global(value):
@@ -229,11 +229,11 @@ class _MissingModule:
 def _rebind(fn: types.FunctionType) -> types.FunctionType:
     """``fn`` re-created over ember: its globals and closure cells hold ember's objects."""
     cached = _REBOUND.get(id(fn))
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] is fn:  # ids of dead closures are reused
+        return cached[1]
     original_globals = fn.__globals__
     glb = _GLOBALS_CACHE.get(id(original_globals))
-    if glb is None:
+    if glb is None or glb._original is not original_globals:
         glb = _GLOBALS_CACHE[id(original_globals)] = _EmberGlobals(original_globals)
         dict.__setitem__(glb, "__builtins__", builtins)
     closure = None
@@ -249,7 +249,7 @@ def _rebind(fn: types.FunctionType) -> types.FunctionType:
         closure = tuple(cells)
     new = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__, closure)
     new.__kwdefaults__ = to_ember(fn.__kwdefaults__)
-    _REBOUND[id(fn)] = new
+    _REBOUND[id(fn)] = (fn, new)
     return new
 
 
@@ -330,7 +330,10 @@ def to_ember(value, memo: dict | None = None):
         return [to_ember(v, memo) for v in value]
     if isinstance(value, dict):
         return {k: to_ember(v, memo) for k, v in value.items()}
-    if isinstance(value, types.FunctionType) and (value.__module__ or "").startswith("torch"):
+    if callable(value) and (
+        id(value) in _reverse_index()
+        or (isinstance(value, types.FunctionType) and (value.__module__ or "").startswith("torch"))
+    ):
         return to_ember_callable(value)
     return value
 
