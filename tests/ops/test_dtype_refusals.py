@@ -142,3 +142,9 @@ def test_heaviside_of_nan_is_zero_as_in_torch():
     x = ember.tensor([-1.5, 0.0, 2.0, float("nan")])
     assert ember.heaviside(x, ember.tensor([0.5])).tolist() == [0.0, 0.5, 1.0, 0.0]
     assert ember.heaviside(ember.tensor([0, -2, 3]), ember.tensor([7])).tolist() == [7, 0, 1]
+
+
+def test_softshrink_keeps_nan_as_torch():
+    x = ember.tensor([0.4, float("nan"), -2.0, 1.0], dtype=ember.float16)
+    out = ember.nn.functional.softshrink(x).float().tolist()
+    assert out[0] == 0.0 and out[1] != out[1] and out[2:] == [-1.5, 0.5]

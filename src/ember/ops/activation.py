@@ -428,7 +428,8 @@ class SoftshrinkBackward0(Node):
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - λ above λ, x + λ below -λ, 0 in between."""
     _check_lambd(input, lambd)
-    kernel = lambda xp, x: xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0))
+    # x * 0 in between, as torch: NaN stays NaN
+    kernel = lambda xp, x: xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, x * 0))
     return _pointwise(SoftshrinkBackward0, input, "softshrink", kernel, lambd=lambd)
 
 
