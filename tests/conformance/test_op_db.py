@@ -73,3 +73,14 @@ def test_lists_name_real_ops_and_categories():
         assert entry.op in ops, f"unknown op {entry.op!r} in a conformance list"
         assert entry.category in categories, f"unknown category {entry.category!r}"
         assert entry.reason, f"{entry.op} {entry.category}: an entry needs a reason"
+
+
+def test_the_suite_runs_the_kernels_threshold_users_get():
+    import subprocess
+    import sys
+
+    probe = "from ember._kernels import jit; print(jit.MIN_WORK)"
+    default = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.strip()
+    assert int(default) == _runner.USERS_MIN_WORK
