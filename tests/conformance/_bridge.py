@@ -226,6 +226,11 @@ class _MissingModule:
         raise MissingInEmber(f"{self._name}.{attr}")
 
 
+def forget_rebound_wrappers() -> None:
+    """Drop the cache of re-created wrappers (and the closures, samples and tensors they hold)."""
+    _REBOUND.clear()
+
+
 def _rebind(fn: types.FunctionType) -> types.FunctionType:
     """``fn`` re-created over ember: its globals and closure cells hold ember's objects."""
     cached = _REBOUND.get(id(fn))

@@ -697,6 +697,7 @@ def result_for(key: str, category: str) -> CategoryResult:
                 r.fail("-", "-", f"harness: {type(error).__name__}: {error}")
         finally:
             jit.MIN_WORK = min_work
+            _bridge.forget_rebound_wrappers()  # they hold the op's samples alive
         TIMES[(key, group)] = time.perf_counter() - start
         _CACHE[(key, group)] = cached
     return cached[category]
