@@ -853,6 +853,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     out = gemm(xp, x, w.T)
     if bias is not None:
         out += bias._data
+    return linear_result(input, weight, bias, out)
+
+
+def linear_result(input: Tensor, weight: Tensor, bias: Tensor | None, out) -> Tensor:
+    """2-D linear's output ``out`` (computed by linear or a fused kernel that shares it) as a
+    tensor, with the nodes torch records: addmm(bias, x, W.t()) or mm(x, W.t())."""
     node_cls = LinearMmBackward if bias is None else LinearAddmmBackward
     if not (grad_state.enabled and (input._rg or weight._rg or bias is not None and bias._rg)):
         # no node (result notes inputs that require grad under no_grad, for explain())

@@ -14,12 +14,12 @@ from .._kernels import jit
 from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, grad_state, result, wrap
+from ._dispatch import array_module, grad_state, record, result, wrap
 from ._recorded import KernelCall as _KernelCall
 from ._recorded import kernel_call as _kernel_call
 from ._recorded import recorder as _recorder
-from .elementwise import threshold_backward
-from .linalg import gemm, linear
+from .elementwise import ReluNode, threshold_backward
+from .linalg import gemm, linear, linear_result
 
 __all__ = ["linear_relu"]
 
@@ -73,6 +73,20 @@ def _kernels(x, w, b):
     return jit.module("linear_jit", x.size // max(1, x.shape[-1]) * w.shape[0])
 
 
+def _recorded_as_torch(input: Tensor, weight: Tensor, bias: Tensor, out) -> Tensor:
+    """The fused forward's ``out`` (rows, out_features) with the graph of
+    ``linear(input, weight, bias).relu()``: linear's nodes (views, addmm on W.t()), then
+    ReluBackward0. The pre-activation tensor shares relu's array: no node reads its values
+    (addmm saves x and Wᵀ, relu its result)."""
+    x = input._data
+    if x.ndim == 2:
+        pre = linear_result(input, weight, bias, out)
+    else:
+        rows = linear_result(input.reshape(-1, x.shape[-1]), weight, bias, out)
+        pre = rows.view(x.shape[:-1] + (out.shape[1],))
+    return record(ReluNode(), pre._data, (pre,), (), True)
+
+
 def linear_relu(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     """``relu(linear(input, weight, bias))``, one node where the compiled kernels run it.
 
@@ -83,15 +97,15 @@ def linear_relu(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ember.Size([4, 2])
     """
     x, w, b = input._data, weight._data, bias._data
-    # autocast and the profiler swap linear's code for theirs while on: keep to linear then;
-    # a graph is recorded as torch records it (addmm, relu), so the kernels run without one
-    recording = grad_state.enabled and (input._rg or weight._rg or bias._rg)
-    kernels = _kernels(x, w, b) if linear.__code__ is _LINEAR_CODE and not recording else None
+    # autocast and the profiler swap linear's code for theirs while on: keep to linear then
+    kernels = _kernels(x, w, b) if linear.__code__ is _LINEAR_CODE else None
     if kernels is None:
         return linear(input, weight, bias).relu()
     xp = array_module(x)
     out = gemm(xp, x.reshape(-1, x.shape[-1]), w.T)
     _kernel_call(xp, kernels.bias_relu_, out, b)
+    if grad_state.enabled and (input._rg or weight._rg or bias._rg):
+        return _recorded_as_torch(input, weight, bias, out)
     out = out.reshape(x.shape[:-1] + (w.shape[0],))
     saved = (input if weight._rg else None, weight if input._rg else None)
     return result(
