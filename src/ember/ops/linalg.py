@@ -12,11 +12,19 @@ from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
 from . import linear_backward  # it reads gemm from this module when called
-from ._dispatch import array_module, grad_state, result, wrap
+from ._dispatch import array_module, grad_state, record, result, wrap
 from ._linalg_common import svd_kernel
 from .complex import conj_of
 from .reduction import vector_norm
-from .shape import UnsafeViewBackward0, ViewBackward0, broadcast_shapes, stack
+from .shape import (
+    TBackward0,
+    UnsafeViewBackward0,
+    ViewBackward0,
+    broadcast_shapes,
+    make_view,
+    stack,
+)
+from .shape import t as transpose_2d
 
 
 def _shape(t: Tensor) -> str:
@@ -863,6 +871,9 @@ def linear_result(input: Tensor, weight: Tensor, bias: Tensor | None, out) -> Te
     if not (grad_state.enabled and (input._rg or weight._rg or bias is not None and bias._rg)):
         # no node (result notes inputs that require grad under no_grad, for explain())
         return result(node_cls, out, (input, weight) if bias is None else (bias, input, weight))
-    w_t = weight.t()
+    # weight.t() (TBackward0, a view of W) without t()'s dispatch: one per layer and step
+    w_data = weight._data
+    w_t = record(TBackward0(), w_data.T, (weight,)) if weight._rg else wrap(w_data.T)
+    make_view(w_t, weight, (transpose_2d, ()))
     saved = (input if weight._rg else None, w_t if input._rg else None)
     return result(node_cls, out, (input, w_t) if bias is None else (bias, input, w_t), saved)
