@@ -12,6 +12,7 @@ from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import (
+    NUMPY_ARRAY,
     array_module,
     check_same_device,
     grad_state,
@@ -174,6 +175,13 @@ class IndexBackward0(Node):
     def backward(self, g):
         if self._saved_versions:
             self.unpack_saved()  # the index tensors: changed in place since, they raise
+        data = g._data
+        if self.basic and not grad_state.enabled and data.__class__ is NUMPY_ARRAY:
+            # no graph wanted: a basic key is a view, so the gradient is written into zeros
+            # on the arrays (what index_put does, without two ops' dispatch)
+            base = array_module(data).zeros(self.shape, data.dtype)
+            base[self.key] = data
+            return wrap(base)
         base = zeros(self.shape, dtype=g.dtype, device=g.device)
         return index_put(base, self.key, g, accumulate=not self.basic)
 
