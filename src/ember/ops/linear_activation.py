@@ -4,6 +4,8 @@ With ember's compiled kernels the forward is the GEMM and one pass for the bias 
 (``ember._kernels.linear_jit``), and the backward one pass for the ReLU's mask and the bias
 gradient, then the two GEMMs; the values are those of ``relu(linear(x, W, b))`` to the bit.
 Without the kernels (no numba, CuPy, other dtypes, small calls) it is that composition.
+A recorded graph is torch's (linear's nodes, then ReluBackward0) whichever way the forward
+ran: the fused forward's arrays are those nodes' outputs.
 """
 
 from __future__ import annotations
