@@ -782,7 +782,10 @@ def _transposed(gw):
 
 
 def _weight_of(w_t):
-    return None if w_t is None else w_t.mT
+    """W from the saved Wᵀ: a view of the array when no graph is wanted (no dispatch)."""
+    if w_t is None:
+        return None
+    return w_t.mT if grad_state.enabled else wrap(w_t._data.T)
 
 
 class LinearAddmmBackward(Node):
