@@ -4,6 +4,7 @@ Runs every OpInfo (or those named) through torch and ember as the tests do, prin
 ops agree on every check, the share of samples, error inputs and gradients that agree, and
 the time taken; writes the per-op results as JSON. ``--write-known-failures`` rewrites
 known_failures.txt from the disagreements found (keeping the reasons of lines that stay).
+Parallel runs: ``--shard i/n --json part_i.json`` each, then ``--merge part_*.json``.
 """
 
 from __future__ import annotations
@@ -141,6 +142,18 @@ def _reason(c) -> str:
     return f"{c['failing']}/{c['checked']}: {text[:110]}"
 
 
+def _merge(paths) -> dict:
+    merged = {"ops": {}, "seconds": 0.0, "cpu_seconds": 0.0}
+    for path in paths:
+        with open(path) as part:
+            shard = json.load(part)
+        merged["ops"].update(shard["ops"])
+        merged["seconds"] = max(merged["seconds"], shard["seconds"])  # shards run side by side
+        merged["cpu_seconds"] += shard["cpu_seconds"]
+    merged["ops"] = dict(sorted(merged["ops"].items()))
+    return merged
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ops", nargs="*", help="op keys (default: the whole database)")
@@ -149,9 +162,19 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--write-known-failures", action="store_true")
     parser.add_argument("--progress", action="store_true", help="print each op as it finishes")
+    parser.add_argument(
+        "--shard", default="0/1", help="i/n: run every n-th op from the i-th (for parallel runs)"
+    )
+    parser.add_argument(
+        "--merge", nargs="+", metavar="JSON", help="combine the JSON of shards instead of running"
+    )
     args = parser.parse_args(argv)
-    keys = args.ops or sorted(_runner.ops_by_key())
-    report = run(keys, args.progress)
+    if args.merge:
+        report = _merge(args.merge)
+    else:
+        index, count = (int(part) for part in args.shard.split("/"))
+        keys = (args.ops or sorted(_runner.ops_by_key()))[index::count]
+        report = run(keys, args.progress)
     fig = figures(report)
     report["figures"] = fig
     with open(args.json, "w") as out:
