@@ -299,3 +299,12 @@ def test_copies_and_pickles_keep_shape_and_dtype():
     a = _meta.empty((1000, 1000, 1000), "float16")
     for b in (a.copy(), copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
         assert type(b) is _meta.MetaArray and b.shape == a.shape and b.dtype == a.dtype
+
+
+def test_a_decomposition_without_a_meta_rule_says_so_rather_than_looking_for_cupy():
+    import ember
+
+    a = ember.empty(3, 3, device="meta")
+    for call in (ember.linalg.lu, ember.linalg.lu_factor):
+        with pytest.raises(NotImplementedError, match="not supported on meta tensors"):
+            call(a)
