@@ -327,3 +327,32 @@ def test_engine_switches_report_what_programs_set(torch_mod):
     assert ember.autograd.is_multithreading_enabled() is True
     assert ember.autograd.profiler.record_function is ember.profiler.record_function
     assert ember.autograd.anomaly_mode.detect_anomaly is ember.autograd.detect_anomaly
+
+
+def _accumulation_order(lib):
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(
+        lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2)
+    )
+    order = []
+    for name, p in model.named_parameters():
+        p.register_post_accumulate_grad_hook(lambda p, name=name: order.append(name))
+    model(lib.randn(5, 3)).square().sum().backward()
+    return order
+
+
+def test_leaf_gradients_are_accumulated_as_soon_as_they_are_complete():
+    # torch's engine runs AccumulateGrad first: the last layer's parameters come first, each
+    # layer's bias before its weight (AddmmBackward0's edges: bias, input, TBackward0(weight))
+    assert _accumulation_order(ember) == [
+        "4.bias",
+        "4.weight",
+        "2.bias",
+        "2.weight",
+        "0.bias",
+        "0.weight",
+    ]
+
+
+def test_leaf_accumulation_order_is_torchs(torch_mod):
+    assert _accumulation_order(ember) == _accumulation_order(torch_mod)

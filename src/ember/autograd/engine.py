@@ -259,6 +259,7 @@ def run_backward(
     _cuts.state.quiet += 1
     slow_always = check_anomaly or timed
     deps_get, buffers_get, ready_append = deps.get, buffers.get, ready.append
+    leaves_ready: list = []
     try:
         while ready:
             node = ready.pop()
@@ -338,9 +339,18 @@ def run_backward(
                         buf[nr] = g if current is None else current + g
                 if left == 1:
                     del deps[nxt]
-                    ready_append(nxt)
+                    if nxt.__class__ is AccumulateGrad:
+                        leaves_ready.append(nxt)
+                    else:
+                        ready_append(nxt)
                 else:
                     deps[nxt] = left - 1
+            if leaves_ready:
+                # a leaf's gradient is accumulated as soon as it is complete, before the
+                # rest of the graph runs, as torch's engine orders AccumulateGrad first: hooks
+                # then fire in torch's order and DDP can start a bucket's all-reduce early
+                ready.extend(leaves_ready)
+                leaves_ready.clear()
     finally:
         state.enabled = previous_mode
         _retaining.value = previous_retain
