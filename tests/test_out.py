@@ -96,3 +96,15 @@ def test_out_tuple_for_functions_with_two_results():
     v, i = ember.empty(0), ember.empty(0, dtype=ember.int64)
     ember.max(ember.tensor([[1.0, 5.0], [7.0, 2.0]]), 1, out=(v, i))
     assert v.tolist() == [5.0, 7.0] and i.tolist() == [1, 0]
+
+
+def test_multinomial_out_must_be_long_whatever_its_values(torch_mod):
+    # torch's multinomial checks out='s dtype before drawing (a float64 out is refused even
+    # though the indices would cast to it)
+    for lib in (ember, torch_mod):
+        probs = lib.ones(1, 2, dtype=lib.float64)
+        with pytest.raises(RuntimeError, match="multinomial expects Long tensor out, got: Double"):
+            lib.multinomial(probs, 2, out=lib.empty(1, 2, dtype=lib.float64))
+        out = lib.empty(1, 2, dtype=lib.long)
+        assert lib.multinomial(probs, 2, out=out) is out
+        assert sorted(out.tolist()[0]) == [0, 1]

@@ -12,6 +12,7 @@ import functools
 import warnings
 
 from ._backend import array_module
+from ._dtype import LEGACY_NAMES
 from ._tensor import Tensor
 from .autograd import grad_mode
 
@@ -89,13 +90,23 @@ def _write(name: str, out: Tensor, value: Tensor) -> None:
     out._vc[0] += 1
 
 
+# functions whose out= must have one dtype, whatever the result casts to (torch's checks)
+EXACT_OUT_DTYPES = {"multinomial": "int64"}
+
+
 def with_out(fn, name: str):
     """``fn`` with an ``out=`` keyword (the wrapper consumes it: ``fn`` never sees it)."""
+    exact = EXACT_OUT_DTYPES.get(name)
 
     @functools.wraps(fn)
     def function(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
+        if exact is not None and isinstance(out, Tensor) and out.dtype.name != exact:
+            raise RuntimeError(
+                f"{name} expects {LEGACY_NAMES[exact]} tensor out, got: "
+                f"{LEGACY_NAMES.get(out.dtype.name, out.dtype.name)}"
+            )
         if grad_mode.state.enabled and (
             _requires_grad(args)
             or _requires_grad(kwargs.values())
