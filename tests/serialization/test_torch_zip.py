@@ -82,7 +82,8 @@ def test_torch_model_pickle_loads_as_the_ember_class(torch_mod):
     np.testing.assert_allclose(
         loaded(ember.tensor(x)).detach().numpy(),
         net(torch_mod.tensor(x)).detach().numpy(),
-        rtol=1e-6,
+        rtol=1e-5,  # float32 GEMMs of two BLAS builds may round the last bit apart
+        atol=1e-7,
     )
 
 
