@@ -470,8 +470,9 @@ def _get_clones(module: Module, n: int) -> ModuleList:
 class TransformerEncoder(Module):
     """``num_layers`` copies of an encoder layer, then an optional norm.
 
-    ``enable_nested_tensor`` is accepted for compatibility; ember has no nested tensors, so
-    padded positions are computed (not zeroed) in every mode.
+    ``enable_nested_tensor`` is accepted for compatibility; the encoder does not convert its
+    input to a nested tensor (``ember.nested``), so padded positions are computed (not zeroed)
+    in every mode.
     """
 
     def __init__(
