@@ -14,6 +14,7 @@ import re
 import warnings
 
 import numpy as np
+import pytest
 import torch
 
 import ember
@@ -38,6 +39,16 @@ def _recording_new(cls, *args, **kwargs):
 # `recording_constructor_args`.
 for _base in _RECORDED_BASES:
     _base.__new__ = staticmethod(_recording_new)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """torch on one thread while the suite runs: its tensors are tiny, and a pool of threads
+    spinning on a busy 2-core machine made torch's side four times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @contextlib.contextmanager

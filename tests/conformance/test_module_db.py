@@ -30,6 +30,7 @@ from tests.conformance._module_support import (  # noqa: E402
     compare_values,
     judge,
     no_less_accurate,
+    one_torch_thread,  # noqa: F401 - an autouse fixture for this module
     read_known_failures,
     recording_constructor_args,
     state_to_ember,
@@ -45,16 +46,6 @@ KNOWN_FAILURES = read_known_failures(pathlib.Path(__file__).with_name("module_kn
 LOW_PRECISION_SAMPLE = 24
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 GRADIENT_DTYPES = (torch.float32, torch.float64)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """torch on one thread while the suite runs: its tensors are tiny, and a pool of threads
-    spinning on a busy 2-core machine made torch's side four times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _dtypes(module_info) -> list:

@@ -31,6 +31,7 @@ from tests.conformance._module_support import (  # noqa: E402
     check_raises,
     compare_values,
     judge,
+    one_torch_thread,  # noqa: F401 - an autouse fixture for this module
     read_known_failures,
     recording_constructor_args,
     to_ember,
@@ -38,16 +39,6 @@ from tests.conformance._module_support import (  # noqa: E402
 
 KNOWN_FAILURES = read_known_failures(pathlib.Path(__file__).with_name("module_known_failures.txt"))
 STEPS = 4
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """torch on one thread while the suite runs: its tensors are tiny, and a pool of threads
-    spinning on a busy 2-core machine made torch's side four times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 class Problem(Exception):
