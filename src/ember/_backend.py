@@ -396,37 +396,360 @@ def run_spans(work, spans: list, blas: bool = True) -> list:
     return [first] + [future.result() for future in futures]
 
 
-def parallel_map(kernel, xp, data, ufunc=None):
-    """``kernel(xp, data)`` computed in chunks on several threads when ``data`` is large.
+_helpers: list = []  # one queue per helper thread of share_spans
 
-    With ``ufunc`` (a NumPy ufunc equal to the kernel) each chunk is written in place.
+
+def _helper_loop(queue) -> None:
+    while True:
+        queue.get()()
+
+
+def _helper_queues(threads: int) -> list:
+    """The queues of ``threads - 1`` helper threads (started on first use): a put wakes one
+    for a few microseconds, where a thread pool's future and its bookkeeping cost ~20."""
+    if len(_helpers) < threads - 1:
+        with _pool_lock:
+            import queue as _queue
+
+            while len(_helpers) < threads - 1:
+                q = _queue.SimpleQueue()
+                name = f"ember-split-{len(_helpers)}"
+                _threading.Thread(target=_helper_loop, args=(q,), name=name, daemon=True).start()
+                _helpers.append(q)
+    return _helpers
+
+
+if hasattr(_os, "register_at_fork"):  # a forked child (DataLoader workers) has no helpers
+    _os.register_at_fork(after_in_child=_helpers.clear)
+
+
+def share_spans(work, spans: list, threads: int) -> list:
+    """``work(*span)`` for every span, taken in turn by this thread and ``threads - 1`` helpers
+    from ember's pool; the results in order, once every span has finished.
+
+    Spans are handed out one at a time rather than fixed per thread: on a busy machine a
+    helper may not get a core for milliseconds, and a fixed half would leave this thread
+    waiting for it (measured at load 10 on 2 cores: a split multiply 3-20x slower than one
+    call). Here this thread takes every span no helper has taken, and waits only for spans
+    a helper has started.
     """
-    threads = get_num_threads()
+    count = len(spans)
+    if count < 2 or threads < 2:
+        return [work(*span) for span in spans]
+    import itertools
+
+    results = [None] * count
+    errors: list = []
+    claim, finish = itertools.count(), itertools.count(1)  # next() is atomic under the GIL
+    done = _threading.Event()
+    # the job as drain reaches it, emptied once every span has finished: a helper woken only
+    # after that still holds drain, and through it must not keep the operands alive
+    job = [work, spans, results, errors]
+
+    def drain():
+        while True:
+            i = next(claim)
+            if i >= count:
+                return
+            work, spans, results, errors = job
+            try:
+                results[i] = work(*spans[i])
+            except BaseException as exc:  # re-raised on the calling thread
+                errors.append(exc)
+            finally:
+                del work, spans, results, errors
+                if next(finish) == count:
+                    done.set()
+
+    for queue in _helper_queues(threads)[: min(threads, count) - 1]:
+        queue.put(drain)
+    drain()
+    done.wait()
+    job.clear()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def parallel_map(kernel, xp, data, ufunc=None):
+    """``kernel(xp, data)``, split over ember's pool when ``data`` is a large NumPy array: with
+    ``ufunc`` (a NumPy ufunc equal to the kernel) by :func:`split_ufunc`, else (a composite
+    elementwise kernel: several passes) span by span on C-contiguous data, each span's passes
+    while it is in cache; from ``SPLIT_FROM["costly"]`` elements."""
+    if ufunc is not None and xp is _np:
+        return split_ufunc(ufunc, data, min_size=SPLIT_FROM["costly"])
     if (
-        threads < 2
-        or data.size < PARALLEL_MIN_ELEMENTS
-        or xp is not _np
+        data.size < SPLIT_FROM["costly"]
+        or data.__class__ is not _np.ndarray
         or not data.flags.c_contiguous
+        or get_num_threads() < 2
     ):
         return kernel(xp, data)
     flat = data.reshape(-1)
     first = kernel(xp, flat[:1])  # the result dtype, from one element
     out = _np.empty(data.size, dtype=first.dtype)
-    step = -(-data.size // threads)
-    bounds = [(start, min(start + step, data.size)) for start in range(0, data.size, step)]
 
-    def work(span):
-        start, stop = span
-        if ufunc is not None:
-            ufunc(flat[start:stop], out=out[start:stop])
-        else:
-            out[start:stop] = kernel(xp, flat[start:stop])
+    def work(start, stop):
+        out[start:stop] = kernel(xp, flat[start:stop])
 
-    futures = [_thread_pool().submit(work, span) for span in bounds[1:]]
-    work(bounds[0])
-    for f in futures:
-        f.result()
+    split_flat(work, data.size)
     return out.reshape(data.shape)
+
+
+def split_flat(work, size: int, min_size: int = 0) -> None:
+    """``work(start, stop)`` over ``[0, size)``: in spans shared by ember's pool from
+    ``min_size`` elements (a fused pass over flat C-contiguous arrays, each span's steps run
+    while it is in cache), else once on this thread."""
+    threads = get_num_threads()
+    if threads < 2 or size < min_size:
+        work(0, size)
+    else:
+        share_spans(work, _flat_spans(size, threads), threads)
+
+
+# --- one splitting primitive for elementwise ufuncs and reductions -------------------------
+# NumPy releases the GIL inside a ufunc's loop, so chunks of one call run on several cores at
+# once when each writes its own slice of one preallocated output (``out=``). Every element
+# goes through the same loop as in one call, so the values are identical (the tests check it
+# bit for bit); the output's layout is the one NumPy gives (C order), or the call is not split.
+# From how many elements a split pays, per op class: measured with
+# benchmarks/split_threshold.py (split / one call, float32, 2 threads; the minima over 20
+# alternating calls) on a 2-core Zen 4 VM, 2026-12-02 18:52 UTC, at load 9 from other
+# sessions (the script ran in its own session at high priority, see benchmarks/README.md),
+# with NumPy's AVX-512 loops and with them off (NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL",
+# NUMBA_CPU_NAME=haswell OPENBLAS_CORETYPE=Haswell: the AVX2 family's code). A split costs
+# ~12 us of CPU a call (waking a helper, the bookkeeping) and ~3 us a span. tanh: 0.63-0.83
+# from 2^19 (both code paths), exp from 2^20; multiply, add, negative, greater and sum only
+# break even from 2^21 to 2^22 (there a pass runs at the VM's memory bandwidth, which a
+# second core barely raises). Below these sizes the split is slower than one call.
+SPLIT_FROM = {
+    "binary": 1 << 21,  # add, sub, mul, div, maximum ... (memory-bound)
+    "unary": 1 << 21,  # neg, abs, floor ... (memory-bound)
+    "costly": 1 << 19,  # exp, log, sin, tanh ... (compute-bound)
+    "compare": 1 << 21,  # lt, eq ... (bool output: a quarter of the bytes written)
+    "reduce": 1 << 21,  # sum, mean, amax ... over axes
+}
+_SPAN_ALIGN = 1024  # chunk boundaries on multiples of this many elements (whole cache lines)
+_SPANS_PER_THREAD = 2  # handed out one at a time (share_spans): a slow thread takes fewer
+_MIN_SPAN = 1 << 16  # elements: below this a span's Python (~3 us) weighs on its work
+
+
+def _span_count(size: int, threads: int) -> int:
+    return max(1, min(threads * _SPANS_PER_THREAD, size // _MIN_SPAN))
+
+
+def _flat_spans(size: int, threads: int) -> list:
+    step = -(-size // _span_count(size, threads))
+    step = -(-step // _SPAN_ALIGN) * _SPAN_ALIGN
+    return [(start, min(start + step, size)) for start in range(0, size, step)]
+
+
+def _row_spans(rows: int, size: int, threads: int) -> list:
+    step = -(-rows // min(rows, _span_count(size, threads)))
+    return [(start, min(start + step, rows)) for start in range(0, rows, step)]
+
+
+def _result_dtype(ufunc, operands):
+    types = []
+    for operand in operands:
+        dtype = getattr(operand, "dtype", None)
+        if dtype is None:  # a Python number: weak, as NumPy treats it (NEP 50)
+            dtype = _np.dtype(bool) if operand.__class__ is bool else operand.__class__
+        types.append(dtype)
+    return ufunc.resolve_dtypes((*types, None))[-1]
+
+
+def _c_ordered(array) -> bool:
+    """Whether NumPy lays out a result from ``array`` in C order: C-contiguous, or strides that
+    fall (zero strides, broadcast axes, aside) as C order's do."""
+    if array.flags.c_contiguous:
+        return True
+    last = None
+    for n, step in zip(array.shape, array.strides):
+        if n == 1 or step == 0:
+            continue
+        if step < 0 or (last is not None and step > last):
+            return False
+        last = step
+    return True
+
+
+def _same_memory(out, operand) -> bool:
+    """``operand`` is ``out`` itself (an in-place update) rather than an overlapping view."""
+    return (
+        operand.shape == out.shape
+        and operand.strides == out.strides
+        and operand.ctypes.data == out.ctypes.data
+    )
+
+
+def split_ufunc(ufunc, *operands, out=None, min_size: int | None = None):
+    """``ufunc(*operands, out=out)`` for a one-output NumPy ufunc, in chunks on ember's pool
+    when the result holds ``min_size`` elements or more (default ``SPLIT_FROM["binary"]``) and
+    every operand is a NumPy array in C order (or a number or a size-1 array); else one call.
+
+    Contiguous operands of the result's shape are split into flat chunks; broadcast or strided
+    ones along the result's first axis. The values are those of one call, bit for bit.
+
+    >>> import numpy
+    >>> a = numpy.arange(6.0).reshape(2, 3)
+    >>> split_ufunc(numpy.multiply, a, 2.0, min_size=1)
+    array([[ 0.,  2.,  4.],
+           [ 6.,  8., 10.]])
+    """
+    if min_size is None:
+        min_size = SPLIT_FROM["binary"]
+    threads = get_num_threads()
+    if threads < 2:
+        return ufunc(*operands) if out is None else ufunc(*operands, out=out)
+    arrays = [o for o in operands if o.__class__ is _np.ndarray and o.size != 1]
+    shape = out.shape if out is not None else None
+    if shape is None:
+        if not arrays:
+            return ufunc(*operands)
+        shape = arrays[0].shape
+        for o in operands:  # 0-d operands (cached numbers) leave the shape as it is
+            if o.__class__ is _np.ndarray and o.ndim and o.shape != shape:
+                shape = _np.broadcast_shapes(*(_np.shape(o) for o in operands))
+                break
+    size = 1
+    for n in shape:
+        size *= n
+    plain = all(
+        o.__class__ is _np.ndarray
+        or o.__class__ in _NUMBER_TYPES
+        or o.__class__.__module__ == "numpy"
+        for o in operands
+    )
+    if size < min_size or not plain or (out is not None and out.__class__ is not _np.ndarray):
+        return ufunc(*operands) if out is None else ufunc(*operands, out=out)
+    flat = all(a.shape == shape and a.flags.c_contiguous for a in arrays)
+    if not flat and (not all(_c_ordered(a) for a in arrays) or shape[0] < threads):
+        return ufunc(*operands) if out is None else ufunc(*operands, out=out)
+    if out is not None:
+        if not _c_ordered(out):
+            return ufunc(*operands, out=out)
+        for a in arrays:  # an overlapping view: NumPy buffers the call, chunks would not
+            if _np.may_share_memory(a, out) and not _same_memory(out, a):
+                return ufunc(*operands, out=out)
+        flat = flat and out.flags.c_contiguous
+        result = out
+    else:
+        result = _np.empty(shape, _result_dtype(ufunc, operands))
+    if flat:
+        target = result.reshape(-1)
+        # size-1 arrays become 0-d, so that they broadcast against every flat chunk
+        pieces = [
+            (o.reshape(-1) if o.size != 1 else o.reshape(())) if o.__class__ is _np.ndarray else o
+            for o in operands
+        ]
+        cut = [p.__class__ is _np.ndarray and p.ndim == 1 for p in pieces]
+
+        def work(start, stop):
+            args = [p[start:stop] if c else p for p, c in zip(pieces, cut)]
+            ufunc(*args, out=target[start:stop])
+
+        share_spans(work, _flat_spans(size, threads), threads)
+        return result
+    ndim = len(shape)
+    # an operand with the result's extent on axis 0 is sliced there; one without broadcasts
+    sliced = [
+        o.__class__ is _np.ndarray and o.ndim == ndim and o.shape[0] == shape[0] and shape[0] > 1
+        for o in operands
+    ]
+
+    def work_rows(start, stop):
+        args = [o[start:stop] if cut else o for o, cut in zip(operands, sliced)]
+        ufunc(*args, out=result[start:stop])
+
+    share_spans(work_rows, _row_spans(shape[0], size, threads), threads)
+    return result
+
+
+_NUMBER_TYPES = (bool, int, float, complex)
+
+
+def _pairwise_tree(start: int, stop: int, depth: int):
+    """The runs NumPy's pairwise sum adds up separately, to recursion ``depth``: a leaf
+    ``(start, stop)`` or a pair ``[left, right]``. It halves a run of n numbers at n // 2
+    rounded down to a multiple of 8 (its unrolling)."""
+    n = stop - start
+    if depth == 0 or n < 2 * _MIN_SPAN:
+        return (start, stop)
+    half = n // 2
+    half -= half % 8
+    return [
+        _pairwise_tree(start, start + half, depth - 1),
+        _pairwise_tree(start + half, stop, depth - 1),
+    ]
+
+
+def _leaves(tree) -> list:
+    return [tree] if tree.__class__ is tuple else _leaves(tree[0]) + _leaves(tree[1])
+
+
+def _add_up(tree, parts):
+    """The partial sums ``parts`` (an iterator, leaf order) added as the recursion adds them."""
+    if tree.__class__ is tuple:
+        return next(parts)
+    left = _add_up(tree[0], parts)
+    return left + _add_up(tree[1], parts)
+
+
+def split_reduce(ufunc, data, dims: tuple, keepdim: bool, min_size: int | None = None):
+    """``ufunc.reduce(data, dims, keepdims=keepdim)`` in parts on ember's pool when ``data`` is a
+    NumPy array of ``min_size`` elements or more (default ``SPLIT_FROM["reduce"]``), else one
+    call. Two ways, both giving one call's result bit for bit:
+
+    - every axis, ``numpy.add`` over a C-contiguous real array: NumPy sums it pairwise, halving the
+      run; each thread sums one of the halves (quarters, ...) the recursion would, and the
+      partial sums are added as the recursion adds them;
+    - axis 0 not reduced: each thread reduces its rows (every output element is reduced by the
+      same loop as in one call).
+
+    >>> import numpy
+    >>> x = numpy.arange(12.0).reshape(3, 4)
+    >>> split_reduce(numpy.add, x, (1,), False, min_size=1)
+    array([ 6., 22., 38.])
+    """
+    if min_size is None:
+        min_size = SPLIT_FROM["reduce"]
+    threads = get_num_threads()
+    if (
+        threads < 2
+        or data.__class__ is not _np.ndarray
+        or data.size < min_size
+        or not dims
+        or (ufunc is _np.add and data.dtype.kind not in "fc")  # NumPy sums small ints as int64
+    ):
+        return ufunc.reduce(data, dims, None, None, keepdim)
+    shape = data.shape
+    # (complex sums halve their run of real numbers elsewhere: not split this way)
+    if (
+        len(dims) == len(shape)
+        and ufunc is _np.add
+        and data.dtype.kind == "f"
+        and data.flags.c_contiguous
+    ):
+        # 2 threads: quarters, 4: eighths ... (as many as share_spans wants)
+        depth = (threads * _SPANS_PER_THREAD).bit_length() - 1
+        flat = data.reshape(-1)
+        tree = _pairwise_tree(0, flat.size, depth)
+        parts = share_spans(lambda lo, hi: ufunc.reduce(flat[lo:hi]), _leaves(tree), threads)
+        total = _add_up(tree, iter(parts))
+        return _np.asarray(total).reshape((1,) * len(shape)) if keepdim else total
+    if 0 in dims or shape[0] < threads or not _c_ordered(data):
+        return ufunc.reduce(data, dims, None, None, keepdim)
+    kept = tuple(1 if axis in dims else n for axis, n in enumerate(shape))
+    out = _np.empty(
+        kept if keepdim else tuple(n for a, n in enumerate(shape) if a not in dims), data.dtype
+    )
+
+    def work(lo, hi):
+        ufunc.reduce(data[lo:hi], dims, None, out[lo:hi], keepdim)
+
+    share_spans(work, _row_spans(shape[0], data.size, threads), threads)
+    return out
 
 
 def compiled_kernels(module: str, data, *others, dtypes: str = "fd"):
@@ -591,3 +914,42 @@ def numpy_blas() -> NumpyBlas | None:
             if not _numpy_blas:
                 _numpy_blas.append(_find_numpy_blas())
     return _numpy_blas[0]
+
+
+_core_type: list = []
+
+
+def openblas_core_type() -> str:
+    """The kernel set NumPy's OpenBLAS chose for this CPU ("skylakex", "haswell", ...), lower
+    case; "" where that library cannot be reached."""
+    if not _core_type:
+        import ctypes
+
+        name = ""
+        blas = numpy_blas()
+        if blas is not None:
+            corename = getattr(
+                ctypes.CDLL(blas.path), f"{blas.prefix}openblas_get_corename{blas.suffix}", None
+            )
+            if corename is not None:
+                corename.restype = ctypes.c_char_p
+                name = (corename() or b"").decode(errors="replace").lower()
+        _core_type.append(name)
+    return _core_type[0]
+
+
+def cpu_features() -> dict:
+    """NumPy's runtime CPU dispatch table: instruction set name -> whether this CPU has it."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # pragma: no cover - NumPy < 2
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features
+        except ImportError:
+            features = {}
+    return features
+
+
+def is_ndarray(data) -> bool:
+    """Whether ``data`` is exactly a NumPy array (not CuPy's, not a subclass)."""
+    return data.__class__ is _np.ndarray

@@ -21,7 +21,8 @@ from ._recorded import KernelCall as _KernelCall
 from ._recorded import kernel_call as _kernel_call
 from ._recorded import recorder as _recorder
 from .elementwise import ReluNode, threshold_backward
-from .linalg import gemm, linear, linear_result
+from .linalg import linear, linear_result
+from .linear_gemm import linear_product
 
 __all__ = ["linear_relu"]
 
@@ -104,7 +105,7 @@ def linear_relu(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     if kernels is None:
         return linear(input, weight, bias).relu()
     xp = array_module(x)
-    out = gemm(xp, x.reshape(-1, x.shape[-1]), w.T)
+    out = linear_product(xp, x.reshape(-1, x.shape[-1]), w)
     _kernel_call(xp, kernels.bias_relu_, out, b)
     if grad_state.enabled and (input._rg or weight._rg or bias._rg):
         return _recorded_as_torch(input, weight, bias, out)
