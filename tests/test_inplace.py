@@ -180,3 +180,21 @@ def test_unary_inplace_variants_match_torch():
         "floor_",
     ):
         compare_with_torch(lambda m, t: getattr(t * 1, name)(), [a])
+
+
+@pytest.mark.parametrize("overwrite", [lambda t: t.fill_(2.0), lambda t: t.zero_()])
+def test_overwritten_tensor_gets_a_zero_gradient_as_torch(overwrite):
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    overwrite(x.clone()).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0])
+
+
+def test_fill_forward_tangent_is_zero_or_the_values():
+    import ember.autograd.forward_ad as fwad
+
+    x, v = ember.tensor([1.0, 2.0]), ember.tensor(5.0)
+    with fwad.dual_level():
+        dx = fwad.make_dual(x, ember.ones(2))
+        assert fwad.unpack_dual(ember.fill(dx, 2.0)).tangent.tolist() == [0.0, 0.0]
+        dv = fwad.make_dual(v, ember.tensor(3.0))
+        assert fwad.unpack_dual(x.clone().fill_(dv)).tangent.tolist() == [3.0, 3.0]

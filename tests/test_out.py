@@ -108,3 +108,48 @@ def test_multinomial_out_must_be_long_whatever_its_values(torch_mod):
         out = lib.empty(1, 2, dtype=lib.long)
         assert lib.multinomial(probs, 2, out=out) is out
         assert sorted(out.tolist()[0]) == [0, 1]
+
+
+def test_out_overlapping_itself_is_refused_as_torch():
+    x = ember.tensor([1.0, 2.0, 3.0])
+    expanded = ember.zeros(1).expand(2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.index_select(x, 0, ember.tensor([0, 2]), out=expanded)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x, o: ember.gather(x, 0, ember.tensor([0, 1]), out=o),
+        lambda x, o: ember.take(x, ember.tensor([0, 1]), out=o),
+        lambda x, o: ember.masked_select(x, x > 0, out=o),
+    ],
+)
+def test_out_sharing_memory_with_the_input_is_refused_as_torch(call):
+    x = ember.tensor([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(RuntimeError, match="input tensor and the written-to tensor"):
+        call(x, x[:2])
+
+
+def test_unbind_copy_out_fills_the_list_and_returns_none():
+    x = ember.tensor(X)
+    out = [ember.zeros(3), ember.zeros(3)]
+    assert ember.unbind_copy(x, 0, out=out) is None
+    np.testing.assert_array_equal(out[1].numpy(), X[1])
+    with pytest.raises(RuntimeError, match="expected an out= argument of size 2, got size 1"):
+        ember.unbind_copy(x, 0, out=[ember.zeros(3)])
+
+
+def test_split_with_sizes_copy_out_fills_the_list_and_returns_none():
+    x = ember.tensor(X)
+    out = [ember.zeros(2, 1), ember.zeros(2, 2)]
+    assert ember.split_with_sizes_copy(x, [1, 2], 1, out=out) is None
+    np.testing.assert_array_equal(out[1].numpy(), X[:, 1:])
+
+
+def test_nonzero_out_must_be_one_tensor():
+    x = ember.tensor([0.0, 1.0])
+    with pytest.raises(TypeError, match="argument 'out' must be Tensor, not tuple"):
+        ember.nonzero(x, as_tuple=True, out=(ember.zeros(1, dtype=ember.int64),))
+    with pytest.raises(RuntimeError, match="does not support the out kwarg when as_tuple"):
+        ember.nonzero(x, as_tuple=True, out=ember.zeros(1, dtype=ember.int64))

@@ -140,6 +140,20 @@ def test_polygamma_edges_match_torch(torch_mod):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, equal_nan=True)
 
 
+def test_trigamma_near_poles_and_of_a_0d_tensor_match_torch(torch_mod):
+    # float32 near and at the poles: torch's reflection in float32 (huge finite values at the
+    # negative integers), which a float64 computation rounded once would not reproduce
+    data = np.array([-4.0, -3.0, -1.9089632, -6.009691, -0.5735, 1e-3, 3.6116], np.float32)
+    for dtype in ("float32", "float64", "int8"):
+        got = S.polygamma(1, ember.tensor(data).to(getattr(ember, dtype)))
+        want = torch_mod.polygamma(1, torch_mod.tensor(data).to(getattr(torch_mod, dtype)))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6)
+    x = ember.tensor(0.5, dtype=ember.float64, requires_grad=True)
+    (g,) = ember.autograd.grad(S.digamma(x), x)  # DigammaBackward0 takes polygamma(1, 0-d)
+    assert g.shape == ()
+    assert g.item() == torch_mod.polygamma(1, torch_mod.tensor(0.5, dtype=torch_mod.float64)).item()
+
+
 def test_polygamma_gradcheck_and_gradgradcheck():
     arrays = arrays_for([(2, 3)], 0.5, 3.0, seed=1)
     check_gradients(lambda m, x: S.polygamma(2, x), arrays, noncontiguous=True)

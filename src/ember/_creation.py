@@ -9,8 +9,11 @@ from . import _dtype as dt
 from . import _memory_format as _mf
 from ._random import argument_checks as random_checks
 from ._random import default_generator, resolve_generator
+from ._random import generator as _random_generator
+from ._random_ops import poisson as _sample_poisson
 from ._size_argument import parse_size
 from ._tensor import Tensor
+from .autograd.node import TENSOR_LAYER as _TENSOR_LAYER
 from .autograd.node import Node
 from .ops._dispatch import result as _record
 
@@ -287,8 +290,11 @@ def arange(
     start, end, step = values
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    for bound in (start, end):
+        if isinstance(bound, float) and not math.isfinite(bound):
+            raise RuntimeError(f"unsupported range: {_bound_text(start)} -> {_bound_text(end)}")
     if (end - start) * step < 0 and end != start:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in values)
         d = dt.get_default_dtype() if is_float else dt.int64
@@ -301,6 +307,30 @@ def arange(
     else:
         data = xp.arange(start, start + n * step, step, dtype="int64")[:n].astype(d.np)
     return _finish(data, requires_grad)
+
+
+def _bound_text(value) -> str:
+    """A range bound as torch's message prints it (inf, -inf, nan, 2, 0.5)."""
+    if isinstance(value, float) and (value.is_integer() or not math.isfinite(value)):
+        return str(int(value)) if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _check_spaced_arguments(op: str, start, end, steps) -> None:
+    """torch's parser takes an int (or a 0-d tensor) for steps, and 0-d tensors for the ends."""
+    if isinstance(steps, float) or isinstance(steps, bool):
+        got = ", ".join(type(v).__name__ for v in (start, end, steps))
+        raise TypeError(
+            f"{op}() received an invalid combination of arguments - got ({got}), but expected "
+            "(Tensor start, Tensor end, int steps) or (Number start, Number end, int steps)"
+        )
+    shapes = [(name, v.dim()) for name, v in (("start", start), ("end", end))
+              if isinstance(v, Tensor) and v.dim() != 0]  # fmt: skip
+    if shapes:
+        got = " and ".join(f"{name} with {n} dimension(s)" for name, n in shapes)
+        raise RuntimeError(
+            f"{op} only supports 0-dimensional start and end tensors, but got {got}."
+        )
 
 
 def _range_end(value, d: dt.dtype, xp):
@@ -372,6 +402,7 @@ def linspace(
     >>> ember.linspace(0, 1, 5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
+    _check_spaced_arguments("linspace", start, end, steps)
     d = _spaced_dtype(dtype, start, end)
     data = _spaced(start, end, steps, d, _xp(device))
     return _finish(data.astype(d.np), requires_grad)
@@ -393,6 +424,7 @@ def logspace(
     >>> ember.logspace(0, 2, 3)
     tensor([  1.,  10., 100.])
     """
+    _check_spaced_arguments("logspace", start, end, steps)
     d = _spaced_dtype(dtype, start, end)
     xp = _xp(device)
     if steps == 1 and d.category != dt.COMPLEX:  # one value: base ** start, start not truncated
@@ -417,8 +449,10 @@ def eye(
     n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False
 ) -> Tensor:
     d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
-    if n < 0 or (m is not None and m < 0):
+    if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     xp = _xp(device)
     return _finish(xp.eye(n, m, dtype=d.np), requires_grad)
 
@@ -653,9 +687,18 @@ def multinomial(
 
 def poisson(input: Tensor, generator=None) -> Tensor:
     """Poisson counts, one per rate in ``input`` (torch's sampler and checks)."""
-    from .distributions._sampling import poisson as sample
+    return _sample_poisson(input, generator)
 
-    return sample(input, generator)
+
+def _state_tensor(state) -> Tensor:
+    return tensor(state, dtype="uint8")
+
+
+# the layers below see these factories through hooks: the autograd machinery (grad's
+# grad_outputs, materialized zeros), the generators (torch's ByteTensor states)
+_TENSOR_LAYER.tensor, _TENSOR_LAYER.zeros_like = tensor, zeros_like
+_random_generator.as_state_tensor = _state_tensor
+_random_generator.tensor_class = Tensor
 
 
 __all__ = [

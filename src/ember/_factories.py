@@ -80,11 +80,20 @@ def empty_permuted(
     pin_memory: bool = False,
 ) -> Tensor:
     size, order = tuple(size), tuple(physical_layout)
-    if sorted(order) != list(builtins.range(len(size))):
+    if len(order) != len(size):
         raise RuntimeError(
-            f"Number of dimensions in size does not match the length of the physical_layout; "
-            f"or physical_layout is not a permutation: {list(order)}"
+            "Number of dimensions in size does not match the length of the physical_layout; "
+            f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}"
         )
+    for index, d in enumerate(order):
+        if not 0 <= d < len(size):
+            raise RuntimeError(
+                f"Dimension out of range (expected to be between 0 and {len(size) - 1}, but "
+                f"got {d} at index {index}).  NB: negative dims not currently supported; file "
+                "an issue if you want it."
+            )
+    if len(set(order)) != len(order):
+        raise RuntimeError("Duplicate dim not allowed")
     physical = _creation.empty(tuple(size[i] for i in order), dtype=dtype, device=device)
     inverse = [order.index(i) for i in builtins.range(len(size))]
     return physical.permute(inverse).requires_grad_(requires_grad)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import _backend
 from . import _dtype as dt
 from ._tensor import Tensor
-from .autograd import _cuts
+from .autograd import _cuts, forward_rules
 from .autograd import grad_mode as _gm
 from .autograd.node import Node
 from .ops._dispatch import array_module, record, result, wrap
@@ -150,7 +150,23 @@ def copy_value(old: Tensor, src) -> Tensor:
 
 class FillBackward0(Node):
     def backward(self, g):
-        return None, (g.sum() if len(self._edges) > 1 else None)
+        # d/dself fill = 0, materialised as torch's zeros_like(grad): the overwritten tensor's
+        # leaves get a zero gradient, not None
+        xp = array_module(g._data)
+        zeros = wrap(xp.zeros_like(g._data)) if self._edges[0] is not None else None
+        return zeros, (g.sum() if len(self._edges) > 1 else None)
+
+
+def _fill_jvp(node, tangents):
+    """fill's tangent: the value's, broadcast; zero (torch gives one) where only self has one."""
+    t_value = tangents[1] if len(tangents) > 1 else None
+    given = t_value if t_value is not None else next(t for t in tangents if t is not None)
+    shape, np_dtype = node._meta[0]
+    zeros = wrap(array_module(given._data).zeros(shape, dtype=np_dtype))
+    return zeros if t_value is None else zeros + t_value
+
+
+forward_rules.RULES["FillBackward0"] = _fill_jvp
 
 
 def fill_value(old: Tensor, value) -> Tensor:

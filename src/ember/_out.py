@@ -93,15 +93,61 @@ def _write(name: str, out: Tensor, value: Tensor) -> None:
 # functions whose out= must have one dtype, whatever the result casts to (torch's checks)
 EXACT_OUT_DTYPES = {"multinomial": "int64"}
 
+# functions whose out= tensor torch refuses when it overlaps itself (an expanded tensor) or
+# shares any memory with an input (their kernels read the input while writing out)
+NO_OVERLAP_OUT = frozenset("cat gather index_select kthvalue masked_select take".split())
+
+# functions whose out= is a list of tensors that torch fills and returns None for (the *_copy
+# versions of the splitting views), with the name torch's length check gives
+LIST_OUT = {
+    "split_copy": "split_copy_Tensor_out",
+    "split_with_sizes_copy": "split_with_sizes_copy_out",
+    "unbind_copy": "unbind_copy_int_out",
+}
+
+# functions whose out= must be one tensor, even where the result is a tuple
+SINGLE_TENSOR_OUT = frozenset({"nonzero"})
+
+INTERNAL_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+INPUT_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation."
+)
+
+
+def _check_no_overlap(out, args, kwargs) -> None:
+    """torch's ``assert_no_internal_overlap(out)`` and ``assert_no_overlap(out, input)``."""
+    for o in out if isinstance(out, (list, tuple)) else (out,):
+        if not isinstance(o, Tensor) or o._data.size == 0:
+            continue
+        data = o._data
+        if any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape)):
+            raise RuntimeError(INTERNAL_OVERLAP)
+        xp = array_module(data)
+        for value in (*args, *kwargs.values()):
+            for t in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(t, Tensor) and xp.may_share_memory(data, t._data):
+                    raise RuntimeError(INPUT_OVERLAP)
+
 
 def with_out(fn, name: str):
     """``fn`` with an ``out=`` keyword (the wrapper consumes it: ``fn`` never sees it)."""
     exact = EXACT_OUT_DTYPES.get(name)
+    no_overlap = name in NO_OVERLAP_OUT
+    list_out = LIST_OUT.get(name)
+    single_out = name in SINGLE_TENSOR_OUT
 
     @functools.wraps(fn)
     def function(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
+        if single_out and isinstance(out, (list, tuple)):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        if no_overlap:
+            _check_no_overlap(out, args, kwargs)
         if exact is not None and isinstance(out, Tensor) and out.dtype.name != exact:
             raise RuntimeError(
                 f"{name} expects {LEGACY_NAMES[exact]} tensor out, got: "
@@ -115,6 +161,15 @@ def with_out(fn, name: str):
             raise RuntimeError(NO_AUTOGRAD.format(name))
         with grad_mode.no_grad():
             value = fn(*args, **kwargs)
+        if list_out is not None:
+            if not isinstance(out, (list, tuple)) or len(out) != len(value):
+                size = len(out) if isinstance(out, (list, tuple)) else 1
+                raise RuntimeError(
+                    f"{list_out} expected an out= argument of size {len(value)}, got size {size}"
+                )
+            for o, v in zip(out, value):
+                _write(name, o, v)
+            return None
         if isinstance(out, (list, tuple)):
             if not isinstance(value, tuple) or len(value) != len(out):
                 expected = 1 if isinstance(value, Tensor) else len(value)
@@ -123,6 +178,8 @@ def with_out(fn, name: str):
                 _write(name, o, v)
             return type(value)(*out) if hasattr(value, "_fields") else tuple(out)
         if isinstance(value, tuple):
+            if single_out:
+                raise RuntimeError(f"{name} does not support the out kwarg when as_tuple is True")
             raise TypeError(f"{name}(): out= must be a tuple of {len(value)} tensors")
         _write(name, out, value)
         return out
@@ -133,7 +190,8 @@ def with_out(fn, name: str):
 # more top-level functions with out= in torch (found by the OpInfo conformance suite)
 OUT_FUNCTIONS |= frozenset(
     """alias_copy angle as_strided_copy complex conj_physical diagonal_copy eq expand_copy
-    geqrf hardshrink histogramdd index_add index_copy index_reduce isin log_softmax lu
+    split_copy split_with_sizes_copy unbind_copy
+    geqrf hardshrink hash_tensor histogramdd index_add index_copy index_reduce isin log_softmax lu
     narrow_copy native_batch_norm ormqr permute_copy polar qr scatter scatter_add
     scatter_reduce slice_scatter softmax squeeze_copy t_copy take tensordot transpose_copy
     unfold_copy unsqueeze_copy view_copy""".split()

@@ -25,6 +25,8 @@ def _kernels_for_small_arrays(monkeypatch):
         ((12, 13), (4, 4), (2, 3), ((1, 1), (2, 0)), (1, 1)),
         ((13, 14), (3, 2), (3, 2), ((0, -1), (0, -1)), (2, 3)),  # upper padding negative
         ((1, 7), (1, 5), (1, 4), ((0, 0), (3, 3)), (1, 1)),
+        ((3, 1), (1, 1), (2, 2), ((3, 3), (3, 3)), (1, 1)),  # windows wholly in the padding
+        ((8, 64), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1)),  # rows of whole vectors
     ],
 )
 def test_fold_matches_numpy_to_the_bit(size, kernel, stride, pads, dilation, dtype):

@@ -102,6 +102,9 @@ def ember_attribute(namespace: str, name: str):
 
 def _method_caller(name: str):
     def call(self, *args, **kwargs):
+        if not isinstance(self, ember.Tensor) and hasattr(ember.Tensor, name):
+            # torch.Tensor.__radd__(2, t) as torch runs it: the Tensor's method, not int's
+            return getattr(ember.Tensor, name)(self, *args, **kwargs)
         try:
             method = getattr(self, name)
         except AttributeError:
@@ -273,6 +276,8 @@ def _tensor_to_ember(t: torch.Tensor, memo: dict):
     key = id(t)
     if key in memo:
         return memo[key]
+    if t.layout in _COMPRESSED_LAYOUTS:
+        return _compressed_to_ember(t, memo)
     if t.layout != torch.strided:
         raise MissingInEmber(f"{t.layout} tensors")
     requires_grad = t.requires_grad
@@ -306,6 +311,28 @@ def _tensor_to_ember(t: torch.Tensor, memo: dict):
     return result
 
 
+_COMPRESSED_LAYOUTS = {
+    torch.sparse_csr: ("crow_indices", "col_indices"),
+    torch.sparse_bsr: ("crow_indices", "col_indices"),
+    torch.sparse_csc: ("ccol_indices", "row_indices"),
+    torch.sparse_bsc: ("ccol_indices", "row_indices"),
+}
+
+
+def _compressed_to_ember(t: torch.Tensor, memo: dict):
+    """A CSR/CSC/BSR/BSC tensor rebuilt in ember from its index arrays and values."""
+    compressed, plain = (getattr(t, name)() for name in _COMPRESSED_LAYOUTS[t.layout])
+    with torch.no_grad():
+        parts = [_tensor_to_ember(x.detach(), {}) for x in (compressed, plain, t.values())]
+    result = ember.sparse_compressed_tensor(
+        *parts, tuple(t.shape), layout=getattr(ember, str(t.layout).split(".")[-1])
+    )
+    if t.requires_grad:
+        result.requires_grad_(True)
+    memo[id(t)] = result
+    return result
+
+
 def to_ember(value, memo: dict | None = None):
     """``value`` (a sample's input, args or kwargs) with every torch object replaced by ember's."""
     if memo is None:
@@ -335,12 +362,28 @@ def to_ember(value, memo: dict | None = None):
         return [to_ember(v, memo) for v in value]
     if isinstance(value, dict):
         return {k: to_ember(v, memo) for k, v in value.items()}
+    if isinstance(value, torch.nn.Module):
+        return _module_to_ember(value)
     if callable(value) and (
         id(value) in _reverse_index()
         or (isinstance(value, types.FunctionType) and (value.__module__ or "").startswith("torch"))
     ):
         return to_ember_callable(value)
     return value
+
+
+def _module_to_ember(module):
+    """A parameter-free torch module (``distance_function=nn.PairwiseDistance()``) as ember's
+    module of the same name, holding the same settings."""
+    cls = getattr(ember.nn, type(module).__name__, None)
+    if cls is None or next(module.parameters(), None) is not None:
+        raise MissingInEmber(f"ember.nn.{type(module).__name__} from a torch module")
+    twin = cls.__new__(cls)
+    ember.nn.Module.__init__(twin)
+    for name, setting in vars(module).items():
+        if not name.startswith("_"):
+            setattr(twin, name, to_ember(setting))
+    return twin
 
 
 # ----------------------------------------------------------------------------------------

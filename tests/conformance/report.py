@@ -3,7 +3,8 @@
 Runs every OpInfo (or those named) through torch and ember as the tests do, prints how many
 ops agree on every check, the share of samples, error inputs and gradients that agree, and
 the time taken; writes the per-op results as JSON. ``--write-known-failures`` rewrites
-known_failures.txt from the disagreements found (keeping the reasons of lines that stay).
+known_failures.txt from the disagreements found (keeping the reasons of lines that stay; with
+op keys named, only those ops' lines are rewritten and every other line is kept).
 Parallel runs: ``--shard i/n --json part_i.json`` each, then ``--merge part_*.json``.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -126,13 +128,25 @@ def write_known_failures(report: dict) -> int:
         "# Disagreements with torch still to fix: <op> <category> <reason>.",
         "# The suite fails when a listed op now agrees (remove its line) and on any unlisted one.",
     ]
-    for key, entry in sorted(report["ops"].items()):
+    entries = {}
+    for (key, category), entry in old.items():  # ops not run this time keep their lines
+        if key not in report["ops"]:
+            entries[(key, category)] = entry.reason
+    for key, entry in report["ops"].items():
         for category in _runner.CATEGORIES:
             c = entry[category]
             if c["status"] in ("fail", "known"):
                 reason = old[(key, category)].reason if (key, category) in old else _reason(c)
-                lines.append(f"{key} {category} {reason}")
-    _lists.KNOWN_FILE.write_text("\n".join(lines) + "\n")
+                entries[(key, category)] = reason
+    order = {category: i for i, category in enumerate(_runner.CATEGORIES)}
+    for (key, category), reason in sorted(
+        entries.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))
+    ):
+        lines.append(f"{key} {category} {reason}")
+    # atomically: a concurrent reader (a test, another report) never sees half a file
+    partial = _lists.KNOWN_FILE.with_name(f".{_lists.KNOWN_FILE.name}.{os.getpid()}")
+    partial.write_text("\n".join(lines) + "\n")
+    os.replace(partial, _lists.KNOWN_FILE)
     return len(lines) - 2
 
 

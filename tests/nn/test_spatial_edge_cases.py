@@ -1,5 +1,6 @@
 """Zero-size inputs and the export lists of the spatial layers."""
 
+import numpy as np
 import pytest
 
 import ember
@@ -92,11 +93,26 @@ def test_integer_input_refused_like_torch(torch_mod, name):
             INTEGER_REFUSED[name](m, m.zeros(1, 1, 4, 4, 4, dtype=m.int64))
 
 
-def test_integer_average_pooling_refused_rather_than_truncated():
-    x = ember.ones(1, 1, 4, 4, 4, dtype=ember.int64)
-    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
-        ember.nn.functional.avg_pool3d(x, 2)
-    assert ember.nn.functional.max_pool3d(x, 2).dtype == ember.int64
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"padding": 1}, {"padding": 1, "count_include_pad": False}, {"divisor_override": 3}],
+)
+def test_int64_avg_pool3d_divides_window_sums_toward_zero_like_torch(torch_mod, kwargs):
+    values = np.arange(-40, 40, dtype=np.int64).reshape(1, 2, 4, 5, 2) * 7
+    got = ember.nn.functional.avg_pool3d(ember.tensor(values), 2, 1, **kwargs)
+    want = torch_mod.nn.functional.avg_pool3d(torch_mod.tensor(values), 2, 1, **kwargs)
+    assert got.dtype == ember.int64
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_avg_pool3d_refuses_integers_other_than_int64_like_torch(torch_mod):
+    for m in (ember, torch_mod):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
+            m.nn.functional.avg_pool3d(m.ones(1, 1, 4, 4, 4, dtype=m.int32), 2)
+    assert (
+        ember.nn.functional.max_pool3d(ember.ones(1, 1, 4, 4, 4, dtype=ember.int64), 2).dtype
+        == ember.int64
+    )
 
 
 NONCONTIGUOUS = {

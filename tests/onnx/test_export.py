@@ -133,6 +133,8 @@ def test_elementwise_ops(tmp_path):
             (x != y),
             x.add(y, alpha=2),
             x.clone().add_(1.0),
+            ember.sign(x),
+            ember.sgn(x),
         )
 
     examples = [(ember.randn(3, 4), ember.randn(3, 4)), (ember.randn(5, 4), ember.randn(5, 4))]

@@ -316,3 +316,12 @@ def test_zero_dim_index_into_a_vector_names_one_element(name):
     compare_with_torch(fn, [x])
     check_gradients(fn, [x])
     assert ember.zeros(3).scatter(0, ember.tensor(1), 3.0).tolist() == [0.0, 3.0, 0.0]
+
+
+@pytest.mark.parametrize("value", [7.0, "tensor"])
+def test_index_fill_of_a_zero_dim_input_matches_torch(value):
+    def fill(m, x):
+        v = m.tensor(7.0, dtype=m.float64) if value == "tensor" else value
+        return x.index_fill(0, m.tensor([0]), v) * 3
+
+    compare_with_torch(fill, [np.array(2.5)])

@@ -232,3 +232,57 @@ def test_beta_zero_ignores_nan_and_inf_in_the_added_input(torch_mod):
         compare_with_torch(fn, [bad, eye, eye])
     out = ember.tensor(bad).addmm_(ember.tensor(eye), ember.tensor(eye), beta=0)
     assert out.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+# --- agreements found by the OpInfo conformance suite (values written out, no torch needed) ---
+def test_vdot_conjugates_the_first_vector():
+    a = ember.tensor([1 + 2j, 3 - 1j])
+    b = ember.tensor([2 - 1j, 1j])
+    expected = np.vdot(a.numpy(), b.numpy())
+    assert complex(ember.vdot(a, b).item()) == pytest.approx(expected)
+    assert complex(ember.dot(a, b).item()) == pytest.approx(np.dot(a.numpy(), b.numpy()))
+
+
+def test_dot_checks_dtypes_before_sizes():
+    with pytest.raises(RuntimeError, match="dot : expected both vectors to have same dtype"):
+        ember.dot(ember.zeros(1), ember.zeros(3, dtype=ember.float64))
+
+
+def test_tensordot_broadcasts_a_size_one_contracted_dim():
+    a = ember.tensor(np.arange(3.0).reshape(1, 1, 3))
+    b = ember.tensor(np.arange(12.0).reshape(2, 3, 2))
+    out = ember.tensordot(a, b, dims=([0, 2], [2, 1]))  # a's size-1 dim 0 meets b's dim 2
+    expected = np.einsum("ijk,lkm->jl", a.numpy(), b.numpy().sum(2, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), expected)
+
+
+def test_einsum_of_one_integer_operand_summed_is_int64_and_half_types_work():
+    x = ember.tensor([[1, 2], [3, 4]], dtype=ember.int8)
+    assert ember.einsum("ij->i", x).dtype == ember.int64
+    assert ember.einsum("ij->ji", x).dtype == ember.int8
+    h = ember.ones(2, 3, dtype=ember.bfloat16)
+    out = ember.einsum("ij,kj->ik", h, h)
+    assert out.dtype == ember.bfloat16
+    np.testing.assert_array_equal(out.float().numpy(), np.full((2, 2), 3.0))
+
+
+def test_norms_of_complex_input_are_real_and_half_norms_do_not_overflow():
+    z = ember.tensor([[3 + 4j, 0j]])
+    assert ember.linalg.vector_norm(z).dtype == ember.float32
+    assert ember.linalg.vector_norm(z).item() == pytest.approx(5.0)
+    big = ember.full((100,), 300.0, dtype=ember.float16)  # 300² overflows float16
+    assert ember.linalg.vector_norm(big).item() == pytest.approx(3000.0, rel=1e-3)
+
+
+def test_matrix_norm_of_empty_matrices_and_half_types():
+    assert ember.linalg.matrix_norm(ember.ones(0, 0), float("inf")).item() == 0.0
+    assert ember.linalg.matrix_norm(ember.ones(5, 0), 1, keepdim=True).shape == (1, 1)
+    h = ember.tensor([[1.0, -2.0], [3.0, 4.0]], dtype=ember.float16)
+    assert ember.linalg.matrix_norm(h, 1).item() == 6.0
+    with pytest.raises(RuntimeError, match="Low precision dtypes not supported"):
+        ember.linalg.matrix_norm(h, "nuc")
+
+
+def test_mH_of_a_batch_conjugates():
+    z = ember.tensor(np.arange(8.0).reshape(2, 2, 2) * (1 + 1j))
+    np.testing.assert_array_equal(z.mH.numpy(), np.swapaxes(z.numpy(), -1, -2).conj())

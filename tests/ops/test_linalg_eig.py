@@ -64,6 +64,16 @@ def test_errors():
     L, _ = ember.linalg.eig(A)
     (g,) = ember.autograd.grad(L.real.sum(), A, create_graph=False)
     assert g.shape == (3, 3)
-    L, _ = ember.linalg.eig(A)
-    with pytest.raises(RuntimeError, match="double backward"):
-        ember.autograd.grad(L.real.sum(), A, create_graph=True)
+
+
+def test_double_backward_matches_torch(torch_mod):
+    a = RNG.normal(size=(3, 3))
+    second = []
+    for m in (ember, torch_mod):
+        A = m.tensor(a, requires_grad=True)
+        L, V = m.linalg.eig(A)
+        loss = (L * L).real.sum() + (V.abs() ** 2 * L.real.unsqueeze(-2)).sum()
+        (g,) = m.autograd.grad(loss, A, create_graph=True)
+        (gg,) = m.autograd.grad((g * g).sum(), A)
+        second.append(gg.numpy())
+    np.testing.assert_allclose(second[0], second[1], atol=1e-8)

@@ -272,3 +272,33 @@ def test_fused_products_refuse_mixed_dtypes_bool_and_float_scalars_like_torch(to
             m.addr(M, v, v, beta=0.5)
         with pytest.raises(RuntimeError, match="Boolean beta only supported for Boolean results"):
             m.addr(M, v, v, beta=True)
+
+
+# --- agreements found by the OpInfo conformance suite ---
+def test_ormqr_without_reflectors_and_torch_argument_errors():
+    other = ember.tensor(np.arange(10.0, dtype=np.float32).reshape(5, 2))
+    out = ember.ormqr(ember.zeros(5, 0), ember.zeros(0), other)
+    np.testing.assert_array_equal(out.numpy(), other.numpy())  # Q is the identity
+    with pytest.raises(RuntimeError, match="input must have at least 2 dimensions"):
+        ember.ormqr(ember.tensor(1.0), ember.tensor(1.0), ember.tensor(1.0))
+    with pytest.raises(RuntimeError, match=r"tau.shape\[-1\] must be equal to min"):
+        ember.ormqr(ember.zeros(5, 3), ember.zeros(2), ember.zeros(5, 2))
+
+
+def test_vander_of_a_0d_tensor_is_one_row():
+    np.testing.assert_array_equal(
+        ember.linalg.vander(ember.tensor(3.0), N=3).numpy(), [[1.0, 3.0, 9.0]]
+    )
+
+
+def test_cross_does_not_broadcast_the_product_dim():
+    with pytest.raises(RuntimeError, match="must have length 3. Got 3 and 1"):
+        ember.linalg.cross(ember.ones(5, 3), ember.ones(5, 1))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.linalg.cross(ember.ones(5, 3), ember.ones(5, 3), dim=2)
+
+
+def test_ldl_factor_and_solve_of_empty_matrices():
+    LD, pivots = ember.linalg.ldl_factor(ember.zeros(0, 0))
+    assert LD.shape == (0, 0) and pivots.shape == (0,)
+    assert ember.linalg.ldl_solve(LD, pivots, ember.zeros(0, 5)).shape == (0, 5)

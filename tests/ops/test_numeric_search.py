@@ -194,3 +194,50 @@ def test_frexp_mantissa_and_nextafter_take_torchs_gradients(torch_mod):
     (g,) = ember.autograd.grad(ember.nextafter(ember.ones(2), x).sum(), x)
     assert g.tolist() == [0.0, 0.0]  # zeros for other, not None
     check_gradients(lambda m, x: m.frexp(x)[0], [np.array([3.0, -0.3, 10.0])])
+
+
+def test_numbers_where_torch_takes_only_tensors_raise_its_type_error(torch_mod):
+    t = [1, 2, 3]
+    calls = [
+        lambda m: m.gcd(2, m.tensor(t)),
+        lambda m: m.lcm(m.tensor(t), 2),
+        lambda m: m.ldexp(m.tensor(t), 2),
+        lambda m: m.copysign(2, m.tensor([1.0])),
+        lambda m: m.fmod(2, 3),
+        lambda m: m.float_power(2, 3),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError) as ours:
+            call(ember)
+        with pytest.raises(TypeError) as theirs:
+            call(torch_mod)
+        assert str(ours.value).split("(")[0] == str(theirs.value).split("(")[0]
+
+
+def test_float_power_of_complex_and_its_in_place_dtype_rule_match_torch(torch_mod):
+    for m in (ember, torch_mod):
+        z = m.float_power(m.tensor([1 + 1j, 2.0], dtype=m.complex64), 2)
+        assert str(z.dtype).endswith("complex128")
+        w = m.float_power(m.tensor([2.0, 3.0]), 1j)
+        assert str(w.dtype).endswith("complex128")
+        with pytest.raises(RuntimeError, match="has dtype Float but the operation's result"):
+            m.tensor([2.0]).float_power_(2)
+        assert m.tensor([2.0], dtype=m.float64).float_power_(3).item() == 8.0
+    np.testing.assert_allclose(
+        ember.float_power(ember.tensor([2.0, 3.0]), 1j).numpy(),
+        torch_mod.float_power(torch_mod.tensor([2.0, 3.0]), 1j).numpy(),
+    )
+
+
+def test_sgn_of_complex_everywhere_and_ldexp_with_a_complex_exponent(torch_mod):
+    values = [1 + 1j, 0j, -2 + 0j]
+    for m in (ember, torch_mod):
+        x = m.tensor(values)
+        out = m.empty(3, dtype=m.complex64)
+        m.sgn(x, out=out)
+        got = [m.sgn(x).numpy(), x.sgn().numpy(), x.clone().sgn_().numpy(), out.numpy()]
+        got.append(m.ldexp(m.tensor([1.5 - 1j]), m.tensor([1.0 + 0.5j])).numpy())
+        if m is ember:
+            ours = got
+    for a, b in zip(ours, got):
+        np.testing.assert_allclose(a, b, rtol=1e-6)

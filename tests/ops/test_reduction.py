@@ -244,3 +244,27 @@ def test_correction_beyond_the_sample_size_gives_inf_and_torch_gradients(torch_m
         np.testing.assert_array_equal(eg, tg)
     with pytest.warns(UserWarning, match=r"var_mean\(\): degrees of freedom"):
         assert ember.var_mean(ember.tensor([1.0, 2.0]), correction=3)[0].item() == float("inf")
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_complex_variance_is_real_like_torchs(torch_mod, name):
+    values = [[1 + 2j, 3 - 1j, 0.5j], [2.0, -1j, 4 + 4j]]
+    results = []
+    for m in (ember, torch_mod):
+        x = m.tensor(values, dtype=m.complex64)
+        out = getattr(m, name)(x, dim=1)
+        first = out[0] if isinstance(out, tuple) else out
+        results.append((str(first.dtype).split(".")[-1], first.numpy()))
+    assert results[0][0] == results[1][0] == "float32"
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "bool"])
+@pytest.mark.parametrize("shape, size", [((), ()), ((5,), (1,)), ((2, 3), ())])
+def test_sum_to_size_of_integers_sums_in_int64_as_torch(dtype, shape, size):
+    torch = pytest.importorskip("torch")
+    data = (np.arange(int(np.prod(shape))).reshape(shape) % 3).astype(dtype)
+    got = ember.tensor(data).sum_to_size(size)
+    want = torch.tensor(data).sum_to_size(size)
+    assert str(got.dtype) == str(want.dtype).replace("torch", "ember")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -30,3 +30,14 @@ def test_scatter_reduce_of_bfloat16_matches_torch(torch_mod, reduce, include_sel
     np.testing.assert_allclose(
         got.to(ember.float32).numpy(), want.float().numpy(), rtol=1.6e-2, atol=1e-2
     )
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_of_a_zero_dim_input_treats_it_as_one_element(reduce, include_self):
+    from tests.helpers import compare_with_torch
+
+    compare_with_torch(
+        lambda m, x, s: x.index_reduce(0, m.tensor([0]), s, reduce, include_self=include_self),
+        [np.array(2.5), np.array(-1.5)],
+    )

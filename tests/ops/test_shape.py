@@ -201,3 +201,14 @@ def test_tile_of_an_int_without_torch():
     x = ember.arange(3.0)
     np.testing.assert_array_equal(x.tile(2).numpy(), [0, 1, 2, 0, 1, 2])
     assert x.view(3, 1).tile((2,)).shape == (3, 2)
+
+
+def test_broadcast_shapes_takes_plain_integers_among_shapes():
+    assert ember.broadcast_shapes((5, 1), 5) == (5, 5)
+    assert ember.broadcast_shapes(3, (2, 1)) == (2, 3)
+
+
+def test_t_of_a_scalar_passes_its_gradient_through():
+    x = ember.tensor(2.0, requires_grad=True)
+    (x.t() * 3).backward()
+    assert x.grad.item() == 3.0

@@ -3,6 +3,7 @@ put (ops/shape_composites.py), compared with torch."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
@@ -138,3 +139,18 @@ def test_combinations_with_none_to_pick_stay_in_the_graph_like_torch(torch_mod):
         out = m.combinations(x, 3)
         assert tuple(out.shape) == (0, 3) and out.requires_grad
         assert m.autograd.grad(out.sum(), x)[0].tolist() == [0.0, 0.0]
+
+
+def test_index_copy_of_a_zero_dim_input_matches_torch():
+    compare_with_torch(
+        lambda m, x, s: x.index_copy(0, m.tensor([0]), s), [np.array(2.5), np.array(-1.5)]
+    )
+
+
+def test_unfold_of_a_zero_dim_input_gives_one_window_of_its_size():
+    compare_with_torch(lambda m, x: x.unfold(0, 1, 1) * 2, [np.array(2.5)])
+
+
+def test_unravel_index_of_int8_indices_into_a_large_shape_does_not_overflow():
+    rows, cols = ember.unravel_index(ember.tensor([-1, 5], dtype=ember.int8), (4, 1073741824))
+    assert rows.tolist() == [3, 0] and cols.tolist() == [1073741823, 5]

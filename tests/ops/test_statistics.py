@@ -169,3 +169,53 @@ def test_quantile_gradient_reaches_q_through_the_linear_weight(torch_mod, name, 
             lambda m, x, p: getattr(m, name)(x, p, dim=1),
             [np.array([[1.0, 4.0, 2.0, 8.0], [3.0, 5.0, 1.0, 0.0]]), np.array([0.3, 0.55])],
         )
+
+
+def test_hash_tensor_xors_the_64_bit_patterns_like_torch(torch_mod):
+    values = [[1.0, -0.0, 2.5], [3.0, 4.0, 1e-3]]
+    for dtype in ("float32", "float16", "bfloat16", "int8", "uint8", "bool", "int64"):
+        for kwargs in ({}, {"dim": 0}, {"dim": (0, 1)}, {"dim": 1, "keepdim": True}):
+            got = ember.hash_tensor(ember.tensor(values).to(getattr(ember, dtype)), **kwargs)
+            want = torch_mod.hash_tensor(
+                torch_mod.tensor(values).to(getattr(torch_mod, dtype)), **kwargs
+            )
+            assert got.dtype == ember.uint64 and got.shape == tuple(want.shape)
+            assert got.tolist() == want.tolist(), (dtype, kwargs)
+    nan = [float("nan"), float("-inf")]
+    assert (
+        ember.hash_tensor(ember.tensor(nan)).item()
+        == torch_mod.hash_tensor(torch_mod.tensor(nan)).item()
+    )
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    assert x.hash_tensor().item() == 0x7FF0000000000000 and not x.hash_tensor().requires_grad
+
+
+def test_hash_tensor_refusals_are_torchs():
+    with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
+        ember.hash_tensor(ember.ones(2), mode=1)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        ember.hash_tensor(ember.zeros(0, 3))
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        ember.hash_tensor(ember.zeros(0, 3), 0)
+    assert ember.hash_tensor(ember.zeros(0, 3), 1).shape == (0,)
+    with pytest.raises(NotImplementedError, match="xor_sum_cpu"):
+        ember.hash_tensor(ember.ones(2, dtype=ember.complex64))
+
+
+def test_bfloat16_histc_frexp_and_logit_keep_torchs_dtypes(torch_mod):
+    values = [0.1, 0.25, 0.7, 0.9, 0.9]
+    for m in (ember, torch_mod):
+        x = m.tensor(values, dtype=m.bfloat16)
+        h, (mantissa, exponent), z = m.histc(x, 4, 0, 1), m.frexp(x), m.logit(x, 0.2)
+        assert [str(t.dtype).split(".")[1] for t in (h, mantissa, exponent, z)] == [
+            "bfloat16",
+            "bfloat16",
+            "int32",
+            "bfloat16",
+        ]
+        if m is ember:
+            ours = [t.float().tolist() for t in (h, mantissa, exponent)], z.float().numpy()
+        else:
+            assert ours[0] == [t.float().tolist() for t in (h, mantissa, exponent)]
+            # torch rounds logit's intermediates to bfloat16: within two of its ulps
+            np.testing.assert_allclose(ours[1], z.float().numpy(), rtol=2 * 2**-8)

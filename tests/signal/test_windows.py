@@ -47,8 +47,13 @@ def test_windows_match_torch(torch_mod, name, kwargs, sym, dtype):
 def test_bad_arguments_raise_torchs_errors():
     with pytest.raises(ValueError, match="requires non-negative window length, got M=-1"):
         windows.hann(-1)
-    with pytest.raises(ValueError, match="expects float32 or float64 dtypes"):
+    with pytest.raises(ValueError, match="expects float32 or float64 dtypes, got: ember.int64$"):
         windows.hann(4, dtype=ember.int64)
+    with pytest.raises(
+        ValueError, match="kaiser is implemented for strided tensors only, got: ember.sparse_coo$"
+    ):
+        windows.kaiser(4, layout=ember.sparse_coo)
+    assert windows.bartlett(3, layout=ember.strided).layout == ember.strided
     with pytest.raises(ValueError, match="Tau must be positive"):
         windows.exponential(4, tau=0)
     with pytest.raises(ValueError, match="Standard deviation must be positive"):

@@ -1,10 +1,5 @@
 import pytest
 
-import ember
-import ember.sparse
-
-ember.sparse.install()  # what ember/__init__.py does once the hook is in; idempotent
-
 
 @pytest.fixture
 def torch_sparse(torch_mod):
@@ -12,4 +7,5 @@ def torch_sparse(torch_mod):
     import warnings
 
     warnings.filterwarnings("ignore", "Sparse invariant checks", UserWarning)
+    warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta", UserWarning)
     return torch_mod

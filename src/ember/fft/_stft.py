@@ -181,3 +181,9 @@ def istft(
 
         y = pad(y, (0, end - total))
     return y if batched else y.squeeze(0)
+
+
+# x.stft(...) is ember.stft(x, ...): the fft namespace hangs both on Tensor (the Tensor layer,
+# below it, does not import fft); the same function objects, so autocast's row applies to both
+Tensor.stft = stft
+Tensor.istft = istft

@@ -5,6 +5,7 @@ normalisation), re-exported by ember.nn.functional.
 from __future__ import annotations
 
 from .._tensor import Tensor
+from ..ops import aten as _aten  # noqa: F401  (ember.ops.aten, for torch.ops.aten.<op>)
 from ..ops import pooling as _pool
 from ..ops.conv import conv3d, conv_transpose1d, conv_transpose3d
 from ..ops.dropout import alpha_dropout, dropout1d, dropout3d, feature_alpha_dropout
@@ -95,9 +96,9 @@ def max_pool1d_with_indices(
     return_indices=True,
 ):
     """``max_pool1d`` returning (values, flat indices)."""
-    return _pool.max_pool_nd(
-        input, kernel_size, stride, padding, dilation, ceil_mode, True, 1, "max_pool1d"
-    )
+    from ..ops.pooling_2d import max_pool1d
+
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(

@@ -192,6 +192,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
             f"bilinear(): bias size does not match weight size: got {bias.numel()} but "
             f"expected {weight.shape[0]}"
         )
+    if input1.dtype.name == "bfloat16":  # NumPy's einsum has no bfloat16: float32, rounded once
+        out = einsum("...i,oij,...j->...o", input1.float(), weight.float(), input2.float())
+        out = out + bias.float() if bias is not None else out
+        return out.to(input1.dtype)
     out = einsum("...i,oij,...j->...o", input1, weight, input2)
     return out + bias if bias is not None else out
 
@@ -271,10 +275,7 @@ def batch_norm(
     """
     if training:
         size = input.shape
-        if input.dim() < 2:
-            _normalization.native_batch_norm(input, None, None, None, None, True, 0.0, eps)
-        count = input.numel() // size[1] if size[1] else 0
-        if count == 1:
+        if math.prod(tuple(size)[:1] + tuple(size)[2:]) == 1:  # one value per channel
             raise ValueError(
                 f"Expected more than 1 value per channel when training, got input size {size}"
             )
@@ -282,6 +283,11 @@ def batch_norm(
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if input.numel() == 0:  # as torch: a copy (not a view, so the graph goes on), no statistics
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        return out + bias[0] if bias is not None else out
     out, _, _ = _normalization.native_batch_norm(
         input, weight, bias, running_mean, running_var, training, momentum, eps
     )

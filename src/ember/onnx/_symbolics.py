@@ -169,6 +169,7 @@ for _name, _op in {
     "floor": "Floor",
     "ceil": "Ceil",
     "sign": "Sign",
+    "sgn": "Sign",  # of real tensors (ONNX has no complex type)
     "reciprocal": "Reciprocal",
     "hardswish": "HardSwish",
     "selu": "Selu",

@@ -56,10 +56,10 @@ def check_matrix(
     name: str = "A",
     square: bool = False,
     low_precision: bool = False,
-    allow_complex: bool = False,
+    allow_complex: bool = True,
 ) -> None:
-    """At least 2-D, floating (float32/float64 unless ``low_precision``), and square when
-    asked (PyTorch's messages)."""
+    """At least 2-D, floating or complex (32 bits or more unless ``low_precision``), and
+    square when asked (PyTorch's messages)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(A).__name__}")
     shape = A._data.shape
@@ -92,6 +92,11 @@ def check_same_dtype(
             f"{a_name} of type {a.dtype.legacy_name} and {b_name} of type "
             f"{b.dtype.legacy_name} instead{end}"
         )
+
+
+def real_dtype(array_dtype, xp):
+    """The real dtype of a backend dtype: float32 for complex64, itself for a real one."""
+    return xp.finfo(array_dtype).dtype
 
 
 def batch_prefix(index: int, batched: bool) -> str:

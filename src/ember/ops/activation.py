@@ -62,14 +62,14 @@ def _piecewise(name: str, data, *others, constants: tuple = (), dtypes: str = "f
 
 
 def _cuda_kernels(data):
-    """``ember.cuda.kernels`` when ``data`` is a CuPy array (its fused kernels may apply), else
-    None: on the CPU one attribute read and a comparison."""
+    """``ember._kernels.cuda_fused`` when ``data`` is a CuPy array (its fused kernels may
+    apply), else None: on the CPU one attribute read and a comparison."""
     cupy = _backend._cupy
     if cupy is None or data.__class__ is not cupy.ndarray:
         return None
-    from ..cuda import kernels
+    from .._kernels import cuda_fused
 
-    return kernels
+    return cuda_fused
 
 
 def _softmax_dim(input: Tensor, dim, op: str) -> int:
@@ -541,6 +541,8 @@ class SiluBackward0(Node):
 
 
 def _sigmoid_array(xp, x):
+    if x.dtype.kind == "c":  # no sign to split on: 1 / (1 + e^-x) directly
+        return 1 / (1 + xp.exp(-x))
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
@@ -658,6 +660,10 @@ class PreluKernelBackward0(Node):
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x where x > 0, else ``weight[c] * x`` with c the channel (dim 1)."""
     _floating(input, "prelu")
+    if weight.dim() > 1:
+        raise RuntimeError(
+            f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}"
+        )
     if weight.numel() != 1:
         if input.dim() == 0:
             raise RuntimeError("Not allow zero-dim input tensor.")
@@ -735,7 +741,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
-    """softmax(-x)."""
-    if dtype is not None:
-        input = input.to(dtype)
-    return softmax(-input, dim)
+    """softmax(-x); with ``dtype``, -x is cast (as torch: an unsigned input's negation wraps
+    around first)."""
+    negated = -input
+    return softmax(negated if dtype is None else negated.to(dtype), dim)

@@ -22,6 +22,7 @@ from .._kernels import jit
 from .._kernels.blocked import errors_ignored, is_plain_numpy
 from .._tensor import Tensor
 from ..autograd.node import Node
+from . import dropout as _dropout_ops
 from ._dispatch import array_module, grad_state, result, wrap
 from ._recorded import kernel_call as _kernel_call
 from ._recorded import recorder as _recorder
@@ -35,9 +36,7 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
 def _dropout(x: Tensor, p: float) -> Tensor:
-    from ..nn.functional import dropout
-
-    return dropout(x, p, True) if p > 0 else x
+    return _dropout_ops.dropout(x, p, True) if p > 0 else x
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:
@@ -142,8 +141,6 @@ def _dropout_noise(probs, p: float, device):
     random stream), as an array; None without dropout."""
     if p <= 0:
         return None
-    from . import dropout as _dropout_ops
-
     if p >= 1:
         return array_module(probs).zeros_like(probs)
     noise = _dropout_ops._element_noise(wrap(probs), p).to(device)
@@ -498,6 +495,14 @@ def scaled_dot_product_attention(
             "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
             "is_causal=True"
         )
+    if query.dtype.name in ("float16", "bfloat16"):  # torch's CPU kernels accumulate in float
+        if attn_mask is not None and attn_mask.is_floating_point():
+            attn_mask = attn_mask.float()
+        out = scaled_dot_product_attention(
+            query.float(), key.float(), value.float(), attn_mask, dropout_p, is_causal, scale,
+            enable_gqa,
+        )  # fmt: skip
+        return out.to(query.dtype)
     if attn_mask is not None and attn_mask.dtype.name != "bool":
         if not attn_mask.is_floating_point():
             raise RuntimeError(

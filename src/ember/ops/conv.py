@@ -14,9 +14,11 @@ import itertools
 import math
 import types
 
+from .. import _dtype
 from .._kernels import conv_pipeline
 from .._scratch import scratch
 from .._tensor import Tensor
+from ..autograd import forward_rules
 from ..autograd.node import Node
 from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, record, result, wrap
@@ -99,6 +101,17 @@ def _col2im(xp, cols, size, kernel, stride, pads, dilation, channels_first=False
     crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
     image = image[(slice(None), slice(None)) + crop]
     return image.swapaxes(0, 1) if channels_first else image
+
+
+HALF_TYPES = (_dtype.float16, _dtype.bfloat16)
+
+
+def in_float32(conv, inputs, *arguments):
+    """``conv`` of half-precision ``inputs`` (input, weight, bias) computed in float32 and
+    rounded to their dtype once: no rounding between the window sums (col2im's adds)."""
+    input, weight, bias = inputs
+    bias = None if bias is None else bias.float()
+    return conv(input.float(), weight.float(), bias, *arguments).to(input.dtype)
 
 
 def _bias_sizes(node):
@@ -462,13 +475,89 @@ def check_conv_dilation(dilation: tuple, transposed: bool) -> None:
     raise RuntimeError(f"dilation should be greater than zero, but got {got}")
 
 
-def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: int, op: str):
-    x, unbatched = _batched(input, nd, op)
-    _check_weight(x, weight, nd, op)
-    _check_devices(x, weight, bias)
+def _conv_param(value, nd: int, dim: int, name: str) -> tuple:
+    """torch's reading of a convolution's stride/padding/dilation: an int stands for ``nd``
+    values (the function's own dims), one value is repeated over the weight's ``dim`` spatial
+    dims, otherwise there must be exactly ``dim``."""
+    if not isinstance(value, (tuple, list)):
+        value = (value,) * nd
+    values = tuple(int(v) for v in value)
+    if len(values) == 1:
+        return values * dim
+    if len(values) != dim:
+        raise RuntimeError(
+            f"expected {name} to be a single integer value or a list of {dim} values to match "
+            f"the convolution dimensions, but got {name}={list(values)}"
+        )
+    return values
+
+
+def _same_padding_checks(x: Tensor, weight: Tensor, stride, dilation, groups: int, nd: int):
+    """torch's checks of a padding='same' convolution, made before the common ones."""
+    k = weight.dim()
+    if k <= 2:
+        raise RuntimeError("weight should have at least three dimensions")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
+    if k != x.dim():
+        raise RuntimeError(
+            f"Expected {k}-dimensional input for {k}-dimensional weight{list(weight.shape)}, "
+            f"but got {x.dim()}-dimensional input of size {list(x.shape)} instead"
+        )
+    for name, value in (("stride", stride), ("dilation", dilation)):
+        values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * nd
+        if len(values) not in (1, k - 2):
+            raise RuntimeError(f"{name} cannot broadcast to {k - 2} dimensions")
+        if name == "stride" and any(int(v) != 1 for v in values):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+
+
+def _dtype_check_bias(input: Tensor, bias) -> None:
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(
+            f"Input type ({input.dtype.c_name}) and bias type ({bias.dtype.c_name}) should be "
+            "the same"
+        )
+
+
+def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: int, op: str):
+    """A convolution's checks in torch's order (its conv{n}d, then _convolution and
+    check_shape_forward), then the pipeline or the composite."""
+    _dtype_check_bias(input, bias)
+    x, unbatched = _batched(input, nd, op)
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+        if padding == "same":
+            _same_padding_checks(x, weight, stride, dilation, groups, nd)
+    dim = weight.dim() - 2
+    if dim <= 0:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    stride = _conv_param(stride, nd, dim, "stride")
+    padding_values = (0,) if isinstance(padding, str) else padding
+    padding_values = _conv_param(padding_values, nd, dim, "padding")
+    dilation = _conv_param(dilation, nd, dim, "dilation")
+    _conv_param((0,) * nd, nd, dim, "output_padding")  # torch passes its own zeros: checked too
+    check_conv_params(stride, padding_values, dilation)
+    if x.dim() != dim + 2:
+        raise RuntimeError(
+            f"Expected {dim + 2}-dimensional input for {dim + 2}-dimensional weight "
+            f"{list(weight.shape)}, but got {x.dim()}-dimensional input of size "
+            f"{list(x.shape)} instead"
+        )
     out_ch, in_per_group = weight.shape[:2]
+    if out_ch < groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+            f"but got weight of size {list(weight.shape)} instead"
+        )
+    if out_ch % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size [{list(weight.shape)}] instead"  # torch's double brackets
+        )
     kernel = tuple(weight.shape[2:])
     n, c = x.shape[:2]
     size = tuple(x.shape[2:])
@@ -478,19 +567,12 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: in
             f"{list(x.shape)} to have {in_per_group * groups} channels, but got {c} channels "
             "instead"
         )
-    if out_ch % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size {list(weight.shape)} instead"
-        )
-    stride, dilation = _pair(stride, nd, "stride"), _pair(dilation, nd, "dilation")
-    if not isinstance(padding, str):
-        check_conv_params(stride, _pair(padding, nd, "padding"), dilation)
-    else:
-        check_conv_params(stride, (), dilation)
     check_conv_bias(weight, bias, out_ch, transposed=False)
-    check_conv_dilation(dilation, transposed=False)
-    pads = _padding_pairs(padding, kernel, dilation, stride, nd, op)
+    pads = (
+        _padding_pairs(padding, kernel, dilation, stride, nd, op)
+        if isinstance(padding, str)
+        else tuple((p, p) for p in padding_values)
+    )
     out = tuple(
         _out_size(sz, k, s, lo, hi, d)
         for sz, k, s, (lo, hi), d in zip(size, kernel, stride, pads, dilation)
@@ -501,6 +583,18 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: in
         raise RuntimeError(
             f"Calculated padded input size per channel: ({padded}). Kernel size: ({effective}). "
             "Kernel size can't be greater than actual input size"
+        )
+    _check_weight(x, weight, nd, op)
+    _check_devices(x, weight, bias)
+    check_conv_dilation(dilation, transposed=False)
+    if x.dtype in HALF_TYPES:  # in float32, rounded once, as torch's CPU kernels
+        given_padding = padding if isinstance(padding, str) else padding_values
+        return composite(
+            ConvolutionBackward0,
+            lambda *inputs: in_float32(
+                _conv_nd, inputs, stride, given_padding, dilation, groups, nd, op
+            ),
+            (input, weight, bias),
         )
     taps = in_per_group * math.prod(kernel)
 
@@ -640,6 +734,14 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     out = fold_windows(cols, size, kernel, stride, pads, dilation)
     return out.squeeze(0) if unbatched else out
 
+
+def _im2col_jvp(node, tangents):  # unfolding into windows is linear: unfold the tangent
+    return unfold_windows(
+        tangents[0], node.kernel, node.stride, node.pads, node.dilation, node.channels_first
+    )
+
+
+forward_rules.RULES["Im2ColBackward0"] = _im2col_jvp
 
 # the transposed convolutions live next door; ember.ops.conv keeps offering them
 from .conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402, F401

@@ -10,24 +10,27 @@ from __future__ import annotations
 
 import math
 
+from .. import _backend, _dtype
 from .._kernels import conv_transposed
 from .._tensor import Tensor
 from ._composite import composite
 from ._dispatch import array_module, grad_state, record, wrap
 from ._recorded import kernel_call as _kernel_call
 from .conv import (
+    HALF_TYPES,
     ConvolutionBackward0,
     ConvolutionOneGemmBackward0,
     _batched,
     _check_devices,
     _check_weight,
-    _pair,
+    _conv_param,
     _PipelineCall,
     _pipelined,
     check_conv_bias,
     check_conv_dilation,
     check_conv_params,
     fold_windows,
+    in_float32,
 )
 
 
@@ -53,9 +56,13 @@ def _conv_transpose_nd(
             f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
             f"but got weight of size {list(weight.shape)} instead"
         )
-    stride, dilation = _pair(stride, nd, "stride"), _pair(dilation, nd, "dilation")
-    pad = _pair(padding, nd, "padding")
-    out_pad = _pair(output_padding, nd, "output_padding")
+    dim = weight.dim() - 2
+    stride, dilation = (
+        _conv_param(stride, nd, dim, "stride"),
+        _conv_param(dilation, nd, dim, "dilation"),
+    )
+    pad = _conv_param(padding, nd, dim, "padding")
+    out_pad = _conv_param(output_padding, nd, dim, "output_padding")
     check_conv_params(stride, pad, dilation, out_pad)
     check_conv_bias(weight, bias, out_per_group * groups, transposed=True)
     check_conv_dilation(dilation, transposed=True)
@@ -75,6 +82,13 @@ def _conv_transpose_nd(
             f"Given input size per channel: {list(size)}. Calculated output size per channel: "
             f"{list(out)}. Output size is too small"
         )
+    if x.dtype in HALF_TYPES and _rounds_once(x.dtype, stride, out_pad, groups, in_ch):
+        arguments = (stride, pad, out_pad, groups, dilation, nd, op)
+        return composite(
+            ConvolutionBackward0,
+            lambda *inputs: in_float32(_conv_transpose_nd, inputs, *arguments),
+            (input, weight, bias),
+        )
     taps = out_per_group * math.prod(kernel)
     pads = tuple((p, p - op_) for p, op_ in zip(pad, out_pad))
 
@@ -93,6 +107,22 @@ def _conv_transpose_nd(
         geometry = (kernel, stride, pads, dilation, groups)
         return _conv_transpose_pipelined(input, weight, bias, compute, unbatched, geometry, out)
     return composite(ConvolutionBackward0, compute, (input, weight, bias))
+
+
+def _rounds_once(dtype, stride, output_padding, groups: int, in_channels: int) -> bool:
+    """Whether torch's CPU transposed convolution of this half type rounds its result once:
+    through oneDNN, where the CPU has oneDNN's kernels for the type (bfloat16: AVX-512 BW, VL
+    and DQ; float16: AVX512-FP16) and the geometry is one oneDNN takes (no output padding of
+    a stride or more, not depthwise). Its fallback adds col2im's windows in the half type,
+    each sum rounded, which ember's composite does in the same order."""
+    if any(p >= s for p, s in zip(output_padding, stride)):
+        return False
+    if groups > 1 and groups == in_channels:
+        return False
+    features = _backend.cpu_features()
+    if dtype == _dtype.bfloat16:
+        return all(features.get(f, False) for f in ("AVX512BW", "AVX512VL", "AVX512DQ"))
+    return features.get("AVX512FP16", False)
 
 
 class ConvolutionTransposeBackward0(ConvolutionOneGemmBackward0):

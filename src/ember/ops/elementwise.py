@@ -39,6 +39,11 @@ from ._dispatch import (
 )
 
 _conj = _complex.conj_of
+# NumPy's ufuncs (ops import no NumPy), for calls split over ember's pool: a large array's
+# pass runs on every core (_backend.split_ufunc: the values of one call, bit for bit)
+_HOST = array_module(NUMPY_ARRAY(0))
+_SPLIT_FROM = _backend.SPLIT_FROM
+_split_ufunc = _backend.split_ufunc
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -212,6 +217,19 @@ def _compiled_backward(name: str, g, y):
     return _backend.compiled_map(getattr(kernels, name), g, y, constants=(one,))
 
 
+def _fusable(g, y) -> bool:
+    """Large C-contiguous NumPy arrays of one shape and dtype: a fused backward formula may
+    run over them span by span (flat views), split over ember's pool."""
+    return (
+        y.size >= _SPLIT_FROM["binary"]
+        and g.__class__ is NUMPY_ARRAY
+        and y.__class__ is NUMPY_ARRAY
+        and g.dtype == y.dtype
+        and g.flags.c_contiguous
+        and y.flags.c_contiguous
+    )
+
+
 def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
     """grad · (1 - output²), the gradient of tanh given its output."""
     g, y = grad._data, output._data
@@ -220,6 +238,17 @@ def tanh_backward(grad: Tensor, output: Tensor) -> Tensor:
         data = fused
     elif y.size < IN_PLACE_FROM or g.shape != y.shape:  # 0-d results are scalars: no out=
         data = g * (1 - y * y)
+    elif _fusable(g, y):
+        data = _HOST.empty_like(y)
+        gf, yf, df = g.reshape(-1), y.reshape(-1), data.reshape(-1)
+
+        def span(lo, hi):  # the three passes, one span at a time while it is in cache
+            d, ys = df[lo:hi], yf[lo:hi]
+            _HOST.multiply(ys, ys, out=d)
+            _HOST.subtract(1, d, out=d)
+            _HOST.multiply(gf[lo:hi], d, out=d)
+
+        _backend.split_flat(span, y.size, _SPLIT_FROM["binary"])
     else:
         data = y * y
         xp = array_module(data)
@@ -249,6 +278,17 @@ def sigmoid_backward(grad: Tensor, output: Tensor) -> Tensor:
         data = g * y * (1 - y)
     elif y.size < IN_PLACE_FROM:
         data = g * ((1 - y) * y)  # the in-place path's order
+    elif _fusable(g, y):
+        data = _HOST.empty_like(y)
+        gf, yf, df = g.reshape(-1), y.reshape(-1), data.reshape(-1)
+
+        def span(lo, hi):  # the three passes, one span at a time while it is in cache
+            d = df[lo:hi]
+            _HOST.subtract(1, yf[lo:hi], out=d)
+            _HOST.multiply(d, yf[lo:hi], out=d)
+            _HOST.multiply(gf[lo:hi], d, out=d)
+
+        _backend.split_flat(span, y.size, _SPLIT_FROM["binary"])
     else:
         xp = array_module(y)
         data = xp.subtract(1, y)
@@ -329,6 +369,16 @@ HEAVY = {
 COMPILED_FROM = 1 << 16  # the fused backward formulas
 COMPILED_UNARY = {"tanh": 1 << 14, "sigmoid": 1 << 12, "erf": 1 << 10}
 
+# memory-bound unary kernels that are one ufunc on floating arrays: split from
+# SPLIT_FROM["unary"] elements (the HEAVY ones from SPLIT_FROM["costly"])
+CHEAP_UFUNCS = {
+    "neg": "negative",
+    "abs": "absolute",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+}
+
 
 def _make_unary(name, kernel, derivative, saves, floating):
     save_x, save_y = "x" in saves, "y" in saves
@@ -337,7 +387,14 @@ def _make_unary(name, kernel, derivative, saves, floating):
     threshold = _backend.PARALLEL_MIN_ELEMENTS
     compiled_name = name + "_float32"
     compiled_from = COMPILED_UNARY.get(name, math.inf)  # inf: no compiled kernel
-    large_from = builtins.min(threshold, compiled_from)
+    ufunc = getattr(_HOST, HEAVY.get(name) or CHEAP_UFUNCS.get(name) or "", None)
+    split_class = "costly" if heavy else "unary"
+    floor = builtins.min(threshold, compiled_from, 1 << 12)  # no large-array path below
+    # the smallest size that takes a large-array path (read per call: tests move the limits)
+
+    def large_from():
+        split_from = _SPLIT_FROM[split_class] if ufunc is not None or heavy else math.inf
+        return builtins.min(threshold, compiled_from, split_from)
 
     def backward(self, g):
         x = self.unpack_saved()[0] if save_x else None
@@ -372,7 +429,7 @@ def _make_unary(name, kernel, derivative, saves, floating):
                 if name == "square" and kind == "b":  # PyTorch squares bools as int64
                     input = input.long()
                     data = input._data
-        if heavy and data.size >= large_from:
+        if data.size >= floor and data.size >= large_from():
             out = None
             if data.size >= compiled_from:
                 kernels = _backend.compiled_kernels("activation_jit", data, dtypes="f")
@@ -380,8 +437,15 @@ def _make_unary(name, kernel, derivative, saves, floating):
                     out = _backend.compiled_map(getattr(kernels, compiled_name), data)
             if out is None:
                 xp = modules[data.__class__]
-                if data.size >= threshold:
-                    out = parallel_map(kernel, xp, data, getattr(xp, HEAVY[name] or "", None))
+                if (
+                    ufunc is not None
+                    and data.__class__ is NUMPY_ARRAY
+                    and data.dtype.kind == "f"
+                    and data.size >= _SPLIT_FROM[split_class]
+                ):
+                    out = _split_ufunc(ufunc, data, min_size=_SPLIT_FROM[split_class])
+                elif heavy and data.size >= _SPLIT_FROM["costly"]:
+                    out = parallel_map(kernel, xp, data)  # a composite kernel, span by span
                 else:
                     out = kernel(xp, data)
         else:
@@ -440,8 +504,9 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     input = float_result("logit", input)
     data = input._data
     xp = array_module(data)
-    z = xp.clip(data, eps, 1 - eps) if eps is not None else data
-    out = xp.log(z / (1 - z))
+    work = data.astype(xp.float32) if data.dtype.itemsize < 4 else data  # half types: float32
+    z = xp.clip(work, eps, 1 - eps) if eps is not None else work
+    out = xp.log(z / (1 - z)).astype(data.dtype, copy=False)  # rounded once
     return result(LogitBackward0, out, (input,), (input,), eps=eps)
 
 
@@ -515,12 +580,25 @@ class RsubBackward1(Node):  # number - tensor * alpha; torch's one input is the 
         return -g if alpha == 1 else g * -alpha
 
 
+def _large(a, b, op_class: str = "binary") -> bool:
+    """Whether ``a (op) b`` is a NumPy pass worth splitting over ember's pool."""
+    limit = _SPLIT_FROM[op_class]
+    if a.__class__ is NUMPY_ARRAY:
+        return a.size >= limit or (b.__class__ is NUMPY_ARRAY and b.size >= limit)
+    return b.__class__ is NUMPY_ARRAY and b.size >= limit and a.__class__ in NUMBERS
+
+
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     if other.__class__ is float and input.__class__ is Tensor and alpha == 1:
         ad = input._data
         if ad.dtype.kind == "f" and ad.__class__ is NUMPY_ARRAY:  # the cache holds NumPy's
             scalar = _SCALARS.get((other, ad.dtype))
-            data = ad + (scalar if scalar is not None else data_of(other, ad))
+            if scalar is None:
+                scalar = data_of(other, ad)
+            if ad.size < _SPLIT_FROM["binary"]:
+                data = ad + scalar
+            else:
+                data = _split_ufunc(_HOST.add, ad, scalar)
             if input._rg:
                 if grad_state.enabled:
                     return record(AddNumberBackward(), data, (input, None))
@@ -532,7 +610,12 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     ad = a._data
     bd = data_of(b, ad)
     try:
-        data = ad + bd if alpha == 1 else ad + bd * alpha
+        if alpha != 1:
+            data = ad + bd * alpha
+        elif _large(ad, bd):
+            data = _split_ufunc(_HOST.add, ad, bd)
+        else:
+            data = ad + bd
     except ValueError:
         raise broadcast_error("add", ad, bd) from None
     if a._rg or (b.__class__ not in NUMBERS and b._rg):
@@ -549,7 +632,12 @@ def sub(input, other, *, alpha=1) -> Tensor:
         ad = input._data
         if ad.dtype.kind == "f" and ad.__class__ is NUMPY_ARRAY:  # the cache holds NumPy's
             scalar = _SCALARS.get((other, ad.dtype))
-            data = ad - (scalar if scalar is not None else data_of(other, ad))
+            if scalar is None:
+                scalar = data_of(other, ad)
+            if ad.size < _SPLIT_FROM["binary"]:
+                data = ad - scalar
+            else:
+                data = _split_ufunc(_HOST.subtract, ad, scalar)
             if input._rg and grad_state.enabled:
                 return record(SubNumberBackward(), data, (input, None))
             return wrap(data)
@@ -566,7 +654,12 @@ def sub(input, other, *, alpha=1) -> Tensor:
     ad = a._data
     bd = data_of(b, ad)
     try:
-        data = ad - bd if alpha == 1 else ad - bd * alpha
+        if alpha != 1:
+            data = ad - bd * alpha
+        elif _large(ad, bd):
+            data = _split_ufunc(_HOST.subtract, ad, bd)
+        else:
+            data = ad - bd
     except ValueError:
         raise broadcast_error("sub", ad, bd) from None
     if grad_state.enabled and (a._rg or (b.__class__ not in NUMBERS and b._rg)):
@@ -628,7 +721,12 @@ def mul(input, other) -> Tensor:
         # the hot case: floating NumPy tensor times a Python float (the cache holds NumPy's)
         if ad.dtype.kind == "f" and ad.__class__ is NUMPY_ARRAY:
             scalar = _SCALARS.get((other, ad.dtype))
-            data = ad * (scalar if scalar is not None else data_of(other, ad))
+            if scalar is None:
+                scalar = data_of(other, ad)
+            if ad.size < _SPLIT_FROM["binary"]:
+                data = ad * scalar
+            else:
+                data = _split_ufunc(_HOST.multiply, ad, scalar)
             if input._rg:
                 if grad_state.enabled:
                     node = MulByNumberBackward()
@@ -640,10 +738,11 @@ def mul(input, other) -> Tensor:
     if not isinstance(a, Tensor):
         a, b = b, a
     ad = a._data
+    bd = data_of(b, ad)
     try:
-        data = ad * data_of(b, ad)
+        data = _split_ufunc(_HOST.multiply, ad, bd) if _large(ad, bd) else ad * bd
     except ValueError:
-        raise broadcast_error("mul", ad, data_of(b, ad)) from None
+        raise broadcast_error("mul", ad, bd) from None
     b_rg = b.__class__ not in NUMBERS and b._rg
     if a._rg or b_rg:
         if grad_state.enabled:
@@ -705,8 +804,9 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
         elif not isinstance(a, Tensor) or a._data.dtype.kind == "f":
             b = b if isinstance(b, (float, complex)) else float(b)
         like = a._data if isinstance(a, Tensor) else b._data
+        ad, bd = data_of(a, like), data_of(b, like)
         try:
-            data = data_of(a, like) / data_of(b, like)
+            data = _split_ufunc(_HOST.true_divide, ad, bd) if _large(ad, bd) else ad / bd
         except ValueError:
             raise broadcast_error("div", data_of(a, like), data_of(b, like)) from None
         b_rg = isinstance(b, Tensor) and b._rg
@@ -909,11 +1009,38 @@ def _integer_power(xp, base, exponent):
 
 
 def float_power(input, exponent) -> Tensor:
-    """``input ** exponent`` computed in float64, as PyTorch's float_power."""
-    input = to_tensor(input).double() if not isinstance(input, Tensor) else input.double()
+    """``input ** exponent`` computed in float64 (complex128 if either is complex), as
+    PyTorch's float_power."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError(
+            "float_power() received an invalid combination of arguments - got "
+            f"({type(input).__name__}, {type(exponent).__name__}), but expected one of: "
+            "(Tensor input, Tensor exponent), (Number self, Tensor exponent), "
+            "(Tensor input, Number exponent)"
+        )
+    wide = dt.complex128 if _float_power_is_complex(input, exponent) else dt.float64
+    input = to_tensor(input, exponent).to(wide) if not isinstance(input, Tensor) else input.to(wide)
     if isinstance(exponent, Tensor):
-        exponent = exponent.double()
+        exponent = exponent.to(wide)
     return pow(input, exponent)
+
+
+def _float_power_is_complex(input, exponent) -> bool:
+    return any(
+        (v.dtype.is_complex if isinstance(v, Tensor) else isinstance(v, complex))
+        for v in (input, exponent)
+    )
+
+
+def float_power_(self: Tensor, exponent) -> Tensor:
+    """In-place float_power: only a float64 (complex128) base holds the result."""
+    wide = dt.complex128 if _float_power_is_complex(self, exponent) else dt.float64
+    if self.dtype != wide:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {self.dtype.legacy_name} but the "
+            f"operation's result requires dtype {wide.legacy_name}"
+        )
+    return float_power(self, exponent)
 
 
 class Atan2Backward0(Node):
@@ -974,11 +1101,14 @@ def _selection(name: str, kernel: str, node_cls):
         a, b = promote(name, input, other)
         if a._data.dtype.kind == "c":
             raise RuntimeError(f"{name} not implemented for complex tensors.")
-        xp = array_module(a._data)
+        ad, bd = a._data, b._data
         try:
-            data = getattr(xp, kernel)(a._data, b._data)
+            if _large(ad, bd):
+                data = _split_ufunc(getattr(_HOST, kernel), ad, bd)
+            else:
+                data = getattr(array_module(ad), kernel)(ad, bd)
         except ValueError:
-            raise broadcast_error(name, a._data, b._data) from None
+            raise broadcast_error(name, ad, bd) from None
         return result(node_cls, data, (a, b), (a, b))
 
     named(op, name)
@@ -1020,6 +1150,12 @@ class RemainderBackward1(Node):  # remainder(tensor, tensor)
 
 
 def fmod(input, other) -> Tensor:
+    if not isinstance(input, Tensor):  # torch has no (Number, ...) signature
+        raise TypeError(
+            f"fmod() received an invalid combination of arguments - got "
+            f"({type(input).__name__}, {type(other).__name__}), but expected one of: "
+            "(Tensor input, Tensor other), (Tensor input, Number other)"
+        )
     a, b = promote("fmod", input, other)
     if not isinstance(a, Tensor):
         a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
@@ -1401,18 +1537,28 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
 # --------------------------------------------------------------------------------------------
 # Comparison and logical ops: never differentiable, results are bool tensors.
 # --------------------------------------------------------------------------------------------
-def _compare(name, kernel, ordered=True):
+def _compare(name, kernel, ufunc_name, ordered=True):
+    ufunc = getattr(_HOST, ufunc_name)  # the kernel's ufunc, for large NumPy arrays
+
     def op(input, other) -> Tensor:
         a, b = promote(name, input, other)
         if not isinstance(a, Tensor):
             a, b = b, a
             if ordered and a._data.dtype.kind == "c":
                 raise _complex.not_implemented(name, a)
-            return non_differentiable(name, wrap(kernel(data_of(b), a._data)), a, b)
+            left, right = data_of(b), a._data
+            if _large(left, right, "compare"):
+                out = _split_ufunc(ufunc, left, right, min_size=_SPLIT_FROM["compare"])
+                return non_differentiable(name, wrap(out), a, b)
+            return non_differentiable(name, wrap(kernel(left, right)), a, b)
         if ordered and a._data.dtype.kind == "c":
             raise _complex.not_implemented(name, a)
+        left, right = a._data, data_of(b)
         try:
-            out = wrap(kernel(a._data, data_of(b)))
+            if _large(left, right, "compare"):
+                out = wrap(_split_ufunc(ufunc, left, right, min_size=_SPLIT_FROM["compare"]))
+            else:
+                out = wrap(kernel(left, right))
         except ValueError:
             raise broadcast_error(name, a._data, data_of(b)) from None
         return non_differentiable(name, out, a, b)
@@ -1421,12 +1567,12 @@ def _compare(name, kernel, ordered=True):
     return op
 
 
-eq = _compare("eq", lambda a, b: a == b, ordered=False)
-ne = _compare("ne", lambda a, b: a != b, ordered=False)
-lt = _compare("lt", lambda a, b: a < b)
-le = _compare("le", lambda a, b: a <= b)
-gt = _compare("gt", lambda a, b: a > b)
-ge = _compare("ge", lambda a, b: a >= b)
+eq = _compare("eq", lambda a, b: a == b, "equal", ordered=False)
+ne = _compare("ne", lambda a, b: a != b, "not_equal", ordered=False)
+lt = _compare("lt", lambda a, b: a < b, "less")
+le = _compare("le", lambda a, b: a <= b, "less_equal")
+gt = _compare("gt", lambda a, b: a > b, "greater")
+ge = _compare("ge", lambda a, b: a >= b, "greater_equal")
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 

@@ -22,6 +22,10 @@ from ._dispatch import array_module, check_same_device, result, wrap
 # below this many gradient elements the CSR matrix costs more to build than add.at takes
 _CSR_FROM_ELEMENTS = 1 << 14
 _INDEX_DTYPES = ("int64", "int32")
+# (indices, values, shape, coalesced) -> a sparse COO tensor whose values are the tensor
+# ``values`` (gradients flow back to it): what a sparse gradient is built with. ember.sparse,
+# above the op layer, fills it at install (``sparse._graph.from_values``).
+sparse_coo_from_values = None
 
 
 class EmbeddingBackward0(Node):
@@ -225,8 +229,6 @@ def pick_rows(gg: Tensor, lookup: Lookup) -> Tensor:
 def sparse_gradient(g: Tensor, lookup: Lookup) -> Tensor:
     """PyTorch's sparse gradient of ``weight``: one (uncoalesced) entry per lookup, the
     padding lookups left out (PyTorch has no sparse form of ``scale_grad_by_freq``)."""
-    from ..sparse._graph import from_values
-
     dim = g.shape[-1]
     values = g.reshape(-1, dim)
     flat = lookup.flat
@@ -242,7 +244,7 @@ def sparse_gradient(g: Tensor, lookup: Lookup) -> Tensor:
     indices = flat.astype(dt.int64.np).reshape(1, -1)
     if not _gm.state.enabled:
         values = values._detach()
-    return from_values(indices, values, (lookup.num_weights, dim), coalesced=False)
+    return sparse_coo_from_values(indices, values, (lookup.num_weights, dim), coalesced=False)
 
 
 def embedding_renorm_(weight: Tensor, flat, max_norm: float, norm_type: float) -> Tensor:

@@ -140,10 +140,11 @@ def grid_sample(
         for axis, pos in enumerate(positions):
             ok = (pos >= 0) & (pos <= sizes[axis] - 1)
             inside = ok if inside is None else inside & ok
-            clipped = pos.clamp(0, sizes[axis] - 1)
+            # int64 before the flat index: half types hold integers exactly only up to 2048
+            clipped = pos.clamp(0, sizes[axis] - 1).long()
             flat = clipped if flat is None else flat * sizes[axis] + clipped
         count = math.prod(out_shape)
-        index = flat.long().reshape(n, 1, count).expand(n, c, count)
+        index = flat.reshape(n, 1, count).expand(n, c, count)
         values = plane.gather(2, index).reshape((n, c) + out_shape)
         return values * inside.unsqueeze(1).to(input.dtype)
 

@@ -10,6 +10,7 @@ from .._creation import zeros
 from .._kernels import jit
 from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
+from ..autograd import forward_rules
 from ..autograd.node import Node
 from ._dispatch import (
     NUMPY_ARRAY,
@@ -846,7 +847,10 @@ class IndexFillBackward0(MaskedFillBackward0):
 def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_fill")
     mask = zeros(input._data.shape, dtype=dt.bool_, device=input.device)
-    mask._data[(slice(None),) * d + (index._data.reshape(-1),)] = True
+    if input._data.ndim == 0:  # torch treats a 0-d input as one of shape (1,)
+        mask._data[...] = index._data.size > 0
+    else:
+        mask._data[(slice(None),) * d + (index._data.reshape(-1),)] = True
     return _fill_where(input, mask, value, IndexFillBackward0, (index,))
 
 
@@ -1212,3 +1216,10 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
             positions = first + (positions - first) % builtins.max(last - first, 1)
         out = index_select(out, d, wrap(positions.astype(dt.int64.np)))
     return out
+
+
+def _constant_pad_jvp(node, tangents):  # the padding value is a constant: its tangent is 0
+    return pad(tangents[0], list(node.pad))
+
+
+forward_rules.RULES["ConstantPadNdBackward0"] = _constant_pad_jvp

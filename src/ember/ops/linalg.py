@@ -11,7 +11,7 @@ from .._creation import eye, tensor
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
-from . import linear_backward  # it reads gemm from this module when called
+from . import linear_backward, linear_gemm  # they read gemm from this module when called
 from ._dispatch import array_module, grad_state, record, result, wrap
 from ._linalg_common import svd_kernel
 from .complex import conj_of
@@ -25,6 +25,31 @@ from .shape import (
     stack,
 )
 from .shape import t as transpose_2d
+
+
+def conjugate_matrix_transpose(input: Tensor) -> Tensor:
+    """``Tensor.mH``: the last two dims swapped and conjugated (a view for real tensors)."""
+    if input._data.ndim == 0:  # torch: deprecated on 0-D tensors, where it is conj()
+        return conj_of(input)
+    if input._data.ndim < 2:
+        raise RuntimeError(
+            "tensor.mH is only supported on matrices or batches of matrices. "
+            f"Got {input._data.ndim}-D tensor."
+        )
+    return conj_of(input.transpose(-2, -1))
+
+
+def conjugate_transpose(input: Tensor) -> Tensor:
+    """``Tensor.H``: the conjugate transpose of a matrix (conj() of a 0-D tensor)."""
+    n = input._data.ndim
+    if n == 0:
+        return conj_of(input)
+    if n != 2:
+        hint = " For batches of matrices, consider using tensor.mH" if n > 2 else ""
+        raise RuntimeError(
+            f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor.{hint}"
+        )
+    return conj_of(input.transpose(0, 1))
 
 
 def _shape(t: Tensor) -> str:
@@ -209,7 +234,8 @@ def _matmul_as_torch_records(input: Tensor, other: Tensor) -> Tensor:
         out = _product(input.unsqueeze(0), other)
         return result(SqueezeBackward4, out._data.reshape(-1), (out,), shape=out._data.shape)
     if a.ndim >= 3 and b.ndim <= 2 and (other._rg or _leading_dims_fold(a)):
-        folded = _product(input.reshape(-1, a.shape[-1]), other)
+        # the row count spelled out: -1 cannot be inferred when a dim is 0
+        folded = _product(input.reshape(math.prod(a.shape[:-1]), a.shape[-1]), other)
         shape = a.shape[:-1] + b.shape[1:]
         return result(
             UnsafeViewBackward0, folded._data.reshape(shape), (folded,), shape=folded.shape
@@ -218,7 +244,7 @@ def _matmul_as_torch_records(input: Tensor, other: Tensor) -> Tensor:
         # folded the other way: (other.mT folded) @ input.t(), transposed back (torch's order)
         t1 = other.mT
         t2 = input.t() if a.ndim == 2 else input
-        folded = _product(t1.reshape(-1, t1.shape[-1]), t2)
+        folded = _product(t1.reshape(math.prod(t1.shape[:-1]), t1.shape[-1]), t2)
         shape = t1.shape[:-1] + t2.shape[1:]
         out = result(
             UnsafeViewBackward0, folded._data.reshape(shape), (folded,), shape=folded.shape
@@ -296,6 +322,11 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
         raise RuntimeError(
             f"1D tensors expected, but got {input._data.ndim}D and {tensor._data.ndim}D tensors"
         )
+    if input._data.dtype != tensor._data.dtype:
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found "
+            f"{input.dtype.legacy_name} and {tensor.dtype.legacy_name}"
+        )
     if input._data.shape[0] != tensor._data.shape[0]:
         n, m = input._data.shape[0], tensor._data.shape[0]
         raise RuntimeError(
@@ -333,7 +364,10 @@ inner_product = inner  # ember.inner
 
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
-    return dot(input, other)
+    """The dot product with the first vector conjugated: Σ conj(input) · other."""
+    if input._data.ndim == 1 and other._data.ndim == 1 and input._data.dtype == other._data.dtype:
+        return dot(conj_of(input), other)
+    return dot(input, other)  # dot's errors
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
@@ -532,13 +566,22 @@ def einsum(equation: str, *operands) -> Tensor:
     terms, out_term = _parse_einsum(equation, [o._data.shape for o in operands])
     eq = ",".join(terms) + "->" + out_term
     xp = array_module(operands[0]._data)
+    arrays = [o._data for o in operands]
+    half = arrays and arrays[0].dtype.itemsize == 2 and arrays[0].dtype.kind in "fV"
+    if half:  # NumPy's einsum has no bfloat16 (and a slow float16): float32, rounded once
+        arrays = [x.astype(xp.float32) for x in arrays]
+    elif len(arrays) == 1 and arrays[0].dtype.kind in "iub" and set(terms[0]) - set(out_term):
+        # one integer operand summed along a dim: torch reduces with sum, which gives int64
+        arrays = [arrays[0].astype(dt.int64.np)]
     try:
-        out = xp.einsum(eq, *[o._data for o in operands], optimize=_einsum_plan(xp, operands))
+        out = xp.einsum(eq, *arrays, optimize=_einsum_plan(xp, operands))
     except ValueError as exc:
         raise RuntimeError(
             f"einsum(): {exc} (equation '{equation}', shapes "
             f"{[list(o._data.shape) for o in operands]})"
         ) from None
+    if half:
+        out = out.astype(operands[0]._data.dtype)
     return result(
         EinsumBackward0, out, tuple(operands), tuple(operands), terms=terms, out_term=out_term
     )
@@ -554,11 +597,18 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     sa = [next(letters) for _ in range(a.ndim)]
     sb = [next(letters) for _ in range(b.ndim)]
     for da, db in zip(dims_a, dims_b):
-        if a.shape[da] != b.shape[db]:
-            raise RuntimeError(
-                f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
-                f"{da} and second has size {b.shape[db]} in dim {db}"
-            )
+        size_a, size_b = a.shape[da], b.shape[db]
+        if size_a != size_b:
+            if size_a != 1 and size_b != 1:
+                raise RuntimeError(
+                    f"contracted dimensions need to match, but first has size {size_a} in dim "
+                    f"{da} and second has size {size_b} in dim {db}"
+                )
+            # a size-1 dim broadcasts, as in torch: the other operand is summed along it
+            if size_a == 1:
+                b = b.sum(db, keepdim=True, dtype=b.dtype)
+            else:
+                a = a.sum(da, keepdim=True, dtype=a.dtype)
         sb[db] = sa[da]
     out = [c for i, c in enumerate(sa) if i not in [d % a.ndim for d in dims_a]]
     out += [c for i, c in enumerate(sb) if i not in [d % b.ndim for d in dims_b]]
@@ -577,7 +627,7 @@ def _square(op: str, A: Tensor) -> None:
             f"{op}: A must be batches of square matrices, but they are {shape[-2]} by "
             f"{shape[-1]} matrices"
         )
-    if A._data.dtype.kind != "f":
+    if A._data.dtype.kind not in "fc":
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.name}"
         )
@@ -586,8 +636,8 @@ def _square(op: str, A: Tensor) -> None:
 class LinalgInvExBackward0(Node):
     def backward(self, g):
         inv = self.saved_output()
-        inv_t = inv.mT
-        return -(inv_t @ g @ inv_t)  # d A⁻¹ = -A⁻¹ dA A⁻¹
+        inv_h = inv.mH
+        return -(inv_h @ g @ inv_h)  # d A⁻¹ = -A⁻¹ dA A⁻¹
 
 
 def inv(A: Tensor) -> Tensor:
@@ -609,8 +659,9 @@ class LinalgDetBackward0(Node):
         det_a = self.saved_output()
         g = g.unsqueeze(-1).unsqueeze(-1)
         if bool((det_a._data != 0).all()):
-            return g * det_a.unsqueeze(-1).unsqueeze(-1) * inv(A).mT  # d det = det A⁻ᵀ
-        return g * _cofactors(A)
+            # d det = det tr(A⁻¹ dA): the gradient is conj(det A⁻ᵀ) = conj(det) A⁻ᴴ
+            return g * conj_of(det_a).unsqueeze(-1).unsqueeze(-1) * inv(A).mH
+        return g * conj_of(_cofactors(A))
 
 
 def _cofactors(A: Tensor) -> Tensor:
@@ -641,9 +692,10 @@ class LinalgSolveExBackward0(Node):
         A, _ = self.unpack_saved()
         X = self.saved_output()
         vector = self.vector
-        gB = solve(A.mT, g)  # A X = B  =>  dB = A⁻ᵀ g,  dA = -dB Xᵀ
+        gB = solve(A.mH, g)  # A X = B  =>  dB = A⁻ᴴ g,  dA = -dB Xᴴ
         gA = None
         if self._edges[0] is not None:
+            X = conj_of(X)
             gA = -(gB.unsqueeze(-1) @ X.unsqueeze(-2)) if vector else -(gB @ X.mT)
         return gA, gB if self._edges[1] is not None else None
 
@@ -706,7 +758,11 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Te
         d0, d1 = d0 % nd, d1 % nd
         sum_dim, max_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
         sums = A.abs().sum(sum_dim, keepdim=True)
-        out = sums.amax(max_dim, keepdim=True) if ord > 0 else sums.amin(max_dim, keepdim=True)
+        if ord > 0:  # the largest of no sums is 0 (a norm's identity), as torch gives
+            empty = sums.shape[max_dim] == 0
+            out = sums.sum(max_dim, keepdim=True) if empty else sums.amax(max_dim, keepdim=True)
+        else:
+            out = sums.amin(max_dim, keepdim=True)
         return out if keepdim else out.squeeze((d0, d1))
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
@@ -861,7 +917,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             return result(UnsafeViewBackward0, out._data.reshape(shape), (out,), shape=out.shape)
         return out.view(shape)
     xp = array_module(x)
-    out = gemm(xp, x, w.T)
+    out = linear_gemm.linear_product(xp, x, w)
     if bias is not None:
         out += bias._data
     return linear_result(input, weight, bias, out)

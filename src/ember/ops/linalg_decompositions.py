@@ -1,13 +1,16 @@
 """Matrix decompositions: Cholesky, QR, symmetric eigen, SVD, LU and the log-determinant,
 each with its derivative written with ember ops (so that double backward works).
 
-Formulas (real matrices; Xᵀ the transpose, ∘ the elementwise product, k = min(m, n)):
-    cholesky  A = L Lᵀ:  gA = sym(L⁻ᵀ Φ(Lᵀ gL) L⁻¹), Φ = lower triangle with half diagonal
-    qr        A = Q R:   gA = (gQ + Q copyltu(R gRᵀ - gQᵀ Q)) R⁻ᵀ          (m ≥ n)
-    eigh      A = V Λ Vᵀ: gA = V (diag(gΛ) + F ∘ skew(Vᵀ gV)/2) Vᵀ, F_ij = 1/(λ_j - λ_i)
-    svd       A = U S Vᵀ: gA = U (F∘[skew(UᵀgU) S + S skew(VᵀgV)] + diag(gS)) Vᵀ + projections
-    lu        A = P L U: gA = P L⁻ᵀ (tril(Lᵀ gL, -1) + triu(gU Uᵀ)) U⁻ᵀ      (square part)
-    slogdet   gA = g A⁻ᵀ
+Formulas (Xᴴ the conjugate transpose, Xᵀ for real matrices; ∘ the elementwise product,
+k = min(m, n)); complex matrices follow PyTorch's convention (the conjugate Wirtinger
+gradient of a real loss):
+    cholesky  A = L Lᴴ:  gA = L⁻ᴴ Φ*(tril(Lᴴ gL)) L⁻¹, Φ*(X) = (X + Xᴴ - diag X) / 2
+    qr        A = Q R:   gA = (gQ + Q copyltu(R gRᴴ - gQᴴ Q)) R⁻ᴴ          (m ≥ n)
+    eigh      A = V Λ Vᴴ: gA = V (diag(gΛ) + F ∘ skew(Vᴴ gV)/2) Vᴴ, F_ij = 1/(λ_j - λ_i)
+    svd       A = U S Vᴴ: gA = U (F∘[skew(UᴴgU) S + S skew(VᴴgV)] + diag(gS)
+                                  + i Im diag(UᴴgU) / S) Vᴴ + projections
+    lu        A = P L U: gA = P L⁻ᴴ (tril(Lᴴ gL, -1) + triu(gU Uᴴ)) U⁻ᴴ      (square part)
+    slogdet   gA = (g_logabsdet - i Im(conj(g_sign) sign)) A⁻ᴴ  (the sign term: complex A)
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from .. import _dtype as dt
 from .._backend import KernelLinAlgError, errstate, from_host, to_host
 from .._creation import eye
 from .._tensor import Tensor
+from ..autograd import forward_rules
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
 from ._linalg_common import (
@@ -44,6 +48,7 @@ from ._linalg_common import (
     first_failure,
     int_tensor,
     is_numpy,
+    real_dtype,
     record_outputs,
     scipy_linalg,
     svd_kernel,
@@ -92,18 +97,23 @@ def _cholesky_kernel(a, xp):
     return from_host(L, a), from_host(info.reshape(batch), a)
 
 
+def _adjoint_copy(a, xp):
+    """A contiguous conjugate transpose of a stack of matrices (U = Lᴴ)."""
+    out = xp.swapaxes(a, -1, -2).copy()
+    return xp.conj(out, out=out) if out.dtype.kind == "c" else out
+
+
 class LinalgCholeskyExBackward0(Node):
     def backward(self, g):
         L = self.saved_output()
-        if self.upper:  # the factor is U = Lᵀ
-            L, g = L.mT, g.mT
-        g = g.tril()
-        P = L.mT @ g
-        phi = P.tril() - 0.5 * P.diagonal(0, -2, -1).diag_embed()
-        # L⁻ᵀ Φ L⁻¹ through two triangular solves
+        if self.upper:  # the factor is U = Lᴴ
+            L, g = L.mH, g.mH
+        P = (L.mH @ g.tril()).tril()
+        # Φ*(P) = (P + Pᴴ - diag P) / 2 for lower-triangular P (the diagonal kept complex)
+        phi = 0.5 * (P + P.tril(-1).mH)
+        # L⁻ᴴ Φ L⁻¹ through two triangular solves
         X = solve_triangular(L, phi, upper=False, left=False)
-        gA = solve_triangular(L.mT, X, upper=True)
-        return 0.5 * (gA + gA.mT)
+        return solve_triangular(L.mH, X, upper=True)
 
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple:
@@ -114,7 +124,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     if check_errors and info.any():
         _raise_not_pd("linalg.cholesky", info)
     if upper:
-        L = xp.swapaxes(L, -1, -2).copy()
+        L = _adjoint_copy(L, xp)
     out = result(LinalgCholeskyExBackward0, L, (A,), save_output=True, upper=upper)
     return CholeskyExResult(out, int_tensor(info, xp))
 
@@ -142,7 +152,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     if info.any():
         _raise_not_pd(op, info)
     if upper:
-        L = xp.swapaxes(L, -1, -2).copy()
+        L = _adjoint_copy(L, xp)
     return result(LinalgCholeskyExBackward0, L, (A,), save_output=True, upper=upper)
 
 
@@ -155,22 +165,25 @@ def cholesky_legacy(input: Tensor, upper: bool = False) -> Tensor:
 # QR
 # --------------------------------------------------------------------------------------------
 def _copyltu(M: Tensor) -> Tensor:
-    """The symmetric matrix with M's lower triangle."""
+    """The Hermitian matrix with M's strict lower triangle and the real part of its diagonal."""
     lower = M.tril(-1)
-    return lower + lower.mT + M.diagonal(0, -2, -1).diag_embed()
+    diagonal = M.diagonal(0, -2, -1)
+    if diagonal.is_complex():
+        diagonal = diagonal.real
+    return lower + lower.mH + diagonal.diag_embed()
 
 
 def _qr_backward_tall(Q: Tensor, R: Tensor, gQ, gR) -> Tensor:
-    """m ≥ n: gA = (gQ + Q copyltu(M)) R⁻ᵀ with M = R gRᵀ - gQᵀ Q."""
+    """m ≥ n: gA = (gQ + Q copyltu(M)) R⁻ᴴ with M = R gRᴴ - gQᴴ Q."""
     M = None
     if gR is not None:
-        M = R @ gR.mT
+        M = R @ gR.mH
     if gQ is not None:
-        M = -(gQ.mT @ Q) if M is None else M - gQ.mT @ Q
+        M = -(gQ.mH @ Q) if M is None else M - gQ.mH @ Q
     rhs = Q @ _copyltu(M)
     if gQ is not None:
         rhs = rhs + gQ
-    return solve_triangular(R.mT, rhs, upper=False, left=False)
+    return solve_triangular(R.mH, rhs, upper=False, left=False)
 
 
 class LinalgQrBackward0(MultiOutputNode):
@@ -198,7 +211,7 @@ class LinalgQrBackward0(MultiOutputNode):
         if gR is not None:
             gV = gR[..., m:]
             gY = Q @ gV
-            extra = Y @ gV.mT
+            extra = Y @ gV.mH
             gQ = extra if gQ is None else gQ + extra
         gX = _qr_backward_tall(Q, U, gQ, gU)
         if gY is None:
@@ -245,13 +258,15 @@ class LinalgEighBackward0(MultiOutputNode):
         L, V = self.saved_outputs()
         inner = None
         if gV is not None:
-            X = V.mT @ gV
-            # only the skew part of VᵀgV moves A along symmetric matrices
+            X = V.mH @ gV
+            # only the skew part of VᴴgV moves A along Hermitian matrices
             F = _off_diagonal_inverse(L.unsqueeze(-2) - L.unsqueeze(-1))
-            inner = F * (X - X.mT) * 0.5
+            inner = F * (X - X.mH) * 0.5
         if gL is not None:
             inner = gL.diag_embed() if inner is None else inner + gL.diag_embed()
-        return V @ inner @ V.mT
+        if inner.dtype != V.dtype:  # real eigenvalue gradients of complex eigenvectors
+            inner = inner.to(V.dtype)
+        return V @ inner @ V.mH
 
 
 def _check_uplo(op: str, UPLO: str) -> None:
@@ -267,7 +282,8 @@ def eigh(A: Tensor, UPLO: str = "L") -> tuple:
     a = A._data
     xp = array_module(a)
     if a.size == 0:
-        w, v = xp.zeros(a.shape[:-1], dtype=a.dtype), xp.zeros(a.shape, dtype=a.dtype)
+        w = xp.zeros(a.shape[:-1], dtype=real_dtype(a.dtype, xp))
+        v = xp.zeros(a.shape, dtype=a.dtype)
     else:
         w, v = xp.linalg.eigh(a, UPLO=UPLO)
     return EighResult(*record_outputs(LinalgEighBackward0, (w, v), (A,)))
@@ -299,20 +315,23 @@ class LinalgSvdBackward0(MultiOutputNode):
         F = _off_diagonal_inverse(S_row * S_row - S_col * S_col)  # 1 / (s_j² - s_i²)
         inner = None
         if gU is not None:
-            UhgU = U.mT @ gU
-            inner = (UhgU - UhgU.mT) * S_row
+            UhgU = U.mH @ gU
+            inner = (UhgU - UhgU.mH) * S_row
         if gVh is not None:
-            VhgV = Vh @ gVh.mT
-            term = S_col * (VhgV - VhgV.mT)
+            VhgV = Vh @ gVh.mH
+            term = S_col * (VhgV - VhgV.mH)
             inner = term if inner is None else inner + term
         inner = F * inner
         if gS is not None:
             inner = inner + gS.diag_embed()
+        if gU is not None and UhgU.is_complex():
+            # the phase of each singular pair: i Im(diag(UᴴgU)) / S on the diagonal
+            inner = inner + (1j * UhgU.diagonal(0, -2, -1).imag / S).diag_embed()
         gA = U @ inner @ Vh
         if m > k and gU is not None:
             gA = gA + ((gU - U @ UhgU) / S_row) @ Vh
         if n > k and gVh is not None:
-            gA = gA + U @ ((gVh - VhgV.mT @ Vh) / S_col)
+            gA = gA + U @ ((gVh - VhgV.mH @ Vh) / S_col)
         return gA
 
 
@@ -324,7 +343,7 @@ def _svd_arrays(a, xp, full_matrices: bool):
         batch = a.shape[:-2]
         u = xp.broadcast_to(xp.eye(m, ucols, dtype=a.dtype), batch + (m, ucols)).copy()
         vh = xp.broadcast_to(xp.eye(vrows, n, dtype=a.dtype), batch + (vrows, n)).copy()
-        return u, xp.zeros(batch + (k,), dtype=a.dtype), vh
+        return u, xp.zeros(batch + (k,), dtype=real_dtype(a.dtype, xp)), vh
     return svd_kernel(xp, a, full_matrices)
 
 
@@ -373,13 +392,35 @@ def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True) -> tup
 # --------------------------------------------------------------------------------------------
 class LinalgSlogdetBackward0(MultiOutputNode):
     def backward(self, g_sign, g_logabsdet):
-        # the sign is piecewise constant: only log|det| carries a gradient
-        if g_logabsdet is None:
-            return None
         (A,) = self.unpack_saved()
+        # a real sign is piecewise constant; a complex one turns with i Im tr(A⁻¹ dA)
+        if g_sign is not None and A.is_complex():
+            sign = self.saved_outputs()[0]
+            turn = -1j * (g_sign.conj() * sign).imag
+            g = turn if g_logabsdet is None else g_logabsdet + turn
+        elif g_logabsdet is None:
+            return None
+        else:
+            g = g_logabsdet
         # inv_ex: a singular A gives infinite gradients (as in PyTorch), not an error
         inverse = inv_ex(A)[0]
-        return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * inverse.mT  # d log|det A| = A⁻ᵀ
+        return g.unsqueeze(-1).unsqueeze(-1) * inverse.mH  # d log|det A| = Re tr(A⁻¹ dA)
+
+
+def _slogdet_jvp(node, tangents):
+    """d log|det A| = Re tr(A⁻¹ dA); the sign turns by i Im tr(A⁻¹ dA) (zero for real A)."""
+    (dA,) = tangents
+    if dA is None:
+        return None, None
+    (A,) = node.unpack_saved()
+    sign = node.saved_outputs()[0]
+    trace = (inv_ex(A)[0] @ dA).diagonal(0, -2, -1).sum(-1)
+    if trace.is_complex():
+        return sign * (1j * trace.imag), trace.real
+    return sign * 0, trace
+
+
+forward_rules.RULES["LinalgSlogdetBackward0"] = _slogdet_jvp
 
 
 def slogdet(A: Tensor) -> tuple:
@@ -390,7 +431,7 @@ def slogdet(A: Tensor) -> tuple:
     xp = array_module(a)
     sign, logabs = xp.linalg.slogdet(a)
     sign = xp.asarray(sign, dtype=a.dtype)
-    logabs = xp.asarray(logabs, dtype=a.dtype)
+    logabs = xp.asarray(logabs, dtype=real_dtype(a.dtype, xp))
     return SlogdetResult(*record_outputs(LinalgSlogdetBackward0, (sign, logabs), (A,), (A,)))
 
 
@@ -403,6 +444,8 @@ def logdet(input: Tensor) -> Tensor:
     """log det A: nan where det A < 0, -inf where A is singular."""
     check_matrix("logdet", input, "A", square=True)
     sign, logabs = slogdet(input)
+    if input.is_complex():  # log det = log|det| + i arg(det)
+        return logabs + 1j * sign.angle()
     from .elementwise import where
 
     return where(sign < 0, float("nan"), logabs)
@@ -466,12 +509,12 @@ def _lu_backward(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
     def square(L1, U1, gL1, gU1):
         inner = None
         if gL1 is not None:
-            inner = (L1.mT @ gL1).tril(-1)
+            inner = (L1.mH @ gL1).tril(-1)
         if gU1 is not None:
-            term = (gU1 @ U1.mT).triu()
+            term = (gU1 @ U1.mH).triu()
             inner = term if inner is None else inner + term
-        X = solve_triangular(L1.mT, inner, upper=True, unitriangular=True)
-        return solve_triangular(U1.mT, X, upper=False, left=False)
+        X = solve_triangular(L1.mH, inner, upper=True, unitriangular=True)
+        return solve_triangular(U1.mH, X, upper=False, left=False)
 
     if m == n:
         return P @ square(L, U, gL, gU)
@@ -481,8 +524,8 @@ def _lu_backward(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
         parts = []
         if gU is not None:
             gU2 = gU[..., k:]
-            gA2 = solve_triangular(L.mT, gU2, upper=True, unitriangular=True)
-            extra = -(gA2 @ U2.mT)
+            gA2 = solve_triangular(L.mH, gU2, upper=True, unitriangular=True)
+            extra = -(gA2 @ U2.mH)
             gL = extra if gL is None else gL + extra
         else:
             gA2 = (U2 * 0).detach()
@@ -493,8 +536,8 @@ def _lu_backward(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
     L1, L2 = L[..., :k, :], L[..., k:, :]
     gL1 = gL[..., :k, :] if gL is not None else None
     if gL is not None:
-        gB2 = solve_triangular(U.mT, gL[..., k:, :], upper=False, left=False)
-        extra = -(L2.mT @ gB2)
+        gB2 = solve_triangular(U.mH, gL[..., k:, :], upper=False, left=False)
+        extra = -(L2.mH @ gB2)
         gU = extra if gU is None else gU + extra
     else:
         gB2 = (L2 * 0).detach()
@@ -653,13 +696,15 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     # sytrf (Bunch-Kaufman) has no CuPy counterpart: one matrix at a time on the host
     host = to_host(a)
     hxp = array_module(host)
-    flat = host.reshape((-1,) + host.shape[-2:])
+    flat = host.reshape((math.prod(host.shape[:-2]),) + host.shape[-2:])  # -1 fails for n = 0
     int32 = dt.int32.np
     ld = hxp.zeros_like(flat)
     piv = hxp.broadcast_to(hxp.arange(1, n + 1, dtype=int32), (len(flat), n)).copy()
     info = hxp.zeros(len(flat), dtype=int32)
     if flat.size:
-        sytrf = lapack.get_lapack_funcs("sytrf", (flat,))
+        # a Hermitian complex A factors as L D Lᴴ (hetrf), a symmetric one as L D Lᵀ
+        kernel = "hetrf" if hermitian and flat.dtype.kind == "c" else "sytrf"
+        sytrf = lapack.get_lapack_funcs(kernel, (flat,))
         for i, m in enumerate(flat):
             ldu, ipiv, inf = sytrf(m, lower=1)
             ld[i], piv[i], info[i] = hxp.tril(ldu), ipiv, inf

@@ -6,15 +6,17 @@ follows PyTorch's formula for A = V diag(L) V⁻¹ (real inputs take its real pa
 
     gA = V⁻ᴴ (diag(gL) + (Vᴴ gV − Vᴴ V diag(Re(Vᴴ gV))) / conj(E)) Vᴴ,  E_ij = L_j − L_i
 
-computed on the arrays: first-order only (double backward raises a clear error).
+written with ember ops, so that it differentiates again (forward mode, double backward).
 """
 
 from __future__ import annotations
 
 from .. import _backend
+from .._creation import eye
 from .._tensor import Tensor
-from ._dispatch import array_module, grad_state, wrap
+from ._dispatch import array_module
 from ._linalg_common import MultiOutputNode, _result_type, check_matrix, record_outputs
+from .linalg import solve
 
 EigResult = _result_type("linalg_eig", "eigenvalues eigenvectors")
 
@@ -36,36 +38,25 @@ def _eig_arrays(a, xp):
 
 class LinalgEigBackward0(MultiOutputNode):
     def backward(self, gL, gV):
-        if grad_state.enabled:
-            raise RuntimeError(
-                "linalg.eig: double backward (create_graph=True) is not supported by ember yet"
-            )
-        records = self._saved_out
-        L, V = records[0][0], records[1][0]
-        xp = array_module(V)
-        Vh = xp.conj(xp.swapaxes(V, -1, -2))
+        L, V = self.saved_outputs()  # graph tensors: the formula differentiates again
+        Vh = V.mH
         n = V.shape[-1]
+        identity = eye(n, dtype=V.dtype, device=V.device)
         if gV is not None:
-            VhgV = Vh @ gV._data
-            diag_re = xp.real(xp.diagonal(VhgV, 0, -2, -1))
-            inner = VhgV - Vh @ (V * diag_re[..., None, :])
-            Lc = xp.conj(L)
-            E = Lc[..., None, :] - Lc[..., :, None]
-            idx = xp.arange(n)
-            E[..., idx, idx] = 1
-            inner = inner / E
+            VhgV = Vh @ gV
+            # eigenvectors are normalised: only the part of gV that keeps their norm counts
+            inner = VhgV - Vh @ (V * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2))
+            Lc = L.conj()
+            E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)  # conj(λ_j - λ_i), off the diagonal
+            inner = inner * (1 - identity) / (E + identity)
             if gL is not None:
-                inner[..., idx, idx] = gL._data
-            else:
-                inner[..., idx, idx] = 0
+                inner = inner + gL.diag_embed()
         else:
-            inner = xp.zeros(V.shape, dtype=V.dtype)
-            idx = xp.arange(n)
-            inner[..., idx, idx] = gL._data
-        gA = xp.linalg.solve(Vh, inner @ Vh)
+            inner = gL.diag_embed()
+        gA = solve(Vh, inner @ Vh)  # V⁻ᴴ inner Vᴴ
         if self.real_input:
-            gA = xp.real(gA).astype(self.input_dtype, copy=False)
-        return wrap(gA)
+            gA = gA.real
+        return gA
 
 
 def eig(A: Tensor) -> tuple:

@@ -12,11 +12,13 @@ import numbers
 
 from .. import _dtype as dt
 from .._backend import errstate
-from .._creation import eye, ones
+from .._creation import eye, ones, zeros
 from .._tensor import Tensor
+from ..autograd import forward_rules
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
 from ._linalg_common import check_matrix, svd_kernel
+from .complex import conj_of
 from .linalg import matmul
 from .linalg import matrix_norm as _matrix_norm_basic
 from .linalg_decompositions import svdvals
@@ -89,8 +91,9 @@ class LinalgMatrixExpBackward0(Node):
     def backward(self, g):
         (A,) = self.unpack_saved()
         n = A.shape[-1]
-        # the derivative of exp at A applied to G is the top-right block of exp([[Aᵀ, G], [0, Aᵀ]])
-        At = A.mT
+        # the adjoint of exp's derivative at A, applied to G: the top-right block of
+        # exp([[Aᴴ, G], [0, Aᴴ]])
+        At = A.mH
         top = cat([At, g], -1)
         bottom = cat([(g * 0).detach(), At], -1)
         return matrix_exp(cat([top, bottom], -2))[..., :n, n:]
@@ -101,10 +104,10 @@ def matrix_exp(A: Tensor) -> Tensor:
     check_matrix("linalg.matrix_exp", A, "A", square=True, low_precision=True)
     a = A._data
     xp = array_module(a)
-    if a.dtype.itemsize < 4:  # half precision: computed in float32, returned in A's dtype
-        out = _expm_kernel(a.astype(dt.float32.np), xp).astype(a.dtype)
-    else:
-        out = _expm_kernel(a, xp)
+    wide = dt.complex128.np if a.dtype.kind == "c" else dt.float64.np
+    # single and half precision: computed in double and rounded once (the squarings lose
+    # digits; torch's float32 results are within a few ulps of the exact exponential)
+    out = _expm_kernel(a.astype(wide, copy=False), xp).astype(a.dtype, copy=False)
     return result(LinalgMatrixExpBackward0, out, (A,), (A,))
 
 
@@ -140,8 +143,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     """Frobenius, nuclear, spectral (±2), max-column (±1) or max-row (±inf) norms."""
     if dtype is not None:
         A = A.to(dtype)
-    check_matrix("linalg.matrix_norm", A, "A")
     valid = ("fro", "nuc", 1, -1, 2, -2, float("inf"), float("-inf"))
+    # half types: the sums of absolute values, not the singular values (no LAPACK kernel)
+    check_matrix("linalg.matrix_norm", A, "A", low_precision=ord in valid and ord not in _SVD_ORDS)
     if ord not in valid:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord not in _SVD_ORDS:
@@ -281,24 +285,29 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
             f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
             f"{x.dtype.legacy_name} and y of type {y.dtype.legacy_name} instead"
         )
-    if x._data.dtype.kind != "f":
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(
             f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
             f"{x.dtype.legacy_name}"
         )
-    return (x * y).sum(dim)
+    return (conj_of(x) * y).sum(dim)  # x̄ · y, as torch conjugates the first vector
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The 3-D cross product along ``dim`` (broadcasting)."""
-    a, b = broadcast_tensors(input, other)
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    if a.shape[dim] != 3:
+    nd = input.ndim
+    if not -nd <= dim < nd:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})"
+        )
+    if input.shape[dim] != 3 or other.shape[dim] != 3:  # the dim itself does not broadcast
         raise RuntimeError(
             f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} "
             f"and {other.shape[dim]}"
         )
+    a, b = broadcast_tensors(input, other)
     a0, a1, a2 = (a.select(dim, i) for i in range(3))
     b0, b1, b2 = (b.select(dim, i) for i in range(3))
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
@@ -317,8 +326,8 @@ def cross_legacy(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor
 
 def vander(x: Tensor, N: int | None = None) -> Tensor:
     """Columns x⁰, x¹, …, x^(N-1) (increasing powers, as ``torch.linalg.vander``)."""
-    if x.ndim < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if x.ndim == 0:  # torch: a 0-d x is a vector of one element
+        x = x.reshape(1)
     if N is not None and N <= 1:
         raise RuntimeError("N must be greater than 1.")
     n = x.shape[-1] if N is None else N
@@ -336,6 +345,18 @@ class LinalgHouseholderProductBackward0(Node):
 
     def backward(self, g):
         return None, None
+
+
+def _constant_jvp(node, tangents):
+    """An output that does not depend on its inputs: a zero tangent (torch gives one)."""
+    given = [t for t in tangents if t is not None]
+    if not given:
+        return None
+    shape, np_dtype = node._meta[0]
+    return wrap(array_module(given[0]._data).zeros(shape, dtype=np_dtype))
+
+
+forward_rules.RULES["LinalgHouseholderProductBackward0"] = _constant_jvp
 
 
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
@@ -368,29 +389,57 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     Q = eye(m, dtype=A.dtype, device=A.device).expand(tuple(A.shape[:-2]) + (m, m))
     for i in range(k):
         v = V[..., :, i : i + 1]
-        Q = Q - (Q @ v) @ (v.mT * tau[..., i, None, None])
+        Q = Q - (Q @ v) @ (v.mH * tau[..., i, None, None])  # H_i = I - τ_i v_i v_iᴴ
     return Q[..., :, :n]
 
 
 def ormqr(
     input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False
 ) -> Tensor:
-    """``other`` multiplied by the full Q of ``geqrf``'s ``(input, tau)``: Q C, Qᵀ C, C Q or
-    C Qᵀ."""
+    """``other`` multiplied by the full Q of ``geqrf``'s ``(input, tau)``: Q C, Qᴴ C, C Q or
+    C Qᴴ."""
     op = "torch.ormqr"
+    if input.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if other.ndim < 2:
+        raise RuntimeError(f"{op}: other must have at least 2 dimensions.")
+    m, n = input.shape[-2:]
+    k = tau.shape[-1] if tau.ndim else 1
+    other_dim = -2 if left else -1
+    if k != min(other.shape[other_dim], n):
+        raise RuntimeError(
+            f"{op}: tau.shape[-1] must be equal to min(other.shape[{other_dim}], input.shape[-1])"
+        )
+    if other.shape[other_dim] != m:
+        raise RuntimeError(f"{op}: other.shape[{other_dim}] must be equal to input.shape[-2]")
     if other.ndim != input.ndim:
         raise RuntimeError(
             f"{op}: Expected other to have the same number of dimensions as input, but got "
             f"other.ndim equal to {other.ndim} and input.ndim is equal to {input.ndim}"
         )
-    m, n = input.shape[-2:]
-    k = tau.shape[-1]
-    # Householder reflectors beyond the k-th are identities (τ = 0): Q as a full m×m matrix
     batch = tuple(input.shape[:-2])
-    square = cat([input, (input[..., :1] * 0).expand(batch + (m, m - n))], -1) if m > n else input
-    full_tau = cat([tau, (tau[..., :1] * 0).expand(batch + (m - k,))], -1) if m > k else tau
-    Q = householder_product(square[..., :, :m], full_tau)
-    Q = Q.mT if transpose else Q
+    if tau.ndim != input.ndim - 1 or tuple(tau.shape[:-1]) != batch:
+        raise RuntimeError(
+            f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+            f"{list(tau.shape[:-1])}"
+        )
+    for name, t in (("tau", tau), ("other", other)):
+        if t.dtype != input.dtype:
+            raise RuntimeError(
+                f"{op}: Expected input and {name} to have the same dtype, but input has dtype"
+                f"{input.dtype.legacy_name} and {name} has dtype {t.dtype.legacy_name}"
+            )
+    if 0 in batch:  # no matrices: nothing depends on input or tau (torch: no gradient)
+        Q = eye(m, dtype=input.dtype, device=input.device).expand(batch + (m, m))
+        return Q @ other if left else other @ Q
+    # the k reflectors, padded with identities (τ = 0) to a full m×m Q
+    reflectors = input[..., :, :k]
+    if k < m:
+        pad = zeros(batch + (m, m - k), dtype=input.dtype, device=input.device)
+        reflectors = cat([reflectors, pad], -1)
+        tau = cat([tau, zeros(batch + (m - k,), dtype=tau.dtype, device=tau.device)], -1)
+    Q = householder_product(reflectors, tau)
+    Q = Q.mH if transpose else Q
     return Q @ other if left else other @ Q
 
 

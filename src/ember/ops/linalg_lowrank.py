@@ -2,8 +2,9 @@
 
 Halko, Martinsson and Tropp's range finder: a random projection, a few power iterations with
 re-orthonormalization, then an exact SVD of the small projected matrix. Written with ember
-ops, so the result is differentiable like the ops it is made of. The random stream is
-ember's, so the factors match PyTorch's only where the answer is unique (rank ≤ q).
+ops, so the result is differentiable like the ops it is made of. The steps and the random
+draws are torch's (ember's generator gives torch's stream for a seed), so with the same seed
+the factors agree with PyTorch's up to the signs of singular vectors.
 """
 
 from __future__ import annotations
@@ -13,40 +14,43 @@ from ._linalg_common import OldSvdResult, check_matrix
 from .linalg_decompositions import qr, svd
 
 
-def _centered(A: Tensor, M) -> Tensor:
-    return A if M is None else A - M
-
-
 def _approximate_basis(A: Tensor, q: int, niter: int, M=None) -> Tensor:
-    """An orthonormal (m, q) basis whose span nearly holds A's range."""
+    """An orthonormal (m, q) basis whose span nearly holds the range of A - M (M is never
+    subtracted from A: it may be a dense low-rank stand-in)."""
     from .._creation import randn
 
-    n = A.shape[-1]
-    R = randn(n, q, dtype=A.dtype, device=A.device)
-    Q = qr(_centered(A, M) @ R).Q
+    def times(B):  # (A - M) B
+        return A @ B if M is None else A @ B - M @ B
+
+    def adjoint_times(B):  # (A - M)ᴴ B
+        return A.mH @ B if M is None else A.mH @ B - M.mH @ B
+
+    # the same draws from the generator as torch's: one (n, q) normal matrix
+    R = randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+    Q = qr(times(R)).Q
     for _ in range(niter):
-        Q = qr(_centered(A, M).mT @ Q).Q
-        Q = qr(_centered(A, M) @ Q).Q
+        Q = qr(adjoint_times(Q)).Q
+        Q = qr(times(Q)).Q
     return Q
 
 
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None = None) -> tuple:
-    """``(U, S, V)`` with ``A - M ≈ U diag(S) Vᵀ`` of rank ``q`` (randomized)."""
+    """``(U, S, V)`` with ``A - M ≈ U diag(S) Vᴴ`` of rank ``q`` (randomized)."""
     check_matrix("svd_lowrank", A, "A")
     q = 6 if q is None else q
+    niter = 2 if niter is None else niter
     m, n = A.shape[-2:]
-    if m < n or n > q:
-        # factor the transpose, so that the small SVD is of a (n, q) matrix
-        At = A.mT
-        Mt = None if M is None else M.mT
-        Q = _approximate_basis(At, q, niter, Mt)
-        B_t = _centered(A, M) @ Q
-        U, S, Vh = svd(B_t, full_matrices=False)
-        return OldSvdResult(U, S, Q @ Vh.mT)
+    if M is not None:
+        M = M.broadcast_to(A.shape)
+    wide = m < n
+    if wide:  # factor Aᴴ, so that the small SVD is of a (q, m) matrix
+        A = A.mH
+        M = None if M is None else M.mH
     Q = _approximate_basis(A, q, niter, M)
-    B = Q.mT @ _centered(A, M)
+    B = Q.mH @ A if M is None else Q.mH @ A - Q.mH @ M
     U, S, Vh = svd(B, full_matrices=False)
-    return OldSvdResult(Q @ U, S, Vh.mT)
+    U, V = Q @ U, Vh.mH
+    return OldSvdResult(V, S, U) if wide else OldSvdResult(U, S, V)
 
 
 def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> tuple:

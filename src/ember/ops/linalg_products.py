@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._creation import zeros
 from .._tensor import Tensor
-from .linalg import bmm, check_fused_product, mv, outer
+from .linalg import bmm, check_fused_product, mm, mv, outer
 from .linalg import scaled_sum as _scaled_sum
 from .shape import cat
 
@@ -43,13 +43,25 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """β·input + α·(batch1 @ batch2), batch by batch."""
     check_fused_product("baddbmm", input, batch1, batch2)
+    if input.dtype in (dt.float16, dt.bfloat16):  # torch: in float32, rounded once
+        product = bmm(batch1.float(), batch2.float())
+        return _scaled_sum(input.float(), product, beta, alpha).to(input.dtype)
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """β·input + α·Σ_b batch1[b] @ batch2[b]."""
     check_fused_product("addbmm", input, batch1, batch2)
-    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
+    if input.dtype in (dt.float16, dt.bfloat16) and batch1.ndim == 3 and batch1.shape[0]:
+        # torch adds one batch's product at a time, each step in float32 rounded to the half
+        # type (one sum of all products rounded once differs by a few half ulps)
+        out = input
+        for i in range(batch1.shape[0]):
+            product = mm(batch1[i].float(), batch2[i].float())
+            out = _scaled_sum(out.float(), product, beta if i == 0 else 1, alpha).to(input.dtype)
+        return out
+    products = bmm(batch1, batch2)
+    return _scaled_sum(input, products.sum(0, dtype=products.dtype), beta, alpha)  # int8 stays
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:

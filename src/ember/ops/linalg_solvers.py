@@ -1,9 +1,9 @@
 """Linear solvers: triangular, Cholesky and LU based solves, inverses with an info code,
 least squares and the pseudo-inverse, each with its derivative.
 
-Formulas (X the result, G its gradient, Aᴴ written Aᵀ for real matrices):
-    solve_triangular  A X = B:   gB = A⁻ᵀ G,   gA = -gB Xᵀ on A's triangle
-    pinv              P = A⁺:    gA = -Pᵀ G Pᵀ + (I - A P) Gᵀ P Pᵀ + Pᵀ P Gᵀ (I - P A)
+Formulas (X the result, G its gradient, Aᴴ the conjugate transpose, Aᵀ for real matrices):
+    solve_triangular  A X = B:   gB = A⁻ᴴ G,   gA = -gB Xᴴ on A's triangle
+    pinv              P = A⁺:    gA = -Pᴴ G Pᴴ + (I - A P) Gᴴ P Pᴴ + Pᴴ P Gᴴ (I - P A)
 Composite solvers (cholesky_solve, lu_solve, lstsq, tensorsolve) get their derivative from
 the ops they are written with.
 """
@@ -17,6 +17,7 @@ from .. import _dtype as dt
 from .._backend import KernelLinAlgError, errstate, from_host, to_host
 from .._creation import eye
 from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
 from ._linalg_common import (
@@ -31,6 +32,7 @@ from ._linalg_common import (
     first_failure,
     int_tensor,
     is_numpy,
+    real_dtype,
     shape_str,
     svd_kernel,
 )
@@ -84,11 +86,11 @@ class LinalgSolveTriangularBackward0(Node):
         A, _ = self.unpack_saved()
         X = self.saved_output()
         upper, left, unit = self.upper, self.left, self.unitriangular
-        # A X = B  =>  gB = A⁻ᵀ G (a triangle of the other kind);  X A = B  =>  gB = G A⁻ᵀ
-        gB = solve_triangular(A.mT, g, upper=not upper, left=left, unitriangular=unit)
+        # A X = B  =>  gB = A⁻ᴴ G (a triangle of the other kind);  X A = B  =>  gB = G A⁻ᴴ
+        gB = solve_triangular(A.mH, g, upper=not upper, left=left, unitriangular=unit)
         gA = None
         if self._edges[0] is not None:
-            gA = -(gB @ X.mT) if left else -(X.mT @ gB)
+            gA = -(gB @ X.mH) if left else -(X.mH @ gB)
             gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
         return gA, gB if self._edges[1] is not None else None
 
@@ -159,17 +161,36 @@ def triangular_solve(
 # --------------------------------------------------------------------------------------------
 # Cholesky and LU based solves (composites: their derivatives come from the triangular solves)
 # --------------------------------------------------------------------------------------------
+class CholeskySolveBackward0(Node):
+    def backward(self, g):
+        B, L = self.unpack_saved()
+        X = self.saved_output()
+        upper = self.upper
+        gB = cholesky_solve(g, L, upper)  # A X = B  =>  gB = A⁻¹ G (A is Hermitian)
+        gL = None
+        if self._edges[1] is not None:
+            # dA = -(gB Xᴴ + X gBᴴ) as a Hermitian whole, through A = L Lᴴ (or Uᴴ U)
+            common = gB @ X.mH
+            common = common + common.mH
+            gL = -(L @ common) if upper else -(common @ L)
+        return gB if self._edges[0] is not None else None, gL
+
+
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     """Solve ``A X = B`` given the Cholesky factor of ``A`` (lower, or upper when asked)."""
     op = "cholesky_solve"
     check_matrix(op, B, "B")
     check_matrix(op, L, "A")
     check_same_dtype("", B, L, "b", "A", end=".")
-    if upper:  # A = Uᵀ U
-        Y = solve_triangular(L.mT, B, upper=False)
-        return solve_triangular(L, Y, upper=True)
-    Y = solve_triangular(L, B, upper=False)  # A = L Lᵀ
-    return solve_triangular(L.mT, Y, upper=True)
+    with no_grad():
+        if upper:  # A = Uᴴ U
+            Y = solve_triangular(L.mH, B, upper=False)
+            X = solve_triangular(L, Y, upper=True)
+        else:  # A = L Lᴴ
+            Y = solve_triangular(L, B, upper=False)
+            X = solve_triangular(L.mH, Y, upper=True)
+    # one node with PyTorch's formula: the gradient of L is that of A = L Lᴴ, not L's triangle
+    return result(CholeskySolveBackward0, X._data, (B, L), (B, L), save_output=True, upper=upper)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
@@ -197,13 +218,13 @@ def lu_solve(
             f"{'AX = B' if left else 'XA = B'} ({shape_str(LU)} and {shape_str(B)})"
         )
     P, L, U = lu_unpack(LU, pivots)
-    # A = P L U; the adjoint and right-sided cases become left solves with transposed factors
+    # A = P L U; the adjoint and right-sided cases become left solves with adjoint factors
     if not left:
-        # X A = B  <=>  Aᵀ Xᵀ = Bᵀ;  X Aᴴ = B  <=>  A Xᵀ = Bᵀ
-        return lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
-    if adjoint:  # Aᵀ X = B: Uᵀ Lᵀ Pᵀ X = B
-        Y = solve_triangular(U.mT, B, upper=False)
-        Z = solve_triangular(L.mT, Y, upper=True, unitriangular=True)
+        # X A = B  <=>  Aᴴ Xᴴ = Bᴴ;  X Aᴴ = B  <=>  A Xᴴ = Bᴴ
+        return lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
+    if adjoint:  # Aᴴ X = B: Uᴴ Lᴴ Pᵀ X = B
+        Y = solve_triangular(U.mH, B, upper=False)
+        Z = solve_triangular(L.mH, Y, upper=True, unitriangular=True)
         return P @ Z
     Y = solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)
     return solve_triangular(U, Y, upper=True)
@@ -360,14 +381,12 @@ class LinalgPinvBackward0(Node):
     def backward(self, g):
         (A,) = self.unpack_saved()
         P = self.saved_output()
-        # dP = -P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P   (Golub & Pereyra)
+        # dP = -P dA P + P Pᴴ dAᴴ (I - A P) + (I - P A) dAᴴ Pᴴ P   (Golub & Pereyra)
         m, n = A.shape[-2], A.shape[-1]
         eye_m = eye(m, dtype=A.dtype, device=A.device)
         eye_n = eye(n, dtype=A.dtype, device=A.device)
-        Pt = P.mT
-        return (
-            -(Pt @ g @ Pt) + (eye_m - A @ P) @ g.mT @ (P @ Pt) + (Pt @ P) @ g.mT @ (eye_n - P @ A)
-        )
+        Ph, gh = P.mH, g.mH
+        return -(Ph @ g @ Ph) + (eye_m - A @ P) @ gh @ (P @ Ph) + (Ph @ P) @ gh @ (eye_n - P @ A)
 
 
 def _tolerances(s_max, atol, rtol, m: int, n: int, eps: float, xp):
@@ -393,7 +412,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, rcond=None
     if rcond is not None:
         rtol = rcond
     op = "linalg.pinv"
-    if A._data.ndim < 2 or A._data.dtype.kind != "f":
+    if A._data.ndim < 2 or A._data.dtype.kind not in "fc":
         raise RuntimeError(
             f"{op}({A.dtype.legacy_name}{{{list(A._data.shape)}}}): expected a tensor with 2 or "
             "more dimensions of float, double, cfloat or cdouble types"
@@ -410,13 +429,14 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, rcond=None
         cutoff = _tolerances(xp.abs(w).max(-1, keepdims=True), atol, rtol, m, n, eps, xp)
         keep = xp.abs(w) > cutoff
         inv_w = xp.where(keep, 1 / xp.where(keep, w, 1), 0)
-        out = (v * inv_w[..., None, :]) @ xp.swapaxes(v, -1, -2)
+        out = (v * inv_w[..., None, :]) @ xp.conj(xp.swapaxes(v, -1, -2))
     else:
         u, s, vh = svd_kernel(xp, a)
         cutoff = _tolerances(s[..., :1], atol, rtol, m, n, eps, xp)
         keep = s > cutoff
         inv_s = xp.where(keep, 1 / xp.where(keep, s, 1), 0)
-        out = (xp.swapaxes(vh, -1, -2) * inv_s[..., None, :]) @ xp.swapaxes(u, -1, -2)
+        vh_h, u_h = xp.conj(xp.swapaxes(vh, -1, -2)), xp.conj(xp.swapaxes(u, -1, -2))
+        out = (vh_h * inv_s[..., None, :]) @ u_h
     return result(LinalgPinvBackward0, out.astype(a.dtype, copy=False), (A,), (A,), True)
 
 
@@ -460,18 +480,20 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         s = svd_kernel(xp, a, compute_uv=False)
         rank = (s > rtol * s[..., :1]).sum(-1)
     else:
-        s = xp.zeros(a.shape[:-2] + (0,), dtype=a.dtype)
+        s = xp.zeros(a.shape[:-2] + (0,), dtype=real_dtype(a.dtype, xp))
         rank = xp.zeros(a.shape[:-2], dtype=dt.int64.np)
     if driver == "gels":
         solution = _solve_full_rank(A, Bm, m, n)
     else:
         solution = pinv(A, rtol=rtol) @ Bm
-    empty = xp.zeros((0,), dtype=a.dtype)
     # PyTorch's empty residuals still belong to the graph
     residuals = solution.reshape(-1)[:0]
+    if residuals.is_complex():  # squared norms: real
+        residuals = residuals.real
     if driver != "gelsy" and m > n and (driver == "gels" or bool((rank == n).all())):
-        residuals = ((A @ solution - Bm) ** 2).sum(-2)
-    sv = wrap(s.astype(a.dtype) if driver in ("gelsd", "gelss") else empty)
+        residuals = ((A @ solution - Bm).abs() ** 2).sum(-2)
+    empty_sv = xp.zeros((0,), dtype=real_dtype(a.dtype, xp))
+    sv = wrap(s if driver in ("gelsd", "gelss") else empty_sv)
     int64 = dt.int64.np
     rank_t = wrap(xp.asarray(rank, dtype=int64) if driver != "gels" else xp.zeros(0, int64))
     return LstsqResult(solution.squeeze(-1) if vector else solution, residuals, rank_t, sv)
@@ -483,8 +505,8 @@ def _solve_full_rank(A: Tensor, B: Tensor, m: int, n: int) -> Tensor:
         from .linalg_decompositions import qr
 
         Q, R = qr(A)
-        return solve_triangular(R, Q.mT @ B, upper=True)
-    return A.mT @ _solve(A @ A.mT, B)
+        return solve_triangular(R, Q.mH @ B, upper=True)
+    return A.mH @ _solve(A @ A.mH, B)
 
 
 # --------------------------------------------------------------------------------------------
@@ -550,12 +572,14 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
     ld_h, piv_h, b_h = (to_host(x) for x in (LD._data, pivots._data, B._data))
     hxp = array_module(b_h)
     batch = tuple(broadcast_shapes(ld_h.shape[:-2], b_h.shape[:-2]))
-    ld = hxp.broadcast_to(ld_h, batch + (n, n)).reshape(-1, n, n)
-    piv = hxp.broadcast_to(piv_h, batch + (n,)).reshape(-1, n)
-    b = hxp.broadcast_to(b_h, batch + b_h.shape[-2:]).reshape((-1,) + b_h.shape[-2:])
+    count = math.prod(batch)  # not -1: a reshape cannot infer it when n = 0
+    ld = hxp.broadcast_to(ld_h, batch + (n, n)).reshape(count, n, n)
+    piv = hxp.broadcast_to(piv_h, batch + (n,)).reshape(count, n)
+    b = hxp.broadcast_to(b_h, batch + b_h.shape[-2:]).reshape((count,) + b_h.shape[-2:])
     out = hxp.empty_like(b)
     if b.size:
-        sytrs = lapack.get_lapack_funcs("sytrs", (ld,))
+        kernel = "hetrs" if hermitian and ld.dtype.kind == "c" else "sytrs"
+        sytrs = lapack.get_lapack_funcs(kernel, (ld,))
         for i in range(len(b)):
             out[i], _ = sytrs(ld[i], piv[i], b[i], lower=1)
     out = from_host(out.reshape(batch + b_h.shape[-2:]), LD._data)

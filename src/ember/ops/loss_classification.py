@@ -174,7 +174,7 @@ def cross_entropy(
         check_same_device("cross_entropy", input, weight)
     cupy = _backend._cupy
     if cupy is not None and data.__class__ is cupy.ndarray:
-        from ..cuda import fused_ops
+        from . import cuda_fused as fused_ops
 
         fused = fused_ops.cross_entropy(
             input, target, weight, ignore_index, reduction, label_smoothing

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, grad_state, promote, result, wrap
+from ._dispatch import array_module, broadcast_error, grad_state, promote, result, wrap
 from .distance import pairwise_distance
 from .elementwise import clamp, minimum, sigmoid, where
 from .loss import (
@@ -38,20 +38,30 @@ def soft_margin_loss(
     input, target = promote("soft_margin_loss", input, target)
     x, t = input._data, target._data
     xp = array_module(x)
+    if x.shape != t.shape:
+        try:
+            xp.broadcast_shapes(x.shape, t.shape)
+        except ValueError:
+            raise broadcast_error("soft_margin_loss", x, t) from None
     z = -t * x
     terms = xp.log1p(xp.exp(-xp.abs(z))) + xp.maximum(z, 0)
     return pointwise_loss(SoftMarginLossBackward0, input, target, terms, reduction)
 
 
-def _check_class_target(op: str, input: Tensor, target: Tensor):
-    """(N, C) input and (N,) target of class indices; a (C,) input takes a 0-d or (1,) one."""
-    if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0) or input.dim() == 0:
+def _check_margin_input(input: Tensor) -> None:
+    """torch's rule: a 0-d input (one sample of one class), a non-empty (C,) or an (N, C) with
+    C > 0."""
+    if input.dim() > 2 or (input.dim() in (1, 2) and input.shape[-1] == 0):
         raise RuntimeError(
             "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
             f"{list(input.shape)}"
         )
-    if target.dtype.name != "int64":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.legacy_name}")
+
+
+def _check_class_target(op: str, input: Tensor, target: Tensor, weight: Tensor | None = None):
+    """(N, C) input and (N,) target of class indices; a (C,) input takes a 0-d or (1,) one.
+    torch's order: the shapes (input, target, weight), then the target's dtype."""
+    _check_margin_input(input)
     n = input.shape[0] if input.dim() == 2 else 1
     if target.dim() > 1 or target.numel() != n:
         raise RuntimeError(
@@ -59,6 +69,13 @@ def _check_class_target(op: str, input: Tensor, target: Tensor):
             f"(batch size). Expected target size [{n}], but got {list(target.shape)}. Input has "
             f"shape {list(input.shape)}."
         )
+    classes = input.shape[-1] if input.dim() else 1
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(
+            f"inconsistent weight size, expected {classes} but got {list(weight.shape)}"
+        )
+    if target.dtype.name != "int64":
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.legacy_name}")
 
 
 class MultiMarginLossBackward0(Node):
@@ -102,10 +119,10 @@ def multi_margin_loss(
         )
     check_reduction(reduction)
     refuse_grad("multi_margin_loss", "weight", weight)
-    _check_class_target("multi_margin_loss", input, target)
+    _check_class_target("multi_margin_loss", input, target, weight)
     data = input._data
     xp = array_module(data)
-    classes = data.shape[-1]
+    classes = data.shape[-1] if data.ndim else 1
     x = data.reshape(-1, classes)
     y = target._data.reshape(-1)
     if y.size and bool(((y < 0) | (y >= classes)).any()):
@@ -118,7 +135,7 @@ def multi_margin_loss(
     if weight is not None:
         scale = scale * weight._data.astype(data.dtype)[y][:, None]
     terms = (z * scale).sum(-1)
-    if input.dim() == 1 and target.dim() == 0:
+    if input.dim() == 0 or (input.dim() == 1 and target.dim() == 0):
         terms = terms.reshape(())
     out = reduce_array(xp, terms, reduction)
     return result(
@@ -152,11 +169,7 @@ def multilabel_margin_loss(
     target classes and ends at the first -1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
-    if input.dim() > 2 or input.dim() == 0 or (input.dim() == 2 and input.shape[1] == 0):
-        raise RuntimeError(
-            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
-            f"{list(input.shape)}"
-        )
+    _check_margin_input(input)
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(
             f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
@@ -165,7 +178,7 @@ def multilabel_margin_loss(
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.legacy_name}")
     data = input._data
     xp = array_module(data)
-    classes = data.shape[-1]
+    classes = data.shape[-1] if data.ndim else 1
     x = data.reshape(-1, classes)
     y = target._data.reshape(-1, classes)
     if y.size and bool(((y < -1) | (y >= classes)).any()):
@@ -180,7 +193,7 @@ def multilabel_margin_loss(
     margins = 1 - picked[:, :, None] + x[:, None, :]  # (N, J, I)
     active = valid[:, :, None] & ~is_target[:, None, :] & (margins > 0)
     terms = (margins * active).sum((1, 2)) / classes
-    if input.dim() == 1:
+    if input.dim() <= 1:
         terms = terms.reshape(())
     out = reduce_array(xp, terms.astype(data.dtype, copy=False), reduction)
     if not (input._rg and grad_state.enabled):

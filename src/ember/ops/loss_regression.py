@@ -178,6 +178,15 @@ class SmoothL1LossBackward0(PointwiseLossNode):
         return -self.d_input(x, t)
 
 
+def _in_float32_if_half(array):
+    """Half-type elements computed in float32 (rounded once at the end), as torch's kernels."""
+    return (
+        array.astype("float32")
+        if array.dtype.itemsize == 2 and array.dtype.kind not in "iub"
+        else array
+    )
+
+
 def smooth_l1_loss(
     input: Tensor,
     target: Tensor,
@@ -197,8 +206,8 @@ def smooth_l1_loss(
     check_reduction(reduction)
     x, t = _broadcast_arrays("smooth_l1_loss", input, target)
     xp = array_module(x)
-    d = xp.abs(x - t)
-    terms = xp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    d = xp.abs(_in_float32_if_half(x) - _in_float32_if_half(t))
+    terms = xp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta).astype(x.dtype, copy=False)
     return pointwise_loss(SmoothL1LossBackward0, input, target, terms, reduction, beta=beta)
 
 
@@ -232,8 +241,8 @@ def huber_loss(
     check_reduction(reduction)
     x, t = _broadcast_arrays("huber_loss", input, target)
     xp = array_module(x)
-    d = xp.abs(x - t)
-    terms = xp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    d = xp.abs(_in_float32_if_half(x) - _in_float32_if_half(t))
+    terms = xp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)).astype(x.dtype, copy=False)
     return pointwise_loss(HuberLossBackward0, input, target, terms, reduction, delta=delta)
 
 

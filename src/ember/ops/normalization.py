@@ -20,6 +20,7 @@ from .. import _backend
 from .._dtype import from_numpy_dtype
 from .._kernels import jit
 from .._kernels.blocked import errors_ignored, is_plain_numpy
+from .._out import with_out
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, grad_state, result, wrap
@@ -28,6 +29,9 @@ from ._recorded import KernelCall as _KernelCall
 from ._recorded import kernel_call as _kernel_call
 from ._recorded import recorder as _recorder
 from ._spatial_checks import require_floating
+from .indexing import pad
+from .pooling import avg_pool_nd
+from .pooling_2d import avg_pool2d
 
 # --------------------------------------------------------------------------------------------
 # Fused layer / batch / group norm
@@ -508,7 +512,7 @@ def native_layer_norm(
     stats_shape = lead + (1,) * k
     cupy = _backend._cupy
     if cupy is not None and input._data.__class__ is cupy.ndarray:
-        from ..cuda import fused_ops
+        from . import cuda_fused as fused_ops
 
         fused = fused_ops.layer_norm(input, shape, weight, bias, eps)
         if fused is not None:  # one CUDA kernel per row
@@ -686,7 +690,8 @@ class NativeGroupNormStatsBackward(MultiOutputNode):
         mean, rstd = self.saved_outputs()
         if not self.needs(0):
             return None, None, None
-        groups = x.reshape(mean.shape[0], mean.shape[1], -1)
+        n, group = mean.shape
+        groups = x.reshape(n, group, x.numel() // (n * group) if n * group else 0)
         m = groups.shape[-1]
         grad = None
         if g_mean is not None:
@@ -754,19 +759,34 @@ def rms_norm(
     input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None
 ) -> Tensor:
     """x / sqrt(mean(x²) + eps) over the trailing ``normalized_shape`` dims, times ``weight``;
-    ``eps`` defaults to the machine epsilon of the input's dtype."""
+    ``eps`` defaults to the machine epsilon of the dtype computed in. Half types are computed
+    in float32 (weight included) and rounded once, as torch does."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+            "one element, but got normalized_shape = []"
+        )
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(
+            "Expected weight to be of same shape as normalized_shape, but got weight of shape "
+            f"{list(weight.shape)} and normalized_shape = {list(shape)}"
+        )
     if tuple(input.shape[input.dim() - len(shape) :]) != shape or input.dim() < len(shape):
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape "
             f"[*{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
         )
     require_floating(input, "rms_norm")
+    half = input.dtype.name in ("float16", "bfloat16")
+    x = input.float() if half else input
     if eps is None:
-        eps = float(array_module(input._data).finfo(input._data.dtype).eps)
+        eps = float(array_module(x._data).finfo(x._data.dtype).eps)
     dims = tuple(range(input.dim() - len(shape), input.dim()))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out * weight if weight is not None else out
+    out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * (weight.float() if half else weight)
+    return out.to(input.dtype) if half else out
 
 
 def _channel_window_matrix(channels: int, size: int, xp, dtype):
@@ -786,6 +806,8 @@ def local_response_norm(
         raise ValueError(
             f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)"
         )
+    if not (input.is_floating_point() or input.is_complex()):
+        return _integer_local_response_norm(input, size, alpha, beta, k)
     require_floating(input, "local_response_norm")
     if input.numel() == 0:
         return input
@@ -822,3 +844,25 @@ def cross_map_lrn2d(
     weights = wrap(band.astype(input._data.dtype))
     sums = ((input * input).movedim(1, -1) @ weights.mT).movedim(-1, 1)
     return input * (sums + k).pow(-beta)
+
+
+def _integer_local_response_norm(input: Tensor, size: int, alpha, beta, k) -> Tensor:
+    """Integer input as torch's composite computes it: the squares averaged over channel
+    windows by the integer average pooling (window sums divided toward zero), then x / (k +
+    alpha · that)^beta in the default float dtype."""
+    squares = (input * input).unsqueeze(1)
+    if input.dim() == 3:
+        squares = pad(squares, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(squares, (size, 1), stride=1).squeeze(1)
+    else:
+        n, c = input.shape[:2]
+        squares = squares.reshape(n, 1, c, input.shape[2], -1)
+        squares = pad(squares, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool_nd(squares, (size, 1, 1), 1, 0, False, True, None, 3, "avg_pool3d")
+        div = div.squeeze(1).reshape(input.shape)
+    return input / (div * alpha + k).pow(beta)
+
+
+# torch.native_batch_norm takes out= (three tensors); ember's root reaches it lazily, past the
+# root's out= installation, so it carries its own
+native_batch_norm = with_out(native_batch_norm, "native_batch_norm")

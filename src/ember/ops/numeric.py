@@ -24,6 +24,25 @@ from .elementwise import _integers_to_float, float_result, logaddexp, trunc
 LN2 = math.log(2.0)
 
 
+def _require_tensor(op: str, name: str, position: int, value) -> None:
+    """torch's parser refuses a number where its signature has only a Tensor."""
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"{op}(): argument '{name}' (position {position}) must be Tensor, "
+            f"not {type(value).__name__}"
+        )
+
+
+def _require_tensor_input(op: str, input, other) -> None:
+    """(Tensor, Tensor) and (Tensor, Number) are torch's only signatures for ``op``."""
+    if not isinstance(input, Tensor):
+        got = ", ".join(type(v).__name__ for v in (input, other))
+        raise TypeError(
+            f"{op}() received an invalid combination of arguments - got ({got}), but expected "
+            f"one of: (Tensor input, Tensor other), (Tensor input, Number other)"
+        )
+
+
 class CopysignBackward0(Node):  # tensor other: torch gives it a zero gradient
     def backward(self, g):
         (a,) = self.unpack_saved()
@@ -47,6 +66,7 @@ def copysign(input, other) -> Tensor:
     """|input| with the sign of ``other`` (the sign bit, so -0.0 counts as negative).
 
     Gradients as torch: result/input for input (0 where input is 0), zeros for other."""
+    _require_tensor_input("copysign", input, other)
     a, b = _integers_to_float("copysign", to_tensor(input), other)
     a, b = promote("copysign", a, b)
     a = float_result("copysign", a)
@@ -94,6 +114,8 @@ def _two_to(other: Tensor) -> Tensor:
 
 def ldexp(input: Tensor, other) -> Tensor:
     """input · 2^other, in the promoted floating dtype of both."""
+    _require_tensor("ldexp", "input", 1, input)
+    _require_tensor("ldexp", "other", 2, other)
     other = to_tensor(other, input)
     if input.dtype.is_floating_point and other._data.dtype.kind == "b":
         # PyTorch's kernel for a floating mantissa takes integer exponents, not bools
@@ -105,7 +127,8 @@ def ldexp(input: Tensor, other) -> Tensor:
         else:
             # as PyTorch: 2 ** other in other's floating dtype (the default one for integers),
             # then the product with the usual promotion
-            exponent = other if other.dtype.is_floating_point else other.to(dt.get_default_dtype())
+            inexact = other.dtype.is_floating_point or other.dtype.is_complex
+            exponent = other if inexact else other.to(dt.get_default_dtype())
             out = input * (2.0**exponent)
     return result(LdexpBackward0, out._data, (input, other), (other,), save_output=True)
 
@@ -113,12 +136,17 @@ def ldexp(input: Tensor, other) -> Tensor:
 def frexp(input: Tensor):
     """(mantissa, exponent) with input = mantissa · 2^exponent, |mantissa| in [0.5, 1)."""
 
-    if input._data.dtype.kind != "f":
+    if not input.dtype.is_floating_point:
         raise RuntimeError(
             f"torch.frexp() only supports floating-point dtypes but got {input.dtype.legacy_name}"
         )
-    xp = array_module(input._data)
-    mantissa, exponent = xp.frexp(input._data)
+    data = input._data
+    xp = array_module(data)
+    if data.dtype.kind != "f":  # bfloat16: float32 holds it exactly, and its mantissa too
+        mantissa, exponent = xp.frexp(data.astype(dt.float32.np))
+        mantissa = mantissa.astype(data.dtype)
+    else:
+        mantissa, exponent = xp.frexp(data)
     exponent = wrap(exponent.astype(dt.int32.np))
     mantissa = result(FrexpBackward0, mantissa, (input,), exponent=exponent)
     return return_types.frexp(mantissa, exponent)
@@ -137,11 +165,15 @@ def _integer_op(op: str, kernel: str, input, other) -> Tensor:
     return wrap(getattr(xp, kernel)(a._data, b._data))
 
 
-def gcd(input: Tensor, other) -> Tensor:
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    _require_tensor("gcd", "input", 1, input)
+    _require_tensor("gcd", "other", 2, other)
     return _integer_op("gcd", "gcd", input, other)
 
 
-def lcm(input: Tensor, other) -> Tensor:
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    _require_tensor("lcm", "input", 1, input)
+    _require_tensor("lcm", "other", 2, other)
     return _integer_op("lcm", "lcm", input, other)
 
 

@@ -13,21 +13,18 @@ import math
 
 from .. import _creation
 from .._tensor import Tensor
+from ..autograd import forward_rules
 from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
-from ._spatial_checks import check_pool_args, require_floating
+from ._spatial_checks import (
+    check_pool_args,
+    check_pool_output,
+    pool_input_error,
+    pool_tuple,
+    require_floating,
+)
 from .resample import _area_matrix, apply_along_axes
 from .shape import broadcast_shapes
-
-
-def _tuple(value, n: int, name: str) -> tuple:
-    if isinstance(value, (tuple, list)):
-        if len(value) == 1 and n > 1:
-            value = tuple(value) * n
-        if len(value) != n:
-            raise RuntimeError(f"{name} must either be a single int, or a tuple of {n} ints")
-        return tuple(int(v) for v in value)
-    return (int(value),) * n
 
 
 def _batched(input: Tensor, nd: int, op: str) -> tuple[Tensor, bool]:
@@ -100,7 +97,21 @@ def scatter_to_plane(values: Tensor, index, shape, accumulate: bool = True) -> T
         xp.add.at(out, where, data.reshape(n, c, count))
     else:
         out[where] = data.reshape(n, c, count)
-    return result(_ScatterToPlaneBackward, out.reshape(shape), (values,), index=index)
+    return result(
+        _ScatterToPlaneBackward, out.reshape(shape), (values,), index=index, accumulate=accumulate
+    )
+
+
+def _scatter_to_plane_jvp(node, tangents):
+    """The scatter applied to the tangent: with duplicate indices and no ``accumulate`` only
+    the last value counts (the transposed gather would add every duplicate's tangent)."""
+    (tangent,) = tangents
+    if tangent is None:
+        return None
+    return scatter_to_plane(tangent, node.index, tuple(node._meta[0][0]), node.accumulate)
+
+
+forward_rules.RULES[_ScatterToPlaneBackward.python_name] = _scatter_to_plane_jvp
 
 
 def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tensor]:
@@ -148,39 +159,50 @@ def _window_max(x: Tensor, positions, valid, op_name: str) -> tuple[Tensor, Tens
     return values, wrap(index)
 
 
-def _check_pool_args(kernel, stride, padding, dilation, op: str) -> None:
-    if len(kernel) == 1:  # 1-d poolings are torch's 2-d ones over a (1, L) plane
+def _pool_args(kernel_size, stride, padding, dilation, nd: int, op: str) -> tuple:
+    """kernel, stride (the kernel's when omitted), padding and dilation as ``nd`` ints."""
+    kernel = pool_tuple(kernel_size, nd, "kernel_size", op)
+    omitted = stride is None or (isinstance(stride, (tuple, list)) and not stride)
+    stride = kernel if omitted else pool_tuple(stride, nd, "stride", op)
+    padding = pool_tuple(padding, nd, "padding", op)
+    return kernel, stride, padding, pool_tuple(dilation, nd, "dilation", op)
+
+
+def _check_pool_input(input: Tensor, kernel, stride, padding, dilation, op: str) -> None:
+    """torch's checks of the window and (3-d) of the input, in its order."""
+    nd = len(kernel)
+    if nd == 1:  # 1-d poolings are torch's 2-d ones over a (1, L) plane
         check_pool_args((1, *kernel), (1, *stride), (0, *padding), (1, *dilation))
-    else:
-        check_pool_args(kernel, stride, padding, dilation)
+        return
+    if nd == 3 and input.dim() not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    input_error = pool_input_error(tuple(input.shape), nd, op) if nd == 3 else None
+    check_pool_args(kernel, stride, padding, dilation, input_error)
 
 
-def _pooled_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool, op: str) -> int:
-    span = size + 2 * p - d * (k - 1) - 1
-    out = (-(-span // s) if ceil_mode else span // s) + 1
-    if ceil_mode and (out - 1) * s >= size + p:
-        out -= 1  # the last window must start inside the input or the left padding
-    if out <= 0:
-        raise RuntimeError(
-            f"{op}: Given input size: {size}. Calculated output size: {out}. Output size is "
-            "too small"
-        )
-    return out
+def _pooled_sizes(x: Tensor, kernel, stride, padding, dilation, ceil_mode: bool) -> list:
+    sizes = []
+    for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation):
+        span = size + 2 * p - d * (k - 1) - 1
+        out = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1  # the last window must start inside the input or the left padding
+        sizes.append(out)
+    check_pool_output(x.shape[1:], sizes)
+    return sizes
 
 
 def max_pool_nd(
     input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd: int, op: str
 ):
     """Max pooling over the last ``nd`` dims of (N, C, *S) or (C, *S)."""
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation, nd, op)
+    _check_pool_input(input, kernel, stride, padding, dilation, op)
     x, unbatched = _batched(input, nd, op)
-    kernel = _tuple(kernel_size, nd, "kernel_size")
-    stride = kernel if stride is None or stride == [] else _tuple(stride, nd, "stride")
-    padding, dilation = _tuple(padding, nd, "padding"), _tuple(dilation, nd, "dilation")
-    _check_pool_args(kernel, stride, padding, dilation, op)
     xp = array_module(x._data)
     positions, valid = [], []
-    for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation):
-        o = _pooled_size(size, k, s, p, d, ceil_mode, op)
+    sizes = _pooled_sizes(x, kernel, stride, padding, dilation, ceil_mode)
+    for size, k, s, p, d, o in zip(x.shape[2:], kernel, stride, padding, dilation, sizes):
         pos = (xp.arange(o) * s - p)[:, None] + (xp.arange(k) * d)[None, :]
         positions.append(pos)
         valid.append((pos >= 0) & (pos < size))
@@ -198,29 +220,99 @@ def _adaptive_windows(in_size: int, out_size: int, xp):
     return pos, xp.ones(pos.shape, dtype=bool)
 
 
-def _adaptive_sizes(x: Tensor, output_size, nd: int) -> tuple:
-    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * nd
+def adaptive_output_size(input: Tensor, output_size, nd: int, op: str) -> tuple:
+    """torch's checks of an adaptive pooling's input and ``output_size``, in its order (the
+    functional's, then ATen's: average and max pooling check in different orders and words);
+    the output size as ``nd`` ints (None keeps the input's size)."""
+    avg = op.startswith("adaptive_avg")
+    given = tuple(output_size) if isinstance(output_size, (tuple, list)) else None
+    shape = list(input.shape)
+    if nd == 1:
+        if given is not None and len(given) != 1:
+            raise RuntimeError(
+                f"{op}() argument 'output_size' should contain one int (got {len(given)})"
+            )
+        size = given[0] if given is not None else output_size
+        if size is None:
+            raise TypeError(
+                f"{op}(): argument 'output_size' (position 2) must be tuple of ints, not NoneType"
+            )
+        if input.dim() not in (2, 3):
+            raise RuntimeError(
+                f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for "
+                f"argument #1 'self' (while checking arguments for {op})"
+            )
+        size = int(size)
+        if avg and size < 0:  # torch pools the (..., 1, L) plane in 2-d
+            raise RuntimeError(
+                "adaptive_avg_pool2d: elements of output_size must be greater than or equal to "
+                f"0 but received {{1, {size}}}"
+            )
+        if not avg:
+            _check_adaptive_input(shape, 1, op)
+        else:
+            _check_adaptive_input(
+                shape[:-1] + [1, shape[-1]], 2, "adaptive_avg_pool2d", spatial_only=True
+            )
+        if size < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {size}: {shape[:-1] + [1, size]}"
+            )
+        return (size,)
+    if given is not None:  # torch.nn.functional's _list_with_default
+        if input.dim() <= len(given):
+            raise ValueError(f"Input dimension should be at least {len(given) + 1}")
+        given = tuple(
+            shape[len(shape) - len(given) + i] if s is None else s for i, s in enumerate(given)
+        )
+    sizes = given if given is not None else (output_size,) * nd
+    rank = f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got{'' if avg else ':'} {shape}"
+    if avg:
+        if len(sizes) != nd:
+            raise RuntimeError(f"{op}: output_size must be {nd}")
+        sizes = tuple(int(s) for s in sizes)
+        if any(s < 0 for s in sizes):
+            received = ", ".join(str(s) for s in sizes[:2]) + "".join(f",{s}" for s in sizes[2:])
+            raise RuntimeError(
+                f"{op}: elements of output_size must be greater than or equal to 0 but "
+                f"received {{{received}}}"
+            )
+        if input.dim() not in (nd + 1, nd + 2):
+            raise RuntimeError(rank)
+        if any(s != 1 for s in sizes):  # torch takes a plain mean for an output of ones
+            _check_adaptive_input(shape, nd, op, spatial_only=nd == 2)
+        return sizes
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(rank)
+    _check_adaptive_input(shape, nd, op)
     if len(sizes) != nd:
-        raise RuntimeError(f"adaptive pool: output_size must be {nd} elements, got {sizes}")
-    sizes = tuple(x.shape[2 + i] if s is None else int(s) for i, s in enumerate(sizes))
+        raise RuntimeError(f"{op}(): internal error: output_size.size() must be {nd}")
+    sizes = tuple(int(s) for s in sizes)
     if any(s < 0 for s in sizes):
-        raise RuntimeError(f"adaptive pool: output_size must be non-negative, got {sizes}")
+        out_shape = shape[: input.dim() - nd] + list(sizes)
+        bad = next(s for s in sizes if s < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {out_shape}")
     return sizes
 
 
-def _check_adaptive_input(input: Tensor, nd: int, op: str) -> None:
-    if input.dim() in (nd + 1, nd + 2) and any(s == 0 for s in input.shape[input.dim() - nd :]):
+def _check_adaptive_input(shape: list, nd: int, op: str, spatial_only: bool = False) -> None:
+    """torch's non-empty check: every dim after the first (the spatial ones only, for 2-d
+    average pooling), the first empty one named."""
+    if len(shape) not in (nd + 1, nd + 2):
+        return
+    first = len(shape) - nd if spatial_only else 1
+    empty = [i for i in range(first, len(shape)) if shape[i] == 0]
+    if empty:
         raise RuntimeError(
             f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input "
-            f"has sizes {list(input.shape)} with dimension {input.dim() - nd} being empty"
+            f"has sizes {shape} with dimension {empty[0]} being empty"
         )
 
 
 def adaptive_max_pool(input: Tensor, output_size, return_indices: bool, nd: int, op: str):
     """Max over PyTorch's adaptive windows."""
-    _check_adaptive_input(input, nd, op)
+    sizes = adaptive_output_size(input, output_size, nd, op)
     x, unbatched = _batched(input, nd, op)
-    sizes = _adaptive_sizes(x, output_size, nd)
     xp = array_module(x._data)
     windows = [_adaptive_windows(n, o, xp) for n, o in zip(x.shape[2:], sizes)]
     positions = [p for p, _ in windows]
@@ -231,12 +323,14 @@ def adaptive_max_pool(input: Tensor, output_size, return_indices: bool, nd: int,
 
 def adaptive_avg_pool(input: Tensor, output_size, nd: int, op: str) -> Tensor:
     """Mean over PyTorch's adaptive windows, one (out, in) matrix per axis."""
-    _check_adaptive_input(input, nd, op)
+    sizes = adaptive_output_size(input, output_size, nd, op)
     require_floating(input, op)
     x, unbatched = _batched(input, nd, op)
-    sizes = _adaptive_sizes(x, output_size, nd)
     xp = array_module(x._data)
     matrices = [None if n == o else _area_matrix(n, o, xp) for n, o in zip(x.shape[2:], sizes)]
+    half = x.dtype.name in ("float16", "bfloat16")
+    if half:  # one rounding, as torch's float accumulation (not one per axis)
+        return _unbatch(apply_along_axes(x.float(), matrices).to(x.dtype), unbatched)
     return _unbatch(apply_along_axes(x, matrices), unbatched)
 
 
@@ -264,23 +358,67 @@ def avg_pool_nd(
     op: str,
 ) -> Tensor:
     """Average pooling over the last ``nd`` dims, separable into one matrix per axis."""
-    require_floating(input, op)
+    integer = not (input.is_floating_point() or input.is_complex())
+    if nd == 3 and integer and input.dtype.name != "int64":  # torch's CPU kernel: int64 only
+        raise NotImplementedError(
+            f"\"avg_pool3d_out_frame\" not implemented for '{input.dtype.legacy_name}'"
+        )
+    if nd != 3:
+        require_floating(input, op)
+    kernel, stride, padding, _ = _pool_args(kernel_size, stride, padding, 1, nd, op)
+    _check_pool_input(input, kernel, stride, padding, (1,) * nd, op)
     x, unbatched = _batched(input, nd, op)
-    kernel = _tuple(kernel_size, nd, "kernel_size")
-    stride = kernel if stride is None or stride == [] else _tuple(stride, nd, "stride")
-    padding = _tuple(padding, nd, "padding")
-    _check_pool_args(kernel, stride, padding, (1,) * nd, op)
+    if nd == 3 and any(n < k for n, k in zip(x.shape[2:], kernel)):
+        (t, h, w), (kt, kh, kw) = x.shape[2:], kernel
+        raise RuntimeError(
+            f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+            f"(kT: {kt} kH: {kh} kW: {kw})"
+        )
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     xp = array_module(x._data)
+    sizes = _pooled_sizes(x, kernel, stride, padding, (1,) * nd, ceil_mode)
+    if integer:
+        return _unbatch(
+            _integer_avg_pool(
+                x, kernel, stride, padding, sizes, count_include_pad, divisor_override
+            ),
+            unbatched,
+        )
     matrices = []
-    for a, (size, k, s, p) in enumerate(zip(x.shape[2:], kernel, stride, padding)):
-        out = _pooled_size(size, k, s, p, 1, ceil_mode, op)
+    for a, (size, k, s, p, out) in enumerate(zip(x.shape[2:], kernel, stride, padding, sizes)):
         scale = None
         if divisor_override:
             scale = 1.0 / divisor_override if a == 0 else 1.0
         matrices.append(_avg_matrix(size, k, s, p, out, count_include_pad, scale, xp))
     return _unbatch(apply_along_axes(x, matrices), unbatched)
+
+
+def _integer_avg_pool(x, kernel, stride, padding, sizes, count_include_pad, divisor_override):
+    """int64 average pooling as torch's CPU kernel: the exact window sum divided as C divides
+    (toward zero) by the window's count (or ``divisor_override``). No gradient."""
+    data = x._data
+    xp = array_module(data)
+    total = data
+    counts = []
+    for a, (size, k, s, p, out) in enumerate(zip(x.shape[2:], kernel, stride, padding, sizes)):
+        start = xp.arange(out) * s - p
+        end = xp.minimum(start + k, size + p)
+        first, last = xp.maximum(start, 0), xp.minimum(end, size)
+        column = xp.arange(size)
+        inside = (column >= first[:, None]) & (column < last[:, None])
+        total = xp.moveaxis(
+            xp.tensordot(total, inside.astype(data.dtype).T, ([2 + a], [0])), -1, 2 + a
+        )
+        counts.append((end - start) if count_include_pad else (last - first))
+    if divisor_override:
+        divisor = xp.asarray(int(divisor_override), dtype=data.dtype)
+    else:
+        divisor = counts[0]
+        for c in counts[1:]:
+            divisor = xp.multiply.outer(divisor, c)
+        divisor = divisor.astype(data.dtype)
+    return wrap(xp.sign(total) * (xp.abs(total) // divisor))
 
 
 def lp_pool_nd(input: Tensor, norm_type, kernel_size, stride, ceil_mode: bool, nd: int, op: str):
@@ -289,7 +427,7 @@ def lp_pool_nd(input: Tensor, norm_type, kernel_size, stride, ceil_mode: bool, n
     from .activation import relu
 
     require_floating(input, op)
-    kernel = _tuple(kernel_size, nd, "kernel_size")
+    kernel = pool_tuple(kernel_size, nd, "kernel_size", op)
     pooled = avg_pool_nd(input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None, nd, op)
     return (pooled.sign() * relu(pooled.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
 
@@ -298,9 +436,7 @@ def max_unpool_nd(
     input: Tensor, indices: Tensor, kernel_size, stride, padding, output_size, nd: int, op: str
 ) -> Tensor:
     """Place each value at the flat position ``indices`` names in a zero (N, C, *S) output."""
-    kernel = _tuple(kernel_size, nd, "kernel_size")
-    stride = kernel if stride is None or stride == [] else _tuple(stride, nd, "stride")
-    padding = _tuple(padding, nd, "padding")
+    kernel, stride, padding, _ = _pool_args(kernel_size, stride, padding, 1, nd, op)
     x, unbatched = _batched(input, nd, op)
     if indices.dtype.name != "int64":
         raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
@@ -372,7 +508,7 @@ def fractional_max_pool_nd(
 ):
     """Max over pseudo-random windows (Graham, 2014), PyTorch's interval rule."""
     x, unbatched = _batched(input, nd, op)
-    kernel = _tuple(kernel_size, nd, "kernel_size")
+    kernel = pool_tuple(kernel_size, nd, "kernel_size", op)
     if output_size is None and output_ratio is None:
         raise ValueError(
             f"fractional_max_pool{nd}d requires specifying either an output_size or an output_ratio"
@@ -381,7 +517,7 @@ def fractional_max_pool_nd(
         ratio = _ratio_tuple(output_ratio, nd)
         sizes = tuple(int(n * r) for n, r in zip(x.shape[2:], ratio))
     else:
-        sizes = _tuple(output_size, nd, "output_size")
+        sizes = pool_tuple(output_size, nd, "output_size", op)
     for n, o, k in zip(x.shape[2:], sizes, kernel):
         if o + k - 1 > n:
             raise RuntimeError(

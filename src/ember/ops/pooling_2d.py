@@ -13,12 +13,29 @@ from ..autograd.node import Node
 from ._composite import CompositeBackward, composite
 from ._dispatch import array_module, grad_state, result, wrap
 from ._recorded import kernel_call, recorder
-from ._spatial_checks import check_max_pool1d_args, check_pool_args, require_floating
-from .conv import _pair
+from ._spatial_checks import (
+    check_max_pool1d_args,
+    check_pool_args,
+    check_pool_output,
+    pool_input_error,
+    pool_tuple,
+    require_floating,
+)
+from .pooling import adaptive_output_size
 
 
-def _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode):
-    check_pool_args(kernel, stride, padding, dilation)
+def _pool_args(kernel_size, stride, padding, dilation, op: str) -> tuple:
+    """kernel, stride (the kernel's when omitted), padding and dilation as pairs."""
+    kernel = pool_tuple(kernel_size, 2, "kernel_size", op)
+    omitted = stride is None or (isinstance(stride, (tuple, list)) and not stride)
+    stride = kernel if omitted else pool_tuple(stride, 2, "stride", op)
+    padding = pool_tuple(padding, 2, "padding", op)
+    return kernel, stride, padding, pool_tuple(dilation, 2, "dilation", op)
+
+
+def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, input_error=None):
+    h, w = x.shape[2:]
+    check_pool_args(kernel, stride, padding, dilation, input_error)
     sizes = []
     for size, k, s, p, d in zip((h, w), kernel, stride, padding, dilation):
         span = size + 2 * p - d * (k - 1) - 1
@@ -26,6 +43,7 @@ def _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode):
         if ceil_mode and (out - 1) * s >= size + p:
             out -= 1  # the last window must start inside the input or the left padding
         sizes.append(out)
+    check_pool_output(x.shape[1:], sizes)
     return sizes
 
 
@@ -63,14 +81,15 @@ def max_pool2d(
     return_indices: bool = False,
 ):
     """Max over windows; the gradient goes to the chosen element (through gather)."""
+    geometry = _pool_args(kernel_size, stride, padding, dilation, "max_pool2d")
+    kernel, stride, padding, dilation = geometry
     if input.dim() not in (3, 4):  # torch's words for max_pool2d
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     x, unbatched = _as_4d(input, "max_pool2d")
-    kernel = _pair(kernel_size, 2, "kernel_size")
-    stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
-    padding, dilation = _pair(padding, 2, "padding"), _pair(dilation, 2, "dilation")
     n, c, h, w = x.shape
-    oh, ow = _pool_geometry(h, w, kernel, stride, padding, dilation, ceil_mode)
+    oh, ow = _pool_geometry(
+        x, *geometry, ceil_mode, pool_input_error(tuple(input.shape), 2, "max_pool2d")
+    )
     data = x._data
     xp = array_module(data)
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
@@ -97,8 +116,9 @@ def max_pool2d(
     # elements as strided views: a running maximum and the flat input index of the winner
     bottom = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - ph)
     right = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pw)
+    lowest = -xp.inf if data.dtype.kind not in "iub" else xp.iinfo(data.dtype).min
     padded = (
-        xp.pad(data, ((0, 0), (0, 0), (ph, bottom), (pw, right)), constant_values=-xp.inf)
+        xp.pad(data, ((0, 0), (0, 0), (ph, bottom), (pw, right)), constant_values=lowest)
         if (ph or pw or bottom or right)
         else data
     )
@@ -336,14 +356,22 @@ def avg_pool2d(
     divisor_override=None,
 ) -> Tensor:
     """Mean over windows, with PyTorch's rules for what the divisor counts."""
+    kernel, stride, padding, _ = _pool_args(kernel_size, stride, padding, 1, "avg_pool2d")
+    if input.dim() < 3:  # torch reads the size of dim -3 first
+        raise IndexError(
+            "Dimension specified as -3 but tensor has no dimensions"
+            if input.dim() == 0
+            else f"Dimension out of range (expected to be in range of [{-input.dim()}, "
+            f"{input.dim() - 1}], but got -3)"
+        )
+    input_error = pool_input_error(tuple(input.shape), 2, "avg_pool2d", any_rank=True)
+    if input.dim() > 4:  # the shape check says so, in its turn
+        check_pool_args(kernel, stride, padding, (1, 1), input_error)
     x, unbatched = _as_4d(input, "avg_pool2d")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    kernel = _pair(kernel_size, 2, "kernel_size")
-    stride = kernel if stride is None or stride == [] else _pair(stride, 2, "stride")
-    padding = _pair(padding, 2, "padding")
     n, c, h, w = x.shape
-    oh, ow = _pool_geometry(h, w, kernel, stride, padding, (1, 1), ceil_mode)
+    oh, ow = _pool_geometry(x, kernel, stride, padding, (1, 1), ceil_mode, input_error)
     xp = array_module(x._data)
     integer = not (x.is_floating_point() or x.is_complex())
     if integer and x.dtype != dt.int64:  # torch's CPU kernel takes int64 among the integers
@@ -461,11 +489,10 @@ def _adaptive_matrix(xp, size: int, out: int, dtype):
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Average over adaptive windows, as two small matrix products (rows, then columns)."""
+    oh, ow = adaptive_output_size(input, output_size, 2, "adaptive_avg_pool2d")
     x, unbatched = _as_4d(input, "adaptive_avg_pool2d")
     require_floating(x, "adaptive_avg_pool2d")
     h, w = x.shape[2:]
-    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
-    oh, ow = h if oh is None else oh, w if ow is None else ow  # None keeps a size, 0 is 0
     if (oh, ow) == (1, 1) and h * w:  # as PyTorch: a mean (MeanBackward1), one pass
         out = x.mean((-2, -1), keepdim=True)
         return out.squeeze(0) if unbatched else out
@@ -481,18 +508,65 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return out.squeeze(0) if unbatched else out
 
 
-def _as_2d_pool(fn, input: Tensor, kernel_size, stride, padding, *args, **kwargs):
-    unbatched = input.dim() == 2
-    x = input.unsqueeze(0) if unbatched else input
-    k = (1, _pair(kernel_size, 1)[0])
-    s = None if stride is None else (1, _pair(stride, 1)[0])
-    p = (0, _pair(padding, 1)[0])
-    out = fn(x.unsqueeze(2), k, s, p, *args, **kwargs)
+def _single(value, name: str, op: str, allow_empty: bool = False) -> int | None:
+    """A 1-d pooling argument as one int (None: an empty stride, the kernel's), in the words
+    of torch's argument parser."""
+    if not isinstance(value, (tuple, list)):
+        return None if value is None else int(value)
+    if allow_empty and not value:
+        return None
+    if len(value) != 1:
+        raise RuntimeError(f"{op}() argument '{name}' should contain one int (got {len(value)})")
+    return int(value[0])
+
+
+def _as_2d_pool(fn, op: str, input: Tensor, kernel_size, stride, padding, *args, **kwargs):
+    """A 1-d pooling as torch runs it: the 2-d one over input.unsqueeze(-2)."""
+    k = _single(kernel_size, "kernel_size", op)
+    s = _single(stride, "stride", op, allow_empty=True)
+    p = _single(padding, "padding", op)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument "
+            f"#1 'self' (while checking arguments for {op})"
+        )
+    out = fn(input.unsqueeze(-2), (1, k), None if s is None else (1, s), (0, p), *args, **kwargs)
     if isinstance(out, tuple):
-        out = tuple(o.squeeze(2) for o in out)
-        return tuple(o.squeeze(0) for o in out) if unbatched else out
-    out = out.squeeze(2)
-    return out.squeeze(0) if unbatched else out
+        return tuple(o.squeeze(-2) for o in out)
+    return out.squeeze(-2)
+
+
+def _max_pool1d_checks(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode):
+    """torch's max_pool1d kernel (no indices) checks its arguments and input itself."""
+
+    def single(value, name, rule):
+        if not isinstance(value, (tuple, list)):
+            return int(value)
+        if len(value) != 1:
+            raise RuntimeError(
+                f"max_pool1d() {name} must be {rule} of size 1 but got size {len(value)}"
+            )
+        return int(value[0])
+
+    k = single(kernel_size, "kernel_size", "an int, list of ints or tuple of ints")
+    omitted = stride is None or (isinstance(stride, (tuple, list)) and not stride)
+    s = k if omitted else single(stride, "stride", "None, an int, list of ints, or tuple of ints")
+    p = single(padding, "padding", "an int, list of ints, or tuple of ints")
+    d = single(dilation, "dilation", "an int, list of ints or tuple of ints")
+    shape = list(input.shape)
+    if input.dim() not in (2, 3) or not all(shape[input.dim() - 2 :]):
+        raise RuntimeError(
+            "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+            f"for input, but got:{shape}"
+        )
+    check_max_pool1d_args((k,), (s,), (p,), (d,))
+    span = shape[-1] + 2 * p - d * (k - 1) - 1
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= shape[-1] + p:
+        out -= 1
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    return d
 
 
 def max_pool1d(
@@ -504,17 +578,18 @@ def max_pool1d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ):
-    if not return_indices:  # torch's max_pool1d kernel checks first (with indices: 2-d's)
-        k, p, d = _pair(kernel_size, 1)[0], _pair(padding, 1)[0], _pair(dilation, 1)[0]
-        s = k if stride is None or stride == [] else _pair(stride, 1)[0]
-        check_max_pool1d_args((k,), (s,), (p,), (d,))
+    if return_indices:  # torch: max_pool1d_with_indices, the 2-d pooling's checks
+        d = _single(dilation, "dilation", "max_pool1d")
+    else:  # torch's own max_pool1d kernel checks first
+        d = _max_pool1d_checks(input, kernel_size, stride, padding, dilation, ceil_mode)
     return _as_2d_pool(
         max_pool2d,
+        "max_pool1d",
         input,
         kernel_size,
         stride,
         padding,
-        (1, _pair(dilation, 1)[0]),
+        (1, d),
         ceil_mode,
         return_indices,
     )
@@ -529,5 +604,12 @@ def avg_pool1d(
     count_include_pad: bool = True,
 ) -> Tensor:
     return _as_2d_pool(
-        avg_pool2d, input, kernel_size, stride, padding, ceil_mode, count_include_pad
+        avg_pool2d,
+        "avg_pool1d",
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
     )

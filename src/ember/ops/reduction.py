@@ -25,7 +25,8 @@ from ._dispatch import (
 from .elementwise import float_result, maximum, minimum, where
 from .shape import _broadcast_view, cat
 
-_add_reduce = array_module(NUMPY_ARRAY(0)).add.reduce  # numpy.add.reduce (ops import no NumPy)
+_HOST = array_module(NUMPY_ARRAY(0))  # NumPy (ops import no NumPy)
+_add_reduce = _HOST.add.reduce
 
 
 def _sum_array(data, dims: tuple, keepdim: bool, dtype=None):
@@ -38,6 +39,9 @@ def _sum_array(data, dims: tuple, keepdim: bool, dtype=None):
             out = kernels.sum_axis(data, dims[0], keepdim) if kernels is not None else None
             if out is not None:
                 return out
+        if dtype is None and data.size >= _backend.SPLIT_FROM["reduce"]:
+            # on every core, the value of one call to the bit (_backend.split_reduce)
+            return _backend.split_reduce(_HOST.add, data, dims, keepdim)
         return _add_reduce(data, dims, dtype, None, keepdim)
     return array_module(data).sum(data, axis=dims, keepdims=keepdim, dtype=dtype)
 
@@ -77,7 +81,10 @@ def _expanded_gradient(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> T
 def _accumulation_dtype(data, dtype):
     """PyTorch sums integers and bools in int64 and half floats in float32 (returned as half)."""
     if dtype is not None:
-        return dt.to_dtype(dtype).np, None
+        wanted = dt.to_dtype(dtype).np
+        if wanted.itemsize == 2 and wanted.kind not in "biu":
+            return dt.float32.np, wanted  # a half dtype= still accumulates in float32
+        return wanted, None
     kind = data.dtype.kind
     if kind in "biu":
         return dt.int64.np, None
@@ -130,6 +137,8 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     """Sum ``input`` down to ``size`` (the reverse of broadcasting)."""
     shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
     data = input._data
+    if not shape:  # torch sums it all, even a 0-d input (so integers become int64)
+        return input.sum()
     if data.shape == shape:
         return input
     lead = data.ndim - len(shape)
@@ -143,6 +152,8 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
         elif s != have:
             raise RuntimeError(f"size {list(shape)} is not expandable to size {list(data.shape)}")
     out = _sum_array(data, tuple(axes), True) if axes else data
+    if axes and out.dtype.kind in "biu":
+        out = out.astype("int64")  # torch's sum of integers (NumPy's of uint8 is uint64)
     out = out.reshape(shape)
     return result(SumToSizeBackward0, out, (input,), shape=data.shape)
 
@@ -251,6 +262,8 @@ class AminBackward0(AmaxBackward0):
 
 
 def _extreme(name, kernel, node_cls):
+    ufunc = _HOST.maximum if kernel == "max" else _HOST.minimum
+
     def op(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         data = input._data
         dims = _dims(input, dim, name)
@@ -263,8 +276,10 @@ def _extreme(name, kernel, node_cls):
             for d in dims:
                 if data.shape[d] == 0:
                     raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-        xp = array_module(data)
-        out = getattr(xp, kernel)(data, axis=dims, keepdims=keepdim)
+        if data.__class__ is NUMPY_ARRAY and data.size >= _backend.SPLIT_FROM["reduce"] and dims:
+            out = _backend.split_reduce(ufunc, data, dims, keepdim)  # on every core
+        else:
+            out = getattr(array_module(data), kernel)(data, axis=dims, keepdims=keepdim)
         return result(node_cls, out, (input,), (input,), True, dims=dims, keepdim=keepdim)
 
     named(op, name)
@@ -451,12 +466,19 @@ def _var_forward(input: Tensor, dim, unbiased, keepdim, correction, op):
     return data, var_data, attrs, xp
 
 
+def _real_dtype(np_dtype):
+    """A complex input's variance is real: complex64 -> float32, complex128 -> float64."""
+    return np_dtype.type(0).real.dtype if np_dtype.kind == "c" else np_dtype
+
+
 def _two_pass_var(xp, data, dims, keepdim, denom, deviations_dtype=None):
     with _backend.errstate(xp, over="ignore", invalid="ignore"):
         mean = xp.mean(data, axis=dims, keepdims=True)
         if deviations_dtype is not None:
             data, mean = data.astype(deviations_dtype), mean.astype(deviations_dtype)
         centred = data - mean
+        if centred.dtype.kind == "c":  # |x - x̄|², real as torch's complex variance is
+            centred = xp.abs(centred)
         ss = xp.sum(centred * centred, axis=dims, keepdims=keepdim)
     with _backend.errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
         # torch divides by max(N - c, 0): no degrees of freedom give inf (NaN for 0/0)
@@ -466,13 +488,13 @@ def _two_pass_var(xp, data, dims, keepdim, denom, deviations_dtype=None):
 def _var(input: Tensor, dim, unbiased, keepdim: bool, correction, op: str) -> Tensor:
     data, var_data, attrs, xp = _var_forward(input, dim, unbiased, keepdim, correction, op)
     with _backend.errstate(xp, over="ignore"):
-        var_data = var_data.astype(data.dtype, copy=False)
+        var_data = var_data.astype(_real_dtype(data.dtype), copy=False)
     return result(VarBackward0, var_data, (input,), (input,), **attrs)
 
 
 def _std(input: Tensor, dim, unbiased, keepdim: bool, correction, op: str) -> Tensor:
     data, var_data, attrs, xp = _var_forward(input, dim, unbiased, keepdim, correction, op)
-    out = xp.sqrt(var_data).astype(data.dtype, copy=False)
+    out = xp.sqrt(var_data).astype(_real_dtype(data.dtype), copy=False)
     return result(StdBackward0, out, (input,), (input,), True, **attrs)
 
 
@@ -504,12 +526,14 @@ class LinalgVectorNormBackward0(Node):
         ord_, dims, keepdim = self.ord, self.dims, self.keepdim
         g = expand_reduced(g, x.shape, dims, keepdim)
         if ord_ == 0:
-            return g * 0
+            return None  # the count of non-zeros is flat: no gradient, as torch's
         if ord_ == 1:
             return g * x.sign()
         y = expand_reduced(self.saved_output(), x.shape, dims, keepdim)
         if ord_ == 2:
-            return (g * x / y).masked_fill(y == 0, 0.0)  # d |x|₂ = x/|x|₂
+            # d |x|₂ = x/|x|₂; a zero norm has zero x: divide by 1 there (no 0/0 for a
+            # forward-mode tangent to carry)
+            return g * x / y.masked_fill(y == 0, 1.0)
         if math.isinf(ord_):
             mask = x.abs() == y
             return g * x.sign() * mask / mask.sum(dims, keepdim=True)
@@ -528,6 +552,9 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=
     dims = _dims(input, dim, "linalg.vector_norm")
     xp = array_module(data)
     ord_ = float(ord)
+    out_dtype = data.real.dtype  # the norm of complex values is real
+    if data.dtype.itemsize == 2:  # half types accumulate in float32 (as torch's), then round
+        data = data.astype(xp.float32)
     a = data if ord_ == 2 and data.dtype.kind == "f" else xp.abs(data)
     if (ord_ < 0 or ord_ == math.inf) and data.size == 0:
         if dim is None:
@@ -551,7 +578,7 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=
     elif ord_ == -math.inf:
         out = xp.min(a, axis=dims, keepdims=keepdim)
     elif ord_ == 0:
-        out = xp.sum(a != 0, axis=dims, keepdims=keepdim).astype(data.dtype)
+        out = xp.sum(a != 0, axis=dims, keepdims=keepdim).astype(out_dtype)
     elif ord_ == 1:
         out = xp.sum(a, axis=dims, keepdims=keepdim)
     elif ord_ == 2:  # x·x for real x: the same squares as |x|·|x|, one pass fewer
@@ -559,7 +586,7 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=
         out = xp.sqrt(xp.sum(squares, axis=dims, keepdims=keepdim))
     else:
         out = xp.sum(a**ord_, axis=dims, keepdims=keepdim) ** (1.0 / ord_)
-    out = xp.asarray(out).astype(data.dtype, copy=False)
+    out = xp.asarray(out).astype(out_dtype, copy=False)
     return result(
         LinalgVectorNormBackward0,
         out,
@@ -578,7 +605,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
         if dim is None or isinstance(dim, int) or len(dim) <= 2:
             return vector_norm(input, 2, dim, keepdim, dtype=dtype)
     if p == "nuc":
-        from .linalg import matrix_norm
+        from .linalg_functions import matrix_norm  # differentiable twice (svdvals)
 
         return matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim)
     if isinstance(p, str):
@@ -602,7 +629,9 @@ def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     if data.size == 0:
         out = xp.log(xp.sum(xp.exp(data), axis=dims, keepdims=keepdim))
     else:
-        m = xp.max(data, axis=dims, keepdims=True)
+        # shift by the real part only: a complex shift would move the result's phase off
+        # log's principal branch, which torch returns
+        m = xp.max(data.real, axis=dims, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0)
         out = xp.log(xp.sum(xp.exp(data - m), axis=dims, keepdims=True)) + m
         if not keepdim:

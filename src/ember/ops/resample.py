@@ -301,6 +301,8 @@ def interpolate(
     build = _cubic_taps if mode == "bicubic" else _linear_taps
     taps = [build(n, o, s, align_corners, xp) for n, o, s in zip(in_sizes, sizes, scales)]
     matrices = [_taps_matrix(t, n) for t, n in zip(taps, in_sizes)]
+    if input.dtype.name in ("float16", "bfloat16"):  # one rounding, as torch's float taps
+        return apply_along_axes(input.float(), matrices, taps).to(input.dtype)
     return apply_along_axes(input, matrices, taps)
 
 

@@ -807,7 +807,7 @@ def _fusable(inputs: tuple) -> bool:
     """The NumPy/CuPy kernels cover float32/float64 tensors of one dtype and device, outside
     forward-mode AD (whose tangents come from the composite's graph) and autocast (whose
     casts the composite's matrix products follow)."""
-    from ..amp.state import state as autocast_state
+    from .._autocast_state import state as autocast_state
     from ..autograd import forward_ad
 
     if forward_ad._levels or autocast_state.enabled["cpu"] or autocast_state.enabled["cuda"]:

@@ -186,6 +186,12 @@ def index_reduce(
             f"{reduce}."
         )
     d = wrap_dim(dim, builtins.max(input.dim(), 1), "index_reduce")
+    if input.dim() == 0:  # torch treats a 0-d input (and source) as one of shape (1,)
+        flat_source = source.reshape(1) if source.dim() == 0 else source
+        reduced = index_reduce(
+            input.reshape(1), 0, index, flat_source, reduce, include_self=include_self
+        )
+        return reduced.reshape(())
     if index.dim() > 1:
         raise IndexError(f"index_reduce_(): Index should have dimension 1 or 0 (got {index.dim()})")
     n = source.shape[d] if source.dim() else 1

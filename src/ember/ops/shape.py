@@ -12,8 +12,8 @@ from .. import _backend
 from .. import _dtype as dt
 from .._creation import zeros
 from .._tensor import Size, Tensor
-from ..autograd import _watch
-from ..autograd.node import Node, torch_int
+from ..autograd import _watch, forward_rules
+from ..autograd.node import TENSOR_LAYER, Node, torch_int
 from ._dispatch import (
     NUMPY_ARRAY,
     array_module,
@@ -262,6 +262,8 @@ class TransposeBackward0(Node):
 
     def backward(self, g):
         if not grad_state.enabled:  # no graph wanted: the view of the array is enough
+            if g._data.ndim == 0:  # a scalar's t(): nothing moves
+                return g
             return wrap(g._data.swapaxes(self.dim0, self.dim1))
         return g.transpose(self.dim0, self.dim1)
 
@@ -419,10 +421,10 @@ def broadcast_to(input: Tensor, size) -> Tensor:
 
 
 def broadcast_shapes(*shapes) -> tuple:
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
     ndim = builtins.max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
-        s = (s,) if isinstance(s, int) else tuple(s)
         for i, d in enumerate(s):
             j = ndim - len(s) + i
             if out[j] == 1:
@@ -1055,3 +1057,21 @@ def repeat_interleave(input: Tensor, repeats=None, dim=None, *, output_size=None
     reps = repeats._data if isinstance(repeats, Tensor) else repeats
     index = xp.repeat(xp.arange(n), reps)
     return index_select(input, d, wrap(index.astype(dt.int64.np)))
+
+
+def _cat_jvp(node, tangents):
+    """cat's tangent: the inputs' tangents concatenated, zeros for an input without one."""
+    shape = list(forward_rules.out_shape(node))
+    like = forward_rules.first_tangent(tangents)
+    parts = []
+    for t, size in zip(tangents, node.sizes):
+        if t is None:
+            shape[node.dim] = size
+            t = zeros(tuple(shape), dtype=like.dtype, device=like.device)
+        parts.append(t)
+    return forward_rules.to_output(node, cat(parts, node.dim))
+
+
+forward_rules.RULES["CatBackward0"] = _cat_jvp
+
+TENSOR_LAYER.stack = stack  # autograd.grad(is_grads_batched=True) stacks through it

@@ -240,7 +240,7 @@ def unravel_index(indices, shape) -> tuple:
     if indices.dtype.category != dt.INT:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    data = indices._data
+    data = indices._data.astype(dt.int64.np)  # the wrap-around below must not overflow int8
     xp = array_module(data)
     total = math.prod(shape)
     if data.size and (int(data.min()) < -total or int(data.max()) >= total):
@@ -394,6 +394,8 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     index = (starts[:, None] + xp.arange(size, dtype=dt.int64.np)[None, :]).reshape(-1)
     windows = index_select(x, d, wrap(index))
     shape = list(x.shape)
+    if input.dim() == 0:  # torch: a 0-d input gives shape (size,), not (1, size)
+        return windows.reshape(size)
     shape[d : d + 1] = [count, size]
     return windows.reshape(shape).movedim(d + 1, -1)
 
@@ -418,6 +420,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
             f"index_copy_(): index {int(data.max())} is out of bounds for "
             f"dimension {d} with size {n}"
         )
+    if input.dim() == 0:  # torch treats a 0-d input (and source) as one of shape (1,)
+        return index_copy(input.reshape(1), 0, index, source.reshape(-1)).reshape(())
     key = (slice(None),) * d + (index.reshape(-1),)
     src = source if source.dim() == input.dim() else source.unsqueeze(d)
     return index_put(input, key, src)

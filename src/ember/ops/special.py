@@ -300,14 +300,35 @@ def polygamma(n: int, input: Tensor) -> Tensor:
 
 
 def _polygamma_kernel(n: int, x):
-    # ψ⁽ⁿ⁾(x) = (-1)ⁿ⁺¹ n! ζ(n+1, x) for n ≥ 1
+    xp = array_module(x)
+    if n == 1:
+        return _trigamma_kernel(x)
+    # ψ⁽ⁿ⁾(x) = (-1)ⁿ⁺¹ n! ζ(n+1, x) for n ≥ 2
     zeta_values = _zeta_kernel(float(n + 1), x, x.dtype)
-    out = (zeta_values * ((-1) ** (n + 1) * math.factorial(n))).astype(x.dtype, copy=False)
-    if n == 1:  # PyTorch's own trigamma: 0 at +inf (the limit), nan at -inf
-        xp = array_module(out)
-        out = xp.where(x == xp.inf, 0, xp.where(x == -xp.inf, xp.nan, out))
-        out = out.astype(x.dtype, copy=False)
-    return out
+    return xp.asarray(zeta_values * ((-1) ** (n + 1) * math.factorial(n))).astype(x.dtype)
+
+
+def _trigamma_kernel(x):
+    """ψ⁽¹⁾(x) by torch's method, in the input's precision (half types in float32): reflection
+    ψ⁽¹⁾(x) = π²/sin²(πx) - ψ⁽¹⁾(1 - x) below ½, six steps of ψ⁽¹⁾(x) = 1/x² + ψ⁽¹⁾(x + 1),
+    then the asymptotic series. So float32 results near the poles are torch's to the rounding
+    (at a negative integer sin(πx) is not 0 in float32: a huge finite value, as torch's)."""
+    xp = array_module(x)
+    work = x.astype(dt.float32.np) if x.dtype.itemsize < 4 else x
+    one = work.dtype.type(1)
+    pi = work.dtype.type(math.pi)
+    with _backend.errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
+        reflect = work < work.dtype.type(0.5)
+        sin_pi_x = xp.sin(pi * work)
+        acc = xp.where(reflect, -(pi * pi) / (sin_pi_x * sin_pi_x), 0).astype(work.dtype)
+        z = xp.where(reflect, one - work, work)
+        for _ in range(6):
+            acc = acc + one / (z * z)
+            z = z + one
+        inv2 = one / (z * z)
+        series = inv2 * (one / 6 - inv2 * (one / 30 - inv2 * (one / 42)))
+        acc = acc + (one + one / (2 * z) + series) / z
+    return xp.asarray(xp.where(reflect, -acc, acc)).astype(x.dtype)
 
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:

@@ -13,7 +13,7 @@ from .. import _dtype as dt
 from .. import return_types
 from .._tensor import Tensor
 from ..autograd.node import Node
-from ._dispatch import array_module, non_differentiable, result, wrap, wrap_dim
+from ._dispatch import array_module, non_differentiable, norm_dims, result, wrap, wrap_dim
 from .elementwise import isnan, where
 from .indexing import CummaxBackward0, CumminBackward0, gather, gathered, sort
 from .reduction import amax, amin, sum
@@ -79,7 +79,9 @@ def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool, op: str, result
     n = data.shape[d]
     if n == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
-    order = xp.argsort(data, axis=d, kind="stable")  # NaNs sort last, in their order
+    # NaNs sort last, in their order (bfloat16 sorts its NaNs anywhere: sorted as float32)
+    keys = data.astype(xp.float32) if data.dtype.kind == "V" else data
+    order = xp.argsort(keys, axis=d, kind="stable")
     nans = _nan_count(xp, data, d)
     valid = n - nans
     if ignore_nan:
@@ -328,8 +330,11 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 # --------------------------------------------------------------------------------------------
 def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:
     data = input._data
-    if data.dtype.kind != "f":
+    if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype.legacy_name}'")
+    result_dtype = data.dtype
+    if data.dtype.kind != "f":  # bfloat16: binned as float32 (which holds it exactly)
+        data = data.astype(dt.float32.np)
     if bins <= 0:
         raise RuntimeError("torch.histc: bins must be > 0")
     xp = array_module(data)
@@ -341,7 +346,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
     counts, _ = xp.histogram(data[~xp.isnan(data)] if data.size else data, bins, (lo, hi))
-    return non_differentiable("histc", wrap(counts.astype(data.dtype)), input)
+    return non_differentiable("histc", wrap(counts.astype(result_dtype)), input)
 
 
 def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool = False):
@@ -429,6 +434,10 @@ def corrcoef(input: Tensor) -> Tensor:
 
 def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to norm ``maxnorm``."""
+    if input.dim() < 2:
+        raise RuntimeError(
+            f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions"
+        )
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
@@ -438,3 +447,39 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     norms = input.norm(p, dim=others, keepdim=True) if others else input.abs()
     factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
     return input * factor
+
+
+# --------------------------------------------------------------------------------------------
+# hash_tensor: an xor of the elements' 64-bit patterns (not differentiable)
+# --------------------------------------------------------------------------------------------
+def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False, mode: int = 0) -> Tensor:
+    """The xor of the elements' bits (floats as float64, integers and bools as int64), over
+    ``dim`` (every dimension by default); a ``uint64`` tensor.
+
+    Example::
+        >>> ember.hash_tensor(ember.tensor([1.0, 2.0]))
+        tensor(9218868437227405312, dtype=ember.uint64)
+    """
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    data = input._data
+    xp = array_module(data)
+    if input.dtype.is_complex:
+        raise NotImplementedError(
+            f"\"xor_sum_cpu\" not implemented for '{input.dtype.legacy_name}'"
+        )
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    if dim is None and data.size == 0:
+        raise RuntimeError(
+            "hash_tensor: Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' argument."
+        )
+    dims = norm_dims(dim, data.ndim, "hash_tensor")
+    for d in dims:
+        if data.shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    wide = dt.float64.np if input.dtype.is_floating_point else dt.int64.np
+    bits = data.astype(wide).view(dt.uint64.np)  # a 64-bit pattern per element
+    out = xp.bitwise_xor.reduce(bits, axis=dims, keepdims=keepdim) if dims else bits.copy()
+    return non_differentiable("hash_tensor", wrap(xp.asarray(out)), input)

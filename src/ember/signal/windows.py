@@ -28,10 +28,12 @@ __all__ = [
 ]
 
 
-def _make(checked_as: str, M: int, sym: bool, dtype, device, requires_grad: bool, compute):
+def _make(checked_as: str, M: int, sym: bool, dtype, layout, device, requires_grad: bool, compute):
     """Checks in torch's order, then ``compute(M, sym)`` (a float64 NumPy array) as a tensor."""
     if M < 0:
         raise ValueError(f"{checked_as} requires non-negative window length, got M={M}")
+    if layout is not None and str.__str__(layout) != "strided":
+        raise ValueError(f"{checked_as} is implemented for strided tensors only, got: {layout!r}")
     kind = dt.get_default_dtype() if dtype is None else dt.to_dtype(dtype)
     if kind not in (dt.float32, dt.float64):
         raise ValueError(f"{checked_as} expects float32 or float64 dtypes, got: {kind}")
@@ -56,7 +58,7 @@ def general_cosine(
     if not a:
         raise ValueError("Coefficients cannot be empty")
     compute = _scipy("general_cosine", list(a))
-    return _make("general_cosine", M, sym, dtype, device, requires_grad, compute)
+    return _make("general_cosine", M, sym, dtype, layout, device, requires_grad, compute)
 
 
 def general_hamming(
@@ -64,13 +66,13 @@ def general_hamming(
 ) -> Tensor:
     """α - (1 - α) cos(2πn/(M-1))."""
     compute = _scipy("general_hamming", alpha)
-    return _make("general_cosine", M, sym, dtype, device, requires_grad, compute)
+    return _make("general_cosine", M, sym, dtype, layout, device, requires_grad, compute)
 
 
 def hann(M: int, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """The Hann window, ½ - ½ cos(2πn/(M-1))."""
     compute = _scipy("hann")
-    return _make("general_cosine", M, sym, dtype, device, requires_grad, compute)
+    return _make("general_cosine", M, sym, dtype, layout, device, requires_grad, compute)
 
 
 def hamming(
@@ -78,7 +80,7 @@ def hamming(
 ) -> Tensor:
     """The Hamming window, 0.54 - 0.46 cos(2πn/(M-1))."""
     compute = _scipy("hamming")
-    return _make("general_cosine", M, sym, dtype, device, requires_grad, compute)
+    return _make("general_cosine", M, sym, dtype, layout, device, requires_grad, compute)
 
 
 def blackman(
@@ -86,7 +88,7 @@ def blackman(
 ) -> Tensor:
     """The Blackman window (0.42, 0.5, 0.08)."""
     compute = _scipy("blackman")
-    return _make("general_cosine", M, sym, dtype, device, requires_grad, compute)
+    return _make("general_cosine", M, sym, dtype, layout, device, requires_grad, compute)
 
 
 def nuttall(
@@ -94,21 +96,21 @@ def nuttall(
 ) -> Tensor:
     """The minimum 4-term Blackman-Harris window of Nuttall."""
     compute = _scipy("nuttall")
-    return _make("general_cosine", M, sym, dtype, device, requires_grad, compute)
+    return _make("general_cosine", M, sym, dtype, layout, device, requires_grad, compute)
 
 
 def bartlett(
     M: int, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False
 ) -> Tensor:
     """The triangular window with zero end points."""
-    return _make("bartlett", M, sym, dtype, device, requires_grad, _scipy("bartlett"))
+    return _make("bartlett", M, sym, dtype, layout, device, requires_grad, _scipy("bartlett"))
 
 
 def cosine(
     M: int, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False
 ) -> Tensor:
     """sin(π(n + ½)/M), the sine window."""
-    return _make("cosine", M, sym, dtype, device, requires_grad, _scipy("cosine"))
+    return _make("cosine", M, sym, dtype, layout, device, requires_grad, _scipy("cosine"))
 
 
 def kaiser(
@@ -118,7 +120,7 @@ def kaiser(
     """I₀(β √(1 - (2n/(M-1) - 1)²)) / I₀(β)."""
     if beta < 0:
         raise ValueError(f"beta must be non-negative, got: {beta} instead.")
-    return _make("kaiser", M, sym, dtype, device, requires_grad, _scipy("kaiser", beta))
+    return _make("kaiser", M, sym, dtype, layout, device, requires_grad, _scipy("kaiser", beta))
 
 
 def gaussian(
@@ -128,7 +130,7 @@ def gaussian(
     """exp(-(n - (M-1)/2)² / (2 std²))."""
     if std <= 0:
         raise ValueError(f"Standard deviation must be positive, got: {std} instead.")
-    return _make("gaussian", M, sym, dtype, device, requires_grad, _scipy("gaussian", std))
+    return _make("gaussian", M, sym, dtype, layout, device, requires_grad, _scipy("gaussian", std))
 
 
 def exponential(
@@ -149,4 +151,4 @@ def exponential(
             middle = (length if not symmetric and length > 1 else length - 1) / 2.0
         return np.exp(-np.abs(np.arange(length) - middle) / tau)
 
-    return _make("exponential", M, sym, dtype, device, requires_grad, compute)
+    return _make("exponential", M, sym, dtype, layout, device, requires_grad, compute)

@@ -1,4 +1,5 @@
-"""``ember.sparse``: sparse COO tensors with PyTorch's API.
+"""``ember.sparse``: sparse COO tensors, and 2-D compressed ones (CSR, CSC, BSR, BSC), with
+PyTorch's API.
 
 Build one with ``ember.sparse_coo_tensor(indices, values, size)`` or ``dense.to_sparse()``;
 ``to_dense()``, ``coalesce()``, ``indices()``, ``values()``, ``+``, ``*`` by a scalar,
@@ -16,14 +17,24 @@ Example::
 from __future__ import annotations
 
 from . import _methods  # noqa: F401 - attaches SparseTensor's op methods
+from ._compressed import (
+    SparseCompressedTensor,
+    sparse_bsc_tensor,
+    sparse_bsr_tensor,
+    sparse_compressed_tensor,
+    sparse_csc_tensor,
+    sparse_csr_tensor,
+)
+from ._compressed_matmul import sampled_addmm
 from ._construct import check_sparse_tensor_invariants, sparse_coo_tensor
 from ._install import install
-from ._layout import layout, sparse_coo, strided
+from ._layout import layout, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from ._matmul import addmm, hspmm, mm, smm, spmm
 from ._reduce import log_softmax, softmax, sum
 from ._tensor import SparseTensor
 
 __all__ = [
+    "SparseCompressedTensor",
     "SparseTensor",
     "addmm",
     "check_sparse_tensor_invariants",
@@ -32,10 +43,20 @@ __all__ = [
     "layout",
     "log_softmax",
     "mm",
+    "sampled_addmm",
     "smm",
     "softmax",
+    "sparse_bsc",
+    "sparse_bsc_tensor",
+    "sparse_bsr",
+    "sparse_bsr_tensor",
+    "sparse_compressed_tensor",
     "sparse_coo",
     "sparse_coo_tensor",
+    "sparse_csc",
+    "sparse_csc_tensor",
+    "sparse_csr",
+    "sparse_csr_tensor",
     "spmm",
     "strided",
     "sum",

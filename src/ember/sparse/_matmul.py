@@ -13,6 +13,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
 from ..ops._dispatch import wrap
+from ._compressed_matmul import mm_reduce
 from ._graph import coalesced_indices, from_values, record
 from ._storage import spmm_arrays, unsupported
 from ._tensor import SparseTensor
@@ -107,9 +108,11 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1.0, alpha=1.0) -> 
     )
 
 
-def mm(mat1: Tensor, mat2: Tensor) -> Tensor:
+def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
     """``mat1 @ mat2`` with a sparse COO ``mat1``: dense result, sparse gradient of ``mat1``
-    (``torch.sparse.mm``); two dense matrices multiply as ``ember.mm``.
+    (``torch.sparse.mm``); two dense matrices multiply as ``ember.mm``. With ``reduce``
+    ("sum", "mean", "amax", "amin") and a CSR ``mat1``, each output row reduces the products
+    of its stored elements that way.
 
     Example::
         >>> s = ember.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
@@ -117,6 +120,8 @@ def mm(mat1: Tensor, mat2: Tensor) -> Tensor:
         tensor([[0., 2.],
                 [3., 0.]])
     """
+    if reduce is not None:
+        return mm_reduce(mat1, mat2, reduce)
     if not isinstance(mat1, SparseTensor):
         from ..ops.linalg import mm as dense_mm
 

@@ -82,3 +82,43 @@ def sparse_repr(t) -> str:
             last_line += len(suffix) + 2
     parts.append(")")
     return "".join(parts)
+
+
+def compressed_repr(t) -> str:
+    """A CSR/CSC/BSR/BSC tensor as torch prints it: its index arrays, values, then suffixes
+    that continue the values' line while it stays within the line width."""
+    prefix = "tensor("
+    indent = len(prefix)
+    row_major = t.layout in ("sparse_csr", "sparse_bsr")
+    names = ("crow_indices", "col_indices") if row_major else ("ccol_indices", "row_indices")
+    compressed, plain = t._compressed_and_plain()
+    parts = []
+    for name, data in zip(names + ("values",), (compressed, plain, t.values())):
+        head = f"{name}=tensor("
+        parts.append(head + _body(data._data, indent + len(head)) + ")")
+    text = prefix + (",\n" + " " * indent).join(parts)
+    suffixes = []
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    suffixes.append(f"size={tuple(t._data.shape)}")
+    suffixes.append(f"nnz={t._nnz()}")
+    d = t.dtype
+    if not (d is dt.get_default_dtype() or d is dt.get_default_complex_dtype() or d is dt.int64):
+        suffixes.append(f"dtype={d!r}")
+    suffixes.append(f"layout={t.layout!r}")
+    if t._grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._rg:
+        suffixes.append("requires_grad=True")
+    out = [text]
+    # torch counts the last line two characters longer than it is (its _add_suffixes)
+    last_line = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line + len(suffix) + 2 > _LINE_WIDTH:
+            out.append(",\n" + " " * indent + suffix)
+            last_line = indent + len(suffix)
+        else:
+            out.append(", " + suffix)
+            last_line += len(suffix) + 2
+    out.append(")")
+    return "".join(out)
