@@ -104,12 +104,12 @@ def bench_mlp(lib, device: str, batch: int, amp: bool, steps: int) -> dict:
 
 
 def bench_fused(rows: int, cols: int, repeats: int) -> list:
-    """ember.cuda.kernels' fused kernels next to the chain of CuPy calls each one replaces
+    """ember._kernels.cuda_fused's fused kernels next to the chain of CuPy calls each one replaces
     (float32, rows × cols), in ms; each pair's results are checked to agree first."""
     import cupy
 
     import ember
-    from ember.cuda import kernels
+    from ember._kernels import cuda_fused as kernels
 
     xp = cupy
     rng = np.random.default_rng(0)

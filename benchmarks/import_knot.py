@@ -40,18 +40,19 @@ LAYER_NAMES = {
 LAYER_OF = {
     **dict.fromkeys(
         "_backend _dtype _kernels _type_info _errors _settings _scratch torch_version version"
-        " types _memory_format _meta".split(),
+        " _memory_format _meta _autocast_state _random _layout".split(),
         1,
     ),
     "autograd": 2,
     **dict.fromkeys(
         "_tensor _tensor_methods _tensor_misc_methods _tensor_repr _creation _factories _inplace"
-        " ops _out _size_argument _method_functions _functional_aliases _host_functions"
-        " _legacy return_types _windows".split(),
+        " ops _out _size_argument _method_functions _host_functions _op_namespace"
+        " _legacy return_types _windows _random_ops types autograd.function".split(),
         3,
     ),
     **dict.fromkeys(
-        "nn optim func linalg fft special sparse nested distributions utils fx _random random"
+        "nn optim func linalg fft special sparse nested distributions utils fx random masked"
+        " _functional_aliases"
         " quasirandom signal functional datasets _einops autograd.functional"
         " autograd.gradcheck".split(),
         4,

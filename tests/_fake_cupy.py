@@ -9,7 +9,7 @@ any op that calls ``numpy`` on device data instead of the array's own module fai
 The module object forwards every other name to NumPy, wrapping results; ``cuda`` holds a fake
 runtime, streams, events and a memory pool that counts the bytes of every array made;
 ``ElementwiseKernel``/``ReductionKernel``/``RawKernel`` cannot run CUDA C, so a call runs the
-NumPy reference that ``ember.cuda.kernels`` registers under the kernel's name.
+NumPy reference that ``ember._kernels.cuda_fused`` registers under the kernel's name.
 
 ``install(monkeypatch)`` puts it in place of CuPy for one test.
 """
@@ -461,7 +461,7 @@ launched: list = []  # the name of every RawKernel launch, in order (install() e
 
 def _reference(name: str):
     if name not in _REFERENCES:
-        from ember.cuda import kernels
+        from ember._kernels import cuda_fused as kernels
 
         _REFERENCES.update(kernels.NUMPY_REFERENCES)
     if name not in _REFERENCES:

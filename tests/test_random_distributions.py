@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.distributions import _sampling
+from ember import _random_ops as _sampling
 
 SEEDS = (0, 3, 2024)
 

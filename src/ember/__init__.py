@@ -15,77 +15,12 @@ import warnings as _warnings
 # for warnings raised inside ember's kernels only.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
-from . import (
-    _dtype,
-    _tensor_methods,
-    _tensor_misc_methods,
-    accelerator,
-    autograd,
-    backends,
-    cuda,
-    linalg,
-    sparse,
-)
-from ._backend import (
-    device,
-    get_default_device,
-    get_num_threads,
-    set_default_device,
-    set_num_threads,
-)
-from ._creation import *
-from ._dtype import (
-    bfloat16,
-    cdouble,
-    cfloat,
-    complex64,
-    complex128,
-    double,
-    dtype,
-    float,
-    float16,
-    float32,
-    float64,
-    get_default_complex_dtype,
-    get_default_dtype,
-    half,
-    int,
-    int8,
-    int16,
-    int32,
-    int64,
-    long,
-    promote_types,
-    result_type,
-    set_default_dtype,
-    short,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-)
-from ._dtype import (
-    bool_ as bool,
-)
-from ._errors import AcceleratorError, OutOfMemoryError
-from ._factories import *
-from ._functional_aliases import *
-from ._host_functions import histogramdd, to_dlpack
-from ._legacy import *
-from ._memory_format import (
-    channels_last,
-    channels_last_3d,
-    contiguous_format,
-    memory_format,
-    preserve_format,
-)
-from ._memory_scope import memory_scope
-from ._method_functions import *
+from . import accelerator, backends, cuda, linalg, sparse  # noqa: E402
+from ._functional_aliases import *  # noqa: E402, F403  (functions through nn.functional)
+from ._memory_scope import memory_scope  # noqa: E402
+from ._op_namespace import *  # noqa: E402, F403  (the Tensor/op layer's functions)
+from ._op_namespace import Tensor  # noqa: E402
 from ._random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from ._settings import *
-from ._tensor import Size, Tensor
-from ._type_info import finfo, iinfo
-from ._windows import *
 from .amp.autocast_mode import autocast
 from .amp.state import (
     autocast_decrement_nesting,
@@ -104,254 +39,7 @@ from .amp.state import (
     set_autocast_enabled,
     set_autocast_gpu_dtype,
 )
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
-from .autograd.anomaly import set_detect_anomaly as set_anomaly_enabled
-from .autograd.grad_mode import is_inference_mode_enabled
 from .fft._stft import istft, stft
-from .ops.complex import complex, polar, sgn, view_as_complex, view_as_real
-from .ops.elementwise import *
-from .ops.elementwise import abs, pow, round
-from .ops.indexing import (
-    argsort,
-    argwhere,
-    gather,
-    index_add,
-    index_fill,
-    index_put,
-    index_select,
-    kthvalue,
-    masked_fill,
-    masked_scatter,
-    masked_select,
-    msort,
-    nonzero,
-    scatter,
-    scatter_add,
-    sort,
-    take,
-    take_along_dim,
-    topk,
-    unique,
-    unique_consecutive,
-)
-from .ops.linalg import addmm, bmm, dot, einsum, ger, matmul, mm, mv, outer, tensordot, vdot
-from .ops.linalg import inner_product as inner
-from .ops.linalg_decompositions import cholesky_legacy as cholesky
-from .ops.linalg_decompositions import geqrf, logdet, lu_unpack
-from .ops.linalg_decompositions import lu_legacy as lu
-from .ops.linalg_decompositions import qr_legacy as qr
-from .ops.linalg_decompositions import slogdet_legacy as slogdet
-from .ops.linalg_decompositions import svd_legacy as svd
-from .ops.linalg_functions import chain_matmul, matrix_exp, matrix_power, ormqr
-from .ops.linalg_functions import cross_legacy as cross
-from .ops.linalg_lowrank import pca_lowrank, svd_lowrank
-from .ops.linalg_products import addbmm, addmv, addr, baddbmm, block_diag, kron, trace
-from .ops.linalg_solvers import cholesky_inverse, cholesky_solve, pinverse, triangular_solve
-from .ops.linalg_solvers import lu_solve_legacy as lu_solve
-from .ops.loss_enum import (
-    binary_cross_entropy_with_logits,
-    cosine_embedding_loss,
-    ctc_loss,
-    hinge_embedding_loss,
-    kl_div,
-    margin_ranking_loss,
-    poisson_nll_loss,
-    triplet_margin_loss,
-)
-from .ops.numeric import (
-    bitwise_left_shift,
-    bitwise_right_shift,
-    copysign,
-    deg2rad,
-    fix,
-    frexp,
-    gcd,
-    heaviside,
-    isreal,
-    lcm,
-    ldexp,
-    logaddexp2,
-    nextafter,
-    rad2deg,
-)
-from .ops.reduction import (
-    all,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    count_nonzero,
-    cumprod,
-    cumsum,
-    logsumexp,
-    max,
-    mean,
-    min,
-    norm,
-    prod,
-    std,
-    std_mean,
-    sum,
-    var,
-    var_mean,
-)
-from .ops.scatter_reduce import index_reduce, scatter_reduce
-from .ops.search import bucketize, isin, searchsorted
-from .ops.shape import (
-    atleast_1d,
-    atleast_2d,
-    broadcast_shapes,
-    broadcast_tensors,
-    broadcast_to,
-    cat,
-    chunk,
-    concat,
-    concatenate,
-    diag,
-    diag_embed,
-    diagonal,
-    diagonal_scatter,
-    flatten,
-    flip,
-    fliplr,
-    flipud,
-    hstack,
-    matrix_transpose,
-    moveaxis,
-    movedim,
-    narrow,
-    permute,
-    repeat_interleave,
-    reshape,
-    roll,
-    select,
-    select_scatter,
-    slice_scatter,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    swapdims,
-    t,
-    tile,
-    transpose,
-    tril,
-    triu,
-    unbind,
-    unflatten,
-    unsqueeze,
-    vstack,
-)
-from .ops.shape_composites import (
-    as_strided,
-    as_strided_scatter,
-    atleast_3d,
-    cartesian_prod,
-    column_stack,
-    combinations,
-    cumulative_trapezoid,
-    diagflat,
-    diff,
-    dsplit,
-    dstack,
-    hsplit,
-    index_copy,
-    meshgrid,
-    nonzero_static,
-    put,
-    ravel,
-    rot90,
-    row_stack,
-    split_with_sizes,
-    tensor_split,
-    trapezoid,
-    trapz,
-    tril_indices,
-    triu_indices,
-    unravel_index,
-    vsplit,
-)
-from .ops.special import (
-    digamma,
-    erfinv,
-    i0,
-    igamma,
-    igammac,
-    lgamma,
-    mvlgamma,
-    polygamma,
-    sinc,
-    xlogy,
-)
-from .ops.statistics import (
-    aminmax,
-    bincount,
-    corrcoef,
-    cov,
-    cummax,
-    cummin,
-    histc,
-    histogram,
-    logcumsumexp,
-    median,
-    mode,
-    nanmean,
-    nanmedian,
-    nanquantile,
-    nansum,
-    quantile,
-    renorm,
-)
-from .torch_version import TorchVersion as _TorchVersion
-
-
-def real(input: Tensor) -> Tensor:
-    return input.real
-
-
-def imag(input: Tensor) -> Tensor:
-    return input.imag
-
-
-def fill(input: Tensor, value) -> Tensor:
-    return input.clone().fill_(value)
-
-
-def is_complex(input: Tensor) -> bool:
-    return input.dtype.is_complex
-
-
-def is_storage(obj) -> bool:
-    """ember has no Storage objects."""
-    return False
-
-
-def is_distributed(input: Tensor) -> bool:
-    return False
-
-
-def is_tensor(obj) -> bool:
-    """True when ``obj`` is an ember Tensor."""
-    return isinstance(obj, Tensor)
-
-
-def is_floating_point(input: Tensor) -> bool:
-    return input.is_floating_point()
-
-
-def numel(input: Tensor) -> int:
-    return input.numel()
-
-
-def can_cast(from_: dtype, to: dtype) -> bool:
-    """PyTorch's same-kind casting rule: never to a lower category (float -> int, int -> bool)."""
-    return from_.category <= to.category
-
-
-def typename(obj) -> str:
-    return obj.type() if isinstance(obj, Tensor) else type(obj).__name__
 
 
 def det(A: Tensor) -> Tensor:
@@ -362,42 +50,31 @@ def inverse(A: Tensor) -> Tensor:
     return linalg.inv(A)
 
 
-def clone(input: Tensor, *, memory_format=None) -> Tensor:  # noqa: F811
-    """A copy of ``input``; ``preserve_format`` (the default) keeps a dense tensor's strides."""
-    return input.clone(memory_format=memory_format)
+from . import _op_namespace, _out  # noqa: E402
+from .version import __version__  # noqa: E402
 
-
-def set_printoptions(**kwargs) -> None:
-    """Accepted for compatibility; ember prints with PyTorch's default options."""
-
-
-__version__ = _TorchVersion("0.1.0")
-
-# torch's constants
-pi = 3.141592653589793
-e = 2.718281828459045
-inf = _builtins.float("inf")
-nan = _builtins.float("nan")
-newaxis = None
-has_lapack = True  # linalg runs on NumPy's (or CuPy's) LAPACK
-has_spectral = True  # ember.fft
-
-from . import _out  # noqa: E402
-
-_out.install(globals())  # out= on the functions that take it in PyTorch
+# out= on the root's own functions that take it in PyTorch (the op layer's have theirs)
+_out.install(globals(), set(_out.OUT_FUNCTIONS) - set(vars(_op_namespace)))
 
 from .sparse import hspmm, layout, smm, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
 
-sparse.install()  # sparse COO methods on Tensor, layouts; runs once, never per op
+sparse.install(globals())  # sparse methods on Tensor, layouts; runs once, never per op
 
 from ._einops import hook as _einops_hook  # noqa: E402
 
 _einops_hook.install()  # einops finds ember's backend and layers when a program imports it
 
+from . import autograd  # noqa: E402
+from .autograd import function as _autograd_function  # noqa: E402
 from .autograd import functional as _autograd_functional  # noqa: E402
-from .ops.activation import log_softmax, softmax  # noqa: E402
+from .autograd import gradcheck as _gradcheck  # noqa: E402
 
-_out.install(globals(), {"log_softmax", "softmax"})  # imported again just above
+# torch.autograd's tools built on Tensor, hung on the autograd package from above it
+autograd.Function = _autograd_function.Function
+autograd.FunctionCtx = _autograd_function.FunctionCtx
+autograd.once_differentiable = _autograd_function.once_differentiable
+autograd.gradcheck, autograd.gradgradcheck = _gradcheck.gradcheck, _gradcheck.gradgradcheck
+autograd.register_lazy_attribute("profiler", "ember.profiler")
 
 # Debugging, data and file namespaces load on first use: `import ember` stays quick.
 _LAZY = frozenset(
@@ -413,6 +90,7 @@ _LAZY = frozenset(
         "fx",
         "futures",
         "jit",
+        "masked",
         "multiprocessing",
         "nested",
         "nn",
@@ -439,11 +117,11 @@ _LAZY_ATTRIBUTES = {
     "GradScaler": "amp",
     "jagged": "nested",
     "Future": "futures",
-    "binomial": "distributions._sampling",
-    "_dirichlet_grad": "distributions._sampling",
-    "_sample_dirichlet": "distributions._sampling",
-    "_standard_gamma": "distributions._sampling",
-    "_standard_gamma_grad": "distributions._sampling",
+    "binomial": "_random_ops",
+    "_dirichlet_grad": "_random_ops",
+    "_sample_dirichlet": "_random_ops",
+    "_standard_gamma": "_random_ops",
+    "_standard_gamma_grad": "_random_ops",
     "native_batch_norm": "ops.normalization",
     "native_group_norm": "ops.normalization",
     "native_layer_norm": "ops.normalization",

@@ -2,7 +2,8 @@
 ``torch.dropout`` ... Each forwards to
 ``ember.nn.functional`` (imported on first call, so ``import ember`` stays quick), adapting
 the argument order where ATen's differs. Also the ``*_copy`` forms of the view ops, ``gradient``,
-``vander`` and the functions PyTorch removed in 1.9 (which raise PyTorch's message).
+``vander``, and the functions PyTorch removed in 1.9 (which raise PyTorch's message; defined
+with the Tensor methods of the same names, in ``_tensor_misc_methods``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import builtins
 import warnings
 
 from ._tensor import Tensor
+from ._tensor_misc_methods import eig, lstsq, matrix_rank, solve, symeig  # noqa: F401
 
 
 def _F():
@@ -432,23 +434,6 @@ def nuclear_norm(input: Tensor, dim=(-2, -1), keepdim: bool = False) -> Tensor:
     from . import linalg
 
     return linalg.matrix_norm(input, "nuc", dim, keepdim)
-
-
-def _removed(name: str, advice: str):
-    def function(*args, **kwargs):
-        raise RuntimeError(
-            f"This function was deprecated since version 1.9 and is now removed. {advice}"
-        )
-
-    function.__name__ = function.__qualname__ = name
-    return function
-
-
-matrix_rank = _removed("matrix_rank", "Please use the `torch.linalg.matrix_rank` function instead.")
-lstsq = _removed("lstsq", "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.")
-symeig = _removed("symeig", "Use `torch.linalg.eigh` or `torch.linalg.eigvalsh` instead.")
-eig = _removed("eig", "Use `torch.linalg.eig` or `torch.linalg.eigvals` instead.")
-solve = _removed("solve", "`torch.solve` is deprecated in favor of `torch.linalg.solve`.")
 
 
 def get_device_module(device=None):

@@ -10,11 +10,13 @@ import warnings
 
 from . import _backend
 from . import _dtype as dt
+from ._layout import strided as _strided
 from .autograd import _cuts
 from .autograd import grad_mode as _gm
 from .autograd._watch import tensor_created as _tensor_created
 from .autograd._watch import view_made as _view_made
 from .autograd._watch import watch as _watch
+from .autograd.node import TENSOR_LAYER as _TENSOR_LAYER
 from .autograd.node import AccumulateGrad, RemovableHandle, _HookDict, add_hook
 
 _new = object.__new__
@@ -161,9 +163,7 @@ class Tensor:
     @property
     def layout(self):
         """``ember.strided``: a dense tensor (a ``str`` subclass, equal to ``"strided"``)."""
-        from .sparse._layout import strided
-
-        return strided
+        return _strided
 
     @property
     def _version(self) -> int:
@@ -467,3 +467,6 @@ def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
             f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
         )
     return dim + n if dim < 0 else dim
+
+
+_TENSOR_LAYER.Tensor = Tensor  # the autograd machinery, below, sees Tensor through this

@@ -195,6 +195,7 @@ for _name in (
     "cov",
     "cummax",
     "cummin",
+    "hash_tensor",
     "histc",
     "histogram",
     "logcumsumexp",
@@ -274,16 +275,32 @@ T.std_mean = red.std_mean
 # --- properties ---
 T.T = property(sh.full_transpose)
 T.mT = property(sh.matrix_transpose)
-T.H = property(sh.full_transpose)
-T.mH = property(sh.matrix_transpose)
+T.H = property(la.conjugate_transpose)
+T.mH = property(la.conjugate_matrix_transpose)
 
 # --- operators ---
+def _reflected(name: str, forward):
+    """``Tensor.__radd__`` and kin: the forward op with the operands as given, refusing a self
+    that is not a Tensor (``Tensor.__radd__(2, t)``) with torch's descriptor TypeError."""
+
+    def method(self, other):
+        if not isinstance(self, Tensor):
+            raise TypeError(
+                f"descriptor '{name}' for 'torch._C.TensorBase' objects doesn't apply to a "
+                f"'{type(self).__name__}' object"
+            )
+        return forward(self, other)
+
+    named(method, name)
+    return method
+
+
 T.__add__ = ew.add
-T.__radd__ = ew.add
+T.__radd__ = _reflected("__radd__", ew.add)
 T.__sub__ = ew.sub
 T.__rsub__ = lambda self, other: ew.sub(other, self)
 T.__mul__ = ew.mul
-T.__rmul__ = ew.mul
+T.__rmul__ = _reflected("__rmul__", ew.mul)
 T.__truediv__ = ew.div
 T.__rtruediv__ = ew.reflected_div
 T.__rdiv__ = T.__rtruediv__  # torch's Python-2 era name, still a Tensor method
@@ -299,11 +316,11 @@ T.__neg__ = ew.neg
 T.__pos__ = ew.positive
 T.__abs__ = ew.abs
 T.__and__ = ew.bitwise_and
-T.__rand__ = ew.bitwise_and
+T.__rand__ = _reflected("__rand__", ew.bitwise_and)
 T.__or__ = ew.bitwise_or
-T.__ror__ = ew.bitwise_or
+T.__ror__ = _reflected("__ror__", ew.bitwise_or)
 T.__xor__ = ew.bitwise_xor
-T.__rxor__ = ew.bitwise_xor
+T.__rxor__ = _reflected("__rxor__", ew.bitwise_xor)
 T.__lt__ = ew.lt
 T.__le__ = ew.le
 T.__gt__ = ew.gt
@@ -384,7 +401,11 @@ def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
                     if value.__class__ not in NUMBERS and value.dtype != data.dtype:
                         value = value.astype(data.dtype)
                 try:
-                    getattr(_backend.array_module(data), ufunc)(data, value, out=data)
+                    xp = _backend.array_module(data)
+                    if data.size >= _backend.SPLIT_FROM["binary"]:  # on every core
+                        _backend.split_ufunc(getattr(xp, ufunc), data, value, out=data)
+                    else:
+                        getattr(xp, ufunc)(data, value, out=data)
                 except ValueError:
                     pass  # a shape error: let the general path report it PyTorch's way
                 else:
@@ -480,7 +501,7 @@ _MORE_INPLACE = {
     "divide_": ew.div,
     "true_divide_": ew.div,
     "subtract_": ew.sub,
-    "float_power_": ew.float_power,
+    "float_power_": ew.float_power_,
     "eq_": ew.eq,
     "ne_": ew.ne,
     "not_equal_": ew.ne,
@@ -502,10 +523,20 @@ _MORE_INPLACE = {
     "bitwise_not_": ew.bitwise_not,
     "cumsum_": red.cumsum,
     "cumprod_": red.cumprod,
-    "sgn_": ew.sign,
+    "sgn_": _num.sgn,  # z/|z| for complex tensors (ew.sign refuses them)
 }
 for _name, _fn in _MORE_INPLACE.items():
     setattr(T, _name, _inplace_method(_name, _fn))
+
+
+def _abs_into_self(input: Tensor) -> Tensor:
+    if input._data.dtype.kind == "c":  # |z| is real: it cannot be written into z
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return ew.abs(input)
+
+
+T.abs_ = _inplace_method("abs_", _abs_into_self)
+T.absolute_ = _inplace_method("absolute_", _abs_into_self)
 T.__ipow__ = T.pow_
 T.__imod__ = T.remainder_
 T.__ifloordiv__ = T.floor_divide_

@@ -173,24 +173,6 @@ T.imag = property(cx.imag, _set_part(cx.imag))
 T.angle = angle
 
 
-def stft(self: Tensor, *args, **kwargs) -> Tensor:
-    """``ember.stft(self, ...)``: the short-time Fourier transform (complex output)."""
-    from .fft._stft import stft as run
-
-    return run(self, *args, **kwargs)
-
-
-def istft(self: Tensor, *args, **kwargs) -> Tensor:
-    """``ember.istft(self, ...)``: the inverse short-time Fourier transform."""
-    from .fft._stft import istft as run
-
-    return run(self, *args, **kwargs)
-
-
-T.stft = stft
-T.istft = istft
-
-
 # --- in-place shape changes ---------------------------------------------------------------
 def _reshape_in_place(name: str, view_fn):
     def method(self: Tensor, *args, **kwargs):
@@ -387,14 +369,24 @@ def as_subclass(self: Tensor, cls) -> Tensor:
 T.as_subclass = as_subclass
 
 
-def _removed_method(name: str):
-    from ._functional_aliases import eig, lstsq, solve, symeig
+# --- removed in 1.9 (ember.eig and Tensor.eig alike): calling one raises PyTorch's message ---
+def _removed(name: str, advice: str):
+    def function(*args, **kwargs):
+        raise RuntimeError(
+            f"This function was deprecated since version 1.9 and is now removed. {advice}"
+        )
 
-    return {"eig": eig, "lstsq": lstsq, "solve": solve, "symeig": symeig}[name]
+    function.__name__ = function.__qualname__ = name
+    return function
 
 
-for _name in ("eig", "lstsq", "solve", "symeig"):  # removed in 1.9: raise PyTorch's message
-    setattr(T, _name, _removed_method(_name))
+matrix_rank = _removed("matrix_rank", "Please use the `torch.linalg.matrix_rank` function instead.")
+lstsq = _removed("lstsq", "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.")
+symeig = _removed("symeig", "Use `torch.linalg.eigh` or `torch.linalg.eigvalsh` instead.")
+eig = _removed("eig", "Use `torch.linalg.eig` or `torch.linalg.eigvals` instead.")
+solve = _removed("solve", "`torch.solve` is deprecated in favor of `torch.linalg.solve`.")
+T.eig, T.lstsq, T.solve, T.symeig = eig, lstsq, solve, symeig  # (Tensor has no matrix_rank)
+
 T.adjoint = lambda self: self.mH
 T.is_distributed = lambda self: False
 T.const_data_ptr = lambda self: self.data_ptr()

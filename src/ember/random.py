@@ -69,12 +69,16 @@ def fork_rng(
             cuda.set_rng_state(state, device)
 
 
+# device type -> the module with its RNG functions (is_available, device_count, get_rng_state,
+# set_rng_state): ember.cuda registers itself, from the layer above
+DEVICE_RANDOM: dict = {}
+
+
 def _cuda_random(device_type: str):
     """The ``ember.cuda`` RNG functions when ``device_type`` is CUDA and a GPU is present."""
-    if device_type != "cuda":
+    cuda = DEVICE_RANDOM.get(device_type)
+    if cuda is None:
         return None
-    from . import cuda
-
     if not cuda.is_available() or not hasattr(cuda, "get_rng_state"):
         return None
     return cuda

@@ -6,7 +6,9 @@ it is worked out on first access so that importing this module never loads CuPy.
 
 from __future__ import annotations
 
-from . import __version__  # one source: the package's own
+from .torch_version import TorchVersion as _TorchVersion
+
+__version__ = _TorchVersion("0.1.0")  # the one source: ember.__version__ is this object
 
 __all__ = ["__version__", "debug", "git_version", "hip", "rocm", "xpu"]  # and cuda, on access
 git_version = "Unknown"  # ember is not built from a git checkout with its hash baked in

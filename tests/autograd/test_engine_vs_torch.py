@@ -89,6 +89,16 @@ def custom_function_and_no_grad(m):
     return frozen.requires_grad, x.grad.tolist()
 
 
+def batched_grad_outputs(m):
+    x = m.tensor([1.0, -2.0, 3.0], dtype=m.float64, requires_grad=True)
+    unused = m.tensor([1.0], dtype=m.float64, requires_grad=True)
+    jac, none = m.autograd.grad(
+        (x * x,), (x, unused), m.eye(3, dtype=m.float64), is_grads_batched=True, allow_unused=True
+    )
+    (rows,) = m.autograd.grad(x.sin().sum(), x, m.tensor([1.0, 2.0]), is_grads_batched=True)
+    return none is None, rows.tolist(), jac.tolist()
+
+
 SCENARIOS = [
     hooks_and_retain_grad,
     third_order,
@@ -98,6 +108,7 @@ SCENARIOS = [
     views_and_setitem,
     modifying_a_saved_view_is_refused,
     custom_function_and_no_grad,
+    batched_grad_outputs,
 ]
 
 

@@ -1,4 +1,4 @@
-"""ember.cuda.fused_ops on the fake CuPy: the fused ops against ember's CPU ops (values,
+"""ember.ops.cuda_fused on the fake CuPy: the fused ops against ember's CPU ops (values,
 gradients, double backward), and None wherever the kernels do not apply."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.cuda import fused_ops
+from ember.ops import cuda_fused as fused_ops
 
 rng = np.random.default_rng(1)
 

@@ -1,4 +1,4 @@
-"""ember.cuda.kernels: the fused kernels' wrappers on the fake CuPy (which runs each kernel's
+"""ember._kernels.cuda_fused: the fused kernels' wrappers on the fake CuPy (which runs each kernel's
 NumPy reference) against ember's composite CPU ops; the CUDA sources through NVRTC where CuPy
 is installed; the kernels themselves against the references on a real GPU."""
 
@@ -7,7 +7,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.cuda import kernels
+from ember._kernels import cuda_fused as kernels
 from tests import _fake_cupy
 
 rng = np.random.default_rng(0)

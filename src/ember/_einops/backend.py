@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from einops._backends import AbstractBackend
 
-import ember
+from .. import _op_namespace as ember
 
 _FLOATS = (ember.float16, ember.bfloat16, ember.float32, ember.float64)
 

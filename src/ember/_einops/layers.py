@@ -7,8 +7,9 @@ from __future__ import annotations
 from einops.layers import RearrangeMixin, ReduceMixin
 from einops.layers._einmix import _EinmixMixin
 
-import ember
 from ember import nn
+
+from .. import _op_namespace as ember
 
 __all__ = ["EinMix", "Rearrange", "Reduce"]
 

@@ -103,14 +103,18 @@ def parallel_for(
     compiled: Callable, size: int, *args, min_chunk: int = PARALLEL_MIN_ELEMENTS
 ) -> None:
     """Call ``compiled(start, stop, *args)`` (a :func:`njit` kernel) over ``[0, size)`` split
-    into one span per thread of ember's pool (``ember.get_num_threads()``), or once on this
-    thread when ``size`` is below two chunks of ``min_chunk``."""
+    into spans of ``min_chunk`` or more, shared by the threads of ember's pool
+    (``ember.get_num_threads()``), or once on this thread when ``size`` is below two chunks of
+    ``min_chunk``. Up to four spans a thread, handed out in turn (``_backend.share_spans``):
+    a thread the machine leaves waiting takes fewer, instead of holding up the call."""
     from ember import _backend
 
-    threads = min(_backend.get_num_threads(), max(1, size // max(1, min_chunk)))
+    chunk = max(1, min_chunk)
+    threads = min(_backend.get_num_threads(), max(1, size // chunk))
     if threads < 2:
         compiled(0, size, *args)
         return
-    step = -(-size // threads)
+    pieces = max(threads, min(threads * 4, size // chunk))
+    step = -(-size // pieces)
     spans = [(start, min(start + step, size), *args) for start in range(0, size, step)]
-    _backend.run_spans(compiled, spans, blas=False)
+    _backend.share_spans(compiled, spans, threads)

@@ -11,6 +11,11 @@ from .sampler import TorchSampler
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default_rng_seed_val
 
+# This package draws on arrays, below the Tensor layer; ember._creation registers how a state
+# becomes torch's ByteTensor and which class a state given back may be.
+as_state_tensor = None  # uint8 array -> Tensor
+tensor_class: type | None = None
+
 
 class Generator:
     """A source of random numbers that draws PyTorch's CPU streams.
@@ -51,9 +56,7 @@ class Generator:
 
     def get_state(self):
         """torch's CPUGeneratorImplState as a uint8 tensor of 5056 bytes."""
-        from .._creation import tensor
-
-        return tensor(self._engine.to_bytes(), dtype="uint8")
+        return as_state_tensor(self._engine.to_bytes())
 
     def set_state(self, new_state) -> Generator:
         """Restore a state from :meth:`get_state` or from ``torch.get_rng_state()``."""
@@ -74,9 +77,7 @@ class Generator:
 
 
 def _state_bytes(new_state) -> np.ndarray:
-    from .._tensor import Tensor
-
-    if isinstance(new_state, Tensor):
+    if tensor_class is not None and isinstance(new_state, tensor_class):
         if new_state.dtype.name != "uint8":
             raise TypeError("RNG state must be a torch.ByteTensor")
         return np.ascontiguousarray(new_state.detach().cpu()._data, dtype=np.uint8).reshape(-1)

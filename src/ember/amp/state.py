@@ -6,26 +6,12 @@ through the casting wrapper only while one does.
 
 from __future__ import annotations
 
-import threading
-
-from .. import _backend
+from .. import _autocast_state, _backend
 from .. import _dtype as dt
 
-_DEFAULT_DTYPES = {"cuda": dt.float16, "cpu": dt.bfloat16}
-
-
-class _AutocastState(threading.local):
-    def __init__(self):
-        self.enabled = {"cuda": False, "cpu": False}
-        self.dtype = dict(_DEFAULT_DTYPES)
-        self.cache_enabled = True
-        self.nesting = 0
-        self.cache: dict = {}
-        self.depth = 0  # > 0 inside an op that autocast already cast: its inner ops run as called
-        self.counted = False  # whether this thread holds the patch open
-
-
-state = _AutocastState()
+# the per-thread flags live below the op layer, which reads them (an op that fuses its
+# kernels only outside autocast); this module is autocast's policy around them
+state = _autocast_state.state
 
 
 def _device_type(device_type) -> str:

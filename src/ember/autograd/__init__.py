@@ -19,7 +19,7 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from .node import _tensor_class
+from .node import TENSOR_LAYER, _tensor_class
 from .threading_modes import (
     _force_original_view_tracking,
     is_multithreading_enabled,
@@ -52,9 +52,7 @@ def _make_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list
             grads.append(_ones_like(out) if out._rg else None)
             continue
         if not isinstance(g, Tensor):
-            from .._creation import tensor
-
-            g = tensor(g, dtype=out.dtype, device=out.device)
+            g = TENSOR_LAYER.tensor(g, dtype=out.dtype, device=out.device)
         if g._data.shape != out._data.shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of ember.Size("
@@ -199,9 +197,7 @@ def grad(
                     "graph. Set allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:
-                from .._creation import zeros_like
-
-                g = zeros_like(t)
+                g = TENSOR_LAYER.zeros_like(t)
         elif not create_graph:
             g = g._detach()
         result.append(g)
@@ -209,8 +205,9 @@ def grad(
 
 
 def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unused):
-    from ..ops.shape import stack
-
+    """``grad`` once per row of the batched ``grad_outputs``, the results stacked; an input
+    no output reaches stays None (with ``allow_unused``) as in torch."""
+    stack = TENSOR_LAYER.stack
     batch = _as_tuple(grad_outputs)
     n = batch[0].shape[0]
     per_input = [[] for _ in ins]
@@ -222,17 +219,19 @@ def _batched_grad(outs, ins, grad_outputs, retain_graph, create_graph, allow_unu
             retain_graph=True,
             create_graph=create_graph,
             allow_unused=allow_unused,
-            materialize_grads=True,
         )
         for i, g in enumerate(gs):
             per_input[i].append(g)
-    return tuple(stack(p) for p in per_input)
+    return tuple(None if all(g is None for g in p) else stack(p) for p in per_input)
 
 
 from . import anomaly as anomaly_mode  # noqa: E402
 from . import forward_ad, graph  # noqa: E402  (functional is imported by ember/__init__, after Tensor)
-from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
-from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
+
+# Function (custom ops), Variable, gradcheck, gradgradcheck and functional are built on Tensor
+# and its ops, a layer above this package's machinery: the root package imports them and
+# registers them here
+# (``register_lazy_attribute`` for what loads on first use, as ``profiler``)
 
 __all__ = [
     "backward",
@@ -256,10 +255,18 @@ __all__ = [
 ]
 
 
+_LAZY_ATTRIBUTES: dict[str, str] = {}
+
+
+def register_lazy_attribute(name: str, module: str) -> None:
+    """Make ``ember.autograd.<name>`` the module ``module``, imported on first use: how a higher
+    layer (``torch.autograd.profiler`` is ember's profiler) hangs a namespace here."""
+    _LAZY_ATTRIBUTES[name] = module
+
+
 def __getattr__(name: str):
-    # torch.autograd.profiler is ember's profiler (loaded on first use, as ember.profiler)
-    if name == "profiler":
+    if name in _LAZY_ATTRIBUTES:
         import importlib
 
-        return importlib.import_module("ember.profiler")
+        return importlib.import_module(_LAZY_ATTRIBUTES[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

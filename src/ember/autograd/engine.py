@@ -61,7 +61,7 @@ def _accumulate_locked(leaf, g, create_graph: bool, claimed, shared: bool) -> No
             shared
             or claimed is None
             or id(root) in claimed
-            or not (_writeable(data) or _takeable_sparse(data, claimed))
+            or not (_writeable(data) or _takeable(data, claimed))
         ):
             leaf._grad = g._detach().clone()
         else:
@@ -91,14 +91,17 @@ def _post_accumulate(leaf) -> None:
 _writeable = _backend.writeable
 
 
-def _takeable_sparse(data, claimed: set) -> bool:
-    """A sparse gradient whose values are not memory the caller handed in (as torch steals a
-    sparse gradient nobody else holds instead of cloning it)."""
-    from ..sparse._storage import SparseStorage
+# Data that is no array (it reads "not writeable", so gradients accumulate into it out of
+# place) but whose fresh gradient a leaf may take as it is, as torch steals a sparse gradient
+# nobody else holds instead of cloning it: its type -> the array holding its memory. Filled
+# from above: ember.sparse registers its COO storage (the values) at install.
+TAKEABLE_DATA: dict = {}
 
-    if data.__class__ is not SparseStorage:
-        return False
-    return id(_memory_root(data.values)) not in claimed
+
+def _takeable(data, claimed: set) -> bool:
+    """Data of a TAKEABLE_DATA type whose memory is not memory the caller handed in."""
+    memory_of = TAKEABLE_DATA.get(data.__class__)
+    return memory_of is not None and id(_memory_root(memory_of(data))) not in claimed
 
 
 def _plain_tensor():

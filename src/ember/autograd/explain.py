@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .._dtype import FLOAT
 from .graph import walk
+from .node import _tensor_class
 
 _KIND_CAUSE = {
     "detached": "detached",
@@ -62,8 +63,7 @@ def explain(tensor, loss=None) -> Explanation:
     Example::
         >>> print(ember.autograd.explain(model.fc.weight, loss))
     """
-    from .._tensor import Tensor
-
+    Tensor = _tensor_class()
     if not isinstance(tensor, Tensor):
         raise TypeError(f"explain() expects a Tensor, got {type(tensor).__name__}")
     if loss is not None and not isinstance(loss, Tensor):

@@ -19,7 +19,7 @@ from . import grad_mode as _gm
 from .node import _tensor_class
 
 
-def _out_shape(node, nr: int = 0) -> tuple:
+def out_shape(node, nr: int = 0) -> tuple:
     return node._meta[nr][0]
 
 
@@ -31,7 +31,7 @@ def _sum(terms):
     return total
 
 
-def _to_output(node, t, nr: int = 0):
+def to_output(node, t, nr: int = 0):
     """``t`` broadcast to the output's shape and cast to its dtype (a symbolic zero stays)."""
     if t is None:
         return None
@@ -62,8 +62,8 @@ def elementwise(node, tangents):
     terms = []
     for i, t in enumerate(tangents):
         if t is not None:
-            terms.append(_as_tuple(node.backward(_to_output(node, t)))[i])
-    return _to_output(node, _sum(terms))
+            terms.append(_as_tuple(node.backward(to_output(node, t)))[i])
+    return to_output(node, _sum(terms))
 
 
 def transposed_vjp(node, tangents):
@@ -71,16 +71,16 @@ def transposed_vjp(node, tangents):
 
     For complex values <a, b> = Re Σ conj(a) b: the VJP is J's adjoint for it, and the
     gradient of a real function of a complex u is ∂/∂Re u + i ∂/∂Im u, which gives J t."""
-    from .._creation import zeros
     from . import grad as autograd_grad
+    from .engine import _dtype_of
 
     Tensor = _tensor_class()
     needs_graph = _gm.state.enabled
-    cotangents = []
-    for shape, np_dtype in node._meta:
-        from .engine import _dtype_of
-
-        cotangents.append(zeros(shape, dtype=_dtype_of(np_dtype)).requires_grad_(True))
+    like = first_tangent(tangents)  # the cotangents live where the tangents do
+    cotangents = [
+        like.new_zeros(shape, dtype=_dtype_of(np_dtype)).requires_grad_(True)
+        for shape, np_dtype in node._meta
+    ]
     _cuts.state.quiet += 1
     try:
         with _gm.enable_grad():
@@ -161,7 +161,7 @@ def _add(node, tangents):
     alpha = getattr(node, "alpha", 1)
     if tb is not None and alpha != 1:
         tb = tb * alpha
-    return _to_output(node, _sum((ta, tb)))
+    return to_output(node, _sum((ta, tb)))
 
 
 def _sub(node, tangents):
@@ -169,13 +169,13 @@ def _sub(node, tangents):
     if tb is not None:
         alpha = getattr(node, "alpha", 1)
         tb = -tb if alpha == 1 else tb * -alpha
-    return _to_output(node, _sum((ta, tb)))
+    return to_output(node, _sum((ta, tb)))
 
 
 def _mul(node, tangents):  # d(ab) = da b + a db
     a, b = node.unpack_saved()
     ta, tb = tangents
-    return _to_output(
+    return to_output(
         node, _sum((ta * b if ta is not None else None, a * tb if tb is not None else None))
     )
 
@@ -190,7 +190,7 @@ def _linear(node, tangents):  # d(x Wᵀ + b) = dx Wᵀ + x dWᵀ + db
     x, w = node.unpack_saved()
     tx, tw = tangents[0], tangents[1]
     tb = tangents[2] if len(tangents) > 2 else None
-    return _to_output(
+    return to_output(
         node,
         _sum((tx @ w.mT if tx is not None else None, x @ tw.mT if tw is not None else None, tb)),
     )
@@ -199,7 +199,7 @@ def _linear(node, tangents):  # d(x Wᵀ + b) = dx Wᵀ + x dWᵀ + db
 def _linear_addmm(node, tangents):  # inputs (b, x, Wᵀ): d(b + x Wᵀ) = db + dx Wᵀ + x dWᵀ
     x, w_t = node.unpack_saved()
     tb, tx, tw_t = tangents
-    return _to_output(
+    return to_output(
         node,
         _sum((tb, tx @ w_t if tx is not None else None, x @ tw_t if tw_t is not None else None)),
     )
@@ -212,11 +212,11 @@ def _linear_mm(node, tangents):  # inputs (x, Wᵀ)
 
 
 def _reshape(node, tangents):
-    return tangents[0].reshape(_out_shape(node))
+    return tangents[0].reshape(out_shape(node))
 
 
 def _expand(node, tangents):
-    return tangents[0].expand(_out_shape(node))
+    return tangents[0].expand(out_shape(node))
 
 
 def _identity(node, tangents):
@@ -236,7 +236,7 @@ def _reduced(node, t):
         t = t.sum(node.dims, keepdim=node.keepdim)
     else:
         t = t.sum()
-    return t.reshape(_out_shape(node))
+    return t.reshape(out_shape(node))
 
 
 def _sum_rule(node, tangents):
@@ -261,21 +261,7 @@ def _index_select(node, tangents):
     return tangents[0].index_select(node.dim, node.index)
 
 
-def _cat(node, tangents):
-    from .._creation import zeros
-    from ..ops.shape import cat
-
-    shape = list(_out_shape(node))
-    parts = []
-    for t, size in zip(tangents, node.sizes):
-        if t is None:
-            shape[node.dim] = size
-            t = zeros(tuple(shape), dtype=_first(tangents).dtype)
-        parts.append(t)
-    return _to_output(node, cat(parts, node.dim))
-
-
-def _first(tangents):
+def first_tangent(tangents):
     return next(t for t in tangents if t is not None)
 
 
@@ -302,14 +288,14 @@ def _pointwise_loss(node, tangents):  # d Σ ℓ(x, t) = Σ (∂ℓ/∂x dx + �
         return terms.sum()
     if node.reduction == "mean":
         return terms.sum() / max(node.count, 1)
-    return terms.expand(_out_shape(node)) if tuple(terms.shape) != _out_shape(node) else terms
+    return terms.expand(out_shape(node)) if tuple(terms.shape) != out_shape(node) else terms
 
 
 def _nll_loss(node, tangents):  # linear in the input: loss = Σ coeff · x
     terms = node.coeff * tangents[0]
-    if node.reduction == "none" and len(_out_shape(node)) > 0:
+    if node.reduction == "none" and len(out_shape(node)) > 0:
         return terms.sum(node.class_dim)
-    return terms.sum().reshape(_out_shape(node))
+    return terms.sum().reshape(out_shape(node))
 
 
 def _cumsum(node, tangents):
@@ -324,17 +310,11 @@ def _roll(node, tangents):
     return tangents[0].roll(node.shifts, node.dims)
 
 
-def _constant_pad(node, tangents):  # the padding value is a constant: its tangent is 0
-    from ..nn.functional import pad
-
-    return pad(tangents[0], list(node.pad))
-
-
 def _masked_fill(node, tangents):
     t_self = tangents[0]
     t_value = tangents[1] if len(tangents) > 1 else None
     mask = node.mask
-    return _to_output(
+    return to_output(
         node,
         _sum(
             (
@@ -361,6 +341,14 @@ def _max_along_dim(node, tangents):  # the tangent at the selected index
     return picked if node.keepdim else picked.squeeze(d)
 
 
+def _vector_norm(node, tangents):
+    """ord=0 counts non-zeros, a flat function: torch's tangent is 0 (its gradient None)."""
+    if node.ord != 0:
+        return transposed_vjp(node, tangents)
+    t = tangents[0]
+    return None if t is None else to_output(node, (t * 0).sum())
+
+
 def _logsumexp(node, tangents):  # d logsumexp = Σ softmax(x) dx
     (x,) = node.unpack_saved()
     y = node.saved_output()
@@ -372,16 +360,9 @@ def _logsumexp(node, tangents):  # d logsumexp = Σ softmax(x) dx
     return _reduced(node, (x - y).exp() * tangents[0])
 
 
-def _im2col(node, tangents):  # unfolding into windows is linear: unfold the tangent
-    from ..ops.conv import unfold_windows
-
-    return unfold_windows(
-        tangents[0], node.kernel, node.stride, node.pads, node.dilation, node.channels_first
-    )
-
-
 # ---------------------------------------------------------------------------------------------
-# The table. A class takes the rule of its nearest base class that has one.
+# The table. A class takes the rule of its nearest base class that has one. Rules that call an
+# op (cat, pad, unfold_windows) live beside it in ops/ and register here on import.
 # ---------------------------------------------------------------------------------------------
 RULES = {
     "AddBackward0": _add,
@@ -404,23 +385,21 @@ RULES = {
     "VarBackward0": _var,
     "IndexBackward0": _index,  # and Slice, Select, Unsqueeze, Alias
     "IndexSelectBackward0": _index_select,
-    "CatBackward0": _cat,
     "SoftmaxBackward0": _softmax,
     "LogSoftmaxBackward0": _log_softmax,
     "PointwiseLossNode": _pointwise_loss,  # MseLoss, L1Loss, SmoothL1Loss, ...
     "NllLossBackward0": _nll_loss,
     "CompositeBackward": composite,  # grouped and transposed convolutions
     "ConvolutionOneGemmBackward0": _convolution,
-    "Im2ColBackward0": _im2col,
     "CumsumBackward0": _cumsum,
     "FlipBackward0": _flip,
     "RollBackward0": _roll,
-    "ConstantPadNdBackward0": _constant_pad,
     "MaskedFillBackward0": _masked_fill,
     "GatherBackward0": _gather,
     "RepeatBackward0": _repeat,
     "MaxBackward0": _max_along_dim,  # and min along a dim
     "LogsumexpBackward0": _logsumexp,
+    "LinalgVectorNormBackward0": _vector_norm,
 }
 
 # Ops whose output element depends on the same element of each (broadcast) input.

@@ -169,7 +169,7 @@ class Node:
             packed, unpack = self._saved_hooks["result"]
             return _checked_unpack(unpack, packed)
         data, vc, version = record
-        Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
+        Tensor = TENSOR_LAYER.Tensor
         if vc[0] != version:
             shown = Tensor._wrap(data)
             shown._vc = vc
@@ -264,7 +264,7 @@ def torch_int(value):
 
 def _checked_unpack(unpack, packed):
     value = unpack(packed)
-    if not isinstance(value, _TENSOR[0] if _TENSOR else _tensor_class()):
+    if not isinstance(value, TENSOR_LAYER.Tensor):
         raise TypeError(
             "Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
             f"{type(value).__name__}"
@@ -306,16 +306,22 @@ class SavedTensor:
         hooks[source] = (packed, unpack_hook)
 
 
-_TENSOR = []
+class _TensorLayer:
+    """What the machinery needs from the Tensor layer above it, which fills it in on import
+    (``ember._tensor`` the class, ``ember._creation`` and ``ember.ops.shape`` the factories):
+    the machinery never imports that layer."""
+
+    Tensor: type | None = None
+    tensor = None  # ember.tensor
+    zeros_like = None
+    stack = None
+
+
+TENSOR_LAYER = _TensorLayer()
 
 
 def _tensor_class():
-    # imported on first use: the tensor module imports this one
-    if not _TENSOR:
-        from .._tensor import Tensor
-
-        _TENSOR.append(Tensor)
-    return _TENSOR[0]
+    return TENSOR_LAYER.Tensor
 
 
 def _raise_modified(node: Node, t, saved_version: int) -> None:
@@ -339,7 +345,7 @@ def _hook_name(hook) -> str:
 def check_hook_result(hook, original, result) -> None:
     """PyTorch's check of what a tensor hook returned: a tensor of the gradient's type,
     device and size, else an error naming the hook (not the node the gradient flows into)."""
-    if not isinstance(result, _TENSOR[0] if _TENSOR else _tensor_class()):
+    if not isinstance(result, TENSOR_LAYER.Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
     if result.dtype != original.dtype or result.device.type != original.device.type:
         raise RuntimeError(

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import warnings
 
+from .node import TENSOR_LAYER, _tensor_class
+
 
 class _VariableMeta(type):
     def __instancecheck__(cls, obj) -> bool:
-        from .._tensor import Tensor
-
-        return isinstance(obj, Tensor)
+        return isinstance(obj, _tensor_class())
 
     def __call__(cls, data=None, requires_grad: bool = False, volatile: bool = False):
-        from .. import _creation
-        from .._tensor import Tensor
-
+        Tensor = _tensor_class()
         if volatile:
             warnings.warn(
                 "volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
@@ -27,7 +25,7 @@ class _VariableMeta(type):
                 stacklevel=2,
             )
         if data is None:
-            data = _creation.empty(0)
+            data = TENSOR_LAYER.tensor([])
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         out = data.detach()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from .. import _backend
+
 
 def get_cpu_capability() -> str:
     """The widest SIMD extension NumPy's kernels dispatch to here ("AVX512", "AVX2", "DEFAULT")."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # NumPy < 2
-        from numpy.core._multiarray_umath import __cpu_features__ as features
+    features = _backend.cpu_features()
     if features.get("AVX512F") and features.get("AVX512BW"):
         return "AVX512"
     if features.get("AVX2"):

@@ -272,3 +272,14 @@ def __getattr__(name: str):
         globals()["amp"] = module
         return module
     raise AttributeError(f"module 'ember.cuda' has no attribute '{name}'")
+
+
+def _register() -> None:
+    import sys
+
+    from .. import random as _random_namespace
+
+    _random_namespace.DEVICE_RANDOM["cuda"] = sys.modules[__name__]  # fork_rng's CUDA states
+
+
+_register()

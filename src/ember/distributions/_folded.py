@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 
-import ember
-
+from .. import _op_namespace as ember
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 
-import ember
-
+from .. import _op_namespace as ember
 from ._special import digamma, lgamma, xlogy
 from .bernoulli import Bernoulli
 from .beta import Beta

@@ -4,8 +4,7 @@ of the covariance, and the other two are derived from it on first use."""
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
 from .. import linalg
 from .utils import lazy_property
 

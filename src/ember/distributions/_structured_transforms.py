@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 
-import ember
-
+from .. import _op_namespace as ember
 from ..ops.activation import softplus
 from . import constraints
 from .transforms import (

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from numbers import Number, Real
 
-import ember
-
+from .. import _op_namespace as ember
 from . import constraints
 from ._special import lgamma
 from .dirichlet import Dirichlet

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
+from .._random_ops import binomial
 from .._tensor import Size
 from . import constraints
 from ._probs_or_logits import ProbsOrLogitsWithShape
-from ._sampling import binomial
 from ._special import lgamma
 from .distribution import Distribution
 

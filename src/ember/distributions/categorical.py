@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
+from .._random_ops import categorical
 from .._tensor import Size
 from . import constraints
 from ._probs_or_logits import ProbsOrLogitsWithShape, probs_or_logits
-from ._sampling import categorical
 from .distribution import Distribution
 from .utils import finfo
 

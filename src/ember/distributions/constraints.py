@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Tensor
 
 __all__ = [

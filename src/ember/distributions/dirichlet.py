@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
+from .._random_ops import _sample_dirichlet
 from .._tensor import Size
 from . import constraints
-from ._sampling import _sample_dirichlet
 from ._special import digamma, lgamma, xlogy
 from .exp_family import ExponentialFamily
 from .utils import one_hot

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Size, Tensor
 from . import constraints
 from .utils import lazy_property

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from numbers import Number
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Size
 from . import constraints
 from .transformed_distribution import TransformedDistribution

@@ -15,8 +15,7 @@ import math
 import warnings
 from functools import total_ordering
 
-import ember
-
+from .. import _op_namespace as ember
 from .. import linalg
 from ..ops.activation import softplus
 from ._special import digamma, lgamma

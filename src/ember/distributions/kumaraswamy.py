@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-import ember
-
+from .. import _op_namespace as ember
 from . import constraints
 from ._special import digamma, lgamma
 from .gumbel import EULER_GAMMA

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Size
 from ..ops.special import mvlgamma
 from . import constraints

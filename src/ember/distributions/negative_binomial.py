@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
+from .._random_ops import poisson
 from .._tensor import Size
 from ..ops.activation import logsigmoid
 from . import constraints
 from ._probs_or_logits import ProbsOrLogitsWithShape
-from ._sampling import poisson
 from ._special import lgamma
 from .distribution import Distribution
 from .gamma import Gamma

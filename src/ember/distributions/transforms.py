@@ -15,8 +15,7 @@ import operator
 import weakref
 from numbers import Number, Real
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Tensor
 from ..ops.activation import logsigmoid, softplus
 from . import constraints

@@ -9,8 +9,7 @@ from operator import attrgetter
 
 import numpy as np
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Tensor
 from ..ops.activation import softplus
 

@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-import ember
-
+from .. import _op_namespace as ember
 from .._random import resolve_generator
 from .._tensor import Size
 from . import constraints

@@ -7,8 +7,7 @@ import math
 import warnings
 from numbers import Number
 
-import ember
-
+from .. import _op_namespace as ember
 from .. import linalg
 from .._tensor import Size
 from ..ops.special import mvlgamma

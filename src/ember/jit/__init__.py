@@ -102,7 +102,7 @@ class TracedModule(nn.Module):
         buffer = io.BytesIO()
         tensors = [a for a in args if isinstance(a, Tensor)]
         names = [f"input_{i}" for i in range(len(tensors))]
-        from .. import no_grad
+        from ..autograd.grad_mode import no_grad
 
         with no_grad():
             example_out = module(*args)

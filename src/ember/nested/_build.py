@@ -6,8 +6,7 @@ Public constructors (``_construct``) and ops that work component by component (`
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
 from ._tensor import JaggedTensor, make_jagged, make_strided
 
 CANNOT_REPRESENT = (

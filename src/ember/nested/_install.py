@@ -18,10 +18,10 @@ import functools
 import inspect
 import types
 
-import ember
 from ember import nn
 
 from .. import _backend
+from .. import _op_namespace as ember
 from .._tensor import Tensor
 from . import _matmul, _nn, _pointwise, _reduce, _shape
 from ._padding import to_padded_tensor

@@ -8,8 +8,7 @@ it may not span the ragged dimension, and may lead with the batch dimension).
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import Tensor
 from . import _build
 from ._tensor import NestedTensor

@@ -7,8 +7,7 @@ dimension alone cannot be reduced, as in PyTorch.
 
 from __future__ import annotations
 
-import ember
-
+from .. import _op_namespace as ember
 from .._tensor import _wrap_dim
 from . import _build
 from ._tensor import NestedTensor

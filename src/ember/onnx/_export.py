@@ -66,23 +66,9 @@ def canonical_signatures() -> dict:
     return _canonical
 
 
-def _unpatched(fn):
-    """The op behind a patched op's trampolines: the profiler's (a profile may be open during
-    an export) and autocast's, which stays on an op that was not called since an autocast
-    region closed inside a profile, until that op's next call restores it."""
-    while fn.__kwdefaults__:
-        if "_ember_op" in fn.__kwdefaults__:
-            fn = fn.__kwdefaults__["_ember_op"][1][0]
-        elif "_ember_amp" in fn.__kwdefaults__:
-            fn = fn.__kwdefaults__["_ember_amp"][1].original
-        else:
-            break
-    return fn
-
-
 def _signature(fn):
     """``fn``'s signature (False where it has none), behind any profiler or autocast patch."""
-    return signature_of(_unpatched(fn))
+    return signature_of(fn)
 
 
 def _bind(fn, name: str, args, kwargs) -> dict:
@@ -232,7 +218,7 @@ def build_model(
     import onnx
     from onnx import helper
 
-    from .. import no_grad
+    from ..autograd.grad_mode import no_grad
     from ..profiler._ops import Patched
 
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)

@@ -51,7 +51,7 @@ def _given(names: list, position: int) -> bool:
 
 
 def _e():
-    import ember
+    from .. import _op_namespace as ember
 
     return ember
 

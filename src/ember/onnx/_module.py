@@ -21,7 +21,7 @@ _RANK_CHECKED = frozenset({"Conv", "ConvTranspose", "Transpose"})
 
 
 def _e():
-    import ember
+    from .. import _op_namespace as ember
 
     return ember
 

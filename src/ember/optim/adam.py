@@ -45,7 +45,7 @@ def _cuda_adam_step(p: Tensor, grad: Tensor, state: dict, group: dict, lr) -> bo
     cupy = _backend._cupy
     if cupy is None or p._data.__class__ is not cupy.ndarray:
         return False
-    from ..cuda import fused_ops
+    from ..ops import cuda_fused as fused_ops
 
     return fused_ops.adam_step(p, grad, state, group, lr)
 

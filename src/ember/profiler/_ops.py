@@ -57,9 +57,8 @@ def op_functions() -> list:
     import importlib
     import pkgutil
 
-    import ember
     import ember.ops
-    from ember import _creation, _tensor, _tensor_methods
+    from ember import _creation, _tensor, _tensor_methods, linalg
     from ember.nn import functional
 
     op_modules = [
@@ -68,7 +67,7 @@ def op_functions() -> list:
         if not info.name.startswith("_")
     ]
     found: dict = {}
-    for module in (*op_modules, _creation, functional, ember.linalg):
+    for module in (*op_modules, _creation, functional, linalg):
         for name, obj in vars(module).items():
             if _is_op(name, obj, module.__name__):
                 found.setdefault(
@@ -130,9 +129,25 @@ class Patched:
 _signatures: dict = {}
 
 
+def unpatched(fn):
+    """The op behind a patched op's trampolines: the profiler's (a profile may be open during
+    an export or a graph's recording) and autocast's, which stays on an op that was not called
+    since an autocast region closed inside a profile, until that op's next call restores it."""
+    while fn.__kwdefaults__:
+        if "_ember_op" in fn.__kwdefaults__:
+            fn = fn.__kwdefaults__["_ember_op"][1][0]
+        elif "_ember_amp" in fn.__kwdefaults__:
+            fn = fn.__kwdefaults__["_ember_amp"][1].original
+        else:
+            break
+    return fn
+
+
 def signature_of(fn):
-    """``fn``'s ``inspect.signature`` (False where it has none), cached by code object: a
-    recording (an export, a graph) calls fresh copies of the op functions."""
+    """``fn``'s ``inspect.signature`` (False where it has none), behind any profiler or
+    autocast trampoline (their code is shared by every op they patch), cached by code object:
+    a recording (an export, a graph) calls fresh copies of the op functions."""
+    fn = unpatched(fn)
     signature = _signatures.get(fn.__code__)
     if signature is None:
         try:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-import ember
-
 from .. import _dtype as dt
+from .. import _op_namespace as ember
 
 
 def _range(dtype, low, high, default_low, default_high):

@@ -18,9 +18,9 @@ raised.
 
 from __future__ import annotations
 
-import ember
 from ember.autograd.node import AccumulateGrad
 
+from ... import _op_namespace as ember
 from ... import futures
 from ..rpc import _autograd_contexts as contexts
 from ..rpc.agent import Deferred, current_agent

@@ -19,8 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Generic, TypeVar
 
-import ember
-
+from ... import _op_namespace as ember
 from ... import futures
 from . import serialization
 from .agent import Deferred, current_agent, is_async_function

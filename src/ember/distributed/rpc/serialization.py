@@ -17,8 +17,9 @@ import sys
 import types
 from collections.abc import Callable
 
-import ember
 from ember import nn
+
+from ... import _op_namespace as ember
 
 # modules whose public functions are sent by name (``rpc_sync("w1", ember.add, ...)``)
 _FUNCTION_MODULES = ("ember", "ember.nn.functional", "ember.linalg", "ember.special", "ember.fft")

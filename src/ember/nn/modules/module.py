@@ -353,7 +353,7 @@ class Module:
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from ``state_dict``; PyTorch's checks and messages."""
-        from ... import no_grad
+        from ...autograd.grad_mode import no_grad
 
         for name, module in self.named_modules():  # lazy layers take their shapes from it
             if hasattr(module, "_load_lazy_state"):
@@ -469,7 +469,7 @@ class Module:
         return self
 
     def _apply(self, convert, recurse: bool = True) -> Module:
-        from ... import no_grad
+        from ...autograd.grad_mode import no_grad
 
         with no_grad():
             for mod in self.modules() if recurse else (self,):

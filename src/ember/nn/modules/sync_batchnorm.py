@@ -53,8 +53,9 @@ class _AllGatherRows(Function):
 
 def _sync_batch_norm(module: SyncBatchNorm, input, momentum: float, group, rank: int, size: int):
     """Batch norm of ``input`` with the statistics of every rank's batch; updates running stats."""
-    from ... import _creation, cat
+    from ... import _creation
     from ...autograd.grad_mode import no_grad
+    from ...ops.shape import cat
 
     channels = input.shape[1]
     dims = (0,) + tuple(range(2, input.dim()))

@@ -122,7 +122,7 @@ def generate_numpy_seed(base_seed: int, worker_id: int) -> list[int]:
 def _seed_worker(base_seed: int, worker_id: int) -> int:
     import numpy as np
 
-    from ... import manual_seed
+    from ..._random import manual_seed
 
     seed = base_seed + worker_id
     random.seed(seed)

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._random import resolve_generator
-from .._random.counts import binomial as _binomial_draws
-from .._random.counts import poisson as _poisson_draws
-from .._random.gamma import sample_dirichlet as _dirichlet_draws
-from .._random.gamma import standard_gamma as _gamma_draws
-from .._random.multinomial import multinomial_rows
-from .._random.reparameterization import dirichlet_grad, standard_gamma_grad
-from .._tensor import Tensor
-from ..autograd.node import Node
-from ..ops._dispatch import result, wrap
+from ._random import resolve_generator
+from ._random.counts import binomial as _binomial_draws
+from ._random.counts import poisson as _poisson_draws
+from ._random.gamma import sample_dirichlet as _dirichlet_draws
+from ._random.gamma import standard_gamma as _gamma_draws
+from ._random.multinomial import multinomial_rows
+from ._random.reparameterization import dirichlet_grad, standard_gamma_grad
+from ._tensor import Tensor
+from .autograd.node import Node
+from .ops._dispatch import result, wrap
 
 _TORCH_NAMES = {
     "float32": "Float",
@@ -42,7 +42,7 @@ def _host(t: Tensor) -> np.ndarray:
 
 
 def _to_device(array: np.ndarray, like: Tensor):
-    from .. import _backend
+    from . import _backend
 
     data = np.asarray(array)
     if not data.flags.c_contiguous:  # (ascontiguousarray would turn a 0-d array into 1-d)

@@ -1,0 +1,42 @@
+"""The layer contract of src/ember/README.md, checked by import-linter (pyproject.toml's
+``[tool.importlinter]``): a lower layer never imports a higher one, inside functions included."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _lint(config: Path) -> subprocess.CompletedProcess:
+    pytest.importorskip("importlinter")
+    command = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run(
+        [str(command), "--config", str(config), "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_layer_contract_holds():
+    done = _lint(ROOT / "pyproject.toml")
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
+
+
+def test_the_linter_sees_an_import_that_breaks_a_layer(tmp_path):
+    # the op layer imports the autograd machinery: with the two layers swapped, that breaks
+    config = tmp_path / "swapped.toml"
+    config.write_text(
+        '[tool.importlinter]\nroot_package = "ember"\n\n[[tool.importlinter.contracts]]\n'
+        'name = "swapped"\ntype = "layers"\nlayers = ["ember.autograd", "ember.ops"]\n'
+    )
+    done = _lint(config)
+    assert done.returncode != 0
+    assert "ember.ops is not allowed to import ember.autograd" in done.stdout
