@@ -132,6 +132,63 @@ def test_cov_corrcoef_renorm_match_torch(torch_mod):
     check_gradients(lambda m, x: m.cov(x), [a[:, :4]])
 
 
+def test_cov_of_one_variable_is_zero_dimensional():
+    c = ember.cov(ember.tensor([[1.0, 2.0, 4.0]]))
+    assert c.shape == () and c.item() == pytest.approx(7 / 3)
+    r = ember.corrcoef(ember.tensor([[1.0, 2.0, 4.0]]))
+    assert r.shape == () and r.item() == 1.0
+    x = ember.tensor([[1.0, 2.0, 4.0]], requires_grad=True)
+    ember.cov(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[-4 / 3, -1 / 3, 5 / 3]], rtol=1e-6)
+
+
+def test_cov_dtype_follows_torch_promotion_of_weights_and_integers():
+    half = ember.tensor([1.0, 3.0], dtype=ember.float16)
+    assert ember.cov(half).dtype == ember.float16
+    weighted = ember.cov(half, correction=0, aweights=ember.tensor([1.0, 3.0]))
+    assert weighted.dtype == ember.float32 and weighted.item() == pytest.approx(0.75)
+    assert ember.cov(ember.tensor([1.0, 3.0], dtype=ember.bfloat16)).dtype == ember.bfloat16
+    ints = ember.cov(ember.tensor([[1, 2], [3, 5]]), fweights=ember.tensor([1, 2]))
+    assert ints.dtype == ember.float32
+    np.testing.assert_allclose(ints.numpy(), [[1 / 3, 2 / 3], [2 / 3, 4 / 3]], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"fweights": ember.ones(5, 5, dtype=ember.int64)}, "fweights to have one or fewer"),
+        ({"aweights": ember.ones(5, 5)}, "aweights to have one or fewer"),
+        ({"fweights": ember.ones(5)}, "fweights to have integral dtype"),
+        ({"aweights": ember.ones(5, dtype=ember.int64)}, "aweights to have floating point"),
+        ({"fweights": ember.ones(1, dtype=ember.int64)}, "fweights to have the same numel"),
+        ({"aweights": ember.ones(2)}, "aweights to have the same numel"),
+        ({"fweights": -ember.ones(5, dtype=ember.int64)}, "fweights cannot be negative"),
+        ({"aweights": -ember.ones(5)}, "aweights cannot be negative"),
+        ({"aweights": ember.zeros(5)}, "weights sum to zero"),
+    ],
+)
+def test_cov_rejects_bad_weights_with_torch_messages(kwargs, message):
+    with pytest.raises(RuntimeError, match=message):
+        ember.cov(ember.arange(5.0), **kwargs)
+
+
+def test_cov_rejects_three_dimensions_and_bool():
+    with pytest.raises(RuntimeError, match="two or fewer dimensions but got an input with 3"):
+        ember.cov(ember.ones(2, 2, 2))
+    with pytest.raises(RuntimeError, match="bool dtype is not supported"):
+        ember.cov(ember.tensor([True, False]))
+    with pytest.raises(RuntimeError, match="corrcoef.*two or fewer"):
+        ember.corrcoef(ember.ones(2, 2, 2))
+
+
+def test_corrcoef_of_complex_rows_keeps_the_imaginary_part():
+    x = ember.tensor([[1 + 1j, 2, 3j], [3, 5j, 1 - 2j]])
+    r = ember.corrcoef(x)
+    assert r.dtype == ember.complex64
+    np.testing.assert_allclose(r.numpy()[0, 0], 1.0, atol=1e-6)
+    assert abs(r.numpy()[0, 1].imag) > 0.1
+
+
 def test_zero_size_reductions():
     assert ember.nansum(ember.zeros(0)).item() == 0.0
     with pytest.raises(IndexError, match="non-zero size"):

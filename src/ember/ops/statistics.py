@@ -8,14 +8,18 @@ came from, as in PyTorch. Histograms and counts are not differentiable.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 from .. import _dtype as dt
 from .. import return_types
+from .._creation import zeros_like
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, non_differentiable, norm_dims, result, wrap, wrap_dim
-from .elementwise import isnan, where
+from .complex import complex, imag, real
+from .elementwise import isnan, true_divide, where
 from .indexing import CummaxBackward0, CumminBackward0, gather, gathered, sort
+from .linalg import mm
 from .reduction import amax, amin, sum
 
 median_result = return_types.median
@@ -382,53 +386,119 @@ def bincount(input: Tensor, weights=None, minlength: int = 0) -> Tensor:
 # --------------------------------------------------------------------------------------------
 # Covariance and renormalisation (composites: their gradients come from the parts)
 # --------------------------------------------------------------------------------------------
+def _check_weights(weights, name: str, n: int, integral: bool) -> None:
+    if weights.dim() > 1:
+        raise RuntimeError(
+            f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+            f"{weights.dim()} dimensions"
+        )
+    kind_ok = (
+        not (weights.dtype.is_floating_point or weights.dtype.is_complex)
+        and weights.dtype != dt.bool_
+        if integral
+        else weights.dtype.is_floating_point
+    )
+    if not kind_ok:
+        wanted = "integral" if integral else "floating point"
+        raise RuntimeError(
+            f"cov(): expected {name} to have {wanted} dtype but got {name} with "
+            f"{weights.dtype.legacy_name} dtype"
+        )
+    if weights.numel() != n:
+        raise RuntimeError(
+            f"cov(): expected {name} to have the same numel as there are observations in the "
+            f"input but got {weights.numel()} != {n}"
+        )
+    if n and bool(weights._data.min() < 0):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
+def _long_scalar(value: int, like: Tensor) -> Tensor:
+    return wrap(array_module(like._data).asarray(value, dtype=dt.int64.np))
+
+
 def cov(input: Tensor, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:
+    """The covariance matrix of the variables in the rows of ``input`` (observations in its
+    columns), optionally weighted by frequency (``fweights``) and importance (``aweights``);
+    a 0-d tensor for one variable, as in ATen's ``cov``.
+
+    Example::
+        >>> ember.cov(ember.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+        tensor([[ 1., -1.],
+                [-1.,  1.]])
+    """
     if input.dim() > 2:
-        raise ValueError(
+        raise RuntimeError(
             f"cov(): expected input to have two or fewer dimensions but got an "
             f"input with {input.dim()} dimensions"
         )
+    if input.dtype == dt.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input if input.dim() == 2 else input.reshape(1, -1)
-    if x._data.dtype.kind not in "f":
-        x = x.to(dt.get_default_dtype())
     n = x.shape[1]
     w = None
     if fweights is not None:
+        _check_weights(fweights, "fweights", n, integral=True)
         w = fweights
     if aweights is not None:
+        _check_weights(aweights, "aweights", n, integral=False)
         w = aweights if w is None else w * aweights
+    # the dtypes follow torch's promotion of each step (float32 weights widen a half input)
+    w_sum = _long_scalar(n, x) if w is None else w.sum()
+    if w is not None and not bool(w_sum._data != 0):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = (x if w is None else x * w).sum(1) / w_sum
     if w is None:
-        avg = x.mean(1, keepdim=True)
-        w_sum = n
-        norm = n - correction
+        norm = _long_scalar(n - correction, x)
+    elif correction == 0:
+        norm = w_sum
+    elif aweights is None:
+        norm = w_sum - correction
+    elif fweights is None and n == 1 and correction == 1:
+        norm = _long_scalar(0, x)  # ATen's corner case: numpy's result, not a rounding error
     else:
-        w = w.to(x.dtype)
-        w_sum = w.sum()
-        avg = (x * w).sum(1, keepdim=True) / w_sum
-        if correction == 0:
-            norm = w_sum
-        elif aweights is None:
-            norm = w_sum - correction
-        else:
-            norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
-    centred = x - avg
-    weighted = centred if w is None else centred * w
-    if not isinstance(norm, Tensor):
-        norm = builtins.max(norm, 0)
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    if bool(norm._data <= 0):
+        warnings.warn(
+            "cov(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "number of observations.",
+            stacklevel=2,
+        )
+        norm = norm * 0
+    if n == 1 and (fweights is None) != (aweights is None):
+        # one observation, one kind of weight: the weighted mean is the observation itself,
+        # so ATen zeroes the centred input rather than subtracting (it does so in place on the
+        # caller's tensor; ember leaves the input alone)
+        inexact = x.dtype.is_floating_point or x.dtype.is_complex
+        centred = zeros_like(x, dtype=x.dtype if inexact else dt.float32)
     else:
-        norm = norm.clamp_min(0)
-    out = weighted @ centred.transpose(0, 1) / norm
-    return out.squeeze() if input.dim() < 2 else out
+        centred = x - avg.unsqueeze(1)
+    c = mm(centred, (centred if w is None else centred * w).t().conj())
+    return true_divide(c, norm).squeeze()
 
 
 def corrcoef(input: Tensor) -> Tensor:
+    """Pearson correlation coefficients of the rows of ``input``; a 0-d tensor for one row.
+
+    Example::
+        >>> ember.corrcoef(ember.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+        tensor([[ 1., -1.],
+                [-1.,  1.]])
+    """
+    if input.dim() > 2:
+        raise RuntimeError(
+            f"corrcoef(): expected input to have two or fewer dimensions but got an "
+            f"input with {input.dim()} dimensions"
+        )
     c = cov(input)
     if c.dim() == 0:
-        return c / c
+        return c / c  # nan for a covariance of 0, inf or nan, else 1
     d = c.diagonal()
-    stddev = d.sqrt()
-    c = c / stddev.unsqueeze(1)
-    c = c / stddev.unsqueeze(0)
+    stddev = (real(d) if d.dtype.is_complex else d).sqrt()
+    c = c / stddev.reshape(-1, 1)
+    c = c / stddev.reshape(1, -1)
+    if c.dtype.is_complex:
+        return complex(real(c).clamp(-1, 1), imag(c).clamp(-1, 1))
     return c.clamp(-1, 1)
 
 
