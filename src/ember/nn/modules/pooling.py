@@ -7,6 +7,8 @@ from .module import Module
 
 
 class _MaxPoolNd(Module):
+    _fn = None  # F.max_pool{1,2,3}d, set by each subclass
+
     def __init__(
         self,
         kernel_size,
@@ -28,10 +30,8 @@ class _MaxPoolNd(Module):
             f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
         )
 
-
-class MaxPool2d(_MaxPoolNd):
     def forward(self, input):
-        return F.max_pool2d(
+        return self._fn(
             input,
             self.kernel_size,
             self.stride,
@@ -40,22 +40,19 @@ class MaxPool2d(_MaxPoolNd):
             self.ceil_mode,
             self.return_indices,
         )
+
+
+class MaxPool2d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool2d)
 
 
 class MaxPool1d(_MaxPoolNd):
-    def forward(self, input):
-        return F.max_pool1d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.ceil_mode,
-            self.return_indices,
-        )
+    _fn = staticmethod(F.max_pool1d)
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    _fn = None  # F.avg_pool{2,3}d, set by each subclass
+
     def __init__(
         self,
         kernel_size,
@@ -72,7 +69,7 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(
+        return self._fn(
             input,
             self.kernel_size,
             self.stride,
@@ -86,7 +83,21 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool1d(AvgPool2d):
+class AvgPool2d(_AvgPoolNd):
+    _fn = staticmethod(F.avg_pool2d)
+
+
+class AvgPool1d(_AvgPoolNd):
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
     def forward(self, input):
         return F.avg_pool1d(
             input,
@@ -107,51 +118,21 @@ class AvgPool1d(AvgPool2d):
         )
 
 
-class AdaptiveAvgPool2d(Module):
-    """Mean over PyTorch's adaptive windows of (N, C, H, W) input."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
-
-
 class MaxPool3d(_MaxPoolNd):
     """Max over 3-d windows of (N, C, D, H, W) or (C, D, H, W) input."""
 
-    def forward(self, input):
-        return F.max_pool3d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.ceil_mode,
-            self.return_indices,
-        )
+    _fn = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(AvgPool2d):
+class AvgPool3d(_AvgPoolNd):
     """Mean over 3-d windows of (N, C, D, H, W) or (C, D, H, W) input."""
 
-    def forward(self, input):
-        return F.avg_pool3d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.ceil_mode,
-            self.count_include_pad,
-            self.divisor_override,
-        )
+    _fn = staticmethod(F.avg_pool3d)
 
 
 class _AdaptivePoolNd(Module):
+    _fn = None  # F.adaptive_{avg,max}_pool{1,2,3}d, set by each subclass
+
     def __init__(self, output_size, return_indices: bool = False):
         super().__init__()
         self.output_size = output_size
@@ -161,49 +142,57 @@ class _AdaptivePoolNd(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePoolNd):
+class _AdaptiveAvgPoolNd(_AdaptivePoolNd):
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return self._fn(input, self.output_size)
+
+
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
+    def forward(self, input):
+        return self._fn(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """Mean over PyTorch's adaptive windows of (N, C, L) input."""
 
-    def __init__(self, output_size):
-        super().__init__(output_size)
-
-    def forward(self, input):
-        return F.adaptive_avg_pool1d(input, self.output_size)
+    _fn = staticmethod(F.adaptive_avg_pool1d)
 
 
-class AdaptiveAvgPool3d(_AdaptivePoolNd):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Mean over PyTorch's adaptive windows of (N, C, H, W) input."""
+
+    _fn = staticmethod(F.adaptive_avg_pool2d)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Mean over PyTorch's adaptive windows of (N, C, D, H, W) input."""
 
-    def __init__(self, output_size):
-        super().__init__(output_size)
-
-    def forward(self, input):
-        return F.adaptive_avg_pool3d(input, self.output_size)
+    _fn = staticmethod(F.adaptive_avg_pool3d)
 
 
-class AdaptiveMaxPool1d(_AdaptivePoolNd):
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Max over PyTorch's adaptive windows of (N, C, L) input."""
 
-    def forward(self, input):
-        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+    _fn = staticmethod(F.adaptive_max_pool1d)
 
 
-class AdaptiveMaxPool2d(_AdaptivePoolNd):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max over PyTorch's adaptive windows of (N, C, H, W) input."""
 
-    def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+    _fn = staticmethod(F.adaptive_max_pool2d)
 
 
-class AdaptiveMaxPool3d(_AdaptivePoolNd):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Max over PyTorch's adaptive windows of (N, C, D, H, W) input."""
 
-    def forward(self, input):
-        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+    _fn = staticmethod(F.adaptive_max_pool3d)
 
 
 class _LPPoolNd(Module):
-    _fn = None
+    _fn = None  # F.lp_pool{1,2,3}d, set by each subclass
 
     def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
         super().__init__()
@@ -211,7 +200,7 @@ class _LPPoolNd(Module):
         self.stride, self.ceil_mode = stride, ceil_mode
 
     def forward(self, input):
-        return type(self)._fn(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+        return self._fn(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
     def extra_repr(self) -> str:
         return (
