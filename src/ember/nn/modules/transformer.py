@@ -192,7 +192,49 @@ def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None, size: in
     return tuple(mask.shape) == (size, size) and bool((mask.cpu() == causal).all())
 
 
-class TransformerEncoderLayer(Module):
+def _sequence_length(layers: ModuleList, x: Tensor) -> int:
+    """The length of the sequence ``x`` as the stack's first layer reads it (dim 1 of batched
+    input with ``batch_first``, else dim 0)."""
+    batch_first = getattr(getattr(layers[0], "self_attn", None), "batch_first", False)
+    return x.shape[1 if batch_first and x.dim() == 3 else 0]
+
+
+class _TransformerLayer(Module):
+    """What encoder and decoder layers share: the feed-forward block's modules, the
+    self-attention block and the test for running linear1 and a ReLU as one node."""
+
+    def _add_feed_forward(self, d_model, dim_feedforward, dropout, bias, kw) -> None:
+        """linear1, dropout and linear2 (registered in PyTorch's order)."""
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        out = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
+        return self.dropout1(out)
+
+    def _fused_linear_relu(self) -> bool:
+        """Whether linear1 and a ReLU activation may run as one node (the same values): a
+        plain Linear with a bias, and no hooks on it or on the activation to call."""
+        from .activation import ReLU  # see TransformerEncoderLayer.__init__
+
+        linear1, activation = self.linear1, self.activation
+        if type(linear1) is not Linear or linear1.bias is None or _has_hooks(linear1):
+            return False
+        if activation is F.relu:
+            return True
+        return type(activation) is ReLU and not _has_hooks(activation)
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     """Self-attention and a feed-forward block, each with a residual and a LayerNorm.
 
     Example::
@@ -220,9 +262,7 @@ class TransformerEncoderLayer(Module):
         self.self_attn = MultiheadAttention(
             d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw
         )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self._add_feed_forward(d_model, dim_feedforward, dropout, bias, kw)
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
@@ -240,32 +280,8 @@ class TransformerEncoderLayer(Module):
             self.activation_relu_or_gelu = 0
         self.activation = activation
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        out = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=is_causal,
-        )[0]
-        return self.dropout1(out)
-
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(_hidden(self, x))))
-
-    def _fused_linear_relu(self) -> bool:
-        """Whether linear1 and a ReLU activation may run as one node (the same values): a
-        plain Linear with a bias, and no hooks on it or on the activation to call."""
-        from .activation import ReLU  # see __init__
-
-        linear1, activation = self.linear1, self.activation
-        if type(linear1) is not Linear or linear1.bias is None or _has_hooks(linear1):
-            return False
-        if activation is F.relu:
-            return True
-        return type(activation) is ReLU and not _has_hooks(activation)
 
     def _inference_params(self) -> dict | None:
         """The parameters for ``encoder_layer_inference`` when the layer may run as one call
@@ -363,7 +379,7 @@ class TransformerEncoderLayer(Module):
         return x
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention, attention over the encoder's memory, and a feed-forward block.
 
     Example::
@@ -394,9 +410,7 @@ class TransformerDecoderLayer(Module):
         self.multihead_attn = MultiheadAttention(
             d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw
         )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self._add_feed_forward(d_model, dim_feedforward, dropout, bias, kw)
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
@@ -405,18 +419,6 @@ class TransformerDecoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
         self.activation = _get_activation_fn(activation)
-
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        out = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            is_causal=is_causal,
-            need_weights=False,
-        )[0]
-        return self.dropout1(out)
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
         out = self.multihead_attn(
@@ -432,8 +434,6 @@ class TransformerDecoderLayer(Module):
 
     def _ff_block(self, x):
         return self.dropout3(self.linear2(self.dropout(_hidden(self, x))))
-
-    _fused_linear_relu = TransformerEncoderLayer._fused_linear_relu
 
     def forward(
         self,
@@ -498,9 +498,7 @@ class TransformerEncoder(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
     ) -> Tensor:
-        batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False)
-        seq_len = src.shape[1 if batch_first and src.dim() == 3 else 0]
-        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        is_causal = _detect_is_causal_mask(mask, is_causal, _sequence_length(self.layers, src))
         output = src
         for layer in self.layers:
             output = layer(
@@ -534,8 +532,7 @@ class TransformerDecoder(Module):
         tgt_is_causal: bool | None = None,
         memory_is_causal: bool = False,
     ) -> Tensor:
-        batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False)
-        seq_len = tgt.shape[1 if batch_first and tgt.dim() == 3 else 0]
+        seq_len = _sequence_length(self.layers, tgt)
         tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
         output = tgt
         for layer in self.layers:
