@@ -8,6 +8,7 @@ import multiprocessing
 import numbers
 import warnings
 
+from ... import _backend
 from ..._tensor import Tensor
 from ._fetch import create_fetcher
 from .dataset import IterableDataset
@@ -212,9 +213,8 @@ class DataLoader:
 
     def __iter__(self):
         if self.pin_memory:
-            from ... import accelerator
-
-            if not accelerator.is_available():
+            # ember.accelerator.is_available()'s own answer, from the device map a layer down
+            if not _backend.cuda_available():
                 warnings.warn(
                     "'pin_memory' argument is set as true but no accelerator is found, "
                     "then device pinned memory won't be used.",
