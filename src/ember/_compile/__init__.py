@@ -25,10 +25,15 @@ from .._tensor import Tensor
 from ..autograd import _watch
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
+from ..optim import _fused
 from ..optim.optimizer import Optimizer
 from .plan import GuardFailure, Plan
 from .symbolic import Symbolic
-from .trace import Recorder, Traced, TracingGenerator, TracingModule, untrace
+from .trace import Recorder, Traced, TracingGenerator, TracingModule, _call, untrace
+
+# the fused optimizer updates' kernel calls (ctypes, numba: unseen by NumPy's dispatch) record
+# through the tracer; optim sits a layer below and never imports it
+_fused.RECORD_CALL = _call
 
 
 class CompileWarning(UserWarning):

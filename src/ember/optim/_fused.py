@@ -23,6 +23,20 @@ from .._tensor import Tensor
 
 _FLOAT_CHARS = "fd"
 
+# ember.compile's recorder of one call NumPy's dispatch cannot see (a ctypes or numba kernel that
+# writes into ``out``): ``_compile`` registers its ``trace._call`` here when it is imported, and
+# only its recording arrays (an ndarray subclass, which exist only then) take this path
+RECORD_CALL = None
+
+
+def _recorded_call(kernel, args: tuple, kwargs: dict) -> None:
+    """``kernel(*args, **kwargs)`` through ember.compile's recorder, which keeps it for replay;
+    called plainly for an ndarray subclass that is not a recording (nothing registered)."""
+    if RECORD_CALL is None:
+        kernel(*args, **kwargs)
+    else:
+        RECORD_CALL(kernel, args, kwargs)
+
 
 def raw_arrays(param: Tensor, grad: Tensor):
     """(parameter array, gradient array) when the update may run on them in place, else None.
@@ -138,9 +152,7 @@ def _blas_call(kernel, args: tuple, out: np.ndarray) -> None:
         else:
             kernel(*args, out=out)
             return
-    from .._compile.trace import _call
-
-    _call(kernel, args, {"out": out})
+    _recorded_call(kernel, args, {"out": out})
 
 
 def bump(*tensors: Tensor) -> None:
@@ -280,9 +292,7 @@ def adam_step(
         if layout == "plain":
             _adam_update_into(g, *hyper, out=(p, m, v, v_max))
         else:
-            from .._compile.trace import _call
-
-            _call(_adam_update_into, (g, *hyper), {"out": (p, m, v, v_max)})
+            _recorded_call(_adam_update_into, (g, *hyper), {"out": (p, m, v, v_max)})
         if weight_decay != 0 and decoupled:
             bump(param)
         bump(exp_avg_t, exp_avg_sq_t, exp_avg_sq_t)
