@@ -15,7 +15,8 @@ Example::
     >>> dist.destroy_process_group()
 """
 
-from . import algorithms
+from .. import _distributed_hook
+from . import _registered, algorithms
 from .collectives import (
     P2POp,
     RedOpType,
@@ -78,6 +79,10 @@ from .process_group import (
     is_torchelastic_launched,
     new_group,
 )
+
+# nn.SyncBatchNorm, nn.parallel.DistributedDataParallel and utils.data.DistributedSampler (the
+# layer below) reach process groups through this registration, never by importing this package
+_distributed_hook.DISTRIBUTED = _registered
 
 # torch.distributed.rpc and .autograd are attributes after `import torch`; here they load when
 # first reached, so `import ember` does not start the RPC package

@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime
 import os
 
-_NOT_INITIALIZED = (
-    "Default process group has not been initialized, please make sure to call init_process_group."
-)
+from .._distributed_hook import NOT_INITIALIZED as _NOT_INITIALIZED
+from .._distributed_hook import is_available
+
 default_pg_timeout = datetime.timedelta(minutes=30)
 
 
@@ -119,15 +119,6 @@ class GroupMember:
 group = GroupMember  # torch.distributed.group.WORLD
 _world: ProcessGroup | None = None
 _subgroups: list[ProcessGroup] = []
-
-
-def is_available() -> bool:
-    """True when mpi4py (the MPI engine under ember.distributed) can be imported."""
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def is_initialized() -> bool:

@@ -200,12 +200,18 @@ def watched(fn):
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if _watch.op is not None:
-            return fn(*args, **kwargs)
-        _watch.since, _watch.op = time.monotonic(), name
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _watch.op = None
+        return watched_call(name, fn, args, kwargs)
 
     return call
+
+
+def watched_call(name: str, fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)`` watched as ``watched`` does, under the name ``name``: for callers
+    below ember.distributed (DDP) that cannot decorate with ``watched`` where they are defined."""
+    if _watch.op is not None:
+        return fn(*args, **kwargs)
+    _watch.since, _watch.op = time.monotonic(), name
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _watch.op = None

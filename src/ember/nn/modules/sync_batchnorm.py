@@ -4,11 +4,14 @@ In training, each rank computes its count, mean and sum of squared deviations pe
 allgather shares them and every rank combines them (Chan's formula, which stays accurate where
 sum-of-squares would cancel). Backward goes through the allgather, whose adjoint is an
 allreduce of the gradients followed by taking this rank's row: so the result and its gradients
-equal BatchNorm on the concatenated batch. In eval mode, or on one rank, it is BatchNorm.
+equal BatchNorm on the concatenated batch. In eval mode, or on one rank, it is BatchNorm. The
+collectives are ember.distributed's, reached through ``ember._distributed_hook`` (it registers
+there when imported; before that no process group exists and this is BatchNorm).
 """
 
 from __future__ import annotations
 
+from ... import _distributed_hook
 from ...autograd.function import Function
 from .. import functional as F
 from .normalization import _BatchNorm
@@ -21,11 +24,9 @@ class _AllReduceSum(Function):
 
     @staticmethod
     def forward(ctx, tensor, group):
-        from ...distributed import all_reduce
-
         ctx.group = group
         out = tensor.clone()
-        all_reduce(out, group=group)
+        _distributed_hook.distributed().all_reduce(out, group=group)
         return out
 
     @staticmethod
@@ -38,11 +39,11 @@ class _AllGatherRows(Function):
 
     @staticmethod
     def forward(ctx, tensor, group, rank: int, world_size: int):
-        from ...distributed import all_gather_into_tensor
-
         ctx.group, ctx.rank = group, rank
         out = tensor.new_empty((world_size, tensor.shape[0]))
-        all_gather_into_tensor(out, tensor.contiguous(), group=group)
+        _distributed_hook.distributed().all_gather_into_tensor(
+            out, tensor.contiguous(), group=group
+        )
         return out
 
     @staticmethod
@@ -132,9 +133,10 @@ class SyncBatchNorm(_BatchNorm):
 
     def _group(self):
         """(group, rank, size) to synchronise over, or None where there is nothing to sync."""
-        from ... import distributed as dist
-
-        if not (self.training and dist.is_available() and dist.is_initialized()):
+        dist = _distributed_hook.DISTRIBUTED  # None: ember.distributed never loaded, no group
+        if not (
+            self.training and dist is not None and dist.is_available() and dist.is_initialized()
+        ):
             return None
         group = self.process_group
         size = dist.get_world_size(group)

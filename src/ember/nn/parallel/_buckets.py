@@ -1,6 +1,15 @@
-"""DDP's buckets: the gradients that travel in one collective, and the collectives on them."""
+"""DDP's buckets: the gradients that travel in one collective, and the collectives on them.
+
+The collectives are ember.distributed's, reached through ``ember._distributed_hook``: a DDP
+exists only with a process group, and one exists only once ember.distributed is imported (it
+registers there then), so this layer never imports it.
+"""
 
 from __future__ import annotations
+
+import functools
+
+from ... import _distributed_hook
 
 
 class Bucket:
@@ -55,8 +64,8 @@ def coalesced_broadcast(pg, tensors: list, root: int = 0) -> None:
     """Broadcast many tensors from group rank ``root`` as one message per device and dtype."""
     from ..._backend import array_module
     from ..._tensor import Tensor
-    from ...distributed.collectives import broadcast
 
+    broadcast = _distributed_hook.distributed().broadcast
     by_kind: dict = {}
     for t in tensors:
         by_kind.setdefault((str(t.device), t._data.dtype.str), []).append(t)
@@ -75,6 +84,17 @@ def coalesced_broadcast(pg, tensors: list, root: int = 0) -> None:
 def all_reduce_async(flat, pg):
     """Start summing the flat array over the group (MPI for CPU arrays, NCCL for CUDA ones)."""
     from ..._tensor import Tensor
-    from ...distributed.collectives import all_reduce
 
-    return all_reduce(Tensor._wrap(flat), group=pg, async_op=True)
+    return _distributed_hook.distributed().all_reduce(Tensor._wrap(flat), group=pg, async_op=True)
+
+
+def watched(fn):
+    """``fn``, which blocks in collectives, with its time watched by ember.distributed's
+    watchdog (its ``watched``, applied when called: the watchdog is not loaded at definition)."""
+    name = fn.__qualname__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        return _distributed_hook.distributed().watched_call(name, fn, args, kwargs)
+
+    return call

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 
+from ... import _distributed_hook
+
 
 def check_comm_hook(hook) -> None:
     """torch's checks of a hook before it is registered: callable, with sensible annotations."""
@@ -13,9 +15,8 @@ def check_comm_hook(hook) -> None:
         sig = inspect.signature(hook)
     except (TypeError, ValueError):
         return  # a builtin without a signature: nothing to check
-    from ...distributed.grad_bucket import GradBucket
-    from ...futures import Future
-
+    dist = _distributed_hook.distributed()
+    GradBucket, Future = dist.GradBucket, dist.Future
     bucket = sig.parameters.get("bucket")
     # a string annotation (``from __future__ import annotations``) is judged by its name
     if bucket is not None and bucket.annotation not in (inspect.Parameter.empty, GradBucket):
@@ -34,20 +35,19 @@ def check_comm_hook(hook) -> None:
 def run_comm_hook(comm_hook: tuple, bucket, bucket_count: int):
     """Call ``hook(state, GradBucket)`` on a DDP bucket whose ``flat`` is filled; its Future."""
     from ..._tensor import Tensor
-    from ...distributed.grad_bucket import GradBucket
-    from ...futures import Future
 
+    dist = _distributed_hook.distributed()
     hook, state = comm_hook
     flat = bucket.flat
     gradients = [
         Tensor._wrap(flat[at : at + p._data.size].reshape(p._data.shape))
         for p, at in zip(bucket.params, bucket.offsets)
     ]
-    grad_bucket = GradBucket(
+    grad_bucket = dist.GradBucket(
         bucket.index, bucket_count, Tensor._wrap(flat), gradients, list(bucket.params)
     )
     fut = hook(state, grad_bucket)
-    if not isinstance(fut, Future):
+    if not isinstance(fut, dist.Future):
         kind = type(fut)
         raise RuntimeError(
             "DDP communication hook's callback must return a torch.futures.Future object, but "

@@ -12,9 +12,8 @@ import contextlib
 
 import numpy as np
 
-from ...distributed import watchdog
-from ...distributed.watchdog import watched
-from ._buckets import Bucket, all_reduce_async, coalesced_broadcast
+from ... import _distributed_hook
+from ._buckets import Bucket, all_reduce_async, coalesced_broadcast, watched
 from ._comm_hooks import comm_hook_result, run_comm_hook
 
 JOINED, ACTIVE, SYNCING = 0, 1, 2  # a rank's answer in a join round
@@ -72,9 +71,7 @@ class UnevenInputs:
 
         ``divide_by_initial_world_size`` (default True) as in ``join()``.
         """
-        from ...distributed.algorithms.join import JoinHook
-
-        hook = JoinHook()
+        hook = _distributed_hook.distributed().JoinHook()
         hook.divide_by_initial_world_size = kwargs.get("divide_by_initial_world_size", True)
         return hook
 
@@ -93,7 +90,9 @@ class UnevenInputs:
         mine = np.array([state], np.int8)
         states = np.empty(pg.size(), np.int8)
         # polled, so that a rank that died surfaces here as a catchable DistBackendError
-        watchdog.wait(pg, [pg.comm.Iallgather(mine, states)], "DDP join", keep=(mine, states))
+        _distributed_hook.distributed().wait(
+            pg, [pg.comm.Iallgather(mine, states)], "DDP join", keep=(mine, states)
+        )
         active = [r for r, s in enumerate(states) if s != JOINED]
         if self._throw_early and len(active) < pg.size():
             raise RuntimeError(

@@ -20,6 +20,10 @@ walking the graph again; a parameter whose gradient arrives twice in one backwar
 checkpointing) is not supported.
 
 ``join()`` (``_uneven_inputs.py``) handles uneven inputs as torch's Join.
+
+The collectives, the watchdog and the communication-hook types are ember.distributed's, reached
+through ``ember._distributed_hook``, where ember.distributed registers them when it is imported
+(this layer never imports that one): a DDP needs a process group, and none exists before.
 """
 
 from __future__ import annotations
@@ -30,10 +34,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...distributed.object_collectives import all_gather_object
-from ...distributed.watchdog import watched
+from ... import _distributed_hook
 from ..modules.module import Module
-from ._buckets import Bucket, all_reduce_async, coalesced_broadcast
+from ._buckets import Bucket, all_reduce_async, coalesced_broadcast, watched
 from ._comm_hooks import check_comm_hook, comm_hook_result, run_comm_hook
 from ._uneven_inputs import ACTIVE, SYNCING, UnevenInputs
 
@@ -83,9 +86,9 @@ class DistributedDataParallel(UnevenInputs, Module):
         device_mesh=None,
     ):
         super().__init__()
-        from ...distributed.process_group import _default_group
-
-        pg = process_group if process_group is not None else _default_group()
+        # ember.distributed, registered when imported: without it no process group exists
+        dist = _distributed_hook.distributed()
+        pg = process_group if process_group is not None else dist.default_group()
         params = []
         for p in module.parameters():
             if p.requires_grad and all(p is not q for q in params):
@@ -138,7 +141,9 @@ class DistributedDataParallel(UnevenInputs, Module):
     def _check_same_shapes(pg, params) -> None:
         shapes = [tuple(p.shape) for p in params]
         everyone = [None] * pg.size()
-        all_gather_object(everyone, shapes, group=pg)  # polled: a dead rank is an error here
+        _distributed_hook.distributed().all_gather_object(
+            everyone, shapes, group=pg
+        )  # polled: a dead rank is an error here
         for rank, theirs in enumerate(everyone):
             if theirs != shapes:
                 raise RuntimeError(
@@ -330,9 +335,8 @@ class DistributedDataParallel(UnevenInputs, Module):
 
     def _register_builtin_comm_hook(self, comm_hook_type) -> None:
         """Register a built-in hook by ``dist.BuiltinCommHookType`` (ALLREDUCE, FP16_COMPRESS)."""
-        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
-        from ...distributed.grad_bucket import BuiltinCommHookType
-
+        dist = _distributed_hook.distributed()
+        default_hooks, BuiltinCommHookType = dist.default_hooks, dist.BuiltinCommHookType
         hooks = {
             BuiltinCommHookType.ALLREDUCE: default_hooks.allreduce_hook,
             BuiltinCommHookType.FP16_COMPRESS: default_hooks.fp16_compress_hook,

@@ -2,13 +2,15 @@
 
 The indices (shuffled by a generator seeded with ``seed + epoch``, padded by repeating the
 first ones, or cut with ``drop_last``, then taken every ``num_replicas``-th from ``rank``)
-follow PyTorch's rule.
+follow PyTorch's rule. Without ``num_replicas`` or ``rank`` they are the default process group's,
+asked of ``ember.distributed`` through ``ember._distributed_hook`` (it registers there on import).
 """
 
 from __future__ import annotations
 
 import math
 
+from ... import _distributed_hook
 from .sampler import Sampler
 
 
@@ -23,10 +25,9 @@ class DistributedSampler(Sampler):
         drop_last: bool = False,
     ) -> None:
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
-
-            if not dist.is_available():
+            if not _distributed_hook.is_available():
                 raise RuntimeError("Requires distributed package to be available")
+            dist = _distributed_hook.distributed()  # no default group before ember.distributed
             if num_replicas is None:
                 num_replicas = dist.get_world_size()
             if rank is None:
