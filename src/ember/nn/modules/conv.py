@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ... import _creation
 from ...ops import conv as conv_ops
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from .linear import _empty_weight_and_bias
 from .module import Module
 
 
@@ -69,11 +68,7 @@ class _ConvNd(Module):
             if self._transposed
             else (out_channels, in_channels // groups)
         ) + self.kernel_size
-        self.weight = Parameter(_creation.empty(*shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_creation.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _empty_weight_and_bias(self, shape, (out_channels,), bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

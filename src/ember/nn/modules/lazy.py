@@ -194,6 +194,13 @@ class _LazyConvMixin(LazyModuleMixin):
         self.reset_parameters()
 
 
+def _named_lazy(lazy: type, eager: type, inferred: str) -> type:
+    """``lazy`` named and documented as the lazy form of ``eager`` (``LazyConv2d``)."""
+    lazy.__name__ = lazy.__qualname__ = f"Lazy{eager.__name__}"
+    lazy.__doc__ = f"A {eager.__name__} whose {inferred} is read from its first input."
+    return lazy
+
+
 def _lazy_conv(eager):
     class LazyConv(_LazyConvMixin, eager):
         cls_to_become = eager
@@ -216,9 +223,7 @@ def _lazy_conv(eager):
             )
             self._lazy_setup(out_channels, bias, device, dtype)
 
-    LazyConv.__name__ = LazyConv.__qualname__ = f"Lazy{eager.__name__}"
-    LazyConv.__doc__ = f"A {eager.__name__} whose in_channels is read from its first input."
-    return LazyConv
+    return _named_lazy(LazyConv, eager, "in_channels")
 
 
 def _lazy_conv_transpose(eager):
@@ -253,11 +258,7 @@ def _lazy_conv_transpose(eager):
             )
             self._lazy_setup(out_channels, bias, device, dtype)
 
-    LazyConvTranspose.__name__ = LazyConvTranspose.__qualname__ = f"Lazy{eager.__name__}"
-    LazyConvTranspose.__doc__ = (
-        f"A {eager.__name__} whose in_channels is read from its first input."
-    )
-    return LazyConvTranspose
+    return _named_lazy(LazyConvTranspose, eager, "in_channels")
 
 
 LazyConv1d = _lazy_conv(Conv1d)
@@ -325,9 +326,7 @@ def _lazy_norm(eager):
                 self.register_buffer("num_batches_tracked", _creation.tensor(0))
             self._lazy_setup(affine, self.use_bias, track_running_stats, device, dtype)
 
-    LazyNorm.__name__ = LazyNorm.__qualname__ = f"Lazy{eager.__name__}"
-    LazyNorm.__doc__ = f"A {eager.__name__} whose num_features is read from its first input."
-    return LazyNorm
+    return _named_lazy(LazyNorm, eager, "num_features")
 
 
 LazyBatchNorm1d = _lazy_norm(BatchNorm1d)

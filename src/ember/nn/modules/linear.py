@@ -11,6 +11,18 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def _empty_weight_and_bias(
+    module: Module, weight_shape: tuple, bias_shape: tuple, bias: bool, device, dtype
+) -> None:
+    """Register an uninitialised ``weight`` and, if ``bias``, ``bias`` (else None in its place),
+    in that order, for the layer's ``reset_parameters`` to fill."""
+    module.weight = Parameter(_creation.empty(*weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(_creation.empty(*bias_shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Identity(Module):
     """Returns its input unchanged (arguments are accepted and ignored)."""
 
@@ -36,13 +48,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(
-            _creation.empty(out_features, in_features, device=device, dtype=dtype)
+        _empty_weight_and_bias(
+            self, (out_features, in_features), (out_features,), bias, device, dtype
         )
-        if bias:
-            self.bias = Parameter(_creation.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -82,13 +90,8 @@ class Bilinear(Module):
         super().__init__()
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
-        self.weight = Parameter(
-            _creation.empty(out_features, in1_features, in2_features, device=device, dtype=dtype)
-        )
-        if bias:
-            self.bias = Parameter(_creation.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        weight_shape = (out_features, in1_features, in2_features)
+        _empty_weight_and_bias(self, weight_shape, (out_features,), bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
