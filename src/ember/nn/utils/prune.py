@@ -270,8 +270,9 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` (count, or fraction if float) of the unpruned entries at random."""
+class _UnstructuredPruning(BasePruningMethod):
+    """Prunes ``amount`` (count, or fraction if float) of the unpruned entries: those that
+    ``_entries_to_prune`` picks."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -279,35 +280,35 @@ class RandomUnstructured(BasePruningMethod):
         _validate_amount(amount)
         self.amount = amount
 
+    def _entries_to_prune(self, t: Tensor, n_prune: int) -> np.ndarray:
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         n_prune = _count_to_prune(self.amount, t.numel())
         mask = default_mask.clone()
         if n_prune:
-            scores = _host_values(rand_like(t))
-            _zero_at(mask.view(-1), _topk_indices(scores, n_prune, largest=True))
+            _zero_at(mask.view(-1), self._entries_to_prune(t, n_prune))
         return mask
+
+
+class RandomUnstructured(_UnstructuredPruning):
+    """Prunes ``amount`` (count, or fraction if float) of the unpruned entries at random."""
+
+    def _entries_to_prune(self, t: Tensor, n_prune: int) -> np.ndarray:
+        scores = _host_values(rand_like(t))
+        return _topk_indices(scores, n_prune, largest=True)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float) -> RandomUnstructured:
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_UnstructuredPruning):
     """Prunes the ``amount`` (count, or fraction if float) unpruned entries of smallest |x|."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount: int | float) -> None:
-        _validate_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        n_prune = _count_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if n_prune:
-            magnitudes = np.abs(_host_values(t))
-            _zero_at(mask.view(-1), _topk_indices(magnitudes, n_prune, largest=False))
-        return mask
+    def _entries_to_prune(self, t: Tensor, n_prune: int) -> np.ndarray:
+        magnitudes = np.abs(_host_values(t))
+        return _topk_indices(magnitudes, n_prune, largest=False)
 
     @classmethod
     def apply(
