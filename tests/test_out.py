@@ -153,3 +153,30 @@ def test_nonzero_out_must_be_one_tensor():
         ember.nonzero(x, as_tuple=True, out=(ember.zeros(1, dtype=ember.int64),))
     with pytest.raises(RuntimeError, match="does not support the out kwarg when as_tuple"):
         ember.nonzero(x, as_tuple=True, out=ember.zeros(1, dtype=ember.int64))
+
+
+def test_cat_into_an_empty_input_raises_overlap():
+    # torch resizes the empty out before its overlap check: the input is then written to
+    x, y = ember.zeros(0), ember.randn(4, 6)
+    with pytest.raises(RuntimeError, match="the written-to tensor refer to a single memory"):
+        ember.cat((x, y), dim=0, out=x)
+    assert ember.cat((x, x), out=x).shape == (0,)
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "message"),
+    [
+        ("gather", lambda s, i, o: ember.gather(s, 0, i, out=o),
+         "Expected out tensor to have dtype float, but got double instead"),
+        ("take", lambda s, i, o: ember.take(s, i, out=o),
+         "self.dtype = Float and out.dtype = Double"),
+        ("index_select", lambda s, i, o: ember.index_select(s, 0, i, out=o),
+         r"index_select\(\): self and result must have the same scalar type"),
+    ],
+)  # fmt: skip
+def test_out_of_another_dtype_refused_where_torch_does_not_cast(name, call, message):
+    src, index = ember.tensor([1.0, 2.0, 3.0]), ember.tensor([2, 0])
+    with pytest.raises(RuntimeError, match=message):
+        call(src, index, ember.empty(2, dtype=ember.float64))
+    out = ember.empty(2)
+    assert call(src, index, out) is out and out.tolist() == [3.0, 1.0]

@@ -112,3 +112,12 @@ def test_as_strided_in_place_takes_storage_offset_by_keyword(torch_mod):
     for m in (ember, torch_mod):
         assert m.arange(10.0).as_strided_((2,), (1,), storage_offset=3).tolist() == [3.0, 4.0]
         assert m.as_strided_(m.arange(10.0), (2,), (2,), storage_offset=1).tolist() == [1.0, 3.0]
+
+
+def test_narrow_copy_checks_dim_and_length_its_own_way():
+    x = ember.zeros(10, 5, 20)
+    with pytest.raises(RuntimeError, match=r"Expected dim < static_cast<int64_t>\(self_sizes"):
+        x.narrow_copy(3, 0, 0)
+    with pytest.raises(RuntimeError, match=r"start \(8\) \+ length \(-1\) exceeds dimension size"):
+        ember.zeros(10).narrow_copy(0, -2, -1)
+    assert ember.arange(10).narrow_copy(0, 2, 3).tolist() == [2, 3, 4]

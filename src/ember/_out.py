@@ -93,6 +93,20 @@ def _write(name: str, out: Tensor, value: Tensor) -> None:
 # functions whose out= must have one dtype, whatever the result casts to (torch's checks)
 EXACT_OUT_DTYPES = {"multinomial": "int64"}
 
+# functions whose out= must have the result's dtype (their kernels do not cast), with
+# torch's message for another
+_EXPECTED_DTYPE = "Expected out tensor to have dtype {have.c_name}, but got {want.c_name} instead"
+_SAME_SCALAR_TYPE = "{name}(): self and result must have the same scalar type"
+RESULT_DTYPE_OUT = {
+    "gather": _EXPECTED_DTYPE,
+    "scatter": _EXPECTED_DTYPE,
+    "scatter_add": _EXPECTED_DTYPE,
+    "take": "take(): self and out expected to have the same dtype, but got self.dtype = "
+    "{have.legacy_name} and out.dtype = {want.legacy_name}",
+    "index_select": _SAME_SCALAR_TYPE,
+    "masked_select": _SAME_SCALAR_TYPE,
+}
+
 # functions whose out= tensor torch refuses when it overlaps itself (an expanded tensor) or
 # shares any memory with an input (their kernels read the input while writing out)
 NO_OVERLAP_OUT = frozenset("cat gather index_select kthvalue masked_select take".split())
@@ -133,9 +147,23 @@ def _check_no_overlap(out, args, kwargs) -> None:
                     raise RuntimeError(INPUT_OVERLAP)
 
 
+def _resized_out_is_input(out, value, args, kwargs) -> bool:
+    """An empty ``out`` that is also an input: torch resizes it for a non-empty result before
+    its overlap check, and then the input is the written-to tensor."""
+    if not isinstance(out, Tensor) or out._data.size or not isinstance(value, Tensor):
+        return False
+    if not value._data.size:
+        return False
+    for v in (*args, *kwargs.values()):
+        if any(t is out for t in (v if isinstance(v, (list, tuple)) else (v,))):
+            return True
+    return False
+
+
 def with_out(fn, name: str):
     """``fn`` with an ``out=`` keyword (the wrapper consumes it: ``fn`` never sees it)."""
     exact = EXACT_OUT_DTYPES.get(name)
+    result_dtype = RESULT_DTYPE_OUT.get(name)
     no_overlap = name in NO_OVERLAP_OUT
     list_out = LIST_OUT.get(name)
     single_out = name in SINGLE_TENSOR_OUT
@@ -161,6 +189,10 @@ def with_out(fn, name: str):
             raise RuntimeError(NO_AUTOGRAD.format(name))
         with grad_mode.no_grad():
             value = fn(*args, **kwargs)
+        if no_overlap and _resized_out_is_input(out, value, args, kwargs):
+            raise RuntimeError(INPUT_OVERLAP)
+        if result_dtype and isinstance(out, Tensor) and out.dtype is not value.dtype:
+            raise RuntimeError(result_dtype.format(name=name, have=value.dtype, want=out.dtype))
         if list_out is not None:
             if not isinstance(out, (list, tuple)) or len(out) != len(value):
                 size = len(out) if isinstance(out, (list, tuple)) else 1

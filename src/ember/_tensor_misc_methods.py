@@ -347,6 +347,15 @@ def dist(self: Tensor, other, p=2) -> Tensor:
 
 
 def narrow_copy(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+    if self.dim() and dim >= self.dim():  # torch's narrow_copy kernel checks this one itself
+        raise RuntimeError(
+            "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false."
+        )
+    if length < 0:  # torch's narrow_copy calls it a bounds error, narrow a sign error
+        sh.narrow(self, dim, start, 0)  # dim and start checked as narrow checks them
+        size, start = self.shape[dim], int(start)
+        start = start + size if start < 0 else start
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return sh.narrow(self, dim, start, length).clone()
 
 

@@ -364,3 +364,39 @@ def test_clamp_with_tensor_bounds_routes_gradients_as_torch(torch_mod):
     grid = arrays_for([(3, 4), (4,), (3, 1)], avoid=[0.0])
     grid[1], grid[2] = grid[1] - 1.5, grid[2] + 1.5  # min < max everywhere: smooth
     check_gradients(lambda m, a, b, c: m.clamp(a, b, c), grid)
+
+
+@pytest.mark.parametrize("name", ["eq", "ne", "ge", "gt", "le", "lt", "rsub", "fmod"])
+def test_number_first_argument_is_refused_like_torch(name):
+    x = ember.tensor([1, 2, 3])
+    with pytest.raises(TypeError, match=f"{name}\\(\\) received an invalid combination"):
+        getattr(ember, name)(2, x)
+
+
+def test_comparisons_with_a_number_second_still_work():
+    x = ember.tensor([1, 2, 3])
+    assert ember.eq(x, 2).tolist() == [False, True, False]
+    assert (2 < x).tolist() == [False, False, True]
+    assert ember.rsub(x, 2).tolist() == [1, 0, -1]
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops_take_tensors_only(name):
+    op, x = getattr(ember, name), ember.tensor([1, 0, 3])
+    with pytest.raises(TypeError, match=r"argument 'other' \(position 2\) must be Tensor, not int"):
+        op(x, 2)
+    with pytest.raises(TypeError, match=r"argument 'input' \(position 1\) must be Tensor, not int"):
+        op(2, x)
+    expected = {"logical_and": [True, False, False], "logical_or": [True, False, True],
+                "logical_xor": [False, False, True]}[name]  # fmt: skip
+    assert op(x, ember.tensor([True, False, False])).tolist() == expected
+
+
+@pytest.mark.parametrize("name", ["rtol", "atol"])
+def test_isclose_refuses_negative_tolerances(name):
+    a, b = ember.tensor(1.0), ember.tensor(1.0)
+    with pytest.raises(
+        RuntimeError, match=f"{name} must be greater than or equal to zero, but got"
+    ):
+        ember.isclose(a, b, **{name: -0.4})
+    assert ember.isclose(a, b, **{name: 0.0}).item() is True

@@ -212,3 +212,88 @@ def test_t_of_a_scalar_passes_its_gradient_through():
     x = ember.tensor(2.0, requires_grad=True)
     (x.t() * 3).backward()
     assert x.grad.item() == 3.0
+
+
+# --- error inputs of PyTorch's OpInfo database: torch's exception type and message ---
+
+
+def test_reshape_of_empty_tensor_with_inferred_dim_is_ambiguous():
+    x = ember.zeros(0, 5)
+    for reshaping in (lambda: x.reshape(0, -1), lambda: x.view(0, -1)):
+        with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape"):
+            reshaping()
+    with pytest.raises(RuntimeError, match=r"shape '\[0, -1\]' is invalid for input of size 3"):
+        ember.zeros(3).reshape(0, -1)
+
+
+def test_movedim_repeated_dims_raise_naming_the_argument():
+    x = ember.zeros(2, 3, 4, 5, 6)
+    with pytest.raises(RuntimeError, match=r"repeated dim in `source` \(\[0, 4, -5\]\)"):
+        ember.movedim(x, (0, 4, -5), (1, 0, 2))
+    with pytest.raises(RuntimeError, match=r"repeated dim in `destination` \(\[0, 4, -5\]\)"):
+        ember.movedim(x, (1, 0, 2), (0, 4, -5))
+    assert ember.movedim(ember.zeros(2, 3, 4), (0, 1), (1, 2)).shape == (4, 2, 3)
+
+
+def test_cat_refuses_a_tensor_or_a_non_tensor_element():
+    with pytest.raises(TypeError, match="must be tuple of Tensors, not Tensor"):
+        ember.cat(ember.zeros(2, 3))
+    with pytest.raises(TypeError, match="expected Tensor as element 1 in argument 0, but got None"):
+        ember.cat([ember.zeros(2), None])
+
+
+def test_cat_of_only_empty_vectors_passes_each_a_gradient():
+    a = ember.zeros(0, requires_grad=True)
+    b = ember.zeros(0, dtype=ember.float64, requires_grad=True)
+    out = ember.cat([a, b], dim=1)  # torch checks no dim when every input is skipped
+    assert out.shape == (0,) and out.dtype == ember.float64
+    out.sum().backward()
+    assert a.grad.shape == (0,) and b.grad.shape == (0,) and b.grad.dtype == ember.float64
+
+
+@pytest.mark.parametrize("name", ["hstack", "vstack"])
+def test_stacking_nothing_raises(name):
+    with pytest.raises(RuntimeError, match=f"{name} expects a non-empty TensorList"):
+        getattr(ember, name)([])
+
+
+def test_narrow_checks_length_sign_and_start_tensor():
+    x = ember.zeros(10)
+    with pytest.raises(RuntimeError, match=r"narrow\(\): length must be non-negative\."):
+        x.narrow(0, 0, -1)
+    for start in (ember.tensor([1, 2]), ember.tensor(True), ember.tensor(1.0)):
+        with pytest.raises(RuntimeError, match="start must be an 0-dim integral Tensor"):
+            x.narrow(0, start, 2)
+    assert x.narrow(0, ember.tensor(8), 2).shape == (2,)
+
+
+def test_roll_without_shifts_raises():
+    with pytest.raises(RuntimeError, match="`shifts` required"):
+        ember.roll(ember.zeros(5), ())
+
+
+def test_roll_of_empty_tensor_has_a_gradient():
+    x = ember.zeros(0, 3, requires_grad=True)
+    ember.roll(x, (1, 2), (0, 1)).sum().backward()
+    assert x.grad.shape == (0, 3)
+
+
+def test_unbind_of_a_scalar_raises_index_error():
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        ember.unbind(ember.tensor(3), 0)
+
+
+def test_fliplr_and_flipud_check_dims():
+    with pytest.raises(RuntimeError, match=r"Input must be >= 2-d\."):
+        ember.fliplr(ember.zeros(3))
+    with pytest.raises(RuntimeError, match=r"Input must be >= 1-d\."):
+        ember.flipud(ember.tensor(1.0))
+    assert ember.flipud(ember.tensor([1.0, 2.0])).tolist() == [2.0, 1.0]
+
+
+def test_diag_embed_refuses_identical_dims():
+    with pytest.raises(RuntimeError, match="diagonal dimensions cannot be identical 1, 1"):
+        ember.diag_embed(ember.zeros(10, 20), dim1=1, dim2=1)
+    with pytest.raises(RuntimeError, match="diagonal dimensions cannot be identical 0, -2"):
+        ember.diag_embed(ember.zeros(3), 0, 0, -2)
+    assert ember.diag_embed(ember.zeros(2, 3), 1, 0, 2).shape == (4, 2, 4)

@@ -154,3 +154,29 @@ def test_unfold_of_a_zero_dim_input_gives_one_window_of_its_size():
 def test_unravel_index_of_int8_indices_into_a_large_shape_does_not_overflow():
     rows, cols = ember.unravel_index(ember.tensor([-1, 5], dtype=ember.int8), (4, 1073741824))
     assert rows.tolist() == [3, 0] and cols.tolist() == [1073741823, 5]
+
+
+@pytest.mark.parametrize(
+    ("name", "torch_name"),
+    [("dstack", "dstack"), ("column_stack", "column_stack"), ("row_stack", "vstack")],  # fmt: skip
+)
+def test_stacking_nothing_raises(name, torch_name):
+    with pytest.raises(RuntimeError, match=f"{torch_name} expects a non-empty TensorList"):
+        getattr(ember, name)([])
+
+
+@pytest.mark.parametrize(("name", "dim"), [("hsplit", 1), ("vsplit", 0), ("dsplit", 2)])
+def test_splitting_into_zero_sections_raises(name, dim):
+    with pytest.raises(
+        RuntimeError,
+        match=f"attempted to split along dimension {dim}, but the size of the dimension 5 is "
+        "not divisible by the split_size 0!",
+    ):
+        getattr(ember, name)(ember.zeros(5, 5, 5), 0)
+
+
+@pytest.mark.parametrize("spec", ["abc", 2.0, [1.5]])
+def test_hsplit_refuses_what_is_not_sections_or_indices(spec):
+    with pytest.raises(TypeError, match="received an invalid combination of arguments"):
+        ember.hsplit(ember.zeros(4, 4), spec)
+    assert [t.shape[1] for t in ember.hsplit(ember.zeros(4, 4), [1, 3])] == [1, 2, 1]

@@ -694,7 +694,18 @@ def _rsub(t: Tensor, s, alpha=1) -> Tensor:
     return result(RsubBackward1, data, (t,), alpha=alpha)
 
 
+def require_tensor_input(op: str, input, other) -> None:
+    """(Tensor, Tensor) and (Tensor, Number) are torch's only signatures for ``op``."""
+    if not isinstance(input, Tensor):
+        got = ", ".join(type(v).__name__ for v in (input, other))
+        raise TypeError(
+            f"{op}() received an invalid combination of arguments - got ({got}), but expected "
+            f"one of: (Tensor input, Tensor other), (Tensor input, Number other)"
+        )
+
+
 def rsub(input, other, *, alpha=1) -> Tensor:
+    require_tensor_input("rsub", input, other)
     return sub(other, input, alpha=alpha)
 
 
@@ -1150,12 +1161,7 @@ class RemainderBackward1(Node):  # remainder(tensor, tensor)
 
 
 def fmod(input, other) -> Tensor:
-    if not isinstance(input, Tensor):  # torch has no (Number, ...) signature
-        raise TypeError(
-            f"fmod() received an invalid combination of arguments - got "
-            f"({type(input).__name__}, {type(other).__name__}), but expected one of: "
-            "(Tensor input, Tensor other), (Tensor input, Number other)"
-        )
+    require_tensor_input("fmod", input, other)
     a, b = promote("fmod", input, other)
     if not isinstance(a, Tensor):
         a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
@@ -1541,16 +1547,8 @@ def _compare(name, kernel, ufunc_name, ordered=True):
     ufunc = getattr(_HOST, ufunc_name)  # the kernel's ufunc, for large NumPy arrays
 
     def op(input, other) -> Tensor:
-        a, b = promote(name, input, other)
-        if not isinstance(a, Tensor):
-            a, b = b, a
-            if ordered and a._data.dtype.kind == "c":
-                raise _complex.not_implemented(name, a)
-            left, right = data_of(b), a._data
-            if _large(left, right, "compare"):
-                out = _split_ufunc(ufunc, left, right, min_size=_SPLIT_FROM["compare"])
-                return non_differentiable(name, wrap(out), a, b)
-            return non_differentiable(name, wrap(kernel(left, right)), a, b)
+        require_tensor_input(name, input, other)
+        a, b = promote(name, input, other)  # a is the tensor input still
         if ordered and a._data.dtype.kind == "c":
             raise _complex.not_implemented(name, a)
         left, right = a._data, data_of(b)
@@ -1578,8 +1576,13 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 def _logical(name, attr):
     def op(input, other) -> Tensor:
-        a = to_tensor(input)
-        b = to_tensor(other, a)
+        for position, (argument, value) in enumerate((("input", input), ("other", other)), 1):
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"{name}(): argument '{argument}' (position {position}) must be Tensor, "
+                    f"not {type(value).__name__}"
+                )
+        a, b = input, other
         xp = array_module(a._data)
         return wrap(getattr(xp, attr)(a._data, b._data))
 
@@ -1647,6 +1650,9 @@ def signbit(input: Tensor) -> Tensor:
 
 
 def isclose(input: Tensor, other: Tensor, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:
+    for name, tolerance in (("rtol", rtol), ("atol", atol)):
+        if tolerance < 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tolerance}")
     xp = array_module(input._data)
     return wrap(xp.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 

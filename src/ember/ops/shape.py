@@ -68,6 +68,11 @@ def _infer_shape(shape: tuple, numel: int, op: str, src_shape) -> tuple:
         for s in shape:
             if s != -1:
                 known *= s
+        if known == 0 and numel == 0:
+            raise RuntimeError(
+                f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                "unspecified dimension size -1 can be any value and is ambiguous"
+            )
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -329,8 +334,12 @@ def movedim(input: Tensor, source, destination) -> Tensor:
             f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
             f"contain the same number of dims as destination ({list(dst)} dims)"
         )
-    src = [wrap_dim(d, n, "movedim") for d in src]
-    dst = [wrap_dim(d, n, "movedim") for d in dst]
+    wrapped_src = [wrap_dim(d, n, "movedim") for d in src]
+    wrapped_dst = [wrap_dim(d, n, "movedim") for d in dst]
+    for name, given, wrapped in (("source", src, wrapped_src), ("destination", dst, wrapped_dst)):
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(given)})")
+    src, dst = wrapped_src, wrapped_dst
     if n == 0:
         return _alias(input)
     order = [d for d in range(n) if d not in src]
@@ -490,7 +499,16 @@ class CatBackward0(Node):
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
+    if isinstance(tensors, Tensor):
+        raise TypeError(
+            "cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"
+        )
     tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}"
+            )
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
@@ -502,9 +520,10 @@ def cat(tensors, dim: int = 0) -> Tensor:
         rt = dt.promote_types(rt, t.dtype)
     # PyTorch skips 1-d empty tensors, a legacy rule kept for compatibility
     kept = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
-    if not kept:
-        out = tensors[0].clone()
-        return out if out.dtype is rt else out.to(rt)
+    if not kept:  # all skipped: an empty result, still a CatBackward0 of every input, any dim
+        tensors = [t if t._data.dtype == rt.np else t.to(rt) for t in tensors]
+        out = array_module(tensors[0]._data).empty((0,), dtype=rt.np)
+        return result(CatBackward0, out, tuple(tensors), dim=0, sizes=[0] * len(tensors))
     ref = kept[0]._data
     d = wrap_dim(dim, ref.ndim, "cat")
     for i, t in enumerate(kept):
@@ -565,12 +584,20 @@ class StackBackward0(Node):
         )
 
 
+def check_non_empty(name: str, tensors) -> None:
+    """torch's check of the stacking functions (cat says it its own way)."""
+    if not len(tensors):
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+
+
 def hstack(tensors) -> Tensor:
+    check_non_empty("hstack", tensors)
     tensors = [atleast_1d(t) for t in tensors]
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors) -> Tensor:
+    check_non_empty("vstack", tensors)
     return cat([atleast_2d(t) for t in tensors], 0)
 
 
@@ -619,6 +646,9 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     if data.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, data.ndim, "narrow")
+    if isinstance(start, Tensor):
+        if start._data.ndim or start.dtype.category != dt.INT:  # a bool is not integral
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
     start = int(start)
     size = data.shape[d]
     if not -size <= start <= size:
@@ -627,7 +657,9 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
         )
     if start < 0:
         start += size
-    if length < 0 or start + length > size:
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * d + (slice(start, start + length),)
     node = result(
@@ -810,6 +842,8 @@ class UnbindBackward0(MultiOutputNode):
 def unbind(input: Tensor, dim: int = 0):
     data = input._data
     d = wrap_dim(dim, data.ndim, "unbind")
+    if data.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     n = data.shape[d]
     datas = tuple(data[(slice(None),) * d + (i,)] for i in range(n))
     if not n:
@@ -842,10 +876,14 @@ def flip(input: Tensor, *listed, dims=None) -> Tensor:
 
 
 def fliplr(input: Tensor) -> Tensor:
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
 
 def flipud(input: Tensor) -> Tensor:
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
     return flip(input, (0,))
 
 
@@ -859,6 +897,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     data = input._data
     xp = array_module(data)
     shifts_t = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if not shifts_t:
+        raise RuntimeError("`shifts` required")
     if dims is None:
         out = xp.roll(data.reshape(-1), shifts_t[0]).reshape(data.shape)
         return result(RollFlatBackward0, out, (input,), shift=shifts_t[0], shape=data.shape)
@@ -868,7 +908,7 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
             f"shifts and dimensions must align. shifts: {len(shifts_t)}, dims:{len(dims_t)}"
         )
     if data.size == 0:  # PyTorch returns an empty tensor before looking at dims
-        return result(RollBackward0, data.copy(), (input,), shifts=(), dims=())
+        return result(RollBackward0, data.copy(), (input,), shifts=shifts_t, dims=dims_t)
     if data.ndim == 0:
         raise IndexError(f"Dimension specified as {dims_t[0]} but tensor has no dimensions")
     dims_t = tuple(wrap_dim(d, data.ndim, "roll") for d in dims_t)
@@ -958,12 +998,14 @@ def diagonal_scatter(
 
 
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    nd = input._data.ndim + 1
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     n = input._data.shape[-1] + builtins.abs(offset)
     shape = input._data.shape[:-1] + (n, n)
     base = zeros(shape, dtype=input.dtype, device=input.device)
     out = base.diagonal_scatter(input, offset, -2, -1)
-    nd = len(shape)
-    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
     if (d1, d2) != (nd - 2, nd - 1):
         out = movedim(out, (nd - 2, nd - 1), (d1, d2))
     return out

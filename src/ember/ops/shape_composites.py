@@ -17,6 +17,7 @@ from .shape import (
     _each,
     atleast_2d,
     cat,
+    check_non_empty,
     diag,
     flatten,
     narrow,
@@ -42,15 +43,18 @@ def atleast_3d(*tensors):
 
 
 def column_stack(tensors) -> Tensor:
+    check_non_empty("column_stack", tensors)
     cols = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors]
     return cat(cols, 1)
 
 
 def row_stack(tensors) -> Tensor:
+    check_non_empty("vstack", tensors)  # torch's row_stack is vstack, and says so
     return cat([atleast_2d(t) for t in tensors], 0)
 
 
 def dstack(tensors) -> Tensor:
+    check_non_empty("dstack", tensors)
     return cat([atleast_3d(t) for t in tensors], 2)
 
 
@@ -82,13 +86,23 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     return tuple(narrow(input, d, start, stop - start) for start, stop in bounds)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _split_by(op: str, input: Tensor, spec, dim: int, min_dim: int) -> tuple:
+    if not (_is_int(spec) or isinstance(spec, (list, tuple)) and all(_is_int(i) for i in spec)):
+        raise TypeError(
+            f"{op}() received an invalid combination of arguments - got (Tensor, "
+            f"{type(spec).__name__}), but expected one of:\n * (Tensor input, int sections)\n"
+            " * (Tensor input, tuple of ints indices)"
+        )
     if input.dim() < min_dim:
         raise RuntimeError(
             f"torch.{op} requires a tensor with at least {min_dim} dimension, but got a tensor "
             f"with {input.dim()} dimensions!"
         )
-    if isinstance(spec, int) and input.shape[dim] % spec != 0:
+    if isinstance(spec, int) and (spec == 0 or input.shape[dim] % spec != 0):
         raise RuntimeError(
             f"torch.{op} attempted to split along dimension {dim}, but the size of the "
             f"dimension {input.shape[dim]} is not divisible by the split_size {spec}!"
