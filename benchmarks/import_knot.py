@@ -40,7 +40,8 @@ LAYER_NAMES = {
 LAYER_OF = {
     **dict.fromkeys(
         "_backend _dtype _kernels _type_info _errors _settings _scratch torch_version version"
-        " _memory_format _meta _autocast_state _random _layout".split(),
+        " _memory_format _meta _autocast_state _random _layout _shared_memory"
+        " _distributed_hook".split(),
         1,
     ),
     "autograd": 2,
@@ -59,7 +60,7 @@ LAYER_OF = {
     ),
     **dict.fromkeys(
         "amp cuda cpu backends accelerator distributed multiprocessing onnx jit _compile"
-        " profiler viz serialization testing futures _memory_scope _shared_memory"
+        " profiler viz serialization testing futures _memory_scope"
         " utils.tensorboard utils.benchmark".split(),
         5,
     ),

@@ -40,3 +40,25 @@ def test_the_linter_sees_an_import_that_breaks_a_layer(tmp_path):
     done = _lint(config)
     assert done.returncode != 0
     assert "ember.ops is not allowed to import ember.autograd" in done.stdout
+
+
+def _import_knot():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "import_knot", ROOT / "benchmarks" / "import_knot.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_import_knot_spans_two_layers_and_none_passes_60_modules():
+    # issue 31: every import counted (in functions too), each knot stays inside one layer
+    knot = _import_knot()
+    _, graph = knot.import_graph()
+    knots = [c for c in knot.strongly_connected(graph) if len(c) > 1]
+    assert len(knots[0]) <= 60, knots[0]
+    for members in knots:
+        layers = {knot.layer_of(m) for m in members}
+        assert len(layers) == 1, (sorted(layers), members)
