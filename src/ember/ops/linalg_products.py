@@ -37,7 +37,20 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
                 raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
     if product.dtype == dt.bool_:  # torch: input · beta or (vec1 ⊗ vec2 · alpha), logically
         return (input.bool() & bool(beta)) | (product & bool(alpha))
+    if product.is_floating_point() or product.is_complex():
+        # torch's kernel: β·input + (α·vec1)·vec2 element by element, β and α first converted
+        # to the result's type and each step rounded to it (float16: a half ulp per step)
+        beta, alpha = _in_type(beta, product.dtype), _in_type(alpha, product.dtype)
+        if alpha != 1:
+            product = outer(vec1.to(product.dtype) * alpha, vec2)
+        return _scaled_sum(input, product, beta, 1)
     return _scaled_sum(input, product, beta, alpha)
+
+
+def _in_type(value, dtype):
+    """A Python scalar as torch's kernels see it after ``value.to<scalar_t>()``."""
+    rounded = dtype.np.type(value)
+    return complex(rounded) if dtype.is_complex else float(rounded)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
