@@ -90,7 +90,7 @@ def test_a_stop_signal_is_one_line_the_shells_exit_code_and_leaves_no_rank(
     marker = process_marker()
     process = _start_sleepers(tmp_path, marker)
     os.killpg(process.pid, stop)  # as the terminal's Ctrl-C: the launcher's process group
-    stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=180)
     assert process.returncode == code
     assert stderr == line + "\n"  # no traceback, no OMP_NUM_THREADS notice on 2 cores
     assert "BAD TERMINATION" not in stdout and "YOUR APPLICATION" not in stdout, stdout
@@ -174,7 +174,7 @@ def test_ranks_that_catch_sigterm_finish_their_work_before_the_launcher_exits(tm
     process = start_ember("run", "--nproc-per-node", "2", script, cwd=tmp_path, env=env)
     assert [process.stdout.readline() for _ in range(2)] == ["up\n", "up\n"]
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=180)
     assert process.returncode == 130
     assert stdout == "saved\nsaved\n" and sorted(p.name for p in tmp_path.glob("saved*")) == [
         "saved0",
@@ -199,7 +199,7 @@ def test_a_second_ctrl_c_kills_ranks_that_do_not_stop(tmp_path):
     time.sleep(0.5)
     assert process.poll() is None  # waiting for the ranks, for up to 30 seconds
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=30)
+    stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130
     assert stderr == "ember run: interrupted (Ctrl-C); stopped 2 processes\n"
     assert processes_marked(marker) == []
