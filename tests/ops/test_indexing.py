@@ -325,3 +325,61 @@ def test_index_fill_of_a_zero_dim_input_matches_torch(value):
         return x.index_fill(0, m.tensor([0]), v) * 3
 
     compare_with_torch(fill, [np.array(2.5)])
+
+
+def test_scatter_checks_src_rank_before_bounds():
+    index = ember.tensor([[34, 1], [1, 2]])
+    for op in (ember.scatter, ember.scatter_add):
+        with pytest.raises(RuntimeError, match="same number of dimensions as src tensor"):
+            op(ember.zeros(3, 5), 0, index, ember.zeros(2, 5, 2))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "type_name"),
+    [(ember.float32, 1j, "float"), (ember.int64, ember.tensor(1j), "int64_t"),
+     (ember.uint8, 300, "uint8_t"), (ember.uint8, -256, "uint8_t"), (ember.int32, 2**31, "int"),
+     (ember.float32, 1e300, "float")],
+)  # fmt: skip
+def test_masked_fill_refuses_values_that_overflow(dtype, value, type_name):
+    with pytest.raises(RuntimeError, match=f"cannot be converted to type {type_name} without"):
+        ember.zeros(2, dtype=dtype).masked_fill(ember.tensor(False), value)
+
+
+def test_masked_fill_wraps_negative_ints_into_unsigned_and_takes_real_complex():
+    mask = ember.tensor([True, False])
+    assert ember.zeros(2, dtype=ember.uint8).masked_fill(mask, -1).tolist() == [255, 0]
+    assert ember.zeros(2).masked_fill(mask, 2 + 0j).tolist() == [2.0, 0.0]
+
+
+def test_masked_scatter_broadcasts_input_with_mask():
+    x = ember.zeros(3, requires_grad=True)
+    mask = ember.tensor([[True, False, True], [False, True, True]])
+    source = ember.arange(6.0).reshape(2, 3).requires_grad_()
+    out = ember.masked_scatter(x, mask, source)
+    assert out.tolist() == [[0.0, 0.0, 1.0], [0.0, 2.0, 3.0]]
+    out.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 0.0]
+    assert source.grad.tolist() == [[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]]
+    with pytest.raises(RuntimeError):
+        x.detach().masked_scatter_(mask, source)
+
+
+@pytest.mark.parametrize(("dtype", "name"), [(ember.float32, "Float"), (ember.uint8, "Byte")])
+def test_masked_scatter_refuses_non_bool_masks(dtype, name):
+    with pytest.raises(
+        RuntimeError, match=f"only supports boolean masks, but got mask with dtype {name}"
+    ):
+        ember.zeros(1, 3).masked_scatter(ember.ones(1, 3, dtype=dtype), ember.zeros(3, 4))
+
+
+def test_index_add_converts_alpha_to_the_tensor_type():
+    index = ember.tensor([0, 1])
+    source = ember.tensor([3, 4], dtype=ember.uint8)
+    out = ember.index_add(ember.zeros(3, dtype=ember.uint8), 0, index, source, alpha=-1)
+    assert out.tolist() == [253, 252, 0]  # alpha -1 is 255 in uint8
+    source = ember.tensor([3, 4], dtype=ember.int8)
+    assert ember.index_add(
+        ember.zeros(3, dtype=ember.int8), 0, index, source, alpha=1.5
+    ).tolist() == [3, 4, 0]
+    with pytest.raises(RuntimeError, match="cannot be converted to type int8_t without overflow"):
+        ember.index_add(ember.zeros(3, dtype=ember.int8), 0, index, source, alpha=300)

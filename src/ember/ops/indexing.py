@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 
 from .. import _dtype as dt
 from .. import return_types
@@ -10,6 +11,7 @@ from .._creation import zeros
 from .._kernels import jit
 from .._kernels.blocked import is_plain_numpy
 from .._tensor import Tensor
+from .._type_info import finfo, iinfo
 from ..autograd import forward_rules
 from ..autograd.node import Node
 from ._dispatch import (
@@ -420,6 +422,8 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
             f"Index tensor must have the same number of dimensions as {which} tensor"
         )
     src_shape = src._data.shape if isinstance(src, Tensor) else None
+    if src_shape is not None and builtins.max(len(src_shape), 1) != builtins.max(idx.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
     for k in range(idx.ndim):
         too_big_self = k != dim and k < len(shape) and idx.shape[k] > shape[k]
         too_big_src = src_shape is not None and k < len(src_shape) and idx.shape[k] > src_shape[k]
@@ -704,6 +708,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         check_same_device("index_add", input, index)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_add")
     _check_index_add(input, d, index, source)
+    alpha = _checked_scalar(alpha, input.dtype)
+    if input.dtype.category <= dt.INT:  # alpha in the tensor's type: truncated, wrapped
+        alpha = int(alpha.real if isinstance(alpha, complex) else alpha)
     xp = array_module(input._data)
     out = input._data.copy()
     if out.size == 0:
@@ -805,7 +812,45 @@ class MaskedFillBackward1(MaskedFillBackward0):  # a tensor value: inputs (self,
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     node_cls = MaskedFillBackward1 if isinstance(value, Tensor) else MaskedFillBackward0
+    if not isinstance(value, Tensor):
+        value = _checked_scalar(value, input.dtype)
+    elif value._data.ndim == 0:
+        _checked_scalar(value.item(), input.dtype)
     return _fill_where(input, mask, value, node_cls, (mask,))
+
+
+# the C++ type names of torch's checked scalar conversion (c10::checked_convert)
+_CHECKED_TYPE_NAMES = {
+    "float32": "float", "float64": "double", "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16", "int64": "int64_t", "int32": "int", "int16": "int16_t",
+    "int8": "int8_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t",
+    "uint64": "uint64_t",
+}  # fmt: skip
+
+
+def _checked_scalar(value, dtype: dt.dtype):
+    """A Python number as torch converts it to ``dtype``: what would overflow (an imaginary
+    part into a real type, a number beyond the type's range) raises; a negative int wraps
+    into an unsigned type."""
+    name = _CHECKED_TYPE_NAMES.get(dtype.name)
+    if name is None:  # bool and complex types take any number
+        return value
+    overflow = RuntimeError(f"value cannot be converted to type {name} without overflow")
+    if isinstance(value, complex):
+        if value.imag:
+            raise overflow
+        value = value.real
+    if dtype.category == dt.FLOAT:
+        if math.isfinite(value) and builtins.abs(value) > float(finfo(dtype).max):
+            raise overflow
+        return value
+    info = iinfo(dtype)
+    low = -info.max if info.min == 0 else info.min  # unsigned: negatives wrap
+    if not low <= value <= info.max:
+        raise overflow
+    if isinstance(value, int) and value < 0 and info.min == 0:
+        return value + info.max + 1
+    return value
 
 
 def _fill_where(input: Tensor, mask: Tensor, value, node_cls, saved: tuple) -> Tensor:
@@ -873,8 +918,16 @@ class MaskedScatterBackward0(Node):
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    if mask._data.dtype.kind != "b":
+        raise RuntimeError(
+            "masked_scatter_ only supports boolean masks, but got mask with dtype "
+            f"{mask.dtype.legacy_name}"
+        )
     xp = array_module(input._data)
-    m = xp.broadcast_to(mask._data, input._data.shape)
+    shape = broadcast_shapes(input._data.shape, mask._data.shape)  # input and mask broadcast
+    if tuple(shape) != input._data.shape:
+        input = input.expand(shape)
+    m = xp.broadcast_to(mask._data, shape)
     n = int(m.sum())
     if n > source._data.size:
         raise RuntimeError(
