@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .utils import _ntuple, _single
 
 
 class _MaxPoolNd(Module):
@@ -96,7 +97,11 @@ class AvgPool1d(_AvgPoolNd):
         ceil_mode: bool = False,
         count_include_pad: bool = True,
     ):
-        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        stride = _single(stride) if stride is not None else None
+        # kept as 1-tuples, as PyTorch keeps them
+        super().__init__(
+            _single(kernel_size), stride, _single(padding), ceil_mode, count_include_pad
+        )
 
     def forward(self, input):
         return F.avg_pool1d(
@@ -106,15 +111,6 @@ class AvgPool1d(_AvgPoolNd):
             self.padding,
             self.ceil_mode,
             self.count_include_pad,
-        )
-
-    def extra_repr(self) -> str:
-        def one(v):
-            return (v,) if isinstance(v, int) else tuple(v)
-
-        return (
-            f"kernel_size={one(self.kernel_size)}, stride={one(self.stride)}, "
-            f"padding={one(self.padding)}"
         )
 
 
@@ -232,11 +228,7 @@ class _MaxUnpoolNd(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        n = self._dims
-
-        def as_tuple(v):
-            return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
-
+        as_tuple = _ntuple(self._dims)
         self.kernel_size = as_tuple(kernel_size)
         self.stride = as_tuple(stride if stride is not None else kernel_size)
         self.padding = as_tuple(padding)
