@@ -10,7 +10,6 @@ from . import _memory_format as _mf
 from ._random import argument_checks as random_checks
 from ._random import default_generator, resolve_generator
 from ._random import generator as _random_generator
-from ._random_ops import poisson as _sample_poisson
 from ._size_argument import parse_size
 from ._tensor import Tensor
 from .autograd.node import TENSOR_LAYER as _TENSOR_LAYER
@@ -687,7 +686,9 @@ def multinomial(
 
 def poisson(input: Tensor, generator=None) -> Tensor:
     """Poisson counts, one per rate in ``input`` (torch's sampler and checks)."""
-    return _sample_poisson(input, generator)
+    from ._random_ops import poisson as sample_poisson  # the count samplers load on first use
+
+    return sample_poisson(input, generator)
 
 
 def _state_tensor(state) -> Tensor:

@@ -107,20 +107,9 @@ from .ops.linalg_decompositions import slogdet_legacy as slogdet
 from .ops.linalg_decompositions import svd_legacy as svd
 from .ops.linalg_functions import chain_matmul, matrix_exp, matrix_power, ormqr
 from .ops.linalg_functions import cross_legacy as cross
-from .ops.linalg_lowrank import pca_lowrank, svd_lowrank
 from .ops.linalg_products import addbmm, addmv, addr, baddbmm, block_diag, kron, trace
 from .ops.linalg_solvers import cholesky_inverse, cholesky_solve, pinverse, triangular_solve
 from .ops.linalg_solvers import lu_solve_legacy as lu_solve
-from .ops.loss_enum import (
-    binary_cross_entropy_with_logits,
-    cosine_embedding_loss,
-    ctc_loss,
-    hinge_embedding_loss,
-    kl_div,
-    margin_ranking_loss,
-    poisson_nll_loss,
-    triplet_margin_loss,
-)
 from .ops.numeric import (
     bitwise_left_shift,
     bitwise_right_shift,
@@ -160,7 +149,6 @@ from .ops.reduction import (
     var_mean,
 )
 from .ops.scatter_reduce import index_reduce, scatter_reduce
-from .ops.search import bucketize, isin, searchsorted
 from .ops.shape import (
     atleast_1d,
     atleast_2d,
@@ -339,3 +327,33 @@ from .ops.activation import log_softmax, softmax  # after the aliases' softmax
 from .ops.complex import sgn  # noqa: E402, F811 - z/|z|, not elementwise's real sign
 
 _out.install(globals())  # out= on the functions that take it in PyTorch
+
+# Families no Tensor method needs load on first use (``import ember`` stays quick): name ->
+# its module under ``ember.ops``
+_FIRST_USE = {
+    **dict.fromkeys(
+        """binary_cross_entropy_with_logits cosine_embedding_loss ctc_loss
+        hinge_embedding_loss kl_div margin_ranking_loss poisson_nll_loss
+        triplet_margin_loss""".split(),
+        "loss_enum",
+    ),
+    **dict.fromkeys(("pca_lowrank", "svd_lowrank"), "linalg_lowrank"),
+    **dict.fromkeys(("bucketize", "isin", "searchsorted"), "search"),
+}
+
+
+def __getattr__(name: str):
+    family = _FIRST_USE.get(name)
+    if family is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".ops.{family}", __package__), name)
+    if name in _out.OUT_FUNCTIONS:
+        value = _out.with_out(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FIRST_USE))

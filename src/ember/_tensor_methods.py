@@ -22,6 +22,33 @@ from .ops._dispatch import result as _dispatch_result
 
 T = Tensor
 
+
+class _AttachedOnFirstUse:
+    """A Tensor attribute of a family that loads on first use: reading it (``x.to_sparse``,
+    ``Tensor.stft``) runs ``load``, whose import attaches the real attribute in its place."""
+
+    __slots__ = ("name", "load")
+
+    def __init__(self, name: str, load) -> None:
+        self.name, self.load = name, load
+
+    def __get__(self, obj, cls=None):
+        self.load()
+        value = T.__dict__.get(self.name, self)
+        if value is self:
+            raise AttributeError(f"'Tensor' object has no attribute '{self.name}'")
+        get = getattr(type(value), "__get__", None)
+        return value if get is None else get(value, obj, T if cls is None else cls)
+
+
+def attach_on_first_use(names, load) -> None:
+    """Give Tensor the attributes ``names``, which ``load()`` attaches when one is first read:
+    how a family above the op layer (sparse, stft) keeps ``import ember`` quick."""
+    for name in names:
+        if name not in T.__dict__:
+            setattr(T, name, _AttachedOnFirstUse(name, load))
+
+
 # --- plain methods: Tensor.name(self, ...) == ember.name(self, ...) ---
 _METHOD_SOURCES = {
     ew: [
@@ -277,6 +304,7 @@ T.T = property(sh.full_transpose)
 T.mT = property(sh.matrix_transpose)
 T.H = property(la.conjugate_transpose)
 T.mH = property(la.conjugate_matrix_transpose)
+
 
 # --- operators ---
 def _reflected(name: str, forward):

@@ -271,6 +271,7 @@ class PatchSession:
     def install_ember(self) -> None:
         """Recording wrappers for ember's namespaces and Tensor methods, and the module hooks."""
         with _lock:  # a wrapper seen here stays installed until this session counts it
+            importlib.import_module("ember")._load_first_use_names()  # names loaded on first use
             for module_name in _NAMESPACES:
                 namespace = vars(importlib.import_module(module_name))
                 for name, value in list(namespace.items()):

@@ -356,6 +356,8 @@ def embedding(
     ``sparse=True`` gives ``weight`` a sparse gradient (see ``ember.ops.embedding``)."""
     from ..ops.embedding import embedding as _embedding
 
+    if sparse:
+        from .. import sparse as _sparse  # noqa: F401 - installs the sparse gradient's constructor
     return _embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
 
 

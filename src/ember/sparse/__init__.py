@@ -61,3 +61,5 @@ __all__ = [
     "strided",
     "sum",
 ]
+
+install()  # dense tensors' side of the sparse API, and the hooks below, on first import

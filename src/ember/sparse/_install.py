@@ -40,9 +40,10 @@ def _to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     )
 
 
-def install(namespace: dict) -> None:
-    """Attach the sparse API to ``ember.Tensor`` and to ``namespace``, the ``ember`` package's
-    globals (idempotent)."""
+def install(namespace: dict | None = None) -> None:
+    """Attach the sparse API to ``ember.Tensor`` and to ``namespace`` (a namespace's globals;
+    ``ember`` names these functions on first use instead); idempotent. ``ember.sparse`` runs
+    it at import, so the first sparse name a program reads installs it."""
     T = Tensor
     T.to_dense = _convert.to_dense
     T.to_sparse = _to_sparse
@@ -67,6 +68,8 @@ def install(namespace: dict) -> None:
     # a leaf takes a fresh sparse gradient as it is when nothing else holds its values
     _engine.TAKEABLE_DATA[SparseStorage] = attrgetter("values")
     _embedding.sparse_coo_from_values = _graph.from_values  # embedding(sparse=True)'s gradient
+    if namespace is None:
+        return
     for name, value in {
         "sparse_coo_tensor": sparse_coo_tensor,
         "sparse_coo": sparse_coo,
