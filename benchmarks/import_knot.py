@@ -8,14 +8,19 @@ submodule imports that submodule; importing a submodule imports its parent packa
 default: Python has always started it before any ember module runs, so an edge to it from every
 module would tie the whole tree into one trivial knot; an explicit ``import ember`` or
 ``from ember import tensor`` (a name defined in the root) still counts. ``--root-parent``
-counts the root as a parent too. ``src/ember/ops`` is an implicit namespace package (no
-``__init__.py``): importing ``ember.ops`` runs no code, so it is no node.
+counts the root as a parent too. Likewise a package that holds the importing module (its own
+``distributions/__init__`` for ``distributions.normal``) has started before that module ran:
+``from . import constraints`` there runs ``constraints``, not the package's ``__init__`` again,
+so it is no implicit parent of that module's imports (``--own-parents`` counts it; a name taken
+from the package's ``__init__``, ``from . import Normal``, always counts). A package whose
+``__init__`` imports nothing (``ops/__init__.py``: a docstring) joins no knot.
 
 The layers are DESIGN.md's, from the bottom (see ``src/ember/README.md``); for each package
 above the Tensor/op layer that sits in the largest knot, the script prints the imports from a
 lower layer into it: the edges to cut (or to turn into a registration) to free it.
 
-Run: .venv/bin/python benchmarks/import_knot.py [--root-parent | --no-root] [--edges N]
+Run: .venv/bin/python benchmarks/import_knot.py [--root-parent | --no-root] [--own-parents]
+    [--edges N]
 """
 
 from __future__ import annotations
@@ -92,26 +97,35 @@ def _resolve(module: str, is_package: bool, level: int, target: str | None) -> s
     return ".".join(base + ([target] if target else []))
 
 
-def _with_parents(name: str, modules: dict, root_parent: bool) -> list:
-    """``name`` and the packages Python runs before it (those that are modules here)."""
+def _with_parents(
+    name: str, modules: dict, root_parent: bool, importer: str = "", own_parents: bool = False
+) -> list:
+    """``name`` and the packages Python runs before it (those that are modules here). A package
+    that holds ``importer`` has already started before ``importer`` ran (for the same reason
+    as the root), so it is no implicit parent unless ``own_parents``."""
     out, parts = [], name.split(".")
     for i in range(len(parts), 0, -1):
         candidate = ".".join(parts[:i])
         if candidate == ROOT and i < len(parts) and not root_parent:
+            continue
+        own = candidate != ROOT and importer.startswith(candidate + ".")
+        if own and i < len(parts) and not own_parents:
             continue
         if candidate in modules:
             out.append(candidate)
     return out
 
 
-def imports_of(module: str, modules: dict, root_parent: bool = False) -> dict:
+def imports_of(
+    module: str, modules: dict, root_parent: bool = False, own_parents: bool = False
+) -> dict:
     """target module -> first line where ``module`` imports it (every import, anywhere)."""
     path, is_package = modules[module]
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     found: dict = {}
 
     def add(name: str, line: int) -> None:
-        for target in _with_parents(name, modules, root_parent):
+        for target in _with_parents(name, modules, root_parent, module, own_parents):
             if target != module:
                 found.setdefault(target, line)
 
@@ -142,9 +156,9 @@ def imports_of(module: str, modules: dict, root_parent: bool = False) -> dict:
     return found
 
 
-def import_graph(root_parent: bool = False, src: Path = SRC) -> tuple:
+def import_graph(root_parent: bool = False, src: Path = SRC, own_parents: bool = False) -> tuple:
     modules = discover(src)
-    graph = {m: imports_of(m, modules, root_parent) for m in modules}
+    graph = {m: imports_of(m, modules, root_parent, own_parents) for m in modules}
     return modules, graph
 
 
@@ -227,8 +241,13 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--no-root", action="store_true", help="drop every import of the root package"
     )
+    parser.add_argument(
+        "--own-parents",
+        action="store_true",
+        help="count a package's __init__ as a parent of its own members' imports too",
+    )
     args = parser.parse_args(argv)
-    modules, graph = import_graph(args.root_parent)
+    modules, graph = import_graph(args.root_parent, own_parents=args.own_parents)
     if args.no_root:
         graph = {m: {t: n for t, n in ts.items() if t != ROOT} for m, ts in graph.items()}
     components = strongly_connected(graph)

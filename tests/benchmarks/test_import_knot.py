@@ -72,3 +72,25 @@ def test_a_cycle_of_twenty_thousand_modules_needs_no_recursion(knot):
     graph[n] = {0: 0}  # a tail into the cycle, outside it
     components = knot.strongly_connected(graph)
     assert len(components[0]) == n and components[1] == [n]
+
+
+PACKAGE = {
+    "__init__.py": "",
+    "dist/__init__.py": "from .normal import Normal\nfrom .kl import kl\n",
+    "dist/normal.py": "from . import constraints\nclass Normal: pass\n",
+    "dist/constraints.py": "",
+    "dist/kl.py": "from . import Normal\n",  # a name defined in the package's __init__
+    "nn/user.py": "from ..dist import constraints\n",
+}
+
+
+def test_a_members_own_package_is_no_implicit_parent(knot, tmp_path):
+    _, graph = knot.import_graph(src=_tree(tmp_path, PACKAGE))
+    # normal's sibling import runs constraints, not dist/__init__ (already started)
+    assert set(graph["ember.dist.normal"]) == {"ember.dist.constraints"}
+    assert set(graph["ember.dist.kl"]) == {"ember.dist"}  # a name of the __init__ counts
+    assert set(graph["ember.nn.user"]) == {"ember.dist.constraints", "ember.dist"}  # outside
+    assert knot.strongly_connected(graph)[0] == ["ember.dist", "ember.dist.kl"]
+    _, counted = knot.import_graph(src=_tree(tmp_path, PACKAGE), own_parents=True)
+    assert set(counted["ember.dist.normal"]) == {"ember.dist.constraints", "ember.dist"}
+    assert len(knot.strongly_connected(counted)[0]) == 3  # dist, normal, kl
