@@ -607,3 +607,13 @@ def test_plain_convolution_tangent_uses_its_bilinear_rule(torch_mod):
             out = m.nn.functional.conv2d(x, w, b, padding=1, stride=2)
             results.append(fw.unpack_dual(out).tangent.numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-10)
+
+
+def test_logcumsumexp_tangent_is_the_running_softmax_of_the_input():
+    # d out_j = Σ_{i≤j} e^{x_i} dx_i / Σ_{i≤j} e^{x_i}; the VJP's split by sign is flat at 0
+    x = ember.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]], dtype=ember.float64)
+    tangent = ember.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]], dtype=ember.float64)
+    _, out = ember.func.jvp(lambda a: ember.logcumsumexp(a, 1), (x,), (tangent,))
+    e, t = np.exp(x.numpy()), tangent.numpy()
+    expected = np.cumsum(e * t, axis=1) / np.cumsum(e, axis=1)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)

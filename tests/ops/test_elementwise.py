@@ -400,3 +400,22 @@ def test_isclose_refuses_negative_tolerances(name):
     ):
         ember.isclose(a, b, **{name: -0.4})
     assert ember.isclose(a, b, **{name: 0.0}).item() is True
+
+
+def test_complex_logaddexp_follows_torch_special_cases():
+    a = ember.tensor([1 + 2j, -1 - 1j, complex("-inf"), complex("nan")])
+    b = ember.tensor([0.5 - 1j, 3 + 0j, complex(float("-inf"), 2.0), 1 + 0j])
+    out = ember.logaddexp(a, b).numpy()
+    expected = np.log(np.exp(a.numpy()[:2]) + np.exp(b.numpy()[:2]))
+    np.testing.assert_allclose(out[:2], expected, rtol=1e-6)
+    assert out[2] == complex(float("-inf"), 2.0)  # both real parts -inf: the second one
+    assert np.isnan(out[3].real) and np.isnan(out[3].imag)
+
+
+def test_complex_logaddexp_gradient_is_conjugated():
+    x = ember.tensor([1 + 2j], requires_grad=True)
+    y = ember.tensor([0.3 + 1j], requires_grad=True)
+    ember.logaddexp(x, y).abs().sum().backward()
+    # torch: x.grad 0.6187+0.4219j, y.grad -0.0103+0.3717j
+    np.testing.assert_allclose(x.grad.numpy(), [0.6187 + 0.4219j], atol=1e-4)
+    np.testing.assert_allclose(y.grad.numpy(), [-0.0103 + 0.3717j], atol=1e-4)

@@ -360,6 +360,16 @@ def _logsumexp(node, tangents):  # d logsumexp = Σ softmax(x) dx
     return _reduced(node, (x - y).exp() * tangents[0])
 
 
+def _logcumsumexp(node, tangents):
+    """torch's logcumsumexp_jvp: d out_j = Σ_{i≤j} e^{x_i} dx_i / Σ_{i≤j} e^{x_i}, with x shifted
+    by its maximum along dim (the VJP splits by the cotangent's sign: flat at zero)."""
+    (x,) = node.unpack_saved()
+    d = node.dim
+    shifted = x if x.dim() == 0 or x.numel() == 0 else x - x.amax(d, keepdim=True)
+    weights = shifted.exp()
+    return (weights * tangents[0]).cumsum(d) / (weights.cumsum(d) + 1e-13)
+
+
 # ---------------------------------------------------------------------------------------------
 # The table. A class takes the rule of its nearest base class that has one. Rules that call an
 # op (cat, pad, unfold_windows) live beside it in ops/ and register here on import.
@@ -399,6 +409,7 @@ RULES = {
     "RepeatBackward0": _repeat,
     "MaxBackward0": _max_along_dim,  # and min along a dim
     "LogsumexpBackward0": _logsumexp,
+    "LogcumsumexpBackward0": _logcumsumexp,
     "LinalgVectorNormBackward0": _vector_norm,
 }
 

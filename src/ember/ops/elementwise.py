@@ -1224,15 +1224,34 @@ def hypot(input, other) -> Tensor:
 class LogaddexpBackward0(Node):
     def backward(self, g):
         a, b = self.unpack_saved()
-        # d/da log(e^a + e^b) = σ(a - b)
-        return g * (a - b).sigmoid(), g * (b - a).sigmoid()
+        # d/da log(e^a + e^b) = σ(a - b), conjugated for complex values
+        return g * _conj((a - b).sigmoid()), g * _conj((b - a).sigmoid())
+
+
+def _complex_logaddexp(xp, a, b):
+    """torch's complex logaddexp: log1p(exp(min - max)) + max, min and max by real part, with
+    its cases for NaN (either part) and for equal infinite real parts."""
+    a, b = xp.broadcast_arrays(a, b)
+    a_first = a.real < b.real
+    low, high = xp.where(a_first, a, b), xp.where(a_first, b, a)
+    with _HOST.errstate(all="ignore"):
+        out = xp.log1p(xp.exp(low - high)) + high
+        infinite = ~xp.isfinite(low.real) & (low.real == high.real)
+        out = xp.where(infinite & (low.real < 0), low, out)
+        out = xp.where(infinite & (low.real > 0), xp.log(xp.exp(low) + xp.exp(high)), out)
+    nan = xp.isnan(a) | xp.isnan(b)
+    return xp.where(nan, xp.asarray(complex(math.nan, math.nan), dtype=out.dtype), out)
 
 
 def logaddexp(input, other) -> Tensor:
     a, b = promote("logaddexp", input, to_tensor(other, input))
     _floating_only("logaddexp", a)
     xp = array_module(a._data)
-    return result(LogaddexpBackward0, xp.logaddexp(a._data, b._data), (a, b), (a, b))
+    if a._data.dtype.kind == "c":
+        data = _complex_logaddexp(xp, a._data, b._data)
+    else:
+        data = xp.logaddexp(a._data, b._data)
+    return result(LogaddexpBackward0, data, (a, b), (a, b))
 
 
 # --------------------------------------------------------------------------------------------
