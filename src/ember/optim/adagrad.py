@@ -4,11 +4,11 @@ update rule."""
 from __future__ import annotations
 
 from .. import _creation
-from .._kernels import jit
 from .._tensor import Tensor
 from ._fused import adagrad_step, raw_arrays, scratch_of
 from ._validation import as_scalar, check_fused, check_lr, check_non_negative, complex_fill_value
 from .optimizer import Closure, Optimizer, ParamsT, apply_weight_decay, use_grad_for_differentiable
+from .sgd import sparse_row_kernels
 
 
 class Adagrad(Optimizer):
@@ -104,10 +104,7 @@ class Adagrad(Optimizer):
 def _sparse_step_compiled(p: Tensor, grad: Tensor, state: dict, group: dict, lr) -> bool:
     """PyTorch's Adagrad step with a sparse gradient (coalesced; only its rows read and
     written) as one compiled pass; False where the kernels do not apply."""
-    storage = grad._data
-    if storage.indices.shape[0] != 1:
-        return False
-    kernels = jit.module("embedding_jit", storage.values.size)
+    kernels = sparse_row_kernels(grad)
     if kernels is None:
         return False
     storage = grad.coalesce()._data

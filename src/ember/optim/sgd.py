@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._kernels import jit
+from .._tensor import Tensor
 from ._fused import bump, raw_arrays, sgd_sparse_step, sgd_step
 from ._validation import as_scalar, check_fused, check_lr
 from .optimizer import (
@@ -95,16 +96,24 @@ class SGD(Optimizer):
         p.add_(d_p, alpha=-lr)
 
 
+def sparse_row_kernels(grad: Tensor):
+    """The compiled row kernels (``embedding_jit``) for a sparse COO gradient with one sparse
+    dim, an embedding's; None where they do not apply (several sparse dims, kernels off, too
+    little work: ``jit.module``)."""
+    storage = grad._data
+    if storage.indices.shape[0] != 1:
+        return None
+    return jit.module("embedding_jit", storage.values.size)
+
+
 def _sparse_step_compiled(param, grad, lr: float, maximize: bool) -> bool:
     """``param -= lr · grad`` for a sparse COO gradient as one compiled index-add over its
     entries, uncoalesced (PyTorch's ``add_`` of a sparse tensor adds each entry in turn);
     False where it does not apply (no numba, CuPy, other dtypes, several sparse dims)."""
-    storage = grad._data
-    if storage.indices.shape[0] != 1:
-        return False
-    kernels = jit.module("embedding_jit", storage.values.size)
+    kernels = sparse_row_kernels(grad)
     if kernels is None:
         return False
+    storage = grad._data
     alpha = lr if maximize else -lr
     if not kernels.index_axpy(storage.indices[0], alpha, storage.values, param._data):
         return False
