@@ -12,6 +12,7 @@ from ._random import default_generator, resolve_generator
 from ._random import generator as _random_generator
 from ._size_argument import parse_size
 from ._tensor import Tensor
+from .autograd import forward_rules as _forward_rules
 from .autograd.node import TENSOR_LAYER as _TENSOR_LAYER
 from .autograd.node import Node
 from .ops._dispatch import result as _record
@@ -458,10 +459,11 @@ def eye(
 
 # --- random -----------------------------------------------------------------------------------
 def _float_dtype(dtype, kernel: str = "check_uniform_bounds") -> dt.dtype:
-    """The dtype of rand / randn / normal's samples; an integer one raises the error of
-    torch's ``kernel`` (the uniform or the normal one)."""
+    """The dtype of rand / randn / normal's samples (floating or complex: torch fills a
+    complex tensor through its real view); an integer one raises the error of torch's
+    ``kernel`` (the uniform or the normal one)."""
     d = dt.to_dtype(dtype) if dtype is not None else dt.get_default_dtype()
-    if d.category != dt.FLOAT:
+    if d.category not in (dt.FLOAT, dt.COMPLEX):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{d.legacy_name}'")
     return d
 
@@ -589,6 +591,18 @@ class _NotImplementedBackward(Node):
 
     def backward(self, g):
         raise RuntimeError(f"derivative for aten::{self.op_name} is not implemented")
+
+
+def _sample_tangent(node, tangents):
+    """Forward mode: a sample's tangent is zero (torch's), not absent, once a parameter has one."""
+    if all(t is None for t in tangents):
+        return None
+    shape, np_dtype = node._meta[0]
+    like = next(t for t in tangents if t is not None)
+    return like.new_zeros(shape, dtype=dt.from_numpy_dtype(np_dtype))
+
+
+_forward_rules.RULES["_SampleBackward"] = _sample_tangent
 
 
 def _sample(data, params: tuple, op_name: str) -> Tensor:

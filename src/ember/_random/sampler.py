@@ -20,6 +20,9 @@ DistributionTemplates.h, randperm in native/TensorFactories.cpp):
   cached on the generator for the next call.
 - exponential, geometric, cauchy, bernoulli (scalar p), log-normal: float64 uniforms (or the
   scalar normal), transformed in float64.
+- complex tensors: torch fills their real view (``view_as_real``: real, imaginary, real, ...)
+  with the component type's values, the normal ones with ``std / sqrt(2)`` so that the
+  complex value has variance ``std²``.
 
 float64 transforms call the C library's log/log1p/sin/cos/tan/exp per element, as torch does:
 NumPy's vectorised versions differ from them by an ulp for about one value in a thousand.
@@ -68,6 +71,20 @@ def _count(size) -> tuple[tuple, int]:
 
 def _shaped(values: np.ndarray, size, shape):
     return values.reshape(shape) if size is not None else values[0]
+
+
+def _complex_part_dtype(target: np.dtype):
+    """The real type whose values fill a complex ``target`` through its real view, or None."""
+    return (
+        np.dtype(np.float32 if target == np.complex64 else np.float64)
+        if target.kind == "c"
+        else None
+    )
+
+
+def _as_complex(parts: np.ndarray, target: np.dtype, size, shape):
+    """2n real values (real, imaginary in turn) as n complex ones, shaped like torch's fill."""
+    return _shaped(parts.view(target), size, shape)
 
 
 def _libm(name: str):
@@ -133,15 +150,14 @@ def _float_dtype(dtype) -> np.dtype:
 class TorchSampler:
     """Draws torch's CPU values from one :class:`MT19937` engine (see the module notes)."""
 
-    __slots__ = ("engine", "_numpy")
+    __slots__ = ("engine",)
 
     def __init__(self, engine: MT19937):
         self.engine = engine
-        self._numpy = engine.numpy
 
     def __getattr__(self, name):
         # NumPy's other distributions, over the same Mersenne Twister stream
-        return getattr(self._numpy, name)
+        return getattr(self.engine.numpy, name)
 
     # --- uniform ---------------------------------------------------------------------------
     def unit(self, n: int, dtype=None) -> np.ndarray:
@@ -158,8 +174,15 @@ class TorchSampler:
     def random(self, size=None, dtype=None, out=None):
         """torch.rand: uniforms in [0, 1), in ``dtype`` (float32 values keep float32)."""
         shape, n = _count(size)
-        values = self.unit(n, dtype)
         target = _float_dtype(dtype)
+        part = _complex_part_dtype(target)
+        if part is not None:
+            values = _as_complex(self.random(2 * n, part), target, size, shape)
+            if out is not None:
+                out[...] = values.reshape(out.shape)
+                return out
+            return values
+        values = self.unit(n, dtype)
         if values.dtype != target and _is_float(target):
             values = _round_uniform(values, target, 0.0, 1.0)
         if out is not None:
@@ -176,6 +199,9 @@ class TorchSampler:
             return u * (np.asarray(high) - low) + low
         shape, n = _count(size)
         target = _float_dtype(dtype)
+        part = _complex_part_dtype(target)
+        if part is not None:
+            return _as_complex(self.uniform(low, high, 2 * n, part), target, size, shape)
         u = self.unit(n, target)
         if u.dtype == np.float64:
             width = float(high) - float(low)
@@ -195,7 +221,7 @@ class TorchSampler:
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
         """Tensor.random_(low, high): ``word % (high - low) + low``."""
         if np.ndim(low) or np.ndim(high):
-            return self._numpy.integers(low, high, size, dtype=dtype, endpoint=endpoint)
+            return self.engine.numpy.integers(low, high, size, dtype=dtype, endpoint=endpoint)
         if high is None:
             low, high = 0, low
         low, high = int(low), int(high) + bool(endpoint)
@@ -271,6 +297,10 @@ class TorchSampler:
             return self.normal(0.0, 1.0, size, dtype, serial) * scale + loc
         shape, n = _count(size)
         target = _float_dtype(dtype)
+        part = _complex_part_dtype(target)
+        if part is not None:  # ATen's normal_impl_: std / std::sqrt(2) for each part
+            parts = self.normal(loc, float(scale) / math.sqrt(2), 2 * n, part, serial)
+            return _as_complex(parts, target, size, shape)
         if n >= 16 and not serial:
             values = self._normal_blocks(n, float(loc), float(scale), target)
         else:
