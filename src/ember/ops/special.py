@@ -15,6 +15,7 @@ from .. import _backend
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd.node import Node
+from . import special_bessel
 from ._dispatch import (
     NUMBERS,
     array_module,
@@ -543,10 +544,10 @@ def _airy_ai(x):
 
 
 NON_DIFFERENTIABLE_UNARY = {
-    "bessel_j0": "j0",
-    "bessel_j1": "j1",
-    "bessel_y0": "y0",
-    "bessel_y1": "y1",
+    "bessel_j0": special_bessel.bessel_j0,  # ATen's approximations, not scipy's exact ones
+    "bessel_j1": special_bessel.bessel_j1,
+    "bessel_y0": special_bessel.bessel_y0,
+    "bessel_y1": special_bessel.bessel_y1,
     "modified_bessel_i0": "i0",
     "modified_bessel_i1": "i1",
     "modified_bessel_k0": "k0",

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
+from .._random.fma import fma_float32, fma_float64
 from .._tensor import Tensor
 from ..ops._dispatch import array_module, data_of, named, non_differentiable, wrap
 from ..ops.special import _binary_operands
@@ -181,14 +184,25 @@ def _hermite_limit(dtype) -> int:
     return 512 if dtype.itemsize == 8 else 128
 
 
+def _fused(xp, a, b, c):
+    """``a * b + c`` rounded once: ATen's CPU kernels compile ``x * q - k * p`` to an fma."""
+    if xp is not np or a.dtype.itemsize < 4:
+        return a * b + c
+    if a.dtype == np.float32:
+        return fma_float32(a, b, c)  # exact in float64, so overflow comes out as inf
+    plain = a * b + c
+    # past overflow the error terms are inf - inf: the unfused inf (or nan) is the fma's too
+    return np.where(np.isfinite(plain), fma_float64(a, b, c), plain)
+
+
 def _hermite_h(xp, x, n):
     cases = [(n > _hermite_limit(x.dtype), xp.nan)]
-    return cases, x + x, lambda x, p, q, j: (x + x) * q - 2 * (j - 1) * p
+    return cases, x + x, lambda x, p, q, j: _fused(xp, x + x, q, -(2 * (j - 1) * p))
 
 
 def _hermite_he(xp, x, n):
     cases = [(n > _hermite_limit(x.dtype), xp.nan)]
-    return cases, x, lambda x, p, q, j: x * q - (j - 1) * p
+    return cases, x, lambda x, p, q, j: _fused(xp, x, q, -((j - 1) * p))
 
 
 def _laguerre_l(xp, x, n):
