@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import functional as F
+from .conv import _tuple
 from .module import Module
-from .utils import _ntuple, _single
 
 
 class _MaxPoolNd(Module):
@@ -97,10 +97,10 @@ class AvgPool1d(_AvgPoolNd):
         ceil_mode: bool = False,
         count_include_pad: bool = True,
     ):
-        stride = _single(stride) if stride is not None else None
+        stride = _tuple(stride, 1) if stride is not None else None
         # kept as 1-tuples, as PyTorch keeps them
         super().__init__(
-            _single(kernel_size), stride, _single(padding), ceil_mode, count_include_pad
+            _tuple(kernel_size, 1), stride, _tuple(padding, 1), ceil_mode, count_include_pad
         )
 
     def forward(self, input):
@@ -228,10 +228,10 @@ class _MaxUnpoolNd(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        as_tuple = _ntuple(self._dims)
-        self.kernel_size = as_tuple(kernel_size)
-        self.stride = as_tuple(stride if stride is not None else kernel_size)
-        self.padding = as_tuple(padding)
+        n = self._dims
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, n)
+        self.padding = _tuple(padding, n)
 
     def forward(self, input, indices, output_size=None):
         fn = getattr(F, f"max_unpool{self._dims}d")
