@@ -93,3 +93,25 @@ def test_tensor_methods():
     spec = x.stft(8, window=window, return_complex=True)
     np.testing.assert_allclose(spec.numpy(), stft(x, 8, window=window, return_complex=True).numpy())
     np.testing.assert_allclose(spec.istft(8, window=window, length=40).numpy(), X[0], atol=1e-10)
+
+
+def test_istft_real_output_of_a_two_sided_spectrum_reads_its_first_half_as_hermitian():
+    # ATen narrows a two-sided spectrum to n_fft // 2 + 1 bins and takes irfft, so a
+    # non-Hermitian spectrum's second half is ignored (ifft(...).real would use it)
+    rng = np.random.default_rng(0)
+    spec = rng.standard_normal((8, 5)) + 1j * rng.standard_normal((8, 5))
+    two_sided = ember.istft(ember.tensor(spec), 8, onesided=False)
+    one_sided = ember.istft(ember.tensor(spec[:5]), 8, onesided=True)
+    assert not two_sided.is_complex()
+    np.testing.assert_allclose(two_sided.numpy(), one_sided.numpy(), rtol=1e-12)
+
+
+def test_istft_complex_window_divides_by_its_square_not_its_modulus():
+    rng = np.random.default_rng(1)
+    spec = ember.tensor(rng.standard_normal((8, 5)) + 1j * rng.standard_normal((8, 5)))
+    plain = ember.istft(spec, 8, window=ember.ones(8, dtype=ember.complex128), return_complex=True)
+    scale = 0.6 + 0.8j  # window c·1: frames · c / (c² · Σ1) = plain / c
+    scaled = ember.istft(
+        spec, 8, window=ember.full((8,), scale, dtype=ember.complex128), return_complex=True
+    )
+    np.testing.assert_allclose(scaled.numpy(), plain.numpy() / scale, rtol=1e-12)

@@ -146,12 +146,13 @@ def istft(
         raise RuntimeError("cannot have onesided output if window or input is complex")
     norm = "ortho" if normalized else "backward"
     columns = spec.transpose(-1, -2)  # (B, n_frames, n_freq)
-    if onesided:
-        frames = irfft(columns, n=n_fft, dim=-1, norm=norm)
-    else:
+    if return_complex:
         frames = ifft(columns, n=n_fft, dim=-1, norm=norm)
-        if not return_complex:
-            frames = frames.real
+    else:
+        # ATen: a real output takes the spectrum as Hermitian, a two-sided one's first half
+        if not onesided:
+            columns = columns[..., : n_fft // 2 + 1]
+        frames = irfft(columns, n=n_fft, dim=-1, norm=norm)
     real_like = frames if not frames.is_complex() else frames.real
     win = _window(window, win_length, n_fft, real_like)
     frames = frames * win
@@ -163,8 +164,9 @@ def istft(
     batch = frames.shape[0]
     y = _creation.zeros(batch, total, dtype=frames.dtype, device=input.device)
     y = y.index_add(1, flat_index, frames.reshape(batch, -1))
-    envelope = _creation.zeros(total, dtype=real_like.dtype, device=input.device)
-    envelope = envelope.index_add(0, flat_index, (win * win).expand(n_frames, n_fft).reshape(-1))
+    squared = win * win  # ATen's window.pow(2): complex for a complex window, not |w|²
+    envelope = _creation.zeros(total, dtype=squared.dtype, device=input.device)
+    envelope = envelope.index_add(0, flat_index, squared.expand(n_frames, n_fft).reshape(-1))
     start = n_fft // 2 if center else 0
     if length is not None:
         end = start + length
