@@ -20,6 +20,7 @@ LAZY_MODULES = (
     "ember._memory_scope",
     "ember._random_ops",
     "ember._random.counts",
+    "numpy.random",  # the default generator makes its bit generator on first draw
     "ember.ops.loss_enum",
     "ember.ops.linalg_lowrank",
     "ember.ops.search",

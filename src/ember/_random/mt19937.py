@@ -10,7 +10,6 @@ does.
 from __future__ import annotations
 
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 
 from .._kernels import jit
 
@@ -21,14 +20,21 @@ _LOW_32 = 0xFFFFFFFF
 _COMPILED_MIN_WORDS = 1 << 16
 
 
-class _Unseeded(ISeedSequence):
+_UNSEEDED = None  # made with the first bit generator: `import ember` leaves numpy.random alone
+
+
+def _unseeded():
     """A seed for a bit generator that is seeded again at once: no entropy, no hashing."""
+    global _UNSEEDED
+    if _UNSEEDED is None:
+        from numpy.random.bit_generator import ISeedSequence
 
-    def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
-        return np.zeros(n_words, dtype)
+        class _Unseeded(ISeedSequence):
+            def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
+                return np.zeros(n_words, dtype)
 
-
-_UNSEEDED = _Unseeded()
+        _UNSEEDED = _Unseeded()
+    return _UNSEEDED
 
 
 def init_genrand(seed: int) -> np.ndarray:
@@ -72,27 +78,51 @@ class MT19937:
     torch's scalar normal sampler caches on the generator; they are part of the state.
     """
 
-    __slots__ = ("bits", "numpy", "initial_seed", "next_double_normal", "next_float_normal")
+    __slots__ = ("_bits", "_numpy", "initial_seed", "next_double_normal", "next_float_normal")
 
     def __init__(self, seed: int):
-        # seeded below: skip the entropy-hashing seed NumPy would make first (~0.2 ms; a
-        # RandomSampler builds a generator every epoch)
-        self.bits = np.random.MT19937(_UNSEEDED)
-        # full-range uint32 draws are the raw words, in order, and faster than random_raw
-        self.numpy = np.random.Generator(self.bits)
+        # NumPy's bit generator is made on first use (the default generator's too, so that
+        # `import ember` does not load numpy.random), seeded with initial_seed then
+        self._bits = self._numpy = None
         self.seed(seed)
+
+    @property
+    def bits(self):
+        """NumPy's ``MT19937`` holding the twister's state."""
+        if self._bits is None:
+            self._make_bits()
+        return self._bits
+
+    @property
+    def numpy(self):
+        """A NumPy ``Generator`` on :attr:`bits`: its full-range uint32 draws are the raw
+        words, in order, and faster than ``random_raw``."""
+        if self._numpy is None:
+            self._make_bits()
+        return self._numpy
+
+    def _make_bits(self) -> None:
+        # seeded at once: skip the entropy-hashing seed NumPy would make first (~0.2 ms; a
+        # RandomSampler builds a generator every epoch)
+        self._bits = np.random.MT19937(_unseeded())
+        self._numpy = np.random.Generator(self._bits)
+        self._seed_bits(self.initial_seed)
 
     def seed(self, seed: int) -> None:
         self.initial_seed = seed
         self.next_double_normal = None
         self.next_float_normal = None
+        if self._bits is not None:  # else _make_bits seeds it
+            self._seed_bits(seed)
+
+    def _seed_bits(self, seed: int) -> None:
         # pos 624: the first draw twists, as torch's left_ == 1 does. NumPy's legacy seeding
         # is this init_genrand in C (what RandomState(seed) runs), 100x faster than the loop
-        legacy = getattr(self.bits, "_legacy_seeding", None)
+        legacy = getattr(self._bits, "_legacy_seeding", None)
         if legacy is not None:
             legacy(seed & _LOW_32)
             return
-        self.bits.state = {
+        self._bits.state = {
             "bit_generator": "MT19937",
             "state": {"key": init_genrand(seed), "pos": STATE_WORDS},
         }
