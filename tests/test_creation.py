@@ -97,3 +97,36 @@ def test_from_numpy_of_memmap_slices_shares_memory_and_stacks(tmp_path):
     assert m[3, 0] == -1.0
     masked = np.ma.masked_array([1.0, 2.0], mask=[False, True])  # another subclass: its data
     assert (ember.from_numpy(masked) * 2).tolist() == [2.0, 4.0]
+
+
+def test_integer_arange_counts_from_truncated_start_and_step():
+    # torch converts start and step to int64 first; an int64 range takes its size from the
+    # truncated end too, the narrower types from the unconverted bounds
+    assert ember.arange(0.7, 10.9, 2.5, dtype=ember.int64).tolist() == [0, 2, 4, 6, 8]
+    assert ember.arange(0, 10, 1.5, dtype=ember.int64).tolist() == list(range(10))
+    assert ember.arange(0, 10, 1.5, dtype=ember.int32).tolist() == list(range(7))
+    assert ember.arange(5, -3.7, -2.5, dtype=ember.int64).tolist() == [5, 3, 1, -1]
+    assert ember.arange(0, 5, 0.5, dtype=ember.int16).tolist() == [0] * 10
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        ember.arange(0, 64, 0.5, dtype=ember.int64)
+
+
+def test_factories_make_their_values_in_the_dtype_of_out():
+    out = ember.empty(0, dtype=ember.int64)
+    assert ember.arange(0, 10, 1.5, out=out) is out and out.tolist() == list(range(10))
+    assert ember.linspace(0.5, 3.7, 4, out=out).tolist() == [0, 1, 2, 3]
+    assert ember.full((3,), 2.5, out=out).tolist() == [2, 2, 2]
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        ember.arange(0, 64, 0.5, out=out)
+    with pytest.raises(
+        RuntimeError, match=r"dtype Float does not match dtype of out parameter \(Long\)"
+    ):
+        ember.zeros(3, dtype=ember.float32, out=out)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "name"), [(ember.bool, "Bool"), (ember.complex64, "ComplexFloat")]
+)
+def test_arange_has_no_bool_or_complex_kernel(dtype, name):
+    with pytest.raises(NotImplementedError, match=f"\"arange_cpu\" not implemented for '{name}'"):
+        ember.arange(0.5, 3, dtype=dtype)

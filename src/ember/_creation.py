@@ -300,12 +300,23 @@ def arange(
         d = dt.get_default_dtype() if is_float else dt.int64
     else:
         d = dt.to_dtype(dtype)
+    if d.category in (dt.BOOL, dt.COMPLEX):
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{d.legacy_name}'")
     n = max(math.ceil((end - start) / step), 0)
     xp = _xp(device)
     if d.category == dt.FLOAT:
         data = (xp.arange(n, dtype="float64") * step + start).astype(d.np)
-    else:
-        data = xp.arange(start, start + n * step, step, dtype="int64")[:n].astype(d.np)
+    else:  # torch counts in int64 from the truncated start and step
+        first, stride = int(start), int(step)
+        if d is dt.int64:  # ... and sizes an int64 range from the truncated end too
+            if stride == 0:
+                raise ValueError("step must be nonzero")
+            n = max(-((first - int(end)) // stride), 0)
+        if stride:
+            data = xp.arange(first, first + n * stride, stride, dtype="int64")[:n]
+        else:  # a step truncated to 0 repeats the start
+            data = xp.full(n, first, dtype="int64")
+        data = data.astype(d.np, copy=False)
     return _finish(data, requires_grad)
 
 

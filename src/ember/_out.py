@@ -12,7 +12,7 @@ import functools
 import warnings
 
 from ._backend import array_module
-from ._dtype import LEGACY_NAMES
+from ._dtype import LEGACY_NAMES, to_dtype
 from ._tensor import Tensor
 from .autograd import grad_mode
 
@@ -93,6 +93,22 @@ def _write(name: str, out: Tensor, value: Tensor) -> None:
 # functions whose out= must have one dtype, whatever the result casts to (torch's checks)
 EXACT_OUT_DTYPES = {"multinomial": "int64"}
 
+# factories that make their values in out='s dtype when given no dtype (torch takes the
+# tensor options from out)
+FACTORY_OUT = frozenset("arange empty eye full linspace logspace ones zeros".split())
+
+
+def _factory_dtype(out, kwargs: dict) -> None:
+    given = kwargs.get("dtype")
+    if given is None:
+        kwargs["dtype"] = out.dtype
+    elif to_dtype(given) is not out.dtype:
+        raise RuntimeError(
+            f"dtype {to_dtype(given).legacy_name} does not match dtype of out parameter "
+            f"({out.dtype.legacy_name})"
+        )
+
+
 # functions whose out= must have the result's dtype (their kernels do not cast), with
 # torch's message for another
 _EXPECTED_DTYPE = "Expected out tensor to have dtype {have.c_name}, but got {want.c_name} instead"
@@ -164,6 +180,7 @@ def with_out(fn, name: str):
     """``fn`` with an ``out=`` keyword (the wrapper consumes it: ``fn`` never sees it)."""
     exact = EXACT_OUT_DTYPES.get(name)
     result_dtype = RESULT_DTYPE_OUT.get(name)
+    factory = name in FACTORY_OUT
     no_overlap = name in NO_OVERLAP_OUT
     list_out = LIST_OUT.get(name)
     single_out = name in SINGLE_TENSOR_OUT
@@ -176,6 +193,8 @@ def with_out(fn, name: str):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
         if no_overlap:
             _check_no_overlap(out, args, kwargs)
+        if factory and isinstance(out, Tensor):
+            _factory_dtype(out, kwargs)
         if exact is not None and isinstance(out, Tensor) and out.dtype.name != exact:
             raise RuntimeError(
                 f"{name} expects {LEGACY_NAMES[exact]} tensor out, got: "
