@@ -276,3 +276,18 @@ def test_bfloat16_histc_frexp_and_logit_keep_torchs_dtypes(torch_mod):
             assert ours[0] == [t.float().tolist() for t in (h, mantissa, exponent)]
             # torch rounds logit's intermediates to bfloat16: within two of its ulps
             np.testing.assert_allclose(ours[1], z.float().numpy(), rtol=2 * 2**-8)
+
+
+def test_histogram_weights_accumulate_in_the_input_dtype_as_torch():
+    # float32: 1e8 + 1 rounds to 1e8, so the bin sums to 0 (NumPy's float64 sum gives 1)
+    x, w = ember.tensor([0.5, 0.5, 0.5]), ember.tensor([1e8, 1.0, -1e8])
+    assert ember.histogram(x, 2, range=(0.0, 1.0), weight=w).hist.tolist() == [0.0, 0.0]
+    wide = ember.histogram(x.double(), 2, range=(0.0, 1.0), weight=w.double())
+    assert wide.hist.tolist() == [0.0, 1.0]
+
+
+def test_histogram_density_counts_the_last_edge_and_skips_outside_and_nan():
+    x = ember.tensor([0.0, 0.25, 1.0, 2.0, float("nan")])
+    out = ember.histogram(x, 2, range=(0.0, 1.0), density=True)
+    assert out.hist.dtype == ember.float32
+    np.testing.assert_allclose(out.hist.numpy(), [4 / 3, 2 / 3], rtol=1e-6)

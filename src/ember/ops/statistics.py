@@ -361,7 +361,27 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool
     if range is None and not isinstance(bins, Tensor) and data.size:
         range = (float(data.min()), float(data.max()))
     hist, bin_edges = xp.histogram(data, edges, range=range, weights=w, density=density)
-    return histogram_result(wrap(hist.astype(data.dtype)), wrap(bin_edges.astype(data.dtype)))
+    bin_edges = bin_edges.astype(data.dtype)
+    if w is not None or density:  # NumPy sums these in float64; torch in the input's dtype
+        hist = _accumulated_histogram(xp, data, bin_edges, w, density)
+    return histogram_result(wrap(hist.astype(data.dtype)), wrap(bin_edges))
+
+
+def _accumulated_histogram(xp, data, edges, weights, density: bool):
+    """ATen's histogram loop: each element's weight added to its bin in input order, in the
+    data's dtype, then ``hist / (hist.sum() * bin widths)`` for a density."""
+    flat = data.reshape(-1)
+    inside = (flat >= edges[0]) & (flat <= edges[-1])  # NaN is in no bin
+    bins = xp.minimum(xp.searchsorted(edges, flat[inside], side="right") - 1, edges.size - 2)
+    if weights is None:
+        values = xp.ones(bins.shape, dtype=data.dtype)
+    else:
+        values = weights.reshape(-1)[inside].astype(data.dtype, copy=False)
+    hist = xp.zeros(edges.size - 1, dtype=data.dtype)
+    xp.add.at(hist, bins, values)
+    if density:
+        hist = hist / (hist.sum() * xp.diff(edges))
+    return hist
 
 
 def bincount(input: Tensor, weights=None, minlength: int = 0) -> Tensor:
