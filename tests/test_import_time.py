@@ -35,6 +35,8 @@ LAZY_MODULES = (
     # standard modules ember needs only for some work
     "ctypes.util",
     "subprocess",
+    "tempfile",
+    "traceback",
 )
 
 

@@ -23,12 +23,16 @@ import itertools
 import mmap
 import os
 import struct
-import tempfile
 import weakref
 
 import numpy as np
 
-SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+if os.path.isdir("/dev/shm"):
+    SHM_DIR = "/dev/shm"
+else:  # pragma: no cover - no /dev/shm (tempfile costs `import ember` ~2 % where it loads)
+    import tempfile
+
+    SHM_DIR = tempfile.gettempdir()
 HEADER = 64  # file_system: the reference count, then padding to keep the data aligned
 if hasattr(os, "memfd_create"):
     ALL_STRATEGIES = ("file_descriptor", "file_system")

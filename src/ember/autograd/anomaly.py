@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import traceback
 
 from .._backend import array_module
 from . import _watch
@@ -75,6 +74,8 @@ class detect_anomaly:
 
 def record_trace(node) -> None:
     """Store the forward stack (without ember's own frames) on a new node."""
+    import traceback  # anomaly mode only: `import ember` does not load it
+
     node._trace = [
         f for f in traceback.extract_stack()[:-2] if not f.filename.startswith(EMBER_DIR)
     ]
@@ -86,6 +87,8 @@ def _forward_trace(node) -> str:
         return ""
     last = frames[-1]
     code = f": {last.line.strip()}" if last.line else ""
+    import traceback
+
     return (
         f"\nIt was created in forward at {last.filename}:{last.lineno}{code}"
         f"\nTraceback of forward call that caused the error:\n"
