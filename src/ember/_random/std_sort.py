@@ -203,3 +203,44 @@ def topk_largest(values: list, k: int) -> list[int]:
     nth_element(pairs, 0, k - 1, n, _larger)
     sort(pairs, 0, k - 1, _larger)
     return [j for _, j in pairs[:k]]
+
+
+# --- torch.sort / argsort's CPU order (stable=False) ------------------------------------------
+def _ascending(x: tuple, y: tuple) -> bool:  # ATen's KeyValueCompAsc: NaN last
+    a, b = x[0], y[0]
+    return (a == a and b != b) or a < b
+
+
+def _descending(x: tuple, y: tuple) -> bool:  # KeyValueCompDesc: NaN first
+    a, b = x[0], y[0]
+    return (a != a and b == b) or a > b
+
+
+def sort_positions(values: list, descending: bool = False) -> list[int]:
+    """The indices torch.sort(values, stable=False) gives on the CPU: std::sort over
+    (value, index) pairs compared by value, so equal values (and NaNs) come out in the order
+    introsort leaves them, not in index order."""
+    pairs = [(v, j) for j, v in enumerate(values)]
+    sort(pairs, 0, len(pairs), _descending if descending else _ascending)
+    return [j for _, j in pairs]
+
+
+def unstable_argsort(data, axis: int, descending: bool, stable_order):
+    """torch's unstable CPU sort order along ``axis`` of a NumPy array, from
+    ``stable_order`` (the stable argsort with torch's NaN placement): rows whose keys are all
+    distinct keep it (any correct sort agrees there); rows with ties are replayed through
+    std::sort, in Python, so a row of n tied values costs O(n log n) Python steps."""
+    import numpy as np
+
+    moved = np.moveaxis(data, axis, -1)
+    order = np.moveaxis(stable_order, axis, -1).copy()
+    rows, out = moved.reshape(-1, moved.shape[-1]), order.reshape(-1, moved.shape[-1])
+    if rows.shape[-1] < 2:
+        return stable_order
+    ranked = np.take_along_axis(rows, out, axis=-1)
+    same = ranked[:, 1:] == ranked[:, :-1]
+    if ranked.dtype.kind not in "biu":  # NaNs tie with each other
+        same |= (ranked[:, 1:] != ranked[:, 1:]) & (ranked[:, :-1] != ranked[:, :-1])
+    for r in np.nonzero(same.any(axis=-1))[0]:
+        out[r] = sort_positions(rows[r].tolist(), descending)
+    return np.moveaxis(out.reshape(order.shape), -1, axis)
