@@ -458,6 +458,17 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
     """A copy of ``input`` with ``src`` written where ``as_strided(input, size, stride,
     storage_offset)`` would look (differentiable in both)."""
     xp = array_module(input._data)
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    offset = 0 if storage_offset is None else int(storage_offset)
+    last = offset + builtins.sum((n - 1) * step for n, step in zip(size, stride))
+    if builtins.all(size) and len(size) == len(stride) and last >= input.numel():
+        # as_strided of the positions below would say it in their itemsize, not input's
+        itemsize = input.element_size()
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, "
+            f"and itemsize {itemsize} requiring a storage size of {(last + 1) * itemsize} are "
+            f"out of bounds for storage of size {input.numel() * itemsize}"
+        )
     positions = as_strided(
         wrap(xp.arange(input.numel(), dtype=dt.int64.np)), size, stride, storage_offset
     )
