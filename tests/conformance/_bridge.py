@@ -288,14 +288,23 @@ def _tensor_to_ember(t: torch.Tensor, memo: dict):
         if src.is_neg():
             src = src.resolve_neg()
         itemsize = src.element_size()
-        storage_len = src.untyped_storage().nbytes() // itemsize
-        flat = src.as_strided((storage_len,), (1,), 0)
-        if src.dtype == torch.bfloat16:
-            import ml_dtypes
+        storage = src.untyped_storage()
+        storage_len = storage.nbytes() // itemsize
+        # tensors of one torch storage share one copied array, so that ember sees the same
+        # aliasing (an out= that is a view of an input, an input viewed twice) as torch
+        storage_key = ("storage", storage.data_ptr(), storage.nbytes(), src.dtype)
+        shareable = not (t.is_conj() or t.is_neg())  # else src is a fresh resolved copy
+        base = memo.get(storage_key) if shareable else None
+        if base is None:
+            flat = src.as_strided((storage_len,), (1,), 0)
+            if src.dtype == torch.bfloat16:
+                import ml_dtypes
 
-            base = flat.view(torch.int16).numpy().copy().view(ml_dtypes.bfloat16)
-        else:
-            base = flat.numpy().copy()
+                base = flat.view(torch.int16).numpy().copy().view(ml_dtypes.bfloat16)
+            else:
+                base = flat.numpy().copy()
+            if storage_len and shareable:
+                memo[storage_key] = base
     if storage_len == 0:
         array = np.empty(tuple(src.shape), dtype=base.dtype)
     else:
