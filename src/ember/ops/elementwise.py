@@ -694,7 +694,7 @@ def _rsub(t: Tensor, s, alpha=1) -> Tensor:
     return result(RsubBackward1, data, (t,), alpha=alpha)
 
 
-def require_tensor_input(op: str, input, other) -> None:
+def _require_tensor_input(op: str, input, other) -> None:
     """(Tensor, Tensor) and (Tensor, Number) are torch's only signatures for ``op``."""
     if not isinstance(input, Tensor):
         got = ", ".join(type(v).__name__ for v in (input, other))
@@ -705,7 +705,7 @@ def require_tensor_input(op: str, input, other) -> None:
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
-    require_tensor_input("rsub", input, other)
+    _require_tensor_input("rsub", input, other)
     return sub(other, input, alpha=alpha)
 
 
@@ -1161,7 +1161,7 @@ class RemainderBackward1(Node):  # remainder(tensor, tensor)
 
 
 def fmod(input, other) -> Tensor:
-    require_tensor_input("fmod", input, other)
+    _require_tensor_input("fmod", input, other)
     a, b = promote("fmod", input, other)
     if not isinstance(a, Tensor):
         a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
@@ -1566,7 +1566,7 @@ def _compare(name, kernel, ufunc_name, ordered=True):
     ufunc = getattr(_HOST, ufunc_name)  # the kernel's ufunc, for large NumPy arrays
 
     def op(input, other) -> Tensor:
-        require_tensor_input(name, input, other)
+        _require_tensor_input(name, input, other)
         a, b = promote(name, input, other)  # a is the tensor input still
         if ordered and a._data.dtype.kind == "c":
             raise _complex.not_implemented(name, a)

@@ -19,7 +19,7 @@ from ._dispatch import (
     to_tensor,
     wrap,
 )
-from .elementwise import _integers_to_float, float_result, logaddexp, trunc
+from .elementwise import _integers_to_float, _require_tensor_input, float_result, logaddexp, trunc
 
 LN2 = math.log(2.0)
 
@@ -30,16 +30,6 @@ def _require_tensor(op: str, name: str, position: int, value) -> None:
         raise TypeError(
             f"{op}(): argument '{name}' (position {position}) must be Tensor, "
             f"not {type(value).__name__}"
-        )
-
-
-def _require_tensor_input(op: str, input, other) -> None:
-    """(Tensor, Tensor) and (Tensor, Number) are torch's only signatures for ``op``."""
-    if not isinstance(input, Tensor):
-        got = ", ".join(type(v).__name__ for v in (input, other))
-        raise TypeError(
-            f"{op}() received an invalid combination of arguments - got ({got}), but expected "
-            f"one of: (Tensor input, Tensor other), (Tensor input, Number other)"
         )
 
 
