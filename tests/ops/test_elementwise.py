@@ -419,3 +419,15 @@ def test_complex_logaddexp_gradient_is_conjugated():
     # torch: x.grad 0.6187+0.4219j, y.grad -0.0103+0.3717j
     np.testing.assert_allclose(x.grad.numpy(), [0.6187 + 0.4219j], atol=1e-4)
     np.testing.assert_allclose(y.grad.numpy(), [-0.0103 + 0.3717j], atol=1e-4)
+
+
+def test_addcdiv_in_float16_rounds_once_as_torch():
+    # torch's half kernel: float32 arithmetic with value kept in float32, one rounding (a
+    # half product and quotient rounded step by step give 0.0638427734375)
+    a, t1, t2 = (
+        ember.tensor([x], dtype=ember.float16) for x in (0.125732421875, -0.132080078125, 0.640625)
+    )
+    assert ember.addcdiv(a, t1, t2, value=0.3).item() == 0.06390380859375
+    assert (
+        ember.addcdiv(a.bfloat16(), t1.bfloat16(), t2.bfloat16(), value=0.3).dtype == ember.bfloat16
+    )

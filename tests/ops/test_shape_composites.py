@@ -201,3 +201,12 @@ def test_as_strided_scatter_gradient_is_the_true_one():
     g_x, g_src = ember.autograd.grad(out, (x, src), grad)
     assert g_x.reshape(-1).tolist() == [0.0, 0.0, 0.0, 0.0, 5.0, 6.0, 7.0, 8.0, 9.0]
     assert g_src.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+
+
+def test_diff_of_bool_is_logical_xor_and_order_zero_is_the_input():
+    x = ember.tensor([[True, False, False], [True, True, False]])
+    assert ember.diff(x).tolist() == [[True, False], [False, True]]
+    assert ember.diff(x, n=2, dim=0).shape == (0, 3)
+    a = ember.arange(6.0).reshape(2, 3)
+    same = ember.diff(a, n=0, prepend=ember.ones(2, 1))  # prepend unused at order 0, as torch
+    assert same.tolist() == a.tolist() and same.data_ptr() != a.data_ptr()

@@ -1553,7 +1553,14 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
             "addcdiv will perform a true division of tensor1 and tensor2."
         )
     input, tensor1, tensor2, v = _fused_operands("addcdiv", input, tensor1, tensor2, value)
-    data = input._data + v * tensor1._data / tensor2._data
+    a = input._data
+    if a.dtype.itemsize == 2 and a.dtype.kind in "fV":
+        # torch's half kernels work in float32, value too (not rounded to half), round once
+        t1, t2 = tensor1._data.astype("float32"), tensor2._data.astype("float32")
+        v32 = t1.dtype.type(value.real if isinstance(value, complex) else value)
+        data = (a.astype("float32") + v32 * t1 / t2).astype(a.dtype)
+    else:
+        data = a + v * tensor1._data / tensor2._data
     return result(
         AddcdivBackward0, data, (input, tensor1, tensor2), (None, tensor1, tensor2), value=v.item()
     )

@@ -272,13 +272,17 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
     d = wrap_dim(dim, input.dim(), "diff")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0:  # as ATen: the input itself (a copy), prepend and append unused
+        return input.clone()
     parts = [p for p in (prepend, input, append) if p is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):
         size = x.shape[d]
         if size == 0:
             break
-        x = narrow(x, d, 1, size - 1) - narrow(x, d, 0, size - 1)
+        after, before = narrow(x, d, 1, size - 1), narrow(x, d, 0, size - 1)
+        # bool has no subtraction: ATen's step is "differs", logical_xor
+        x = after.logical_xor(before) if x.dtype == dt.bool_ else after - before
     return x
 
 
