@@ -1,6 +1,7 @@
 """Running the ``ember`` command as a user does: a separate process, its exit code and output."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +38,12 @@ def run_ember(*args: str, cwd=None, env: dict | None = None) -> subprocess.Compl
     )
 
 
+def as_from_a_terminal() -> None:
+    """Ctrl-C's default action in the child, as a terminal's shell gives it: a test suite run in
+    the background (``pytest &``, ``nohup``) ignores SIGINT, and children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_ember(
     *args: str, cwd=None, env: dict | None = None, own_session: bool = False
 ) -> subprocess.Popen:
@@ -53,6 +60,7 @@ def start_ember(
         cwd=cwd,
         env=ember_env(env),
         start_new_session=own_session,
+        preexec_fn=as_from_a_terminal,
     )
 
 

@@ -148,11 +148,12 @@ def test_ctrl_c_while_ember_is_still_importing_is_one_line_and_exit_130():
     import subprocess
     import sys
 
-    from .helpers import ember_env
+    from .helpers import as_from_a_terminal, ember_env
 
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD_INTERRUPTED_WHILE_IMPORTING],
         env=ember_env(),
+        preexec_fn=as_from_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
