@@ -62,3 +62,13 @@ def test_no_import_knot_spans_two_layers_and_none_passes_60_modules():
     for members in knots:
         layers = {knot.layer_of(m) for m in members}
         assert len(layers) == 1, (sorted(layers), members)
+
+
+def test_the_largest_import_knot_is_the_tensor_op_circle():
+    # issue 31: the one circle the design allows (Tensor methods call ops that make Tensors) is
+    # the largest; no namespace or system package (nn, amp, ...) forms a knot as large
+    knot = _import_knot()
+    _, graph = knot.import_graph()
+    largest = knot.strongly_connected(graph)[0]
+    assert {knot.layer_of(m) for m in largest} == {3}, largest
+    assert "ember._tensor" in largest

@@ -43,3 +43,19 @@ def test_attention_output_projection_class_lives_in_linear_as_torch(torch_mod):
         names.append((projection.__module__.split(".", 1)[1], projection.__qualname__))
     assert names[0] == names[1] == ("nn.modules.linear", "NonDynamicallyQuantizableLinear")
     assert issubclass(NonDynamicallyQuantizableLinear, Linear)
+
+
+def test_placeholders_and_packed_sequences_live_where_torch_defines_them():
+    import ember
+    from ember.nn.modules import lazy
+    from ember.nn.utils import rnn
+
+    # torch.nn.parameter defines the lazy placeholders; torch.nn.utils.rnn PackedSequence
+    for name in ("UninitializedParameter", "UninitializedBuffer", "is_lazy"):
+        obj = getattr(ember.nn.parameter, name)
+        assert obj.__module__ == "ember.nn.parameter" and getattr(lazy, name) is obj
+    assert rnn.PackedSequence.__module__ == "ember.nn.utils.rnn"
+    assert rnn.invert_permutation.__module__ == "ember.nn.utils.rnn"
+    packed = rnn.pack_sequence([ember.ones(3), ember.ones(2)])
+    assert type(packed) is ember.nn.utils.rnn.PackedSequence
+    assert packed.batch_sizes.tolist() == [2, 2, 1]

@@ -1,7 +1,9 @@
-"""Parameter: a tensor that a Module registers as one of its learnable weights."""
+"""Parameter: a tensor that a Module registers as one of its learnable weights; Buffer; and
+the lazy modules' placeholders (UninitializedParameter, UninitializedBuffer), as in PyTorch."""
 
 from __future__ import annotations
 
+from .. import _creation
 from .._tensor import Tensor
 
 
@@ -16,9 +18,7 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
-            from .._creation import empty
-
-            data = empty(0)
+            data = _creation.empty(0)
         p = cls._wrap(data._data)
         p._vc = data._vc  # shares memory with ``data``, like PyTorch's Parameter
         p.requires_grad = requires_grad
@@ -48,10 +48,51 @@ class Buffer(Tensor):
         return b
 
 
-def __getattr__(name: str):
-    # the lazy modules' placeholders live with them (importing them here would be circular)
-    if name in ("UninitializedParameter", "UninitializedBuffer", "is_lazy"):
-        from .modules import lazy
+class UninitializedParameter(Parameter):
+    """A parameter whose shape is not known yet; ``materialize`` gives it one (in place)."""
 
-        return getattr(lazy, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    cls_to_become = Parameter
+    _lazy_placeholder = True  # state_dict keeps it as it is
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        return Parameter.__new__(cls, _creation.empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Allocate (uninitialised) storage of ``shape`` and become a plain Parameter."""
+        data = _creation.empty(
+            *tuple(shape),
+            device=device if device is not None else self.device,
+            dtype=dtype if dtype is not None else self.dtype,
+        )
+        self._data = data._data
+        self._vc = [0]
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    def __deepcopy__(self, memo):
+        out = UninitializedParameter(self.requires_grad, self.device, self.dtype)
+        memo[id(self)] = out
+        return out
+
+
+class UninitializedBuffer(Tensor):
+    """A lazy module's buffer before its shape is known: a zero-size placeholder tensor
+    that the first forward (or a loaded state dict) replaces."""
+
+    _lazy_placeholder = True  # state_dict keeps it as it is
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
+        return cls._wrap(_creation.empty(0, device=device, dtype=dtype)._data)
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
+        pass
+
+
+def is_lazy(param) -> bool:
+    """Whether ``param`` is still an uninitialised placeholder."""
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))

@@ -9,8 +9,7 @@ as the eager layer would, and turns the module into that eager layer (LazyLinear
 from __future__ import annotations
 
 from ... import _creation
-from ..._tensor import Tensor
-from ..parameter import Parameter
+from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -35,56 +34,6 @@ __all__ = [
     "UninitializedParameter",
     "is_lazy",
 ]
-
-
-class UninitializedParameter(Parameter):
-    """A parameter whose shape is not known yet; ``materialize`` gives it one (in place)."""
-
-    cls_to_become = Parameter
-    _lazy_placeholder = True  # state_dict keeps it as it is
-
-    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
-        return Parameter.__new__(cls, _creation.empty(0, device=device, dtype=dtype), requires_grad)
-
-    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
-        pass
-
-    def materialize(self, shape, device=None, dtype=None) -> None:
-        """Allocate (uninitialised) storage of ``shape`` and become a plain Parameter."""
-        data = _creation.empty(
-            *tuple(shape),
-            device=device if device is not None else self.device,
-            dtype=dtype if dtype is not None else self.dtype,
-        )
-        self._data = data._data
-        self._vc = [0]
-        self.__class__ = self.cls_to_become
-
-    def __repr__(self) -> str:
-        return "<UninitializedParameter>"
-
-    def __deepcopy__(self, memo):
-        out = UninitializedParameter(self.requires_grad, self.device, self.dtype)
-        memo[id(self)] = out
-        return out
-
-
-class UninitializedBuffer(Tensor):
-    """A lazy module's buffer before its shape is known: a zero-size placeholder tensor
-    that the first forward (or a loaded state dict) replaces."""
-
-    _lazy_placeholder = True  # state_dict keeps it as it is
-
-    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
-        return cls._wrap(_creation.empty(0, device=device, dtype=dtype)._data)
-
-    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
-        pass
-
-
-def is_lazy(param) -> bool:
-    """Whether ``param`` is still an uninitialised placeholder."""
-    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
 
 
 class LazyModuleMixin:

@@ -22,8 +22,8 @@ from ...ops.rnn import rnn_sequence
 from ...ops.shape import cat, stack
 from .. import functional as F
 from .. import init
+from .._packed_sequence import PackedSequence
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence
 from .module import Module
 from .rnn_cells import (
     GRUCell,
