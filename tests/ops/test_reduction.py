@@ -268,3 +268,12 @@ def test_sum_to_size_of_integers_sums_in_int64_as_torch(dtype, shape, size):
     want = torch.tensor(data).sum_to_size(size)
     assert str(got.dtype) == str(want.dtype).replace("torch", "ember")
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_mean_and_vector_norm_name_an_integral_dtype_argument_as_torch():
+    with pytest.raises(RuntimeError, match=r"Optional dtype must be either a floating point"):
+        ember.mean(ember.ones(2), dtype=ember.int64)
+    with pytest.raises(RuntimeError, match=r"Input dtype must be either a floating point"):
+        ember.mean(ember.ones(2, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match=r"dtype should be floating point or complex, but got"):
+        ember.linalg.vector_norm(ember.ones(2), dtype=ember.int64)

@@ -178,10 +178,13 @@ class MeanBackward1(MeanBackward0):  # PyTorch's name for a mean over given dims
     dim_arg = None
 
 
-def _floating_input(input: Tensor, dtype, message: str) -> Tensor:
-    """Cast to ``dtype`` when given; integer and bool inputs are refused with ``message``."""
+def _floating_input(input: Tensor, dtype, message: str, dtype_message: str) -> Tensor:
+    """Cast to ``dtype`` when given; an integer or bool ``dtype`` is refused with
+    ``dtype_message``, an integer or bool input with ``message`` (each ends with the name)."""
     if dtype is not None:
         input = input.to(dtype)
+        if input._data.dtype.kind in "biu":
+            raise RuntimeError(dtype_message + input.dtype.legacy_name)
     if input._data.dtype.kind in "biu":
         raise RuntimeError(message + input.dtype.legacy_name)
     return input
@@ -192,6 +195,8 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         input,
         dtype,
         "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+        "complex dtype. Got: ",
+        "mean(): could not infer output dtype. Optional dtype must be either a floating point or "
         "complex dtype. Got: ",
     )
     data = input._data
@@ -547,6 +552,7 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=
         input,
         dtype,
         "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
+        "linalg.vector_norm: dtype should be floating point or complex, but got ",
     )
     data = input._data
     dims = _dims(input, dim, "linalg.vector_norm")
