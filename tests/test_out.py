@@ -180,3 +180,10 @@ def test_out_of_another_dtype_refused_where_torch_does_not_cast(name, call, mess
         call(src, index, ember.empty(2, dtype=ember.float64))
     out = ember.empty(2)
     assert call(src, index, out) is out and out.tolist() == [3.0, 1.0]
+
+
+def test_bernoulli_out_may_be_its_input_but_not_an_expanded_tensor():
+    x = ember.full((3,), 0.5)
+    assert ember.bernoulli(x, out=x) is x
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.bernoulli(ember.full((3,), 0.5), out=ember.zeros(1).expand(3))

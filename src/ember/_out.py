@@ -126,6 +126,8 @@ RESULT_DTYPE_OUT = {
 # functions whose out= tensor torch refuses when it overlaps itself (an expanded tensor) or
 # shares any memory with an input (their kernels read the input while writing out)
 NO_OVERLAP_OUT = frozenset("cat gather index_select kthvalue masked_select take".split())
+# functions whose out= torch refuses only when it overlaps itself (it may be the input)
+NO_INTERNAL_OVERLAP_OUT = frozenset({"bernoulli"})
 
 # functions whose out= is a list of tensors that torch fills and returns None for (the *_copy
 # versions of the splitting views), with the name torch's length check gives
@@ -182,6 +184,7 @@ def with_out(fn, name: str):
     result_dtype = RESULT_DTYPE_OUT.get(name)
     factory = name in FACTORY_OUT
     no_overlap = name in NO_OVERLAP_OUT
+    internal_overlap_only = name in NO_INTERNAL_OVERLAP_OUT
     list_out = LIST_OUT.get(name)
     single_out = name in SINGLE_TENSOR_OUT
 
@@ -193,6 +196,8 @@ def with_out(fn, name: str):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
         if no_overlap:
             _check_no_overlap(out, args, kwargs)
+        elif internal_overlap_only:
+            _check_no_overlap(out, (), {})
         if factory and isinstance(out, Tensor):
             _factory_dtype(out, kwargs)
         if exact is not None and isinstance(out, Tensor) and out.dtype.name != exact:
