@@ -198,3 +198,15 @@ def test_fill_forward_tangent_is_zero_or_the_values():
         assert fwad.unpack_dual(ember.fill(dx, 2.0)).tangent.tolist() == [0.0, 0.0]
         dv = fwad.make_dual(v, ember.tensor(3.0))
         assert fwad.unpack_dual(x.clone().fill_(dv)).tangent.tolist() == [3.0, 3.0]
+
+
+def test_addbmm_inplace_resizes_self_to_the_result_as_torch():
+    # torch's addbmm_ writes through addbmm.out: self (broadcast into β·self) takes the shape
+    base = ember.full((1,), 7.0, requires_grad=True)
+    s = base.clone()
+    out = s.addbmm_(ember.ones(2, 3, 4), ember.ones(2, 4, 5))
+    assert out is s and tuple(s.shape) == (3, 5) and s[0, 0].item() == 15.0
+    out.sum().backward()
+    assert base.grad.tolist() == [15.0]
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        ember.zeros(1).addmm_(ember.ones(3, 4), ember.ones(4, 5))  # addmm_ does not resize

@@ -32,8 +32,11 @@ def _any_requires_grad(args) -> bool:
     return False
 
 
-def _write(self: Tensor, new: Tensor, op: str) -> None:
+def _write(self: Tensor, new: Tensor, op: str, resize: bool = False) -> None:
     data, value = self._data, new._data
+    if value.shape != data.shape and resize and self._base is None:
+        # torch's addbmm_ writes through addbmm.out, which resizes a tensor that is no view
+        data = self._data = array_module(data).empty(value.shape, dtype=data.dtype)
     if value.shape != data.shape:
         raise RuntimeError(
             f"{op}: output with shape {list(data.shape)} doesn't match the broadcast shape "
@@ -58,8 +61,11 @@ def _write(self: Tensor, new: Tensor, op: str) -> None:
     self._vc[0] += 1
 
 
-def apply_inplace(self: Tensor, fn, args: tuple, op: str, needs_old: bool = True) -> Tensor:
-    """Run out-of-place ``fn(old, *args)`` and make its result the new value of ``self``."""
+def apply_inplace(
+    self: Tensor, fn, args: tuple, op: str, needs_old: bool = True, resize: bool = False
+) -> Tensor:
+    """Run out-of-place ``fn(old, *args)`` and make its result the new value of ``self``
+    (``resize``: of the result's shape, where ``self`` is no view)."""
     grad_on = _gm.state.enabled
     if not grad_on or not (self._rg or _any_requires_grad(args)):
         with _gm.no_grad():
@@ -68,7 +74,7 @@ def apply_inplace(self: Tensor, fn, args: tuple, op: str, needs_old: bool = True
                 new = fn(self, *args)
             finally:
                 _cuts.state.quiet -= 1
-        _write(self, new, op)
+        _write(self, new, op, resize)
         return self
     base = self._base
     current_fn = self.grad_fn  # for a view, refreshed from its base when that changed
@@ -79,7 +85,7 @@ def apply_inplace(self: Tensor, fn, args: tuple, op: str, needs_old: bool = True
     old = Tensor._wrap(self._data.copy() if needs_old else self._data)
     old._rg, old._grad_fn, old._out_nr = self._rg, current_fn, self._out_nr
     new = fn(old, *args)
-    _write(self, new, op)
+    _write(self, new, op, resize)
     if base is None:
         self._grad_fn, self._out_nr, self._rg = new._grad_fn, 0, new._rg
         return self

@@ -395,13 +395,13 @@ T.__setitem__ = _setitem
 
 
 # --- in-place forms ---
-def _inplace_method(name: str, fn, needs_old: bool = True):
+def _inplace_method(name: str, fn, needs_old: bool = True, resize: bool = False):
     def method(self, *args, **kwargs):
         if kwargs:
             return _inplace.apply_inplace(
-                self, lambda old, *a: fn(old, *a, **kwargs), args, name, needs_old
+                self, lambda old, *a: fn(old, *a, **kwargs), args, name, needs_old, resize
             )
-        return _inplace.apply_inplace(self, fn, args, name, needs_old)
+        return _inplace.apply_inplace(self, fn, args, name, needs_old, resize)
 
     named(method, name)
     return method
@@ -931,6 +931,7 @@ T.geqrf = _ld.geqrf
 T.ormqr = _lf.ormqr
 for _name in ("kron", "addmv", "addr", "baddbmm", "addbmm"):
     setattr(T, _name, getattr(_lp, _name))
-for _name in ("addmv", "addr", "baddbmm", "addbmm"):
+for _name in ("addmv", "addr", "baddbmm"):
     setattr(T, _name + "_", _inplace_method(_name + "_", getattr(_lp, _name)))
+T.addbmm_ = _inplace_method("addbmm_", _lp.addbmm, resize=True)  # as torch: self takes its shape
 T.addmm_ = _inplace_method("addmm_", la.addmm)
