@@ -495,3 +495,15 @@ def test_holomorphic_gradients_match_torch(torch_mod, name):
     _loss(ember, getattr(e, name)()).backward()
     _loss(torch_mod, getattr(t, name)()).backward()
     np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
+def test_complex_checks_both_dtypes_and_its_out_dtype_as_torch():
+    with pytest.raises(RuntimeError, match="Expected both inputs to be Half, Float or Double"):
+        ember.complex(ember.ones(2), ember.ones(2, dtype=ember.int32))
+    out = ember.empty(2, dtype=ember.complex64)
+    with pytest.raises(
+        RuntimeError, match="scalar type ComplexDouble but got scalar type ComplexFloat"
+    ):
+        ember.complex(
+            ember.ones(2, dtype=ember.float64), ember.ones(2, dtype=ember.float64), out=out
+        )

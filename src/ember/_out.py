@@ -120,6 +120,8 @@ RESULT_DTYPE_OUT = {
     "take": "take(): self and out expected to have the same dtype, but got self.dtype = "
     "{have.legacy_name} and out.dtype = {want.legacy_name}",
     "index_select": _SAME_SCALAR_TYPE,
+    "complex": "Expected object of scalar type {have.legacy_name} but got scalar type "
+    "{want.legacy_name} for argument 'out'",
     "masked_select": _SAME_SCALAR_TYPE,
 }
 

@@ -162,7 +162,11 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
     """
     if not isinstance(real, Tensor) or not isinstance(imag, Tensor):
         raise TypeError("complex(): argument 'real' and 'imag' must be Tensor")
-    if real.dtype not in (dt.float16, dt.float32, dt.float64):
+    if real.dtype not in (dt.float16, dt.float32, dt.float64) or imag.dtype not in (
+        dt.float16,
+        dt.float32,
+        dt.float64,
+    ):
         raise RuntimeError(
             f"Expected both inputs to be Half, Float or Double tensors but got "
             f"{real.dtype.legacy_name} and {imag.dtype.legacy_name}"
