@@ -291,3 +291,27 @@ def test_histogram_density_counts_the_last_edge_and_skips_outside_and_nan():
     out = ember.histogram(x, 2, range=(0.0, 1.0), density=True)
     assert out.hist.dtype == ember.float32
     np.testing.assert_allclose(out.hist.numpy(), [4 / 3, 2 / 3], rtol=1e-6)
+
+
+def test_logcumsumexp_of_complex_values_as_torch():
+    x = ember.tensor(
+        [[1 + 2j, -1 + 0.5j, 3 - 1j], [0j, complex(float("-inf"), 0), 2 + 3j]],
+        dtype=ember.complex128,
+    )
+    torch_dim1 = [  # torch 2.13's values
+        [
+            1 + 2j,
+            1.0183887295219523 + 1.8670723373569185j,
+            2.8585738863402836 - 0.9569416058143232j,
+        ],
+        [0j, 0j, 1.856394780842109 + 2.977950346200897j],
+    ]
+    torch_dim0_row1 = [
+        0.9063238361688761 + 1.6238286306222882j,
+        -1 + 0.5j,
+        2.787990297777198 - 1.3513459464160056j,
+    ]
+    np.testing.assert_allclose(np.array(ember.logcumsumexp(x, 1).tolist()), torch_dim1, rtol=1e-12)
+    np.testing.assert_allclose(
+        np.array(ember.logcumsumexp(x, 0).tolist()[1]), torch_dim0_row1, rtol=1e-12
+    )

@@ -17,7 +17,7 @@ from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, non_differentiable, norm_dims, result, wrap, wrap_dim
 from .complex import complex, imag, real
-from .elementwise import isnan, true_divide, where
+from .elementwise import _complex_logaddexp, isnan, true_divide, where
 from .indexing import CummaxBackward0, CumminBackward0, gather, gathered, sort
 from .linalg import mm
 from .reduction import amax, amin, sum
@@ -324,6 +324,13 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     xp = array_module(data)
     if data.ndim == 0 or data.size == 0:
         out = data.copy()
+    elif data.dtype.kind == "c":  # NumPy's logaddexp has no complex loop: torch's formula
+        steps = xp.moveaxis(data, d, 0)
+        acc = xp.empty_like(steps)
+        acc[0] = steps[0]
+        for i in range(1, steps.shape[0]):
+            acc[i] = _complex_logaddexp(xp, acc[i - 1], steps[i])
+        out = xp.moveaxis(acc, 0, d)
     else:
         out = xp.logaddexp.accumulate(data, axis=d)
     return result(LogcumsumexpBackward0, out, (input,), (input,), save_output=True, dim=d)
