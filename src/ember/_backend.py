@@ -953,3 +953,56 @@ def cpu_features() -> dict:
 def is_ndarray(data) -> bool:
     """Whether ``data`` is exactly a NumPy array (not CuPy's, not a subclass)."""
     return data.__class__ is _np.ndarray
+
+
+# --- a branchless select for NumPy --------------------------------------------------------
+# NumPy's ``where`` (and ``copyto(where=)``) branches per element: on a mask without a pattern
+# (a ReLU's, half its entries true at random) the mispredictions cost ~75 us on 32 x 512
+# float32 against ~2 us for a copy (a 2-core Zen 4 EPYC; timed on fresh masks, since a mask
+# repeated call after call is learnt by the branch predictor and looks 3x faster). Selecting
+# with bit masks instead takes the same few passes whatever the mask holds.
+_SAME_WIDTH_INT = {1: _np.int8, 2: _np.int16, 4: _np.int32, 8: _np.int64}
+
+
+def _bit_mask(condition, ints):
+    """0 where ``condition`` (a NumPy bool array) holds, all ones elsewhere, as ``ints``."""
+    return _np.subtract(condition.view(_np.int8), 1, dtype=_np.int8).astype(ints, copy=False)
+
+
+def _bit_selectable(condition, *arrays) -> bool:
+    return condition.__class__ is _np.ndarray and condition.dtype == _np.bool_ and all(
+        a.__class__ is _np.ndarray
+        and a.dtype == arrays[0].dtype
+        and a.dtype.kind in "biufc"
+        and a.dtype.itemsize in _SAME_WIDTH_INT
+        for a in arrays
+    )
+
+
+def zero_where(condition, values):
+    """``where(condition, 0, values)`` in ``values``' dtype (+0, a NaN where ``condition``
+    holds is cleared too): on NumPy arrays by clearing bits, no branch per element."""
+    if not (_bit_selectable(condition, values) and condition.shape == values.shape):
+        xp = array_module(values)
+        return xp.where(condition, xp.zeros((), dtype=values.dtype), values)
+    ints = _SAME_WIDTH_INT[values.dtype.itemsize]
+    return _np.bitwise_and(values.view(ints), _bit_mask(condition, ints)).view(values.dtype)
+
+
+def select(condition, a, b):
+    """``where(condition, a, b)`` for arrays of one dtype (broadcasting as ``where``): on NumPy
+    arrays of up to 8-byte elements, from bit masks (``b ^ ((a ^ b) & ~mask)``), no branch per
+    element, from 4096 elements (below, ``where``'s fewer calls are faster); else ``where``."""
+    if not _bit_selectable(condition, a, b) or condition.size < 4096:
+        return _MODULE_OF_TYPE.get(condition.__class__, _np).where(condition, a, b)
+    ints = _SAME_WIDTH_INT[a.dtype.itemsize]
+    a_bits = a.reshape(a.shape or (1,)).view(ints).reshape(a.shape)
+    b_bits = b.reshape(b.shape or (1,)).view(ints).reshape(b.shape)
+    # mask all ones where condition fails: keep b's bits there, a's where it holds
+    chosen = _np.bitwise_xor(a_bits, b_bits)
+    fail = _bit_mask(condition, ints)
+    if chosen.shape != _np.broadcast_shapes(chosen.shape, fail.shape):
+        chosen = _np.broadcast_to(chosen, _np.broadcast_shapes(chosen.shape, fail.shape))
+    picked = _np.bitwise_and(chosen, fail)  # a ^ b where it fails, 0 where it holds
+    _np.bitwise_xor(picked, a_bits, out=picked)  # b where it fails, a where it holds
+    return picked.view(a.dtype)

@@ -227,7 +227,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     if out is not None:
         attrs = {"negative_slope": negative_slope}
         return result(LeakyReluBackward0, out, (input,), (input,), **attrs)
-    kernel = lambda xp, x: xp.where(x > 0, x, x * negative_slope)
+    kernel = lambda xp, x: _backend.select(x > 0, x, x * negative_slope)
     return _pointwise(
         LeakyReluBackward0, input, "leaky_relu", kernel, negative_slope=negative_slope
     )
@@ -261,7 +261,7 @@ class CeluBackward0(EluBackward0):
 def _elu(input, alpha, scale, input_scale, op, node_cls=EluBackward0) -> Tensor:
     def kernel(xp, x):
         negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
-        return xp.where(x > 0, x * scale, negative)
+        return _backend.select(x > 0, x * scale, negative.astype(x.dtype, copy=False))
 
     attrs = dict(alpha=alpha, scale=scale, input_scale=input_scale)
     _floating(input, op)
@@ -461,7 +461,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     data = input._data
     xp = array_module(data)
-    out = xp.where(data <= threshold, xp.asarray(value).astype(data.dtype), data)
+    out = _backend.select(data <= threshold, xp.asarray(value).astype(data.dtype), data)
     return result(ThresholdBackward0, out, (input,), (input,), threshold=threshold)
 
 
@@ -683,7 +683,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     data = input._data
     w = broadcast(weight)._data.astype(data.dtype, copy=False)
     xp = array_module(data)
-    out = xp.where(data > 0, data, data * w)
+    out = _backend.select(data > 0, data, data * w)
     return result(PreluKernelBackward0, out, (input, weight), (input, weight), broadcast=broadcast)
 
 

@@ -313,8 +313,7 @@ def threshold_backward(grad: Tensor, output: Tensor, threshold: float) -> Tensor
     if threshold == 0 and g.flags.c_contiguous and y.flags.c_contiguous:
         data = _compiled_backward("relu_backward", g, y)
     if data is None:
-        xp = array_module(g)
-        data = xp.where(y <= threshold, xp.zeros((), dtype=g.dtype), g)
+        data = _backend.zero_where(y <= threshold, g)
     return result(ThresholdBackwardBackward0, data, (grad, output), (output,), threshold=threshold)
 
 
@@ -1293,7 +1292,7 @@ def where(condition, input=None, other=None):
     b = b if isinstance(b, Tensor) else wrap(_scalar_array(b, a))
     xp = array_module(cond._data)
     try:
-        data = xp.where(cond._data, a._data, b._data)
+        data = _backend.select(cond._data, a._data, b._data)
     except ValueError:
         raise broadcast_error("where", a._data, b._data) from None
     return result(WhereBackward0, data, (a, b), (cond,))
