@@ -970,12 +970,16 @@ def _bit_mask(condition, ints):
 
 
 def _bit_selectable(condition, *arrays) -> bool:
-    return condition.__class__ is _np.ndarray and condition.dtype == _np.bool_ and all(
-        a.__class__ is _np.ndarray
-        and a.dtype == arrays[0].dtype
-        and a.dtype.kind in "biufc"
-        and a.dtype.itemsize in _SAME_WIDTH_INT
-        for a in arrays
+    return (
+        condition.__class__ is _np.ndarray
+        and condition.dtype == _np.bool_
+        and all(
+            a.__class__ is _np.ndarray
+            and a.dtype == arrays[0].dtype
+            and a.dtype.kind in "biufc"
+            and a.dtype.itemsize in _SAME_WIDTH_INT
+            for a in arrays
+        )
     )
 
 

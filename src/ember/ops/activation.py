@@ -682,7 +682,6 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
     data = input._data
     w = broadcast(weight)._data.astype(data.dtype, copy=False)
-    xp = array_module(data)
     out = _backend.select(data > 0, data, data * w)
     return result(PreluKernelBackward0, out, (input, weight), (input, weight), broadcast=broadcast)
 

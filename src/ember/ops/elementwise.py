@@ -1290,7 +1290,6 @@ def where(condition, input=None, other=None):
         b = to_tensor(other, cond).to(rt)
     a = a if isinstance(a, Tensor) else wrap(_scalar_array(a, b))
     b = b if isinstance(b, Tensor) else wrap(_scalar_array(b, a))
-    xp = array_module(cond._data)
     try:
         data = _backend.select(cond._data, a._data, b._data)
     except ValueError:
