@@ -38,6 +38,7 @@ def errors_ignored():
 # the GIL inside its loops), as PyTorch splits its kernels.
 # --------------------------------------------------------------------------------------------
 _BLOCK = 1 << 17  # elements per block
+_SMALL = 1 << 12  # at most this many elements: one block on this thread, called directly
 
 
 def _blockwise(kernel, out, inputs: tuple, scratch: int = 0, scratch_dtype=None, row: int = 1):
@@ -189,6 +190,14 @@ def _softmax_array(data, d: int, log: bool):
         return out
     classes, inner = work.shape[d], math.prod(work.shape[d + 1 :])
     row = classes * inner
+    if work.size <= _SMALL and inner == 1:  # one block: the same passes, without the machinery
+        with np.errstate(all="ignore"):
+            flat_in, flat_out = work.reshape(-1), out.reshape(-1)
+            if log:
+                _log_softmax_block(classes, 1)(flat_out, flat_in, np.empty_like(flat_in))
+            else:
+                _softmax_block(classes, 1)(flat_out, flat_in)
+        return out
     if log:
         return _blockwise(_log_softmax_block(classes, inner), out, (work,), scratch=1, row=row)
     return _blockwise(_softmax_block(classes, inner), out, (work,), row=row)
