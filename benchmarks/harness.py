@@ -151,14 +151,26 @@ def table(rows: list[tuple], peers: list[str]) -> str:
 
 
 def cpu_model() -> str:
+    """The CPU's model name with its family and model numbers: a VM may report only "AMD
+    EPYC", which covers Zen 2 to Zen 5 (family 25 model 17 is Zen 4)."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                if len(fields) == 3:
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    name = fields.get("model name")
+    if name is None:
+        return platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        return f"{name} (family {fields['cpu family']}, model {fields['model']})"
+    return name
 
 
 def instruction_set() -> str:
