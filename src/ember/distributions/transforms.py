@@ -78,13 +78,16 @@ class Transform:
 
     @property
     def inv(self) -> Transform:
-        inv = None
-        if self._inv is not None:
-            inv = self._inv()
+        """The inverse transform, made once and then held by a weak reference (so that the
+        two do not keep each other alive)."""
+        inv = self._inv() if self._inv is not None else None
         if inv is None:
-            inv = _InverseTransform(self)
+            inv = self._new_inverse()
             self._inv = weakref.ref(inv)
         return inv
+
+    def _new_inverse(self) -> Transform:
+        return _InverseTransform(self)
 
     @property
     def sign(self):
@@ -274,15 +277,9 @@ class ComposeTransform(Transform):
             sign = sign * p.sign
         return sign
 
-    @property
-    def inv(self) -> Transform:
-        inv = None
-        if self._inv is not None:
-            inv = self._inv()
-        if inv is None:
-            inv = ComposeTransform([p.inv for p in reversed(self.parts)])
-            self._inv = weakref.ref(inv)
-            inv._inv = weakref.ref(self)
+    def _new_inverse(self) -> Transform:
+        inv = ComposeTransform([p.inv for p in reversed(self.parts)])
+        inv._inv = weakref.ref(self)
         return inv
 
     def with_cache(self, cache_size: int = 1) -> Transform:
