@@ -8,6 +8,7 @@ from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..modules.module import Module
 from ..parameter import Parameter
+from ._norm_hooks import check_not_registered, remove_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -58,11 +59,7 @@ class SpectralNorm:
 
     @staticmethod
     def apply(module: Module, name: str, n_power_iterations: int, dim: int, eps: float):
-        for hook in module._forward_pre_hooks.values():
-            if isinstance(hook, SpectralNorm) and hook.name == name:
-                raise RuntimeError(
-                    f"Cannot register two spectral_norm hooks on the same parameter {name}"
-                )
+        check_not_registered(module, SpectralNorm, name, "spectral_norm")
         fn = SpectralNorm(name, n_power_iterations, dim, eps)
         weight = module._parameters[name]
         with no_grad():
@@ -95,9 +92,4 @@ def spectral_norm(
 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Fold the spectral normalisation back into a plain parameter ``<name>``."""
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_hook(module, SpectralNorm, name, "spectral_norm")

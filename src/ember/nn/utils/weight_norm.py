@@ -7,6 +7,7 @@ import warnings
 
 from ..modules.module import Module
 from ..parameter import Parameter
+from ._norm_hooks import check_not_registered, remove_hook
 from .parametrizations import _norm_except_dim
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
@@ -24,11 +25,7 @@ class WeightNorm:
 
     @staticmethod
     def apply(module: Module, name: str, dim: int | None) -> WeightNorm:
-        for hook in module._forward_pre_hooks.values():
-            if isinstance(hook, WeightNorm) and hook.name == name:
-                raise RuntimeError(
-                    f"Cannot register two weight_norm hooks on the same parameter {name}"
-                )
+        check_not_registered(module, WeightNorm, name, "weight_norm")
         fn = WeightNorm(name, dim)
         weight = getattr(module, name)
         del module._parameters[name]
@@ -65,9 +62,4 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     """Fold ``<name>_g`` and ``<name>_v`` back into one parameter ``<name>``."""
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    return remove_hook(module, WeightNorm, name, "weight_norm")
