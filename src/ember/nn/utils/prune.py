@@ -98,13 +98,9 @@ class BasePruningMethod(ABC):
         """
         method = _combine_with_existing(cls, module, name, *args, **kwargs)
         orig = getattr(module, name)
-        if importance_scores is None:
-            importance_scores = orig
-        elif importance_scores.shape != orig.shape:
-            raise AssertionError(
-                f"importance_scores of shape {tuple(importance_scores.shape)} do not match "
-                f"parameter '{name}' of shape {tuple(orig.shape)} in {module}"
-            )
+        importance_scores = _scores_or_values(
+            importance_scores, orig, f"parameter '{name}'", f" in {module}"
+        )
         first_pruning = not isinstance(method, PruningContainer)
         if first_pruning:
             module.register_parameter(name + "_orig", orig)
@@ -127,13 +123,7 @@ class BasePruningMethod(ABC):
         self, t: Tensor, default_mask: Tensor | None = None, importance_scores: Tensor | None = None
     ) -> Tensor:
         """``t`` times the mask this method computes from ``importance_scores`` (default ``t``)."""
-        if importance_scores is None:
-            importance_scores = t
-        elif importance_scores.shape != t.shape:
-            raise AssertionError(
-                f"importance_scores of shape {tuple(importance_scores.shape)} do not match "
-                f"t of shape {tuple(t.shape)}"
-            )
+        importance_scores = _scores_or_values(importance_scores, t, "t")
         if default_mask is None:
             default_mask = ones_like(t)
         return t * self.compute_mask(importance_scores, default_mask=default_mask)
@@ -154,6 +144,19 @@ class BasePruningMethod(ABC):
         orig.data = pruned.data  # same Parameter object: optimisers holding it stay valid
         del module._buffers[name + "_mask"]
         setattr(module, name, orig)
+
+
+def _scores_or_values(scores: Tensor | None, values: Tensor, what: str, where: str = "") -> Tensor:
+    """``scores`` to rank ``values`` by, or ``values`` themselves when None; scores of another
+    shape raise (``what`` names the values in the message, ``where`` follows it)."""
+    if scores is None:
+        return values
+    if scores.shape != values.shape:
+        raise AssertionError(
+            f"importance_scores of shape {tuple(scores.shape)} do not match "
+            f"{what} of shape {tuple(values.shape)}{where}"
+        )
+    return scores
 
 
 def _combine_with_existing(cls, module: Module, name: str, *args, **kwargs) -> BasePruningMethod:
