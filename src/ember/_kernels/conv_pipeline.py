@@ -12,6 +12,11 @@ for the weight gradient and gets the input gradient as a GEMM to columns and the
 The chunks are shared among ember's intra-op threads, one span of images each, with OpenBLAS
 on one thread meanwhile: one hand-off per span instead of one per GEMM, and im2col and col2im
 (plain NumPy copies) run on every core as well.
+
+With compiled kernels on, unit-stride 1-D and 2-D convolutions skip the columns where no
+weight gradient needs them: :mod:`ember._kernels.conv_direct_jit` convolves each image in
+place (the forward pass, and the input gradient as the padded output gradient's convolution
+with the flipped kernel), ~1.35x the GEMM's speed for 32 -> 32 channels at 32x32.
 """
 
 from __future__ import annotations
@@ -98,6 +103,81 @@ def _over_images(work, n: int, nb: int) -> list:
     return _backend.run_spans(work, spans)
 
 
+class _DirectImage:
+    """One image at a time through :func:`ember._kernels.conv_direct_jit.convolve_image`:
+    the image is copied into a reused flat buffer inside its zero frame (written once), and
+    the result is cropped from the kernel's grid of padded rows."""
+
+    def __init__(self, module, channels, size, kernel, pads, dilation, packed, out_ch, dtype):
+        self.module, self.kernel, self.dilation, self.out_ch = module, kernel, dilation, out_ch
+        self.padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+        self.out = output_size(size, kernel, (1, 1), pads, dilation)
+        step = module.places_per_step(dtype)
+        self.places = -(-self.out[0] * self.padded[1] // step) * step
+        self.plane = math.prod(self.padded)
+        slack = self.places - self.out[0] * self.padded[1] + (kernel[1] - 1) * dilation[1]
+        self.framed = np.zeros(channels * self.plane + slack, dtype)
+        frame = self.framed[: channels * self.plane].reshape((channels,) + self.padded)
+        self.inside = frame[
+            (slice(None),) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+        ]
+        self.packed = packed
+        self.result = np.empty((packed.shape[0] * packed.shape[4], self.places), dtype)
+
+    def __call__(self, image, out):
+        """``out`` (O, *O) = the (C, *S) ``image`` convolved."""
+        self.inside[...] = image
+        row = self.padded[1]
+        self.module.convolve_image(
+            self.framed, self.plane, row, *self.kernel, *self.dilation, self.packed, self.result
+        )
+        rows = self.result[: self.out_ch, : self.out[0] * self.padded[1]]
+        out[...] = rows.reshape(self.out_ch, self.out[0], self.padded[1])[:, :, : self.out[1]]
+
+
+def _direct_module(x, kernel, stride, pads, groups, work):
+    """conv_direct_jit where it takes this convolution (1-D or 2-D, unit stride, groups=1, no
+    negative padding, compiled kernels on and the call large enough), else None."""
+    if groups != 1 or len(kernel) not in (1, 2) or any(s != 1 for s in stride):
+        return None
+    if any(lo < 0 or hi < 0 for lo, hi in pads) or x.dtype.char not in "fd":
+        return None
+    return jit.module("conv_direct_jit", work)
+
+
+def _as_2d(kernel, pads, dilation):
+    """A 1-D convolution's geometry as a 2-D one's of height 1."""
+    if len(kernel) == 2:
+        return tuple(kernel), tuple(pads), tuple(dilation)
+    return (1,) + tuple(kernel), ((0, 0),) + tuple(pads), (1,) + tuple(dilation)
+
+
+def _pack_direct(module, weight4d):
+    out_ch, channels = weight4d.shape[:2]
+    blocks = -(-out_ch // module.BLOCK)
+    packed = np.empty((blocks, channels) + weight4d.shape[2:] + (module.BLOCK,), weight4d.dtype)
+    module.pack_weights(np.ascontiguousarray(weight4d), packed)
+    return packed
+
+
+def _direct_forward(module, x, weight4d, bias, kernel, pads, dilation, y):
+    """``y`` = x convolved by the direct kernel, image by image over the intra-op threads."""
+    n, c = x.shape[:2]
+    packed = _pack_direct(module, weight4d)
+    size = x.shape[2:] if x.ndim == 4 else (1,) + x.shape[2:]
+    x4 = x.reshape((n, c) + size)
+    y4 = y.reshape(y.shape[:2] + ((1,) if y.ndim == 3 else ()) + y.shape[2:])
+
+    def work(start, stop, nb):
+        direct = _DirectImage(module, c, size, kernel, pads, dilation, packed, y.shape[1], x.dtype)
+        for i in range(start, stop):
+            direct(x4[i], y4[i])
+            if bias is not None:
+                y4[i] += bias.reshape(-1, 1, 1)
+
+    _over_images(work, n, 1)
+
+
 def forward(x, wmat, bias, kernel, stride, pads, dilation, groups=1):
     """(N, C, *S) ``x`` convolved with the (O, C/groups·∏K) matrix ``wmat`` (+ ``bias``, (O,)
     or None): a new (N, O, *O) array. With ``groups``, the columns of each group's channels
@@ -109,6 +189,12 @@ def forward(x, wmat, bias, kernel, stride, pads, dilation, groups=1):
     positions = math.prod(out)
     rows = y.reshape(n, groups, out_ch // groups, positions)
     wmats = wmat.reshape(groups, out_ch // groups, taps)
+    module = _direct_module(x, kernel, stride, pads, groups, y.size)
+    if module is not None:
+        geometry = _as_2d(kernel, pads, dilation)
+        weight4d = wmat.reshape((out_ch, c) + geometry[0])
+        _direct_forward(module, x, weight4d, bias, *geometry, y)
+        return (y,)
     nb = _chunk_images(groups * taps * positions * x.itemsize)
 
     def work(start, stop, nb):
@@ -181,6 +267,15 @@ def backward(
         grad_pads = tuple(
             (d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), d, k in zip(pads, dilation, kernel)
         )
+    module = _direct_module(x, kernel, stride, pads, groups, x.size) if need_input else None
+    if module is not None and from_g:  # gx: g (padded) convolved with the flipped kernel
+        geometry = _as_2d(kernel, grad_pads, dilation)
+        wflip4d = wflip.reshape((c, out_ch) + geometry[0])
+        _direct_forward(module, g, wflip4d, None, *geometry, gx)
+        need_input = False
+        if not need_weight:
+            gb = g.reshape(n, out_ch, math.prod(out)).sum(axis=(0, 2)) if need_bias else None
+            return tuple(a for a in (gx, gb) if a is not None)
     per_image = groups * (g_taps * math.prod(size) if from_g else taps * math.prod(out))
     nb = _chunk_images(per_image * x.itemsize)
 
