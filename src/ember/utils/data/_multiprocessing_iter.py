@@ -19,7 +19,7 @@ import weakref
 
 from . import _worker
 from ._shared_batch import SharedPayload, share, unlink_segments
-from .dataloader import _length_of
+from .dataloader import _BaseDataLoaderIter, _length_of
 
 # how often the main process, while waiting for a batch, checks that the workers are alive
 STATUS_CHECK_INTERVAL = 0.2
@@ -77,7 +77,7 @@ def warn_if_more_workers_than_cpus(num_workers: int) -> None:
     )
 
 
-class _MultiProcessingDataLoaderIter:
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         if loader.prefetch_factor <= 0:
             raise AssertionError(
@@ -135,14 +135,6 @@ class _MultiProcessingDataLoaderIter:
             self._index_queues.append(index_queue)
             self._workers.append(worker)
         self._reset(first_epoch=True)
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        if self._length is None:
-            raise TypeError(f"object of type '{type(self._dataset).__name__}' has no len()")
-        return self._length
 
     def _reset(self, first_epoch: bool = False) -> None:
         for info in self._task_info.values():  # early batches of an epoch left unfinished

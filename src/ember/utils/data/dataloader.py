@@ -268,7 +268,20 @@ class _StreamSampler:
         return itertools.repeat([None] * self.batch_size)
 
 
-class _SingleProcessDataLoaderIter:
+class _BaseDataLoaderIter:
+    """What both iterators share: each is its own iterator, with the loader's length (the
+    subclass sets ``_length``, None where the dataset has none, and ``_dataset``)."""
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        if self._length is None:
+            raise TypeError(f"object of type '{type(self._dataset).__name__}' has no len()")
+        return self._length
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     """Batches built in this process, one per ``next``."""
 
     def __init__(self, loader: DataLoader):
@@ -283,14 +296,6 @@ class _SingleProcessDataLoaderIter:
             loader.collate_fn,
             loader.drop_last,
         )
-
-    def __iter__(self):
-        return self
-
-    def __len__(self) -> int:
-        if self._length is None:
-            raise TypeError(f"object of type '{type(self._dataset).__name__}' has no len()")
-        return self._length
 
     def __next__(self):
         return self._fetcher.fetch(next(self._sampler_iter))
