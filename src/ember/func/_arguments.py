@@ -129,6 +129,27 @@ def check_real(api: str, flat, what: str) -> None:
             )
 
 
+def check_outputs(api: str, flat_outputs: list, floating: bool = False) -> None:
+    """torch.func's checks of what ``f`` returned (flattened): at least one output, each a
+    Tensor, and with ``floating`` (vjp) each floating-point or complex."""
+    if not flat_outputs:
+        raise RuntimeError(
+            f"{api}: Expected f to be a function that has non-empty output (got output = "
+            f"{flat_outputs})"
+        )
+    for o in flat_outputs:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(
+                f"{api}: expected f(*primals) to return only tensors, got unsupported type "
+                f"{type(o)}"
+            )
+        if floating and not (o.is_floating_point() or o.is_complex()):
+            raise RuntimeError(
+                "vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
+                f"Tensor with dtype {o.dtype}"
+            )
+
+
 def unit_tensors_like(t: Tensor) -> tuple:
     """The unit tensors shaped like ``t``, one per element, in order (a Jacobian's basis)."""
     n = t.numel()

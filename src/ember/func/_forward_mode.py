@@ -13,6 +13,7 @@ from ..autograd.grad_mode import enable_grad
 from ..ops.shape import stack
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten
 from ._arguments import (
+    check_outputs,
     check_real,
     release,
     replace_args,
@@ -61,7 +62,7 @@ def jvp(
         output = func(*tree_unflatten(duals, primals_spec))
         output, aux = split_aux(output, has_aux, _JVP)
         flat_out, out_spec = tree_flatten(output)
-        _check_outputs(flat_out)
+        check_outputs(_JVP, flat_out)
         values, jvps = [], []
         for y in flat_out:
             primal, tangent = fwAD.unpack_dual(y)
@@ -85,20 +86,6 @@ def _check_tensors(flat: list, what: str) -> None:
     for t in flat:
         if not isinstance(t, Tensor):
             raise RuntimeError(f"{_JVP}: Expected {what} to only contain Tensors, got {type(t)}")
-
-
-def _check_outputs(flat_out: list) -> None:
-    if not flat_out:
-        raise RuntimeError(
-            f"{_JVP}: Expected f to be a function that has non-empty output (got output = "
-            f"{flat_out})"
-        )
-    for y in flat_out:
-        if not isinstance(y, Tensor):
-            raise RuntimeError(
-                f"{_JVP}: expected f(*primals) to return only tensors, got unsupported type "
-                f"{type(y)}"
-            )
 
 
 def _primals_of(tree):
@@ -141,7 +128,7 @@ def jacfwd(
                 output = func(*replace_args(args, chosen, argnums))
             output, aux = split_aux(output, has_aux, _JVP)
             flat_out, out_spec = tree_flatten(output)
-            _check_outputs(flat_out)
+            check_outputs(_JVP, flat_out)
             check_real("jacfwd", flat_out, "outputs")
             # columns[o][p]: the Jacobian of output leaf o w.r.t. primal leaf p
             columns = [[None] * len(flat_primals) for _ in flat_out]

@@ -13,6 +13,7 @@ from ..ops.shape import stack
 from ..utils._pytree import tree_flatten, tree_unflatten, treespec_pprint
 from ._arguments import (
     Variables,
+    check_outputs,
     check_real,
     release,
     replace_args,
@@ -110,25 +111,6 @@ def _gradients(outputs, inputs, cotangents, create_graph: bool, retain_graph: bo
     return list(grads)
 
 
-def _check_outputs(flat_outputs, api: str) -> None:
-    if not flat_outputs:
-        raise RuntimeError(
-            f"{api}: Expected f to be a function that has non-empty output (got output = "
-            f"{flat_outputs})"
-        )
-    for o in flat_outputs:
-        if not isinstance(o, Tensor):
-            raise RuntimeError(
-                f"{api}: expected f(*primals) to return only tensors, got unsupported type "
-                f"{type(o)}"
-            )
-        if not (o.is_floating_point() or o.is_complex()):
-            raise RuntimeError(
-                "vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
-                f"Tensor with dtype {o.dtype}"
-            )
-
-
 class _Linearization:
     """``func`` run once on variables made for the chosen primals, its graph kept for
     vector-Jacobian products (vjp_fn, and jacrev's one product per output element)."""
@@ -144,7 +126,7 @@ class _Linearization:
             output = func(*call_args)
             output, aux = split_aux(output, has_aux, "vjp(f, *primals)")
             self.flat_out, self.out_spec = tree_flatten(output)
-            _check_outputs(self.flat_out, "vjp(f, *primals)")
+            check_outputs("vjp(f, *primals)", self.flat_out, floating=True)
             self.keep = tracked_outside(self.flat_out, self.variables.own_leaves)
         self.output = release(output, self.keep)
         self.aux = release(aux, self.keep) if has_aux else None
