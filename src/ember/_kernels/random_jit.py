@@ -369,49 +369,20 @@ def mt19937_words(key: np.ndarray, position: int, n: int) -> tuple[np.ndarray, i
 
 
 # --- the C library's float64 functions, elementwise ---------------------------------------------
-@jit.njit
-def _log_span(start, stop, x, out):
-    for i in range(start, stop):
-        out[i] = math.log(x[i])
+def _libm_span(function):
+    """A compiled ``out[i] = function(x[i])`` over ``[start, stop)`` for one of libm's functions
+    (numba reads the captured ``function`` as a constant: each span is a direct call)."""
 
+    @jit.njit
+    def span(start, stop, x, out):
+        for i in range(start, stop):
+            out[i] = function(x[i])
 
-@jit.njit
-def _log1p_span(start, stop, x, out):
-    for i in range(start, stop):
-        out[i] = math.log1p(x[i])
-
-
-@jit.njit
-def _tan_span(start, stop, x, out):
-    for i in range(start, stop):
-        out[i] = math.tan(x[i])
-
-
-@jit.njit
-def _exp_span(start, stop, x, out):
-    for i in range(start, stop):
-        out[i] = math.exp(x[i])
-
-
-@jit.njit
-def _cos_span(start, stop, x, out):
-    for i in range(start, stop):
-        out[i] = math.cos(x[i])
-
-
-@jit.njit
-def _sin_span(start, stop, x, out):
-    for i in range(start, stop):
-        out[i] = math.sin(x[i])
+    return span
 
 
 _LIBM_SPANS = {
-    "log": _log_span,
-    "log1p": _log1p_span,
-    "tan": _tan_span,
-    "exp": _exp_span,
-    "cos": _cos_span,
-    "sin": _sin_span,
+    name: _libm_span(getattr(math, name)) for name in ("log", "log1p", "tan", "exp", "cos", "sin")
 }
 
 
