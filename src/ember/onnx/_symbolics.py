@@ -799,22 +799,24 @@ for _n in (1, 2, 3):
     SYMBOLICS[f"conv_transpose{_n}d"] = _conv_transpose(_n)
 
 
+def _pool_window(a, spatial: int) -> dict:
+    """The ``kernel_shape``/``strides``/``pads`` of a pooling call (the stride defaults to the
+    kernel, as in PyTorch, when it is missing or empty)."""
+    kernel = _tuple(a["kernel_size"], spatial)
+    stride = a.get("stride")
+    stride = kernel if stride is None or stride == [] or stride == () else _tuple(stride, spatial)
+    p = _tuple(a.get("padding", 0), spatial)
+    return {"kernel_shape": kernel, "strides": stride, "pads": p + p}
+
+
 def _max_pool(spatial: int):
     def symbolic(g, a, result):
         if a.get("return_indices"):
             raise OnnxExporterError("max pooling with return_indices has no mapping")
-        kernel = _tuple(a["kernel_size"], spatial)
-        stride = a.get("stride")
-        stride = (
-            kernel if stride is None or stride == [] or stride == () else _tuple(stride, spatial)
-        )
-        p = _tuple(a.get("padding", 0), spatial)
         return g.node(
             "MaxPool",
             [g.value(a["input"])],
-            kernel_shape=kernel,
-            strides=stride,
-            pads=p + p,
+            **_pool_window(a, spatial),
             dilations=_tuple(a.get("dilation", 1), spatial),
             ceil_mode=int(bool(a.get("ceil_mode", False))),
         )
@@ -826,18 +828,10 @@ def _avg_pool(spatial: int):
     def symbolic(g, a, result):
         if a.get("divisor_override") is not None:
             raise OnnxExporterError("avg pooling with divisor_override has no mapping")
-        kernel = _tuple(a["kernel_size"], spatial)
-        stride = a.get("stride")
-        stride = (
-            kernel if stride is None or stride == [] or stride == () else _tuple(stride, spatial)
-        )
-        p = _tuple(a.get("padding", 0), spatial)
         return g.node(
             "AveragePool",
             [g.value(a["input"])],
-            kernel_shape=kernel,
-            strides=stride,
-            pads=p + p,
+            **_pool_window(a, spatial),
             ceil_mode=int(bool(a.get("ceil_mode", False))),
             count_include_pad=int(bool(a.get("count_include_pad", True))),
         )
