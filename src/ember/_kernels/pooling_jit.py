@@ -20,6 +20,19 @@ from . import jit
 _SPAN_ELEMENTS = 1 << 15
 
 
+@jit.njit(inline="always")
+def _taps_inside(origin, dilation, taps, size):
+    """The taps ``[lo, hi)`` of a window starting at ``origin``, ``dilation`` apart, that fall
+    inside ``[0, size)``."""
+    lo = 0
+    while origin + lo * dilation < 0:
+        lo += 1
+    hi = taps
+    while hi > lo and origin + (hi - 1) * dilation >= size:
+        hi -= 1
+    return lo, hi
+
+
 @jit.njit(error_model="numpy")
 def _forward(start, stop, x, best, index, kh, kw, sh, sw, ph, pw, dh, dw, nan, exact):
     """best/index[p] of the planes x[p], start <= p < stop. Without ``exact``, a window starts
@@ -32,20 +45,10 @@ def _forward(start, stop, x, best, index, kh, kw, sh, sw, ph, pw, dh, dw, nan, e
         seen = False
         for oy in range(oh):
             y0 = oy * sh - ph
-            i0 = 0
-            while y0 + i0 * dh < 0:
-                i0 += 1
-            i1 = kh
-            while i1 > i0 and y0 + (i1 - 1) * dh >= h:
-                i1 -= 1
+            i0, i1 = _taps_inside(y0, dh, kh, h)
             for ox in range(ow):
                 x0 = ox * sw - pw
-                j0 = 0
-                while x0 + j0 * dw < 0:
-                    j0 += 1
-                j1 = kw
-                while j1 > j0 and x0 + (j1 - 1) * dw >= w:
-                    j1 -= 1
+                j0, j1 = _taps_inside(x0, dw, kw, w)
                 y, c = y0 + i0 * dh, x0 + j0 * dw
                 m = -math.inf if exact else x[p, y, c]
                 at = y * w + c
