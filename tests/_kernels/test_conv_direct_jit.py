@@ -1,8 +1,9 @@
 """Direct unit-stride convolutions (ember._kernels.conv_direct_jit, taken by conv_pipeline)
 against the NumPy path (im2col + GEMM, jit.disabled): forward, input and weight gradients in
-float32/float64, 1-d and 2-d, dilation, asymmetric padding, widths and channel counts that
+float32/float64, dilation, asymmetric padding, widths and channel counts that
 fill no whole register block, bias or none, batch 1, an empty batch, non-contiguous inputs,
-and gradcheck to second order in float64."""
+and gradcheck to second order in float64; 1-d, 1x1, strided and grouped convolutions keep
+the GEMM."""
 
 import numpy as np
 import pytest
@@ -19,8 +20,7 @@ CASES = [
     ((2, 3, 20, 9), (9, 3, 5, 5), ((2, 2), (2, 2)), (1, 2)),
     ((1, 1, 28, 28), (32, 1, 3, 3), ((0, 0), (0, 0)), (1, 1)),  # batch 1, one channel
     ((0, 6, 11, 9), (5, 6, 3, 3), ((1, 1), (1, 1)), (1, 1)),  # an empty batch
-    ((4, 16, 61), (32, 16, 5), ((0, 0),), (1,)),  # 1-d
-    ((2, 8, 50), (6, 8, 3), ((4, 1),), (3,)),
+    ((4, 16, 61), (32, 16, 5), ((0, 0),), (1,)),  # 1-d: the GEMM
 ]
 
 
@@ -74,12 +74,15 @@ def test_the_direct_kernel_is_taken(always_compiled, monkeypatch):
     x = np.ones((2, 4, 9, 9))
     w = np.ones((4, 4, 3, 3))
     (y,) = conv_pipeline.forward(x, w.reshape(4, -1), None, (3, 3), (1, 1), ((1, 1),) * 2, (1, 1))
-    conv_pipeline.backward(x, w, y, (3, 3), (1, 1), ((1, 1),) * 2, (1, 1), True, True, False)
-    assert len(calls) == 2  # the forward and the input gradient
+    geometry = ((3, 3), (1, 1), ((1, 1),) * 2, (1, 1))
+    conv_pipeline.backward(x, w, y, *geometry, True, True, False)
+    assert len(calls) == 1  # with the weight gradient, g's columns serve both gradients
+    conv_pipeline.backward(x, w, y, *geometry, True, False, False)
+    assert len(calls) == 2  # the input gradient alone
     assert y[0, 0, 4, 4] == 36 and y[0, 0, 0, 0] == 16  # 4 channels x 9 taps, a corner 4 x 4
 
 
-def test_strided_and_grouped_keep_the_gemm(always_compiled, monkeypatch):
+def test_strided_grouped_1x1_and_1d_keep_the_gemm(always_compiled, monkeypatch):
     monkeypatch.setattr(conv_pipeline, "_direct_forward", None)  # would fail if called
     x = np.ones((2, 4, 9, 9), np.float32)
     w = np.ones((4, 4, 3, 3), np.float32)
@@ -89,6 +92,14 @@ def test_strided_and_grouped_keep_the_gemm(always_compiled, monkeypatch):
     pads = ((1, 1),) * 2
     (y,) = conv_pipeline.forward(x, wg.reshape(4, -1), None, (3, 3), (1, 1), pads, (1, 1), 2)
     assert y.shape == (2, 4, 9, 9)
+    (y,) = conv_pipeline.forward(
+        x, w[:, :, :1, :1].reshape(4, -1), None, (1, 1), (1, 1), ((0, 0),) * 2, (1, 1)
+    )
+    assert y.shape == (2, 4, 9, 9)
+    (y,) = conv_pipeline.forward(
+        x[:, :, 0], w[:, :, 0].reshape(4, -1), None, (3,), (1,), ((1, 1),), (1,)
+    )
+    assert y.shape == (2, 4, 9)
 
 
 def test_non_contiguous_input_matches(always_compiled):
