@@ -713,26 +713,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         alpha = int(alpha.real if isinstance(alpha, complex) else alpha)
     xp = array_module(input._data)
     out = input._data.copy()
-    if out.size == 0:
-        return result(
-            IndexAddBackward0,
-            out,
-            (input, source),
-            (index,),
-            dim=d,
-            index=index,
-            alpha=alpha,
-            src_shape=source._data.shape,
-        )
-    src = source._data if alpha == 1 else source._data * alpha
-    src = src.astype(out.dtype, copy=False)
-    kernels = jit.module("embedding_jit", src.size) if d == 0 and out.ndim else None
-    if out.ndim == 0:
-        xp.add.at(out.reshape(1), index._data.reshape(-1), src.reshape(-1))
-    elif kernels is not None and kernels.index_axpy(index._data, 1.0, src, out):
-        pass  # rows added in order by a compiled loop (np.add.at goes element by element)
-    else:
-        xp.add.at(out, (slice(None),) * d + (index._data.reshape(-1),), src)
+    if out.size:
+        _add_at_index(xp, out, d, index._data, source._data, alpha)
     return result(
         IndexAddBackward0,
         out,
@@ -743,6 +725,19 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         alpha=alpha,
         src_shape=source._data.shape,
     )
+
+
+def _add_at_index(xp, out, d: int, index, source, alpha) -> None:
+    """``out`` += ``alpha`` · ``source`` at ``index`` along dim ``d``, in place."""
+    src = source if alpha == 1 else source * alpha
+    src = src.astype(out.dtype, copy=False)
+    kernels = jit.module("embedding_jit", src.size) if d == 0 and out.ndim else None
+    if out.ndim == 0:
+        xp.add.at(out.reshape(1), index.reshape(-1), src.reshape(-1))
+    elif kernels is not None and kernels.index_axpy(index, 1.0, src, out):
+        pass  # rows added in order by a compiled loop (np.add.at goes element by element)
+    else:
+        xp.add.at(out, (slice(None),) * d + (index.reshape(-1),), src)
 
 
 def _check_index_add(input: Tensor, d: int, index: Tensor, source: Tensor) -> None:
