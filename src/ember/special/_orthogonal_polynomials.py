@@ -78,31 +78,39 @@ def _chebyshev_t(xp, x, n):
     return cases, x, lambda x, p, q, j: (x + x) * q - p
 
 
-def _chebyshev_u(xp, x, n):
+def _u_closed_form(xp, x, n):
+    """U_n(x) = sin((n + 1)·θ) / sin θ, x = cos θ (its limit where sin θ = 0)."""
     acos = xp.arccos(xp.clip(x, -1, 1))
     sin_acos = xp.sin(acos)
-    closed = xp.where(
+    return xp.where(
         sin_acos != 0,
         xp.sin((n + 1) * acos) / xp.where(sin_acos != 0, sin_acos, 1),
         (n + 1) * xp.cos((n + 1) * acos) / x,
     )
+
+
+def _v_closed_form(xp, x, n):
+    """V_n(x) = cos((n + ½)·θ) / cos(θ/2), x = cos θ (±(2n + 1) where sin(θ/2) = 1)."""
+    acos = xp.arccos(xp.clip(x, -1, 1))
+    return xp.where(
+        xp.sin(acos / 2) != 1,
+        xp.cos((n + 0.5) * acos) / xp.cos(acos / 2),
+        _signed(xp, n, 2 * n + 1),
+    )
+
+
+def _chebyshev_u(xp, x, n):
     cases = [
         (xp.abs(x) == 1, xp.where((x > 0) | (n % 2 == 0), n + 1, -(n + 1))),
-        ((n > 8) & (xp.abs(x) < 1), closed),
+        ((n > 8) & (xp.abs(x) < 1), _u_closed_form(xp, x, n)),
     ]
     return cases, x + x, lambda x, p, q, j: (x + x) * q - p
 
 
 def _chebyshev_v(xp, x, n):
-    acos = xp.arccos(xp.clip(x, -1, 1))
-    closed = xp.where(
-        xp.sin(acos / 2) != 1,
-        xp.cos((n + 0.5) * acos) / xp.cos(acos / 2),
-        _signed(xp, n, 2 * n + 1),
-    )
     cases = [
         (xp.abs(x) == 1, xp.where(x > 0, 1, _signed(xp, n, 2 * n + 1))),
-        ((n > 8) & (xp.abs(x) < 1), closed),
+        ((n > 8) & (xp.abs(x) < 1), _v_closed_form(xp, x, n)),
     ]
     return cases, x + x - 1, lambda x, p, q, j: (x + x) * q - p
 
@@ -131,33 +139,20 @@ def _shifted_chebyshev_t(xp, x, n):
 
 def _shifted_chebyshev_u(xp, x, n):
     y = x + x - 1
-    acos = xp.arccos(xp.clip(y, -1, 1))
-    sin_acos = xp.sin(acos)
-    closed = xp.where(
-        sin_acos != 0,
-        xp.sin((n + 1) * acos) / xp.where(sin_acos != 0, sin_acos, 1),
-        (n + 1) * xp.cos((n + 1) * acos) / y,
-    )
     cases = [
         (x == 1, n + 1),
         (x == 0, _signed(xp, n, n + 1)),
-        ((n > 6) & (xp.abs(y) < 1), closed),
+        ((n > 6) & (xp.abs(y) < 1), _u_closed_form(xp, y, n)),
     ]
     return cases, y + y, lambda x, p, q, j: (4 * x - 2) * q - p
 
 
 def _shifted_chebyshev_v(xp, x, n):
     y = x + x - 1
-    acos = xp.arccos(xp.clip(y, -1, 1))
-    closed = xp.where(
-        xp.sin(acos / 2) != 1,
-        xp.cos((n + 0.5) * acos) / xp.cos(acos / 2),
-        _signed(xp, n, 2 * n + 1),
-    )
     cases = [
         (x == 1, 1.0),
         (x == 0, _signed(xp, n, 2 * n + 1)),
-        ((n > 6) & (xp.abs(y) < 1), closed),
+        ((n > 6) & (xp.abs(y) < 1), _v_closed_form(xp, y, n)),
     ]
     return cases, y + y - 1, lambda x, p, q, j: (4 * x - 2) * q - p
 
