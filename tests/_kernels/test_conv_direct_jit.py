@@ -26,8 +26,12 @@ CASES = [
 
 @pytest.fixture
 def always_compiled(monkeypatch):
-    """Small calls take the kernels too (below MIN_WORK they keep to NumPy)."""
+    """Small calls take the kernels too (below MIN_WORK they keep to NumPy), and so do CPUs
+    without AVX2 and FMA (NUMBA_CPU_NAME=generic), where the kernel is slow but must be right."""
+    from ember._kernels import conv_direct_jit
+
     monkeypatch.setattr(jit, "MIN_WORK", 0)
+    monkeypatch.setattr(conv_direct_jit, "PAYS", True)
 
 
 def _both_paths(x, w, b, pads, dilation, needs):

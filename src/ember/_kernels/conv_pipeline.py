@@ -145,7 +145,8 @@ def _direct_module(x, kernel, stride, pads, groups, work):
         return None
     if any(lo < 0 or hi < 0 for lo, hi in pads) or x.dtype.char not in "fd":
         return None
-    return jit.module("conv_direct_jit", work)
+    module = jit.module("conv_direct_jit", work)
+    return module if module is not None and module.PAYS else None
 
 
 def _as_2d(kernel, pads, dilation):
