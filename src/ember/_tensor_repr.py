@@ -183,14 +183,16 @@ def _meta_repr(t) -> str:
     return _add_suffixes("tensor(...", suffixes, len("tensor("))
 
 
-def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
-    """torch's ``_add_suffixes``: a suffix that would pass the 80-column line starts a line."""
+def _add_suffixes(text: str, suffixes: list, indent: int, force_newline: bool = False) -> str:
+    """torch's ``_add_suffixes``: a suffix that would pass the 80-column line starts a line
+    (with ``force_newline``, the first one does anyway)."""
     parts = [text]
     last_line = len(text) - text.rfind("\n") + 1  # torch's count, one more than the columns
     for suffix in suffixes:
-        if last_line + len(suffix) + 2 > _LINE_WIDTH:
+        if force_newline or last_line + len(suffix) + 2 > _LINE_WIDTH:
             parts.append(",\n" + " " * indent + suffix)
             last_line = indent + len(suffix)
+            force_newline = False
         else:
             parts.append(", " + suffix)
             last_line += len(suffix) + 2

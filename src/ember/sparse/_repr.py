@@ -13,8 +13,6 @@ import numpy as np
 from .. import _dtype as dt
 from .. import _tensor_repr as dense_repr
 
-_LINE_WIDTH = 80  # PyTorch's default print linewidth
-
 
 def _body(data, indent: int) -> str:
     """An array's bracketed numbers, continuation lines indented by ``indent`` (torch's
@@ -67,21 +65,9 @@ def sparse_repr(t) -> str:
         suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    # torch's _add_suffixes: the first suffix of a sparse tensor starts a line, the others
-    # follow on it while it stays within the line width
-    parts = [text]
-    last_line = 0
-    force_newline = True
-    for suffix in suffixes:
-        if force_newline or last_line + len(suffix) + 2 > _LINE_WIDTH:
-            parts.append(",\n" + " " * indent + suffix)
-            last_line = indent + len(suffix)
-            force_newline = False
-        else:
-            parts.append(", " + suffix)
-            last_line += len(suffix) + 2
-    parts.append(")")
-    return "".join(parts)
+    # the first suffix of a sparse tensor starts a line, the others follow on it while it
+    # stays within the line width
+    return dense_repr._add_suffixes(text, suffixes, indent, force_newline=True)
 
 
 def compressed_repr(t) -> str:
@@ -110,15 +96,4 @@ def compressed_repr(t) -> str:
         suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    out = [text]
-    # torch counts the last line two characters longer than it is (its _add_suffixes)
-    last_line = len(text) - text.rfind("\n") + 1
-    for suffix in suffixes:
-        if last_line + len(suffix) + 2 > _LINE_WIDTH:
-            out.append(",\n" + " " * indent + suffix)
-            last_line = indent + len(suffix)
-        else:
-            out.append(", " + suffix)
-            last_line += len(suffix) + 2
-    out.append(")")
-    return "".join(out)
+    return dense_repr._add_suffixes(text, suffixes, indent)
