@@ -143,6 +143,21 @@ class GraphBuilder:
         return self.node("Unsqueeze", [name, self.ints(axes, "axes")])
 
 
+def dtype_of(tensor):
+    """A traced tensor's array dtype."""
+    return tensor._data.dtype
+
+
+def ndim_of(tensor) -> int:
+    return tensor._data.ndim
+
+
+def positive_axis(dim, ndim: int) -> int:
+    """``dim`` counted from the front (ONNX attributes want no negative axes)."""
+    dim = int(dim)
+    return dim + ndim if dim < 0 else dim
+
+
 def host_array(tensor) -> np.ndarray:
     """A tensor's values as a NumPy array (copied from the GPU for a CUDA tensor)."""
     data = tensor._data

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ._graph import GraphBuilder, OnnxExporterError
+from ._graph import GraphBuilder, OnnxExporterError, dtype_of, ndim_of, positive_axis
 
 INT64_MAX = np.iinfo(np.int64).max
 SYMBOLICS: dict = {}
@@ -27,19 +27,6 @@ def _register(*names):
         return fn
 
     return decorate
-
-
-def _dtype(t):
-    return t._data.dtype
-
-
-def _ndim(t) -> int:
-    return t._data.ndim
-
-
-def _axis(dim, ndim: int) -> int:
-    dim = int(dim)
-    return dim + ndim if dim < 0 else dim
 
 
 def _tuple(value, n: int) -> list:
@@ -67,7 +54,7 @@ def _shape_arg(shape) -> list:
 # --- elementwise ---------------------------------------------------------------------------
 def _binary(op_type):
     def symbolic(g: GraphBuilder, a, result):
-        dtype = _dtype(result)
+        dtype = dtype_of(result)
         return g.node(op_type, [g.operand(a["input"], dtype), g.operand(a["other"], dtype)])
 
     return symbolic
@@ -86,34 +73,34 @@ def _scaled(g, x, alpha, dtype):
 
 @_register("add")
 def _add(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     other = _scaled(g, a["other"], a.get("alpha", 1), dtype)
     return g.node("Add", [g.operand(a["input"], dtype), other])
 
 
 @_register("sub")
 def _sub(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     other = _scaled(g, a["other"], a.get("alpha", 1), dtype)
     return g.node("Sub", [g.operand(a["input"], dtype), other])
 
 
 @_register("rsub")
 def _rsub(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     x = _scaled(g, a["input"], a.get("alpha", 1), dtype)
     return g.node("Sub", [g.operand(a["other"], dtype), x])
 
 
 @_register("reflected_div")  # number / tensor
 def _reflected_div(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     return g.node("Div", [g.operand(a["other"], dtype), g.operand(a["input"], dtype)])
 
 
 @_register("div")
 def _div(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     mode = a.get("rounding_mode")
     x, y = a["input"], a["other"]
     if mode is None or np.issubdtype(dtype, np.floating):
@@ -132,7 +119,7 @@ def _div(g, a, result):
 
 @_register("pow")
 def _pow(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     exponent = a.get("exponent", a.get("other"))
     base = a["input"]
     if not isinstance(exponent, Tensor) and exponent == 2:
@@ -143,13 +130,13 @@ def _pow(g, a, result):
 
 @_register("rpow")
 def _rpow(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     return g.node("Pow", [g.operand(a["other"], dtype), g.operand(a["input"], dtype)])
 
 
 def _unary(op_type, **attributes):
     def symbolic(g, a, result):
-        return g.node(op_type, [g.operand(a["input"], _dtype(result))], **attributes)
+        return g.node(op_type, [g.operand(a["input"], dtype_of(result))], **attributes)
 
     return symbolic
 
@@ -186,7 +173,7 @@ def _rsqrt(g, a, result):
 
 @_register("gelu")
 def _gelu(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     x = g.value(a["input"])
     half = g.operand(0.5, dtype)
     one = g.operand(1.0, dtype)
@@ -233,7 +220,7 @@ def _celu(g, a, result):
 @_register("softplus")
 def _softplus(g, a, result):
     # (1/beta) log(1 + exp(beta x)), and x itself where beta x > threshold
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     x = g.value(a["input"])
     beta, threshold = float(a.get("beta", 1.0)), float(a.get("threshold", 20.0))
     scaled = g.node("Mul", [x, g.operand(beta, dtype)]) if beta != 1 else x
@@ -246,7 +233,7 @@ def _softplus(g, a, result):
 
 @_register("clamp", "clip")
 def _clamp(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     out = g.operand(a["input"], dtype)
     low, high = a.get("min"), a.get("max")
     if low is not None:
@@ -271,7 +258,7 @@ def _relu6(g, a, result):
 def _where(g, a, result):
     if a.get("input") is None:
         raise OnnxExporterError("where(condition) with one argument (nonzero) has no mapping")
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     condition = g.operand(a["condition"], np.bool_)
     return g.node("Where", [condition, g.operand(a["input"], dtype), g.operand(a["other"], dtype)])
 
@@ -279,7 +266,7 @@ def _where(g, a, result):
 def _comparison(op_type, negate=False):
     def symbolic(g, a, result):
         x, y = a["input"], a["other"]
-        dtypes = [_dtype(v) if isinstance(v, Tensor) else None for v in (x, y)]
+        dtypes = [dtype_of(v) if isinstance(v, Tensor) else None for v in (x, y)]
         common = np.result_type(*[d for d in dtypes if d is not None])
         out = g.node(op_type, [g.operand(x, common), g.operand(y, common)])
         return g.node("Not", [out]) if negate else out
@@ -300,7 +287,7 @@ SYMBOLICS["ne"] = _comparison("Equal", negate=True)
 
 @_register("logical_not", "bitwise_not", "invert")
 def _logical_not(g, a, result):
-    if _dtype(result) != np.bool_:
+    if dtype_of(result) != np.bool_:
         raise OnnxExporterError("bitwise not of integers has no mapping")
     return g.node("Not", [g.operand(a["input"], np.bool_)])
 
@@ -323,9 +310,9 @@ def _logical_not(g, a, result):
 )
 def _cast_or_identity(g, a, result):
     x = a["input"]
-    if _dtype(x) == _dtype(result):
+    if dtype_of(x) == dtype_of(result):
         return g.node("Identity", [g.value(x)])
-    return g.cast(g.value(x), _dtype(result))
+    return g.cast(g.value(x), dtype_of(result))
 
 
 @_register(
@@ -343,10 +330,10 @@ def _dropout(g, a, result):
 @_register("linear")
 def _linear(g, a, result):
     x, weight, bias = a["input"], a["weight"], a.get("bias")
-    if _ndim(x) == 2 and _ndim(weight) == 2:
+    if ndim_of(x) == 2 and ndim_of(weight) == 2:
         inputs = [g.value(x), g.value(weight)] + ([g.value(bias)] if bias is not None else [])
         return g.node("Gemm", inputs, transB=1)
-    if _ndim(weight) == 1:
+    if ndim_of(weight) == 1:
         out = g.node("MatMul", [g.value(x), g.value(weight)])
     else:
         out = g.node("MatMul", [g.value(x), g.node("Transpose", [g.value(weight)], perm=[1, 0])])
@@ -360,14 +347,14 @@ def _linear_relu(g, a, result):
 
 @_register("matmul", "mm", "bmm")
 def _matmul(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     other = a.get("other", a.get("mat2"))
     return g.node("MatMul", [g.operand(a["input"], dtype), g.operand(other, dtype)])
 
 
 @_register("rmatmul")
 def _rmatmul(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     return g.node("MatMul", [g.operand(a["other"], dtype), g.operand(a["input"], dtype)])
 
 
@@ -376,7 +363,7 @@ def _einsum(g, a, result):
     operands = a["operands"]
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = operands[0]
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     equation = a["equation"].replace(" ", "")
     return g.node("Einsum", [g.operand(t, dtype) for t in operands], equation=equation)
 
@@ -388,7 +375,7 @@ def _reduction(op_type):
         axes = _dims_arg(a.get("dim"))
         if axes == []:
             axes = None
-        return g.reduce(op_type, g.operand(x, _dtype(result)), axes, a.get("keepdim", False))
+        return g.reduce(op_type, g.operand(x, dtype_of(result)), axes, a.get("keepdim", False))
 
     return symbolic
 
@@ -406,7 +393,7 @@ def _max_min(reduce_op, arg_op, binary_op):
         x, dim = a["input"], a.get("dim")
         if isinstance(dim, Tensor) or isinstance(a.get("other"), Tensor):
             other = dim if isinstance(dim, Tensor) else a["other"]
-            dtype = _dtype(result)
+            dtype = dtype_of(result)
             return g.node(binary_op, [g.operand(x, dtype), g.operand(other, dtype)])
         if dim is None:
             return g.reduce(reduce_op, g.value(x), None, False)
@@ -438,9 +425,9 @@ SYMBOLICS["argmin"] = _arg("ArgMin")
 
 def _variance(g, a, result, root: bool):
     x = a["input"]
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     axes = _dims_arg(a.get("dim"))
-    axes = list(range(_ndim(x))) if not axes else [_axis(d, _ndim(x)) for d in axes]
+    axes = list(range(ndim_of(x))) if not axes else [positive_axis(d, ndim_of(x)) for d in axes]
     correction = a.get("correction")
     if correction is None:
         unbiased = a.get("unbiased")
@@ -460,7 +447,7 @@ SYMBOLICS["std"] = lambda g, a, result: _variance(g, a, result, True)
 
 def _softmax(op_type):
     def symbolic(g, a, result):
-        return g.node(op_type, [g.operand(a["input"], _dtype(result))], axis=_softmax_dim(a))
+        return g.node(op_type, [g.operand(a["input"], dtype_of(result))], axis=_softmax_dim(a))
 
     return symbolic
 
@@ -472,7 +459,7 @@ SYMBOLICS["log_softmax"] = _softmax("LogSoftmax")
 def _softmax_dim(a) -> int:
     dim = a.get("dim")
     if dim is None:
-        dim = 0 if _ndim(a["input"]) in (0, 1, 3) else 1
+        dim = 0 if ndim_of(a["input"]) in (0, 1, 3) else 1
     return int(dim)
 
 
@@ -509,10 +496,13 @@ def _reshape_as(g, a, result):
 @_register("flatten")
 def _flatten(g, a, result):
     x = a["input"]
-    ndim = _ndim(x)
+    ndim = ndim_of(x)
     if ndim == 0:
         return g.reshape(g.value(x), [1])
-    start, end = _axis(a.get("start_dim", 0), ndim), _axis(a.get("end_dim", -1), ndim)
+    start, end = (
+        positive_axis(a.get("start_dim", 0), ndim),
+        positive_axis(a.get("end_dim", -1), ndim),
+    )
     if end == ndim - 1:
         return g.reshape(g.value(x), [0] * start + [-1])
     return g.reshape(g.value(x), [0] * start + [-1] + list(x.shape[end + 1 :]))
@@ -521,14 +511,14 @@ def _flatten(g, a, result):
 @_register("unflatten")
 def _unflatten(g, a, result):
     x = a["input"]
-    dim = _axis(a["dim"], _ndim(x))
+    dim = positive_axis(a["dim"], ndim_of(x))
     target = [0] * dim + [int(s) for s in a["sizes"]] + list(x.shape[dim + 1 :])
     return g.reshape(g.value(x), target)
 
 
 @_register("unsqueeze")
 def _unsqueeze(g, a, result):
-    return g.unsqueeze(g.value(a["input"]), [_axis(a["dim"], _ndim(result))])
+    return g.unsqueeze(g.value(a["input"]), [positive_axis(a["dim"], ndim_of(result))])
 
 
 @_register("squeeze")
@@ -536,8 +526,10 @@ def _squeeze(g, a, result):
     x = a["input"]
     dims = _dims_arg(a.get("dim"))
     if dims is None:
-        dims = list(range(_ndim(x)))
-    axes = [_axis(d, _ndim(x)) for d in dims if x.shape[_axis(d, _ndim(x))] == 1]
+        dims = list(range(ndim_of(x)))
+    axes = [
+        positive_axis(d, ndim_of(x)) for d in dims if x.shape[positive_axis(d, ndim_of(x))] == 1
+    ]
     if not axes:
         return g.node("Identity", [g.value(x)])
     return g.node("Squeeze", [g.value(x), g.ints(axes, "axes")])
@@ -546,9 +538,9 @@ def _squeeze(g, a, result):
 @_register("transpose")
 def _transpose(g, a, result):
     x = a["input"]
-    ndim = _ndim(x)
-    d0 = _axis(a.get("dim0", a.get("axis0", 0)), ndim)
-    d1 = _axis(a.get("dim1", a.get("axis1", 0)), ndim)
+    ndim = ndim_of(x)
+    d0 = positive_axis(a.get("dim0", a.get("axis0", 0)), ndim)
+    d1 = positive_axis(a.get("dim1", a.get("axis1", 0)), ndim)
     perm = list(range(ndim))
     perm[d0], perm[d1] = perm[d1], perm[d0]
     return g.node("Transpose", [g.value(x)], perm=perm)
@@ -557,7 +549,7 @@ def _transpose(g, a, result):
 @_register("t")
 def _t(g, a, result):
     x = a["input"]
-    if _ndim(x) < 2:
+    if ndim_of(x) < 2:
         return g.node("Identity", [g.value(x)])
     return g.node("Transpose", [g.value(x)], perm=[1, 0])
 
@@ -565,22 +557,22 @@ def _t(g, a, result):
 @_register("permute")
 def _permute(g, a, result):
     x = a["input"]
-    perm = [_axis(d, _ndim(x)) for d in _shape_arg(a["dims"])]
+    perm = [positive_axis(d, ndim_of(x)) for d in _shape_arg(a["dims"])]
     return g.node("Transpose", [g.value(x)], perm=perm)
 
 
 @_register("cat")
 def _cat(g, a, result):
-    tensors = [t for t in a["tensors"] if not (_ndim(t) == 1 and t.shape[0] == 0)]
-    dtype = _dtype(result)
-    axis = _axis(a.get("dim", 0), _ndim(result))
+    tensors = [t for t in a["tensors"] if not (ndim_of(t) == 1 and t.shape[0] == 0)]
+    dtype = dtype_of(result)
+    axis = positive_axis(a.get("dim", 0), ndim_of(result))
     return g.node("Concat", [g.operand(t, dtype) for t in tensors], axis=axis)
 
 
 @_register("stack")
 def _stack(g, a, result):
-    dtype = _dtype(result)
-    axis = _axis(a.get("dim", 0), _ndim(result))
+    dtype = dtype_of(result)
+    axis = positive_axis(a.get("dim", 0), ndim_of(result))
     parts = [g.unsqueeze(g.operand(t, dtype), [axis]) for t in a["tensors"]]
     return g.node("Concat", parts, axis=axis)
 
@@ -588,15 +580,15 @@ def _stack(g, a, result):
 @_register("split", "chunk", "tensor_split", "unbind")
 def _split(g, a, result):
     x = a.get("input", a.get("tensor"))
-    dim = _axis(a.get("dim", 0), _ndim(x))
+    dim = positive_axis(a.get("dim", 0), ndim_of(x))
     pieces = list(result)
     if len(pieces) == 1:
         out = g.node("Identity", [g.value(x)])
     else:
-        sizes = [p.shape[dim] if _ndim(p) == _ndim(x) else 1 for p in pieces]
+        sizes = [p.shape[dim] if ndim_of(p) == ndim_of(x) else 1 for p in pieces]
         out = g.node("Split", [g.value(x), g.ints(sizes, "split")], n_outputs=len(pieces), axis=dim)
     out = [out] if isinstance(out, str) else out
-    if pieces and _ndim(pieces[0]) < _ndim(x):  # unbind drops the dim
+    if pieces and ndim_of(pieces[0]) < ndim_of(x):  # unbind drops the dim
         out = [g.node("Squeeze", [o, g.ints([dim], "axes")]) for o in out]
     return out
 
@@ -625,7 +617,7 @@ def _expand_as(g, a, result):
 @_register("narrow")
 def _narrow(g, a, result):
     x = a["input"]
-    dim = _axis(a["dim"], _ndim(x))
+    dim = positive_axis(a["dim"], ndim_of(x))
     start = int(a["start"])
     if start < 0:
         start += x.shape[dim]
@@ -637,14 +629,14 @@ def _narrow(g, a, result):
 def _gather(g, a, result):
     x = a["input"]
     index = g.operand(a["index"], np.int64)
-    return g.node("GatherElements", [g.value(x), index], axis=_axis(a["dim"], _ndim(x)))
+    return g.node("GatherElements", [g.value(x), index], axis=positive_axis(a["dim"], ndim_of(x)))
 
 
 @_register("index_select")
 def _index_select(g, a, result):
     x = a["input"]
     index = g.operand(a["index"], np.int64)
-    return g.node("Gather", [g.value(x), index], axis=_axis(a["dim"], _ndim(x)))
+    return g.node("Gather", [g.value(x), index], axis=positive_axis(a["dim"], ndim_of(x)))
 
 
 @_register("embedding")
@@ -661,7 +653,7 @@ def _getitem(g, a, result):
     x = a["input"]
     key = a["key"]
     key = key if isinstance(key, tuple) else (key,)
-    ndim = _ndim(x)
+    ndim = ndim_of(x)
     used = sum(1 for k in key if k is not None and k is not Ellipsis and not _is_bool(k))
     if any(_is_bool(k) for k in key):
         raise OnnxExporterError("boolean-mask indexing has a data-dependent shape; no mapping")
@@ -697,7 +689,7 @@ def _getitem(g, a, result):
         elif isinstance(k, Tensor):
             tensor_indices += 1
             gathers.append((axis, g.operand(k, np.int64)))
-            out += _ndim(k)
+            out += ndim_of(k)
         else:
             gathers.append((axis, g.ints([int(k)], "index")))
         axis += 1
@@ -726,14 +718,14 @@ def _getitem(g, a, result):
 
 
 def _is_bool(k) -> bool:
-    return isinstance(k, bool) or (isinstance(k, Tensor) and _dtype(k) == np.bool_)
+    return isinstance(k, bool) or (isinstance(k, Tensor) and dtype_of(k) == np.bool_)
 
 
 @_register("pad")
 def _pad(g, a, result):
     x = a["input"]
     pad = [int(p) for p in a["pad"]]
-    ndim = _ndim(x)
+    ndim = ndim_of(x)
     begins, ends = [0] * ndim, [0] * ndim
     for i in range(len(pad) // 2):  # pad pairs run from the last dim backwards
         begins[ndim - 1 - i], ends[ndim - 1 - i] = pad[2 * i], pad[2 * i + 1]
@@ -744,7 +736,7 @@ def _pad(g, a, result):
         raise OnnxExporterError(f"pad mode {a.get('mode')!r} has no mapping")
     inputs = [g.value(x), g.ints(begins + ends, "pads")]
     if mode == "constant":
-        inputs.append(g.operand(a.get("value") or 0, _dtype(x)))
+        inputs.append(g.operand(a.get("value") or 0, dtype_of(x)))
     return g.node("Pad", inputs, mode=mode)
 
 
@@ -892,7 +884,7 @@ def _batch_norm(g, a, result):
     if a.get("training") or mean is None or var is None:
         raise OnnxExporterError("batch_norm with batch statistics (training) has no mapping")
     channels = x.shape[1]
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     inputs = [
         g.value(x),
         _ones_or(g, a.get("weight"), (channels,), dtype, 1.0),
@@ -907,7 +899,7 @@ def _batch_norm(g, a, result):
 def _layer_norm(g, a, result):
     x = a["input"]
     shape = _tuple(a["normalized_shape"], 1)
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     inputs = [
         g.value(x),
         _ones_or(g, a.get("weight"), shape, dtype, 1.0),
@@ -920,7 +912,7 @@ def _layer_norm(g, a, result):
 def _group_norm(g, a, result):
     # (x - mean) / sqrt(var + eps) over (C/G, *spatial) of each group, then per-channel affine
     x = a["input"]
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     groups = int(a["num_groups"])
     name = g.value(x)
     grouped = g.reshape(name, [0, groups, -1])
@@ -929,7 +921,7 @@ def _group_norm(g, a, result):
     var = g.reduce("ReduceMean", g.node("Mul", [diff, diff]), [2], True)
     std = g.node("Sqrt", [g.node("Add", [var, g.operand(float(a.get("eps", 1e-5)), dtype)])])
     normed = g.node("Reshape", [g.node("Div", [diff, std]), g.node("Shape", [name])])
-    channel_shape = [-1] + [1] * (_ndim(x) - 2)
+    channel_shape = [-1] + [1] * (ndim_of(x) - 2)
     if a.get("weight") is not None:
         normed = g.node("Mul", [normed, g.reshape(g.value(a["weight"]), channel_shape)])
     if a.get("bias") is not None:
@@ -943,7 +935,7 @@ def _instance_norm(g, a, result):
     if not a.get("use_input_stats", True):
         return _batch_norm(g, {**a, "training": False}, result)
     channels = x.shape[1]
-    dtype = _dtype(x)
+    dtype = dtype_of(x)
     inputs = [
         g.value(x),
         _ones_or(g, a.get("weight"), (channels,), dtype, 1.0),

@@ -8,22 +8,9 @@ import math
 
 import numpy as np
 
-from ._graph import OnnxExporterError
+from ._graph import OnnxExporterError, dtype_of, ndim_of, positive_axis
 
 INT64_MAX = np.iinfo(np.int64).max
-
-
-def _dtype(t):
-    return t._data.dtype
-
-
-def _ndim(t) -> int:
-    return t._data.ndim
-
-
-def _axis(dim, ndim: int) -> int:
-    dim = int(dim)
-    return dim + ndim if dim < 0 else dim
 
 
 def _x(g, a):
@@ -34,15 +21,15 @@ def _x(g, a):
 def _prelu(g, a, result):
     x, weight = a["input"], a["weight"]
     slope = g.value(weight)
-    if _ndim(x) >= 2 and weight.numel() > 1:  # one slope per channel (dim 1)
-        slope = g.reshape(slope, [-1] + [1] * (_ndim(x) - 2))
+    if ndim_of(x) >= 2 and weight.numel() > 1:  # one slope per channel (dim 1)
+        slope = g.reshape(slope, [-1] + [1] * (ndim_of(x) - 2))
     return g.node("PRelu", [g.value(x), slope])
 
 
 def _softmin(g, a, result):
     dim = a.get("dim")
     if dim is None:
-        dim = 0 if _ndim(a["input"]) in (0, 1, 3) else 1
+        dim = 0 if ndim_of(a["input"]) in (0, 1, 3) else 1
     return g.node("Softmax", [g.node("Neg", [_x(g, a)])], axis=int(dim))
 
 
@@ -66,7 +53,7 @@ def _tanhshrink(g, a, result):
 
 def _glu(g, a, result):
     x = a["input"]
-    dim = _axis(a.get("dim", -1), _ndim(x))
+    dim = positive_axis(a.get("dim", -1), ndim_of(x))
     half = x.shape[dim] // 2
     first, second = g.node("Split", [g.value(x), g.ints([half, half])], n_outputs=2, axis=dim)
     return g.node("Mul", [first, g.node("Sigmoid", [second])])
@@ -80,7 +67,7 @@ def _rrelu(g, a, result):
 
 
 def _threshold(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     x = _x(g, a)
     above = g.node("Greater", [x, g.operand(a["threshold"], dtype)])
     return g.node("Where", [above, x, g.operand(a["value"], dtype)])
@@ -88,14 +75,14 @@ def _threshold(g, a, result):
 
 # --- resampling -----------------------------------------------------------------------------
 def _pixel_shuffle(g, a, result):
-    if _ndim(a["input"]) != 4:
+    if ndim_of(a["input"]) != 4:
         raise OnnxExporterError("pixel_shuffle exports for 4-D input only")
     return g.node("DepthToSpace", [_x(g, a)], blocksize=int(a["upscale_factor"]), mode="CRD")
 
 
 def _pixel_unshuffle(g, a, result):
     x = a["input"]
-    if _ndim(x) != 4:
+    if ndim_of(x) != 4:
         raise OnnxExporterError("pixel_unshuffle exports for 4-D input only")
     r = int(a["downscale_factor"])
     _, c, h, w = x.shape
@@ -109,7 +96,7 @@ def _interpolate(g, a, result):
     mode = a.get("mode", "nearest")
     if a.get("antialias"):
         raise OnnxExporterError("interpolate with antialias has no mapping")
-    spatial = _ndim(x) - 2
+    spatial = ndim_of(x) - 2
     scale_factor = a.get("scale_factor")
     if scale_factor is not None and not a.get("recompute_scale_factor"):
         scales = scale_factor if isinstance(scale_factor, (list, tuple)) else [scale_factor]
@@ -154,7 +141,7 @@ def _interpolate(g, a, result):
 # --- products and distances -----------------------------------------------------------------
 def _bilinear(g, a, result):
     # y_o = Σ_ij x1_i W_oij x2_j + b_o
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     inputs = [g.operand(a["input1"], dtype), g.value(a["weight"]), g.operand(a["input2"], dtype)]
     out = g.node("Einsum", inputs, equation="...i,oij,...j->...o")
     bias = a.get("bias")
@@ -163,7 +150,7 @@ def _bilinear(g, a, result):
 
 def _cosine_similarity(g, a, result):
     # Σ (x1/max(|x1|, eps)) (x2/max(|x2|, eps)) along dim
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     dim = int(a.get("dim", 1))
     eps = g.operand(float(a.get("eps", 1e-8)), dtype)
     units = []
@@ -175,7 +162,7 @@ def _cosine_similarity(g, a, result):
 
 
 def _pairwise_distance(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     p = float(a.get("p", 2.0))
     diff = g.node("Sub", [g.operand(a["x1"], dtype), g.operand(a["x2"], dtype)])
     diff = g.node("Add", [diff, g.operand(float(a.get("eps", 1e-6)), dtype)])
@@ -186,7 +173,7 @@ def _pairwise_distance(g, a, result):
 
 
 def _normalize(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     p = float(a.get("p", 2.0))
     op = {1.0: "ReduceL1", 2.0: "ReduceL2"}.get(p)
     if op is None:
@@ -212,7 +199,7 @@ def _local_response_norm(g, a, result):
 
 
 def _addmm(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     inputs = [
         g.operand(a["mat1"], dtype),
         g.operand(a["mat2"], dtype),
@@ -222,7 +209,7 @@ def _addmm(g, a, result):
 
 
 def _baddbmm(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     product = g.node("MatMul", [g.operand(a["batch1"], dtype), g.operand(a["batch2"], dtype)])
     if a.get("alpha", 1) != 1:
         product = g.node("Mul", [product, g.operand(a["alpha"], dtype)])
@@ -239,10 +226,10 @@ def _sdpa(g, a, result):
         raise OnnxExporterError("scaled_dot_product_attention with dropout has no mapping")
     if a.get("enable_gqa"):
         raise OnnxExporterError("scaled_dot_product_attention with enable_gqa has no mapping")
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     scale = a.get("scale")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    perm = list(range(_ndim(key)))
+    perm = list(range(ndim_of(key)))
     perm[-1], perm[-2] = perm[-2], perm[-1]
     key_t = g.node("Transpose", [g.value(key)], perm=perm)
     scores = g.node("Mul", [g.node("MatMul", [g.value(query), key_t]), g.operand(scale, dtype)])
@@ -252,7 +239,7 @@ def _sdpa(g, a, result):
         causal = np.triu(np.full((length, source), -np.inf, dtype=dtype), 1)
         scores = g.node("Add", [scores, g.const(causal, "causal_mask")])
     if mask is not None:
-        if _dtype(mask) == np.bool_:  # True: attend
+        if dtype_of(mask) == np.bool_:  # True: attend
             additive = g.node(
                 "Where", [g.value(mask), g.operand(0.0, dtype), g.operand(-np.inf, dtype)]
             )
@@ -268,7 +255,7 @@ def _unary_chain(*steps):
     """``x`` through ONNX ops and constant arithmetic: ("Op",) or ("Add", constant)."""
 
     def symbolic(g, a, result):
-        dtype = _dtype(result)
+        dtype = dtype_of(result)
         name = g.operand(a["input"], dtype)
         for step in steps:
             if len(step) == 1:
@@ -283,13 +270,13 @@ def _unary_chain(*steps):
 
 
 def _square(g, a, result):
-    x = g.operand(a["input"], _dtype(result))
+    x = g.operand(a["input"], dtype_of(result))
     return g.node("Mul", [x, x])
 
 
 def _trunc(g, a, result):
     x = _x(g, a)
-    negative = g.node("Less", [x, g.operand(0, _dtype(a["input"]))])
+    negative = g.node("Less", [x, g.operand(0, dtype_of(a["input"]))])
     return g.node("Where", [negative, g.node("Ceil", [x]), g.node("Floor", [x])])
 
 
@@ -302,7 +289,7 @@ def _logical(op_type):
 
 def _bitwise(op_type):
     def symbolic(g, a, result):
-        dtype = _dtype(result)
+        dtype = dtype_of(result)
         if dtype == np.bool_:
             return _logical(op_type)(g, a, result)
         if g.opset < 18:
@@ -314,12 +301,12 @@ def _bitwise(op_type):
 
 
 def _fmod(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     return g.node("Mod", [g.operand(a["input"], dtype), g.operand(a["other"], dtype)], fmod=1)
 
 
 def _remainder(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     x, y = g.operand(a["input"], dtype), g.operand(a["other"], dtype)
     if not np.issubdtype(dtype, np.floating):
         return g.node("Mod", [x, y], fmod=0)
@@ -328,7 +315,7 @@ def _remainder(g, a, result):
 
 
 def _masked_fill(g, a, result):
-    dtype = _dtype(result)
+    dtype = dtype_of(result)
     mask = g.operand(a["mask"], np.bool_)
     return g.node("Where", [mask, g.operand(a["value"], dtype), g.operand(a["input"], dtype)])
 
@@ -338,7 +325,7 @@ def _like(fill):
         value = fill if fill is not None else a["fill_value"]
         from onnx import numpy_helper
 
-        tensor = numpy_helper.from_array(np.asarray([value], dtype=_dtype(result)), "value")
+        tensor = numpy_helper.from_array(np.asarray([value], dtype=dtype_of(result)), "value")
         return g.node("ConstantOfShape", [g.node("Shape", [_x(g, a)])], value=tensor)
 
     return symbolic
@@ -347,14 +334,14 @@ def _like(fill):
 # --- cumulative, sorting, reordering --------------------------------------------------------
 def _cumsum(g, a, result):
     x = a["input"]
-    dim = _axis(a["dim"], _ndim(x))
+    dim = positive_axis(a["dim"], ndim_of(x))
     axis = g.const(np.asarray(dim, dtype=np.int64), "axis")  # a 0-D tensor
-    return g.node("CumSum", [g.operand(x, _dtype(result)), axis])
+    return g.node("CumSum", [g.operand(x, dtype_of(result)), axis])
 
 
 def _topk(g, a, result):
     x = a["input"]
-    dim = _axis(a.get("dim", -1), _ndim(x))
+    dim = positive_axis(a.get("dim", -1), ndim_of(x))
     k = g.ints([int(a["k"])], "k")
     return g.node(
         "TopK", [g.value(x), k], n_outputs=2, axis=dim, largest=int(bool(a.get("largest", True)))
@@ -363,7 +350,7 @@ def _topk(g, a, result):
 
 def _sort(g, a, result):
     x = a["input"]
-    dim = _axis(a.get("dim", -1), _ndim(x))
+    dim = positive_axis(a.get("dim", -1), ndim_of(x))
     k = g.ints([x.shape[dim]], "k")
     largest = int(bool(a.get("descending", False)))
     return g.node("TopK", [g.value(x), k], n_outputs=2, axis=dim, largest=largest)
@@ -376,7 +363,7 @@ def _flip(g, a, result):
         dims = (dims,)
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
-    axes = [_axis(d, _ndim(x)) for d in dims]
+    axes = [positive_axis(d, ndim_of(x)) for d in dims]
     n = len(axes)
     inputs = [
         g.value(x),
@@ -399,7 +386,7 @@ def _roll(g, a, result):
         return g.node("Reshape", [rolled, g.node("Shape", [name])])
     dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
     for shift, dim in zip(shifts, dims):
-        axis = _axis(dim, _ndim(x))
+        axis = positive_axis(dim, ndim_of(x))
         name = _roll_axis(g, name, int(shift), axis, x.shape[axis])
     return name
 
@@ -420,10 +407,10 @@ def _repeat(g, a, result):
         repeats = repeats[0]
     repeats = [int(r) for r in (repeats if isinstance(repeats, (list, tuple)) else [repeats])]
     name = g.value(x)
-    if len(repeats) > _ndim(x):
-        name = g.reshape(name, [1] * (len(repeats) - _ndim(x)) + list(x.shape))
-    elif len(repeats) < _ndim(x):  # tile pads the repeats with leading ones
-        repeats = [1] * (_ndim(x) - len(repeats)) + repeats
+    if len(repeats) > ndim_of(x):
+        name = g.reshape(name, [1] * (len(repeats) - ndim_of(x)) + list(x.shape))
+    elif len(repeats) < ndim_of(x):  # tile pads the repeats with leading ones
+        repeats = [1] * (ndim_of(x) - len(repeats)) + repeats
     return g.node("Tile", [name, g.ints(repeats, "repeats")])
 
 
@@ -438,7 +425,7 @@ def _triangle(upper: bool):
 def _one_hot(g, a, result):
     indices = a.get("tensor", a.get("input"))
     depth = result.shape[-1]
-    values = g.const(np.asarray([0, 1], dtype=_dtype(result)), "one_hot_values")
+    values = g.const(np.asarray([0, 1], dtype=dtype_of(result)), "one_hot_values")
     return g.node(
         "OneHot", [g.operand(indices, np.int64), g.ints([depth], "depth"), values], axis=-1
     )
