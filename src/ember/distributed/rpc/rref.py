@@ -210,10 +210,7 @@ def _call_method(rref: RRef, name: str, args: tuple, kwargs: dict) -> Any:
         except BaseException as error:
             answer.set_exception(error)
             return
-        if isinstance(result, Deferred):
-            result.future.add_done_callback(lambda later: _settle(answer, later))
-        else:
-            answer.set_result(result)
+        _fulfil(answer, result)
 
     made.add_done_callback(run)
     return Deferred(answer)
@@ -245,10 +242,7 @@ def create_owned(rref_id, func, args: tuple, kwargs: dict, for_user: bool = True
     except BaseException as error:
         fut.set_exception(error)
         return
-    if isinstance(value, Deferred):
-        value.future.add_done_callback(lambda done: _settle(fut, done))
-    else:
-        fut.set_result(value)
+    _fulfil(fut, value)
 
 
 def _count_the_creator(rref_id, func, args, kwargs, for_user: bool = True) -> None:
@@ -258,6 +252,14 @@ def _count_the_creator(rref_id, func, args, kwargs, for_user: bool = True) -> No
 
 
 create_owned._ember_rpc_on_receipt = _count_the_creator
+
+
+def _fulfil(target: futures.Future, value) -> None:
+    """Give ``target`` ``value``, or for a :class:`Deferred` its future's outcome, once it comes."""
+    if isinstance(value, Deferred):
+        value.future.add_done_callback(lambda done: _settle(target, done))
+    else:
+        target.set_result(value)
 
 
 def _settle(target: futures.Future, done: futures.Future) -> None:
