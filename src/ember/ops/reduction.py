@@ -651,14 +651,23 @@ class CumsumBackward0(Node):
         return g.flip(d).cumsum(d).flip(d)  # reversed cumulative sum
 
 
-def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
-    data = input._data
-    d = wrap_dim(dim, data.ndim, "cumsum")
+def _running(name: str, data, dim: int, dtype):
+    """The running ``name`` (cumsum or cumprod) of ``data`` along ``dim`` in torch's dtype, and
+    the wrapped dim."""
+    d = wrap_dim(dim, data.ndim, name)
     acc, back = _accumulation_dtype(data, dtype)
     xp = array_module(data)
-    out = xp.cumsum(data, axis=d, dtype=acc) if data.ndim else data.astype(acc or data.dtype)
+    if data.ndim:
+        out = getattr(xp, name)(data, axis=d, dtype=acc)
+    else:
+        out = data.astype(acc or data.dtype)
     if back is not None:
         out = out.astype(back)
+    return out, d
+
+
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    out, d = _running("cumsum", input._data, dim, dtype)
     return result(CumsumBackward0, out, (input,), dim=d)
 
 
@@ -684,13 +693,7 @@ class CumprodBackward0(Node):
 
 
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
-    data = input._data
-    d = wrap_dim(dim, data.ndim, "cumprod")
-    acc, back = _accumulation_dtype(data, dtype)
-    xp = array_module(data)
-    out = xp.cumprod(data, axis=d, dtype=acc) if data.ndim else data.astype(acc or data.dtype)
-    if back is not None:
-        out = out.astype(back)
+    out, d = _running("cumprod", input._data, dim, dtype)
     return result(CumprodBackward0, out, (input,), (input,), True, dim=d)
 
 
