@@ -544,13 +544,15 @@ def _lu_backward(P: Tensor, L: Tensor, U: Tensor, gL, gU) -> Tensor:
     return P @ cat([square(L1, U, gL1, gU), gB2], -2)
 
 
-def _check_lu_input(A: Tensor) -> None:
+def _check_lu_input(A: Tensor, pivot: bool) -> None:
     if A._data.ndim < 2:
         raise RuntimeError(
             f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
             f"{list(A._data.shape)} instead"
         )
     check_matrix("torch.lu_factor", A, "A")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
 
 
 class LinalgLuBackward0(MultiOutputNode):
@@ -571,9 +573,7 @@ class LinalgLuFactorExBackward0(Node):
 
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> tuple:
     """``(LU, pivots, info)``: LAPACK's packed LU with 1-based pivots and an info code."""
-    _check_lu_input(A)
-    if not pivot:
-        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    _check_lu_input(A, pivot)
     a = A._data
     xp = array_module(a)
     lu, piv, info = _lu_arrays(a, xp)
@@ -606,9 +606,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple:
 
 def lu(A: Tensor, *, pivot: bool = True) -> tuple:
     """``(P, L, U)`` with ``A = P L U``, L unit lower triangular, U upper triangular."""
-    _check_lu_input(A)
-    if not pivot:
-        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    _check_lu_input(A, pivot)
     a = A._data
     xp = array_module(a)
     lu_, piv, _ = _lu_arrays(a, xp)
