@@ -6,8 +6,8 @@ Run::
 
 For each op class of ``ember._backend.SPLIT_FROM`` and each size (2^14 to 2^22 elements) it
 times one NumPy call against ``_backend.split_ufunc`` (forced to split), alternating the two
-call by call, and prints the ratios split / single of the medians and of the minima (below 1: splitting
-pays; on a busy machine the minima stand for its quiet moments).
+call by call, and prints the ratios split / single of the medians and of the minima (below 1:
+splitting pays; on a busy machine the minima stand for its quiet moments).
 To imitate the AVX2 family on an AVX-512 machine set ``NPY_DISABLE_CPU_FEATURES`` to the AVX-512
 features NumPy lists (``python -c "import numpy; numpy.show_runtime()"``), plus
 ``NUMBA_CPU_NAME=haswell OPENBLAS_CORETYPE=Haswell`` for the compiled kernels and the BLAS.

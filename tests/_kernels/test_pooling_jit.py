@@ -136,7 +136,7 @@ def test_compiled_step_replays_the_kernel():
 
     def run(compiled: bool):
         ember.manual_seed(0)
-        model = ember.nn.Sequential(ember.nn.Conv2d(3, 4, 2), ember.nn.MaxPool2d(3, 2, 1))
+        model = ember.nn.Sequential(ember.nn.Conv2d(3, 4, 1), ember.nn.MaxPool2d(3, 2, 1))
         opt = ember.optim.SGD(model.parameters(), lr=0.1)
 
         def step(x):
