@@ -1000,8 +1000,7 @@ def select(condition, a, b):
     if not _bit_selectable(condition, a, b) or condition.size < 4096:
         return _MODULE_OF_TYPE.get(condition.__class__, _np).where(condition, a, b)
     ints = _SAME_WIDTH_INT[a.dtype.itemsize]
-    a_bits = a.reshape(a.shape or (1,)).view(ints).reshape(a.shape)
-    b_bits = b.reshape(b.shape or (1,)).view(ints).reshape(b.shape)
+    a_bits, b_bits = a.view(ints), b.view(ints)
     # mask all ones where condition fails: keep b's bits there, a's where it holds
     chosen = _np.bitwise_xor(a_bits, b_bits)
     fail = _bit_mask(condition, ints)
