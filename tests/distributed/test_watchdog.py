@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 
 import pytest
@@ -40,7 +41,10 @@ if rank == victim:
     if death == "fork, then kill" and os.fork() == 0:
         time.sleep(30)  # a child (a DataLoader worker) that outlives its parent
         os._exit(0)
-    if death in ("kill", "fork, then kill"):
+    if death == "kill mid-transfer":  # its part of a 16 MB all_reduce half sent
+        dist.all_reduce(ember.ones(4_000_000), async_op=True)
+        time.sleep(0.002)
+    if death in ("kill", "fork, then kill", "kill mid-transfer"):
         os.kill(os.getpid(), signal.SIGKILL)
     elif death == "exit":
         sys.exit(0)
@@ -54,6 +58,7 @@ OPS = {
     "recv": lambda: dist.recv(ember.ones(4), src=victim),
     "broadcast_object_list": lambda: dist.broadcast_object_list([None], src=victim),
     "async all_reduce": lambda: dist.all_reduce(ember.ones(4), async_op=True).wait(),
+    "16 MB all_reduce": lambda: dist.all_reduce(ember.ones(4_000_000)),
 }
 outcome = {}
 began = time.monotonic()
@@ -107,6 +112,7 @@ SCENARIOS = {
     "rank 0 killed, survivor in recv": (2, 0, "kill", "recv"),
     "killed, two survivors in all_reduce": (3, 2, "kill", "all_reduce"),
     "killed, its forked child alive": (2, 1, "fork, then kill", "all_reduce"),
+    "killed mid-transfer, survivor in all_reduce": (2, 1, "kill mid-transfer", "16 MB all_reduce"),
 }
 LONG = os.environ.get("EMBER_LONG_TESTS") == "1"  # the same waiting, reached by other roads
 if LONG:
@@ -160,6 +166,15 @@ def test_a_survivor_raises_dist_backend_error_within_seconds(outcomes, name):
         assert seen["seconds"] < 10, (rank, seen)
         assert f"rank {victim} " in seen["message"], seen["message"]
         assert "Connection closed by peer" in seen["message"]
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_a_survivor_says_nothing_in_ucxs_words(outcomes, name):
+    # UCX's log lines ("[time] [host:pid:thread]  mpool.c:54  UCX  WARN  object ... was not
+    # returned", "[host:pid:thread:tid]  cma_ep.c:85  process_vm_readv ...") repeat what the
+    # DistBackendError says; process_group keeps only UCX's fatal messages
+    for rank, (_, out, err) in outcomes[name].items():
+        assert not re.search(r"^\[.*\]\s+\w+\.c:\d+\s", out + err, re.M), (rank, out, err)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

@@ -228,9 +228,13 @@ def init_process_group(
         raise RuntimeError(
             "ember.distributed needs mpi4py: pip install 'ember[distributed]' (mpi4py and mpich)"
         )
-    # UCX (under MPICH) prints a warning per operation a dead rank left unfinished, on stdout,
-    # when this process exits; a rank that caught the DistBackendError has said what happened
-    os.environ.setdefault("UCX_LOG_LEVEL", "error")
+    # UCX (under MPICH) logs the loss of a peer in its own words: a warning per operation a
+    # dead rank left unfinished (at exit), and an error when the peer died in the middle of a
+    # copy out of its memory ("cma_ep.c ... process_vm_readv ... No such process"), which a
+    # launcher's Ctrl-C can cause however it orders the ranks' ends. ember.distributed.liveness
+    # reports every such loss itself (a DistBackendError naming the rank), so only UCX's fatal
+    # messages are kept; UCX_LOG_LEVEL set by the user wins.
+    os.environ.setdefault("UCX_LOG_LEVEL", "fatal")
     from mpi4py import MPI
 
     mpi_world = MPI.COMM_WORLD
