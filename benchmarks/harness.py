@@ -337,14 +337,24 @@ def _worker(spec: dict) -> dict:
     # recorded under the default filters (once per place), so a warning per step costs no more
     # than it would in a user's program
     with warnings.catch_warnings(record=True) as caught:
+        began = time.perf_counter()
         step = workload.build(lib, **spec["params"])
-        times = time_steps(step.run, spec["warmup"], spec["steps"])
-    result = {"times": times, "median": statistics.median(times), "readout": step.readout()}
+        built = time.perf_counter()
+        step.run()  # the first call: where a compiler records or compiles
+        first = time.perf_counter()
+        times = time_steps(step.run, max(0, spec["warmup"] - 1), spec["steps"])
+    result = {
+        "times": times,
+        "median": statistics.median(times),
+        "readout": step.readout(),
+        "build_s": built - began,
+        "first_call_s": first - built,
+    }
     others = [name for name in ("ember", "torch") if name != spec["lib"] and name in sys.modules]
     if others:  # the point of a worker is one library per process
         result["notes"] = [f"{', '.join(others)} also imported in the {spec['lib']} worker"]
     compiled = getattr(step, "compiled", None)
-    if compiled is not None:
+    if compiled is not None and spec["lib"] == "ember":  # torch.compile keeps no such counts
         counts = {k: getattr(compiled, k) for k in ("recordings", "replays", "fallbacks")}
         result["compile"] = counts
         # a recording or two during warm-up is normal (gradients appear after the first step)

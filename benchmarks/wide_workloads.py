@@ -71,12 +71,16 @@ def labels(n: int, classes: int = 10, seed: int = 2) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, classes, n).astype(np.int64)
 
 
-def maybe_compile(m, fn, compiled: bool):
-    """ember.compile on ember's side of the compiled workloads; torch stays eager."""
-    return m.compile(fn) if compiled and is_ember(m) else fn
+def maybe_compile(m, fn, compiled: bool | str):
+    """``compiled=True``: ember.compile on ember's side, torch stays eager. ``"both"``: torch's
+    side is ``torch.compile`` (inductor; the backward and the optimizer step as dynamo splits
+    them), against ember.compile."""
+    if compiled == "both" or (compiled and is_ember(m)):
+        return m.compile(fn)
+    return fn
 
 
-def training_step(m, model, opt, forward_loss, compiled: bool = False) -> Step:
+def training_step(m, model, opt, forward_loss, compiled: bool | str = False) -> Step:
     """zero_grad, forward, backward, optimizer step; the loss kept for the readout."""
 
     def step():
@@ -115,7 +119,7 @@ def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------------------- training steps
 
 
-def mlp_step(m, batch: int = 32, dtype: str = "float32", compiled: bool = False) -> Step:
+def mlp_step(m, batch: int = 32, dtype: str = "float32", compiled: bool | str = False) -> Step:
     model = mlp(m, (784, 512, 512, 10)).to(getattr(m, dtype))
     set_parameters(m, model)
     opt = m.optim.SGD(model.parameters(), lr=0.01)
@@ -125,7 +129,7 @@ def mlp_step(m, batch: int = 32, dtype: str = "float32", compiled: bool = False)
     return training_step(m, model, opt, lambda: loss_fn(model(x), y), compiled)
 
 
-def digits_epoch(m, compiled: bool = False) -> Step:
+def digits_epoch(m, compiled: bool | str = False) -> Step:
     images, targets = digits_arrays()
     m.manual_seed(0)  # the shuffled order: ember's RandomSampler draws torch's permutation
     model = mlp(m, (64, 128, 10))
@@ -153,7 +157,7 @@ def digits_epoch(m, compiled: bool = False) -> Step:
     return Step(epoch, lambda: [float(state["loss"].detach())], compiled_fn)
 
 
-def recurrent_step(m, cell: str = "LSTM", compiled: bool = False) -> Step:
+def recurrent_step(m, cell: str = "LSTM", compiled: bool | str = False) -> Step:
     """2 layers x 128 hidden, seq 50, batch 32, input 64; the last output through a linear head."""
     rnn = getattr(m.nn, cell)(64, 128, num_layers=2, batch_first=True)
     model = m.nn.ModuleDict({"rnn": rnn, "head": m.nn.Linear(128, 10)})
@@ -256,7 +260,7 @@ def _transformer(m):
     return model, m.tensor(data((16, 64, 128)))
 
 
-def transformer_step(m, compiled: bool = False) -> Step:
+def transformer_step(m, compiled: bool | str = False) -> Step:
     """2 x TransformerEncoderLayer(128, 4 heads, ff 512), seq 64, batch 16, AdamW."""
     model, x = _transformer(m)
     opt = m.optim.AdamW(model.parameters(), lr=1e-3)
@@ -581,6 +585,40 @@ WORKLOADS = _table(
         transformer_step,
         {"compiled": True},
         3,
+        30,
+    ),
+    # ember.compile against torch.compile: the warm-up takes inductor's first calls (seconds;
+    # benchmarks/compile_warmup.py times them)
+    Workload(
+        "inductor-mlp-b32",
+        "MLP b32 step, ember.compile vs torch.compile",
+        mlp_step,
+        {"batch": 32, "compiled": "both"},
+        10,
+        200,
+    ),
+    Workload(
+        "inductor-digits-epoch",
+        "digits epoch, ember.compile vs torch.compile",
+        digits_epoch,
+        {"compiled": "both"},
+        3,
+        20,
+    ),
+    Workload(
+        "inductor-lstm",
+        "LSTM step, ember.compile vs torch.compile",
+        recurrent_step,
+        {"cell": "LSTM", "compiled": "both"},
+        5,
+        50,
+    ),
+    Workload(
+        "inductor-transformer",
+        "transformer step, ember.compile vs torch.compile",
+        transformer_step,
+        {"compiled": "both"},
+        5,
         30,
     ),
 )
