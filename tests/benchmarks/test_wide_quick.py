@@ -78,6 +78,8 @@ def test_worker_process_returns_times_as_json(wide):
     assert "error" not in out, out
     assert len(out["times"]) == 3 and all(t > 0 for t in out["times"])
     assert out["median"] == sorted(out["times"])[1]
+    # the build and the first call are timed apart from the steps
+    assert out["build_s"] > 0 and out["first_call_s"] > 0
     assert len(out["readout"]) == 2
 
 
