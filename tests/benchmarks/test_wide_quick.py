@@ -98,7 +98,7 @@ def test_comparison_row_gives_median_ratio_and_round_span(wide):
 def test_every_workload_builder_takes_its_parameters(wide):
     import inspect
 
-    assert len(wide.WORKLOADS) == 36
+    assert len(wide.WORKLOADS) == 40
     for name, workload in wide.WORKLOADS.items():
         assert workload.name == name
         inspect.signature(workload.build).bind(None, **workload.params)
