@@ -208,18 +208,24 @@ class ConvolutionOneGemmBackward0(Node):
         return gx, gw, gb
 
     def _pipelined_backward(self, xp, x, weight, gd, edges):
-        """The gradients by :mod:`ember._kernels.conv_pipeline`, chunk by chunk."""
+        """The gradients by the pipeline's backward (:meth:`_pipeline_backward_call`),
+        chunk by chunk."""
         if self.unbatched:
             x = x[None]
         needs = [edge is not None for edge in edges[:3]] + [False] * (3 - len(edges))
-        call = _PipelineCall(conv_pipeline.backward)
-        geometry = (self.kernel, self.stride, self.pads, self.dilation)
-        args = (x, weight, gd, *geometry, *needs, self.groups)
+        call, args = self._pipeline_backward_call(x, weight, gd, needs)
         grads = iter(_kernel_call(xp, call, *args))  # the wanted gradients only
         gx, gw, gb = (wrap(next(grads)) if need else None for need in needs)
         if gx is not None and self.unbatched:
             gx = gx[0]
         return gx, gw, gb
+
+    def _pipeline_backward_call(self, x, weight, gd, needs) -> tuple:
+        """:mod:`ember._kernels.conv_pipeline`'s backward and its arguments (``needs``: which
+        of the input, weight and bias gradients it makes)."""
+        geometry = (self.kernel, self.stride, self.pads, self.dilation)
+        args = (x, weight, gd, *geometry, *needs, self.groups)
+        return _PipelineCall(conv_pipeline.backward), args
 
 
 def _transposes_as_a_conv(stride, pads, dilation, kernel, weight_shape) -> bool:
@@ -270,24 +276,11 @@ def _scratch_empty(xp, shape, dtype):
     return xp.empty(shape, dtype=dtype)
 
 
-def _conv_one_gemm(
-    input,
-    weight,
-    bias,
-    compute,
-    unbatched,
-    kernel,
-    stride,
-    pads,
-    dilation,
-    out,
-    n,
-    out_ch,
-    taps,
-    groups=1,
-):
+def _conv_one_gemm(input, weight, bias, compute, unbatched, geometry, out, out_ch, taps, groups):
     """groups=1: (O, C·∏K) @ (C·∏K, N·∏O), recorded as one node that keeps the columns;
-    float32/float64 NumPy arrays (any groups): the pipeline, chunk by chunk."""
+    float32/float64 NumPy arrays (any groups): the pipeline, chunk by chunk. ``geometry``:
+    the kernel, stride, pads and dilation."""
+    kernel, stride, pads, dilation = geometry
     inputs = (input, weight, bias)
     x = input._data[None] if unbatched else input._data
     xp = array_module(x)
@@ -613,21 +606,9 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups: int, nd: in
             y = y + bias.reshape((1, out_ch) + (1,) * nd)
         return y.squeeze(0) if unbatched else y
 
+    geometry = (kernel, stride, pads, dilation)
     return _conv_one_gemm(
-        input,
-        weight,
-        bias,
-        compute,
-        unbatched,
-        kernel,
-        stride,
-        pads,
-        dilation,
-        out,
-        n,
-        out_ch,
-        taps,
-        groups,
+        input, weight, bias, compute, unbatched, geometry, out, out_ch, taps, groups
     )
 
 

@@ -138,17 +138,9 @@ class ConvolutionTransposeBackward0(ConvolutionOneGemmBackward0):
         "output_padding": lambda node: getattr(node, "output_padding", (0,) * len(node.stride)),
     }
 
-    def _pipelined_backward(self, xp, x, weight, gd, edges):
-        if self.unbatched:
-            x = x[None]
-        needs = [edge is not None for edge in edges[:3]] + [False] * (3 - len(edges))
-        call = _PipelineCall(conv_transposed.backward)
+    def _pipeline_backward_call(self, x, weight, gd, needs) -> tuple:
         geometry = (self.kernel, self.stride, self.pads, self.dilation, self.groups)
-        grads = iter(_kernel_call(xp, call, x, weight, gd, *geometry, *needs))
-        gx, gw, gb = (wrap(next(grads)) if need else None for need in needs)
-        if gx is not None and self.unbatched:
-            gx = gx[0]
-        return gx, gw, gb
+        return _PipelineCall(conv_transposed.backward), (x, weight, gd, *geometry, *needs)
 
 
 def _conv_transpose_pipelined(input, weight, bias, compute, unbatched, geometry, out):
