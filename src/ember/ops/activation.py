@@ -84,35 +84,35 @@ def _saved_softmax_dim(node):
     return node.dim if node.dim_arg is None else torch_int(node.dim_arg)
 
 
-class SoftmaxBackward0(Node):
+class _SoftmaxFamilyBackward(Node):
+    """softmax's and log_softmax's backward (``log``): the blocked or the fused kernel when
+    no graph is built, else the subclass's ``formula`` in ember ops."""
+
     torch_saved = {"dim": _saved_softmax_dim, "result": "result"}
     dim_arg = None
+    log = False
 
     def backward(self, g):
         y = self.saved_output()
         d = self.dim
         if not grad_state.enabled and y._data.ndim:
             if _fast(y):
-                return wrap(_blocked.softmax_backward(g._data, y._data, d, log=False))
-            fused = _fused_softmax_grad(g._data, y._data, d, log=False)
+                return wrap(_blocked.softmax_backward(g._data, y._data, d, log=self.log))
+            fused = _fused_softmax_grad(g._data, y._data, d, log=self.log)
             if fused is not None:
                 return wrap(fused)
+        return self.formula(g, y, d)
+
+
+class SoftmaxBackward0(_SoftmaxFamilyBackward):
+    def formula(self, g, y, d):
         return y * (g - (g * y).sum(d, keepdim=True))  # J = diag(y) - y yᵀ
 
 
-class LogSoftmaxBackward0(Node):
-    torch_saved = {"dim": _saved_softmax_dim, "result": "result"}
-    dim_arg = None
+class LogSoftmaxBackward0(_SoftmaxFamilyBackward):
+    log = True
 
-    def backward(self, g):
-        y = self.saved_output()
-        d = self.dim
-        if not grad_state.enabled and y._data.ndim:
-            if _fast(y):
-                return wrap(_blocked.softmax_backward(g._data, y._data, d, log=True))
-            fused = _fused_softmax_grad(g._data, y._data, d, log=True)
-            if fused is not None:
-                return wrap(fused)
+    def formula(self, g, y, d):
         return g - y.exp() * g.sum(d, keepdim=True)  # d log softmax = I - softmax
 
 
