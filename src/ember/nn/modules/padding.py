@@ -26,16 +26,7 @@ class _PadNd(Module):
         super().__init__()
         self.padding = _pairs(padding, self._dims)
 
-    def _check_input(self, input) -> None:
-        allowed = (self._dims + 1, self._dims + 2)
-        if input.dim() not in allowed:
-            raise ValueError(
-                f"expected {allowed[0]}D or {allowed[1]}D input (got {input.dim()}D input)"
-            )
-
     def forward(self, input):
-        if self._mode == "circular":
-            self._check_input(input)
         return _pad(input, self.padding, self._mode)
 
     def extra_repr(self) -> str:
@@ -94,55 +85,72 @@ class ZeroPad3d(_ZeroPadNd):
     _dims = 3
 
 
-class ReflectionPad1d(_PadNd):
-    """Pad the last dim with its mirror image (the border not repeated)."""
-
+class _ReflectionPadNd(_PadNd):
     _mode = "reflect"
 
 
-class ReflectionPad2d(_PadNd):
+class ReflectionPad1d(_ReflectionPadNd):
+    """Pad the last dim with its mirror image (the border not repeated)."""
+
+
+class ReflectionPad2d(_ReflectionPadNd):
     """Pad the last two dims with their mirror image."""
 
-    _dims, _mode = 2, "reflect"
+    _dims = 2
 
 
-class ReflectionPad3d(_PadNd):
+class ReflectionPad3d(_ReflectionPadNd):
     """Pad the last three dims with their mirror image."""
 
-    _dims, _mode = 3, "reflect"
+    _dims = 3
 
 
-class ReplicationPad1d(_PadNd):
-    """Pad the last dim by repeating its border values."""
-
+class _ReplicationPadNd(_PadNd):
     _mode = "replicate"
 
 
-class ReplicationPad2d(_PadNd):
+class ReplicationPad1d(_ReplicationPadNd):
+    """Pad the last dim by repeating its border values."""
+
+
+class ReplicationPad2d(_ReplicationPadNd):
     """Pad the last two dims by repeating their border values."""
 
-    _dims, _mode = 2, "replicate"
+    _dims = 2
 
 
-class ReplicationPad3d(_PadNd):
+class ReplicationPad3d(_ReplicationPadNd):
     """Pad the last three dims by repeating their border values."""
 
-    _dims, _mode = 3, "replicate"
+    _dims = 3
 
 
-class CircularPad1d(_PadNd):
-    """Pad the last dim by wrapping around (periodic boundary)."""
-
+class _CircularPadNd(_PadNd):
     _mode = "circular"
 
+    def _check_input_dim(self, input) -> None:
+        allowed = (self._dims + 1, self._dims + 2)
+        if input.dim() not in allowed:
+            raise ValueError(
+                f"expected {allowed[0]}D or {allowed[1]}D input (got {input.dim()}D input)"
+            )
 
-class CircularPad2d(_PadNd):
+    def forward(self, input):
+        self._check_input_dim(input)
+        return _pad(input, self.padding, "circular")
+
+
+class CircularPad1d(_CircularPadNd):
+    """Pad the last dim by wrapping around (periodic boundary)."""
+
+
+class CircularPad2d(_CircularPadNd):
     """Pad the last two dims by wrapping around."""
 
-    _dims, _mode = 2, "circular"
+    _dims = 2
 
 
-class CircularPad3d(_PadNd):
+class CircularPad3d(_CircularPadNd):
     """Pad the last three dims by wrapping around."""
 
-    _dims, _mode = 3, "circular"
+    _dims = 3
