@@ -6,20 +6,28 @@ from .. import functional as F
 from .module import Module
 
 
-class Dropout(Module):
-    def __init__(self, p: float = 0.5, inplace: bool = False):
+class _DropoutNd(Module):
+    """What every dropout layer shares: ``p`` and ``inplace``, and a forward through its
+    functional (``_fn``, set by each subclass)."""
+
+    _fn = None
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
+        return type(self)._fn(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
 
 
+class Dropout(_DropoutNd):
+    _fn = staticmethod(F.dropout)
+
+
 class Dropout2d(Dropout):
-    def forward(self, input):
-        return F.dropout2d(input, self.p, self.training, self.inplace)
+    _fn = staticmethod(F.dropout2d)

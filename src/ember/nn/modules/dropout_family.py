@@ -4,23 +4,7 @@ FeatureAlphaDropout."""
 from __future__ import annotations
 
 from ...ops import dropout as ops
-from .module import Module
-
-
-class _DropoutNd(Module):
-    _fn = None
-
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
-    def forward(self, input):
-        return type(self)._fn(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
+from .dropout import _DropoutNd
 
 
 class Dropout1d(_DropoutNd):
