@@ -1159,45 +1159,40 @@ class RemainderBackward1(Node):  # remainder(tensor, tensor)
         return g, gb
 
 
-def fmod(input, other) -> Tensor:
-    _require_tensor_input("fmod", input, other)
-    a, b = promote("fmod", input, other)
-    if not isinstance(a, Tensor):
-        a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
-    xp = array_module(a._data)
-    if a._data.dtype.kind in "biu":
-        _check_bool_operands("fmod_cpu", a, b)
+def _make_division_remainder(name: str, by_number: type, by_tensor: type, tensor_first: bool):
+    """fmod or remainder (``name``, also the NumPy function: the remainder with the sign of
+    the dividend, or of the divisor), made by one factory so that the op's own call is its
+    body; the nodes are those for a number and a tensor divisor; ``tensor_first``: torch's
+    signatures take a tensor dividend only (fmod)."""
+
+    def op(input, other) -> Tensor:
+        if tensor_first:
+            _require_tensor_input(name, input, other)
+        a, b = promote(name, input, other)
+        if not isinstance(a, Tensor):
+            a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
+        xp = array_module(a._data)
+        if a._data.dtype.kind in "biu":
+            _check_bool_operands(f"{name}_cpu", a, b)
+            try:
+                _check_integer_divisor(xp, data_of(b), a._data)
+            except ValueError:
+                raise broadcast_error(name, a._data, data_of(b)) from None
         try:
-            _check_integer_divisor(xp, data_of(b), a._data)
+            data = getattr(xp, name)(a._data, data_of(b, a._data))
         except ValueError:
-            raise broadcast_error("fmod", a._data, data_of(b)) from None
-    try:
-        data = xp.fmod(a._data, data_of(b, a._data))
-    except ValueError:
-        raise broadcast_error("fmod", a._data, data_of(b)) from None
-    if not isinstance(b, Tensor):
-        return result(FmodBackward0, data, (a,))
-    return result(FmodBackward1, data, (a, b), (a, b))
+            raise broadcast_error(name, a._data, data_of(b)) from None
+        if not isinstance(b, Tensor):
+            return result(by_number, data, (a,))
+        return result(by_tensor, data, (a, b), (a, b))
+
+    return named(op, name)
 
 
-def remainder(input, other) -> Tensor:
-    a, b = promote("remainder", input, other)
-    if not isinstance(a, Tensor):
-        a = wrap(_scalar_array(a, b))  # the number takes the tensor's (promoted) dtype
-    xp = array_module(a._data)
-    if a._data.dtype.kind in "biu":
-        _check_bool_operands("remainder_cpu", a, b)
-        try:
-            _check_integer_divisor(xp, data_of(b), a._data)
-        except ValueError:
-            raise broadcast_error("remainder", a._data, data_of(b)) from None
-    try:
-        data = xp.remainder(a._data, data_of(b, a._data))
-    except ValueError:
-        raise broadcast_error("remainder", a._data, data_of(b)) from None
-    if not isinstance(b, Tensor):
-        return result(RemainderBackward0, data, (a,))
-    return result(RemainderBackward1, data, (a, b), (a, b))
+fmod = _make_division_remainder("fmod", FmodBackward0, FmodBackward1, tensor_first=True)
+remainder = _make_division_remainder(
+    "remainder", RemainderBackward0, RemainderBackward1, tensor_first=False
+)
 
 
 class HypotBackward0(Node):
