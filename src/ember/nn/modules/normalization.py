@@ -86,24 +86,32 @@ class _BatchNorm(Module):
                 f"{input.dim()}D input)"
             )
 
-    def forward(self, input):
-        self._check_input_dim(input)
+    def _step_momentum(self) -> float:
+        """This call's momentum; a training call with running statistics counts its batch."""
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average
                 momentum = 1.0 / float(self.num_batches_tracked)
-        use_batch = self.training or self.running_mean is None
+        return momentum
+
+    def _batch_norm(self, input, momentum: float):
+        """``F.batch_norm`` of ``input`` with this layer's state (this rank's batch alone)."""
+        keep_running = not self.training or self.track_running_stats
         return F.batch_norm(
             input,
-            self.running_mean if not self.training or self.track_running_stats else None,
-            self.running_var if not self.training or self.track_running_stats else None,
+            self.running_mean if keep_running else None,
+            self.running_var if keep_running else None,
             self.weight,
             self.bias,
-            use_batch,
+            self.training or self.running_mean is None,
             momentum,
             self.eps,
         )
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        return self._batch_norm(input, self._step_momentum())
 
     def extra_repr(self) -> str:
         return (

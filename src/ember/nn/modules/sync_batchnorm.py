@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ... import _distributed_hook
 from ...autograd.function import Function
-from .. import functional as F
 from .normalization import _BatchNorm
 
 __all__ = ["SyncBatchNorm"]
@@ -147,25 +146,10 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input):
         self._check_input_dim(input)
         self._check_non_zero_input_channels(input)
-        momentum = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked)
+        momentum = self._step_momentum()
         sync = self._group()
         if sync is None:
-            use_batch = self.training or self.running_mean is None
-            keep_running = not self.training or self.track_running_stats
-            return F.batch_norm(
-                input,
-                self.running_mean if keep_running else None,
-                self.running_var if keep_running else None,
-                self.weight,
-                self.bias,
-                use_batch,
-                momentum,
-                self.eps,
-            )
+            return self._batch_norm(input, momentum)
         return _sync_batch_norm(self, input, momentum, *sync)
 
     @classmethod
