@@ -561,44 +561,28 @@ def _additive_mask(mask: Tensor | None, dtype, name: str) -> Tensor | None:
 
 def _check_batched(query: Tensor, key: Tensor, value: Tensor, key_padding_mask, attn_mask):
     """Whether the input is batched, with PyTorch's shape assertions."""
-    if query.dim() == 3:
-        if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError(
-                "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
-                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
-            )
-        if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError(
-                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D "
-                f"but found {key_padding_mask.dim()}-D tensor instead"
-            )
-        if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError(
-                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
-                f"found {attn_mask.dim()}-D tensor instead"
-            )
-        return True
-    if query.dim() == 2:
-        if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError(
-                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
-                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
-            )
-        if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError(
-                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
-                f"but found {key_padding_mask.dim()}-D tensor instead"
-            )
-        if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError(
-                "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
-                f"but found {attn_mask.dim()}-D tensor instead"
-            )
-        return False
-    raise AssertionError(
-        f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
-        "query tensor"
-    )
+    dims = query.dim()
+    if dims not in (2, 3):
+        raise AssertionError(
+            f"query should be unbatched 2D or batched 3D tensor but received {dims}-D query tensor"
+        )
+    given = f"For {'batched' if dims == 3 else 'unbatched'} ({dims}-D) `query`, expected"
+    if key.dim() != dims or value.dim() != dims:
+        raise AssertionError(
+            f"{given} `key` and `value` to be {dims}-D but found {key.dim()}-D and "
+            f"{value.dim()}-D tensors respectively"
+        )
+    if key_padding_mask is not None and key_padding_mask.dim() != dims - 1:
+        raise AssertionError(
+            f"{given} `key_padding_mask` to be `None` or {dims - 1}-D but found "
+            f"{key_padding_mask.dim()}-D tensor instead"
+        )
+    if attn_mask is not None and attn_mask.dim() not in (2, 3):
+        raise AssertionError(
+            f"{given} `attn_mask` to be `None`, 2-D or 3-D but found {attn_mask.dim()}-D "
+            "tensor instead"
+        )
+    return dims == 3
 
 
 def _transposed_batch_first(x: Tensor) -> bool:
