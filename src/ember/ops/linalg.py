@@ -13,7 +13,6 @@ from ..autograd import grad_mode as _gm
 from ..autograd.node import Node
 from . import linear_backward, linear_gemm  # they read gemm from this module when called
 from ._dispatch import array_module, grad_state, record, result, wrap
-from ._linalg_common import svd_kernel
 from .complex import conj_of
 from .reduction import vector_norm
 from .shape import (
@@ -725,34 +724,12 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return result(LinalgSolveExBackward0, out, (A, B), (A, B), save_output=True, vector=vector)
 
 
-class LinalgSvdvalsBackward0(Node):
-    def backward(self, g):
-        if _gm.is_grad_enabled():
-            raise RuntimeError("linalg.svdvals: double backward is not supported")
-        u, vh = self.u, self.vh
-        return (u * g.unsqueeze(-2)) @ vh  # dσ_k = u_kᵀ dA v_k
-
-
-def svdvals(A: Tensor) -> Tensor:
-    xp = array_module(A._data)
-    u, s, vh = svd_kernel(xp, A._data)
-    k = s.shape[-1]
-    return result(LinalgSvdvalsBackward0, s, (A,), u=wrap(u[..., :, :k]), vh=wrap(vh[..., :k, :]))
-
-
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Tensor:
+    """The matrix norms made of sums of absolute values (Frobenius, ±1, ±inf); the ones of
+    singular values, and the checks: :func:`ember.ops.linalg_functions.matrix_norm`."""
     d0, d1 = dim
     if ord == "fro":
         return vector_norm(A, 2, dim, keepdim)
-    if ord in ("nuc", 2, -2):
-        moved = A.movedim((d0, d1), (-2, -1))
-        s = svdvals(moved)
-        out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
-        if keepdim:
-            nd = A.ndim
-            for d in sorted([d0 % nd, d1 % nd]):
-                out = out.unsqueeze(d)
-        return out
     if ord in (1, -1, float("inf"), float("-inf")):
         nd = A.ndim
         d0, d1 = d0 % nd, d1 % nd
@@ -765,25 +742,6 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Te
             out = sums.amin(max_dim, keepdim=True)
         return out if keepdim else out.squeeze((d0, d1))
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-
-
-def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """``ember.linalg.norm``: a vector norm or a matrix norm, chosen as PyTorch chooses."""
-    if dtype is not None:
-        A = A.to(dtype)
-    if dim is not None and not isinstance(dim, int) and len(dim) == 2:
-        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim)
-    if dim is None and ord is not None:
-        if A.ndim == 2:
-            return matrix_norm(A, ord, (-2, -1), keepdim)
-        if A.ndim != 1:
-            raise RuntimeError(
-                f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
-                f"Got {A.ndim}D."
-            )
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.vector_norm: Order {ord} not supported.")
-    return vector_norm(A, 2 if ord is None else ord, dim, keepdim)
 
 
 def linear_gradients(g, x, w, need_x: bool, need_w: bool, need_b: bool) -> tuple:
