@@ -203,11 +203,37 @@ class _TransformerLayer(Module):
     """What encoder and decoder layers share: the feed-forward block's modules, the
     self-attention block and the test for running linear1 and a ReLU as one node."""
 
-    def _add_feed_forward(self, d_model, dim_feedforward, dropout, bias, kw) -> None:
-        """linear1, dropout and linear2 (registered in PyTorch's order)."""
+    def _add_blocks(
+        self,
+        attentions: tuple,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int,
+        dropout: float,
+        layer_norm_eps: float,
+        batch_first: bool,
+        norm_first: bool,
+        bias: bool,
+        kw: dict,
+    ) -> None:
+        """The submodules in PyTorch's order: a MultiheadAttention for each name in
+        ``attentions``, the feed-forward block (linear1, dropout, linear2), then a LayerNorm
+        and a Dropout for each block (norm1, norm2, ... and dropout1, dropout2, ...; the
+        feed-forward block is the last)."""
+        for name in attentions:
+            attention = MultiheadAttention(
+                d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw
+            )
+            setattr(self, name, attention)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        blocks = range(1, len(attentions) + 2)
+        for i in blocks:
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        for i in blocks:
+            setattr(self, f"dropout{i}", Dropout(dropout))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         out = self.self_attn(
@@ -258,16 +284,18 @@ class TransformerEncoderLayer(_TransformerLayer):
         dtype=None,
     ) -> None:
         super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw
+        self._add_blocks(
+            ("self_attn",),
+            d_model,
+            nhead,
+            dim_feedforward,
+            dropout,
+            layer_norm_eps,
+            batch_first,
+            norm_first,
+            bias,
+            dict(device=device, dtype=dtype),
         )
-        self._add_feed_forward(d_model, dim_feedforward, dropout, bias, kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
         activation = _get_activation_fn(activation)
         # imported here so that activation.py may re-export MultiheadAttention (as torch does)
         from .activation import GELU, ReLU
@@ -403,21 +431,18 @@ class TransformerDecoderLayer(_TransformerLayer):
         dtype=None,
     ) -> None:
         super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw
+        self._add_blocks(
+            ("self_attn", "multihead_attn"),
+            d_model,
+            nhead,
+            dim_feedforward,
+            dropout,
+            layer_norm_eps,
+            batch_first,
+            norm_first,
+            bias,
+            dict(device=device, dtype=dtype),
         )
-        self.multihead_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw
-        )
-        self._add_feed_forward(d_model, dim_feedforward, dropout, bias, kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
         self.activation = _get_activation_fn(activation)
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
