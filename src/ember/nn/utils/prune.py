@@ -340,10 +340,7 @@ class RandomStructured(BasePruningMethod):
             return default_mask
         scores = rand(n_channels)
         kept = scores > kthvalue(scores, n_prune).values  # the n_prune lowest scores go
-        mask = zeros_like(t)
-        mask[_channel_index(t, self.dim, kept)] = 1
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+        return _channel_mask(t, self.dim, kept, default_mask)
 
     @classmethod
     def apply(
@@ -370,10 +367,7 @@ class LnStructured(BasePruningMethod):
         dim = self.dim % t.dim()
         channel_norms = norm(t.detach(), p=self.n, dim=[d for d in range(t.dim()) if d != dim])
         kept = _topk_indices(_host_values(channel_norms), n_channels - n_prune, largest=True)
-        mask = zeros_like(t)
-        mask[_channel_index(t, dim, tensor(kept, device=mask.device))] = 1
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+        return _channel_mask(t, dim, tensor(kept, device=t.device), default_mask)
 
     @classmethod
     def apply(
@@ -637,9 +631,13 @@ def _channel_count(t: Tensor, dim: int) -> int:
     return t.shape[dim]
 
 
-def _channel_index(t: Tensor, dim: int, channels) -> tuple:
-    """The index selecting ``channels`` (bool or int) along ``dim`` of ``t``, all else whole."""
-    return (slice(None),) * (dim % t.dim()) + (channels,)
+def _channel_mask(t: Tensor, dim: int, channels, default_mask: Tensor) -> Tensor:
+    """A structured pruning's mask: ones on ``channels`` (bool or int) along ``dim`` of ``t``,
+    zeros on the other channels, times ``default_mask``."""
+    mask = zeros_like(t)
+    mask[(slice(None),) * (dim % t.dim()) + (channels,)] = 1
+    mask *= default_mask.to(dtype=mask.dtype)
+    return mask
 
 
 def _host_values(t: Tensor) -> np.ndarray:
