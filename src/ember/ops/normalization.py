@@ -391,22 +391,10 @@ def _batch_norm_compiled(kernels, input, layout, weight, bias, eps, stats=None):
         (mean, rstd), var = stats, None
         forward = _KernelCall(kernels.batch_norm_forward, keep=1)
         (out,) = _kernel_call(xp, forward, *arrays, mean, rstd)
-    attrs = dict(
-        layout=layout,
-        eps=eps,
-        mean=mean,
-        rstd=rstd,
-        batch_stats=stats is None,
-        affine_shape=(shape[1],),
-        bias_dtype=bias._data.dtype if bias is not None else None,
-        slab_axis=1,
-    )
-    output = result(
-        NativeBatchNormBackward0,
-        out.reshape(data.shape),
-        (input, weight, bias),
-        (input, weight),
-        **attrs,
+    inputs = (input, weight, bias)
+    out = out.reshape(data.shape)
+    output = _fused_norm_result(
+        NativeBatchNormBackward0, out, inputs, layout, eps, mean, rstd, stats, (shape[1],), 1
     )
     return output, mean, var, rstd
 
@@ -443,7 +431,24 @@ def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, slab_a
     with _backend.errstate(xp, all="ignore"):
         _run_slabs(slab, slabs, x.size)
     out = out.reshape(data.shape).astype(data.dtype, copy=False)
-    attrs = dict(
+    inputs = (input, weight, bias)
+    output = _fused_norm_result(
+        node_cls, out, inputs, layout, eps, mean, rstd, stats, affine_shape, slab_axis
+    )
+    return output, mean, var, rstd
+
+
+def _fused_norm_result(
+    node_cls, out, inputs, layout, eps, mean, rstd, stats, affine_shape, slab_axis
+) -> Tensor:
+    """A fused norm's output tensor and its node, with what the backward reads (``inputs``:
+    the input, weight and bias; ``stats``: the statistics given, None for the batch's)."""
+    input, weight, bias = inputs
+    return result(
+        node_cls,
+        out,
+        inputs,
+        (input, weight),
         layout=layout,
         eps=eps,
         mean=mean,
@@ -453,8 +458,6 @@ def _fused_norm(node_cls, input, layout, weight, bias, eps, affine_shape, slab_a
         bias_dtype=bias._data.dtype if bias is not None else None,
         slab_axis=slab_axis,
     )
-    output = result(node_cls, out, (input, weight, bias), (input, weight), **attrs)
-    return output, mean, var, rstd
 
 
 def layer_norm_rows(xp, rows, weight, bias, eps: float, out=None):
