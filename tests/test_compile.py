@@ -306,3 +306,69 @@ def test_cuda_steps_run_eagerly_with_a_warning():
     with pytest.warns(CompileWarning, match="only CPU"):
         compiled = _run(on_gpu, sgd, batches, compiled=True)
     _assert_same(eager, compiled)
+
+
+def test_a_closure_tensors_gradient_is_plain_and_current_after_recording_and_replays():
+    # the step clears and remakes the gradient of a tensor that is no module's parameter
+    rng = np.random.default_rng(5)
+    x = ember.tensor(rng.standard_normal((6, 5)), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((6, 5)))
+
+    def step(scale):
+        x.grad = None
+        ((x * w).tanh() * scale).sum().backward()
+
+    compiled = ember.compile(step)
+    for i in range(4):
+        scale = ember.full((5,), float(i + 1), dtype=ember.float64)
+        compiled(scale)
+        assert type(x.grad._data) is np.ndarray  # not the recording's array
+        expected = (1 - np.tanh(x.detach().numpy() * w.numpy()) ** 2) * w.numpy() * (i + 1)
+        np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+        x.grad.clone()  # an op on it works outside the recording
+    assert compiled.replays >= 2
+
+
+def test_a_float64_training_step_replays_though_its_loss_changes():
+    # a full float64 sum comes back from NumPy as a float subclass; it is an array result,
+    # not a Python answer to guard (the loss changes at every step)
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)).double()
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    x = ember.randn(16, 4, dtype=ember.float64)
+    y = ember.randn(16, 1, dtype=ember.float64)
+
+    def step():
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = ember.compile(step)
+    losses = [compiled().item() for _ in range(6)]
+    assert compiled.replays >= 4 and compiled.fallbacks == 0
+    assert losses == sorted(losses, reverse=True) and losses[0] > losses[-1]
+
+
+def test_a_step_through_where_and_masked_fill_records_and_replays():
+    # their backward asks the backend module for broadcast_shapes, a function of shapes that
+    # the recording runs as it is (it returned a tuple, which stopped the recording)
+    rng = np.random.default_rng(7)
+    x = ember.tensor(rng.standard_normal((8, 6)), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((8, 6)))
+
+    def step(shift):
+        x.grad = None
+        y = ember.where(w > 0, x * 2, x + shift).masked_fill(w < -1, 0.0)
+        (y * w).sum().backward()
+        return y
+
+    compiled = ember.compile(step)
+    for i in range(4):
+        shift = ember.full((6,), float(i))
+        got, grad = compiled(shift), x.grad.clone()
+        want = step(shift)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(grad.numpy(), x.grad.numpy())
+    assert compiled.replays >= 2 and not hasattr(compiled, "why_eager")

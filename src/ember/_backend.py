@@ -970,11 +970,13 @@ def _bit_mask(condition, ints):
 
 
 def _bit_selectable(condition, *arrays) -> bool:
+    # NumPy arrays and their subclasses: ember.compile's recording arrays take the bit path
+    # too, so that a replay selects as eager code does
     return (
-        condition.__class__ is _np.ndarray
+        isinstance(condition, _np.ndarray)
         and condition.dtype == _np.bool_
         and all(
-            a.__class__ is _np.ndarray
+            isinstance(a, _np.ndarray)
             and a.dtype == arrays[0].dtype
             and a.dtype.kind in "biufc"
             and a.dtype.itemsize in _SAME_WIDTH_INT

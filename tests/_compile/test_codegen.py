@@ -226,3 +226,27 @@ def test_an_error_in_a_generated_replay_shows_the_replayed_line():
         replay(np.ones(2))
     text = "".join(traceback.format_tb(caught.tb))
     assert "ember.compile replay" in text and "s1 = k0(s0)" in text
+
+
+def test_a_replayed_relu_backward_selects_by_bits_as_eager_does():
+    # NumPy's where branches per element and mispredicts on a ReLU's random mask; eager code
+    # selects by bit masks (_backend.select), and the recording must take that path too
+    rng = np.random.default_rng(3)
+    x = ember.tensor(rng.standard_normal((64, 128)).astype(np.float32), requires_grad=True)
+    w = ember.tensor(rng.standard_normal((64, 128)).astype(np.float32))
+
+    def step():
+        x.grad = None
+        y = (x * w).relu()
+        (y * w).sum().backward()
+        return y
+
+    eager = [step(), x.grad.clone()]
+    compiled = ember.compile(step)
+    for _ in range(3):
+        got = [compiled(), x.grad.clone()]
+    assert compiled.replays >= 1
+    for a, b in zip(eager, got):
+        np.testing.assert_array_equal(a.detach().numpy(), b.numpy())
+    (plan,) = [p for p in compiled.plans.values() if hasattr(p, "steps")]
+    assert np.where not in [s[1] for s in plan.steps]

@@ -223,7 +223,10 @@ class CompiledFunction:
         finally:
             _watch.remove(recorder)
             Traced._recorder = None
-            rebinds = self._restore(recorder, params, generator, previous_rng, previous_module)
+            # a gradient made during the recording is rebound at every replay, whether its
+            # tensor is a parameter or a tensor the step reaches (an input, a closure's)
+            grown = list(dict.fromkeys(params + tensors + given))
+            rebinds = self._restore(recorder, grown, generator, previous_rng, previous_module)
             for o in optimizers:  # state made during the recording holds traced views
                 for t in _state_tensors(o):
                     untrace(t)

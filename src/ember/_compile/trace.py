@@ -147,6 +147,24 @@ def _escape(array, convert, symbolic: bool = False):
     return recorder.escape(array, convert, symbolic)
 
 
+# NumPy functions of shapes and dtypes alone, never of values: a plan is made for one set of
+# shapes and dtypes (they are part of its key), so these run as they are, unrecorded
+_OF_SHAPES_AND_DTYPES = frozenset(
+    (
+        "broadcast_shapes",
+        "result_type",
+        "promote_types",
+        "can_cast",
+        "issubdtype",
+        "shape",
+        "ndim",
+        "size",
+        "iscomplexobj",
+        "isrealobj",
+    )
+)
+
+
 class TracingModule:
     """Stands in for NumPy as ember's backend module while recording: every function goes
     through the recorder (ufuncs pass as they are: they dispatch through ``Traced``)."""
@@ -156,7 +174,12 @@ class TracingModule:
 
     def __getattr__(self, name):
         value = getattr(np, name)
-        if isinstance(value, np.ufunc) or not callable(value) or isinstance(value, type):
+        if (
+            isinstance(value, np.ufunc)
+            or not callable(value)
+            or isinstance(value, type)
+            or name in _OF_SHAPES_AND_DTYPES
+        ):
             return value
         recorder = self._recorder
 
@@ -328,7 +351,14 @@ class Recorder(_watch.Observer):
         out = fn(*plain_args, **plain_kwargs)
         if self.broken:
             return out
-        if isinstance(out, (bool, int, float, np.bool_)):  # a Python answer: replay checks it
+        # a Python answer: replay checks it. NumPy's float64 scalar (a full float64 sum) is a
+        # float too, but of arrays it is an array result, kept 0-d as float32's is, so that a
+        # float64 loss does not become a guard that fails whenever the loss changes
+        if (
+            out.__class__ in (bool, int, float)
+            or isinstance(out, np.bool_)
+            or (isinstance(out, float) and _has_symbolic(args, kwargs))
+        ):
             if fn in _STRUCTURAL:  # about memory layout, the same for the same shapes
                 return out
             slot = self.new_slot()  # ``None``: a Python number, never a reusable buffer
