@@ -306,16 +306,23 @@ def interpolate(
     return apply_along_axes(input, matrices, taps)
 
 
-def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    """(*, C·r², H, W) -> (*, C, H·r, W·r)."""
-    r = int(upscale_factor)
+def _shuffle_factor(op: str, input: Tensor, factor, name: str) -> int:
+    """pixel_shuffle's and pixel_unshuffle's checks, in torch's order: the input has (*, C,
+    H, W) dims, and the factor ``name`` is positive; returns it as an int."""
+    r = int(factor)
     if input.dim() < 3:
         raise RuntimeError(
-            f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+            f"{op} expects input to have at least 3 dimensions, but got input with "
             f"{input.dim()} dimension(s)"
         )
     if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+        raise RuntimeError(f"{op} expects a positive {name}, but got {r}")
+    return r
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C·r², H, W) -> (*, C, H·r, W·r)."""
+    r = _shuffle_factor("pixel_shuffle", input, upscale_factor, "upscale_factor")
     *lead, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError(
@@ -331,14 +338,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H·r, W·r) -> (*, C·r², H, W), the inverse of pixel_shuffle."""
-    r = int(downscale_factor)
-    if input.dim() < 3:
-        raise RuntimeError(
-            f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
-            f"{input.dim()} dimension(s)"
-        )
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    r = _shuffle_factor("pixel_unshuffle", input, downscale_factor, "downscale_factor")
     *lead, c, h, w = input.shape
     if h % r:
         raise RuntimeError(
