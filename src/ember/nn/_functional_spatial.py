@@ -12,6 +12,7 @@ from ..ops.dropout import alpha_dropout, dropout1d, dropout3d, feature_alpha_dro
 from ..ops.embedding_bag import embedding_bag
 from ..ops.grid_sample import affine_grid, grid_sample
 from ..ops.normalization import instance_norm, local_response_norm, rms_norm
+from ..ops.pooling_2d import max_pool1d, max_pool2d
 from ..ops.resample import channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle
 
 __all__: list[str] = [
@@ -86,47 +87,28 @@ def max_pool3d(
     )
 
 
-def max_pool1d_with_indices(
-    input: Tensor,
-    kernel_size,
-    stride=None,
-    padding=0,
-    dilation=1,
-    ceil_mode=False,
-    return_indices=True,
-):
-    """``max_pool1d`` returning (values, flat indices)."""
-    from ..ops.pooling_2d import max_pool1d
+def _max_pool_with_indices(pool):
+    """``pool`` (``max_pool1d``, ``2d`` or ``3d``) as its ``*_with_indices`` form."""
 
-    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    def with_indices(
+        input: Tensor,
+        kernel_size,
+        stride=None,
+        padding=0,
+        dilation=1,
+        ceil_mode=False,
+        return_indices=True,
+    ):
+        return pool(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
-
-def max_pool2d_with_indices(
-    input: Tensor,
-    kernel_size,
-    stride=None,
-    padding=0,
-    dilation=1,
-    ceil_mode=False,
-    return_indices=True,
-):
-    """``max_pool2d`` returning (values, flat indices)."""
-    from ..ops.pooling_2d import max_pool2d
-
-    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    with_indices.__name__ = with_indices.__qualname__ = f"{pool.__name__}_with_indices"
+    with_indices.__doc__ = f"``{pool.__name__}`` returning (values, flat indices)."
+    return with_indices
 
 
-def max_pool3d_with_indices(
-    input: Tensor,
-    kernel_size,
-    stride=None,
-    padding=0,
-    dilation=1,
-    ceil_mode=False,
-    return_indices=True,
-):
-    """``max_pool3d`` returning (values, flat indices)."""
-    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+max_pool1d_with_indices = _max_pool_with_indices(max_pool1d)
+max_pool2d_with_indices = _max_pool_with_indices(max_pool2d)
+max_pool3d_with_indices = _max_pool_with_indices(max_pool3d)
 
 
 def _adaptive_max(nd: int):
