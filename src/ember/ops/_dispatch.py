@@ -95,6 +95,20 @@ def record(node, data, inputs: tuple, saved: tuple = (), save_output: bool = Fal
     return out
 
 
+def record_output(node, data, nr: int, saved: tuple = ()) -> Tensor:
+    """Output ``nr`` (1 on) of a node with several outputs, whose first :func:`record` made;
+    ``saved``: as the node's, for the graph watcher."""
+    out = _new(Tensor)
+    out._data = data
+    out._vc = [0]
+    out._rg = True
+    out._grad_fn = node
+    out._out_nr = nr
+    if watch.on:
+        _watch.node_created(node, out, saved)
+    return out
+
+
 def result(node_cls, data, inputs: tuple, saved: tuple = (), save_output: bool = False, **attrs):
     """``record`` when some input needs grad, otherwise a plain tensor. ``attrs`` go on the node."""
     if grad_state.enabled:

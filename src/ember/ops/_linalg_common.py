@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from .. import _backend, return_types
 from .._tensor import Tensor
-from ..autograd import _cuts, _watch
+from ..autograd import _cuts
 from ..autograd.node import FREED_MESSAGE, Node, _raise_modified
-from ._dispatch import grad_state, record, wrap
+from ._dispatch import grad_state, record, record_output, wrap
 
 _new = object.__new__
 
@@ -206,15 +206,7 @@ def record_outputs(node_cls, datas: tuple, inputs: tuple, saved: tuple = (), **a
     for nr, data in enumerate(datas[1:], 1):
         if data.__class__ not in _backend._MODULE_OF_TYPE:
             data = _backend.as_array(data)
-        out = _new(Tensor)
-        out._data = data
-        out._vc = [0]
-        out._rg = True
-        out._grad_fn = node
-        out._out_nr = nr
-        outs.append(out)
-        if _watch.watch.on:
-            _watch.node_created(node, out, saved)
+        outs.append(record_output(node, data, nr, saved))
     node.num_outputs = len(outs)
     node._meta = tuple((o._data.shape, o._data.dtype) for o in outs)
     node._saved_out = tuple((o._data, o._vc, 0) for o in outs)

@@ -28,9 +28,9 @@ from __future__ import annotations
 from .. import _backend
 from .._kernels import jit
 from .._tensor import Tensor
-from ..autograd import _cuts, _watch
+from ..autograd import _cuts
 from ..autograd.node import Node
-from ._dispatch import _new, array_module, grad_state, record, wrap
+from ._dispatch import array_module, grad_state, record, record_output, wrap
 from ._recorded import recorder
 
 __all__ = ["rnn_sequence"]
@@ -860,17 +860,8 @@ def rnn_sequence(
     first = record(node, outs[0], inputs, saved)
     tensors = [first]
     for nr, data in enumerate(outs[1:], 1):
-        if data is None:
-            continue
-        out = _new(Tensor)
-        out._data = data
-        out._vc = [0]
-        out._rg = True
-        out._grad_fn = node
-        out._out_nr = nr
-        tensors.append(out)
-        if _watch.watch.on:
-            _watch.node_created(node, out, saved)
+        if data is not None:
+            tensors.append(record_output(node, data, nr, saved))
     node.num_outputs = len(tensors)
     node._meta = tuple((t._data.shape, t._data.dtype) for t in tensors)
     tensors += [None] * (3 - len(tensors))
