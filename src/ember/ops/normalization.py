@@ -531,22 +531,18 @@ def native_layer_norm(
             array_module(rows), _KernelCall(kernels.layer_norm_forward), rows, *params, eps
         )
         mean, rstd = mean.reshape(-1, 1), rstd.reshape(-1, 1)
-        attrs = dict(
-            layout=layout,
-            eps=eps,
-            mean=mean,
-            rstd=rstd,
-            batch_stats=True,
-            affine_shape=shape,
-            bias_dtype=bias._data.dtype if bias is not None else None,
-            slab_axis=0,
-        )
-        out = result(
+        inputs = (input, weight, bias)
+        out = _fused_norm_result(
             NativeLayerNormBackward0,
             out.reshape(input._data.shape),
-            (input, weight, bias),
-            (input, weight),
-            **attrs,
+            inputs,
+            layout,
+            eps,
+            mean,
+            rstd,
+            None,  # the statistics are the rows' own
+            shape,
+            0,
         )
     else:
         out, mean, _, rstd = _fused_norm(
