@@ -617,7 +617,8 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
 # --------------------------------------------------------------------------------------------
 # inverse, determinant, solve
 # --------------------------------------------------------------------------------------------
-def _square(op: str, A: Tensor) -> None:
+def check_square(op: str, A: Tensor) -> None:
+    """``A`` is a batch of square matrices, of any dtype (torch's messages)."""
     shape = A._data.shape
     if len(shape) < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
@@ -626,6 +627,10 @@ def _square(op: str, A: Tensor) -> None:
             f"{op}: A must be batches of square matrices, but they are {shape[-2]} by "
             f"{shape[-1]} matrices"
         )
+
+
+def _square(op: str, A: Tensor) -> None:
+    check_square(op, A)
     if A._data.dtype.kind not in "fc":
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.name}"

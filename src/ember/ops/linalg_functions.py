@@ -19,7 +19,7 @@ from ..autograd.node import Node
 from ._dispatch import array_module, result, wrap
 from ._linalg_common import check_matrix, svd_kernel
 from .complex import conj_of
-from .linalg import matmul
+from .linalg import check_square, matmul
 from .linalg import matrix_norm as _matrix_norm_basic
 from .linalg_decompositions import svdvals
 from .linalg_solvers import inv, inv_ex
@@ -36,18 +36,10 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         raise TypeError(
             f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}"
         )
-    op = "linalg.matrix_power"
-    shape = A._data.shape
-    if len(shape) < 2:
-        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if shape[-1] != shape[-2]:
-        raise RuntimeError(
-            f"{op}: A must be batches of square matrices, but they are {shape[-2]} by "
-            f"{shape[-1]} matrices"
-        )
+    check_square("linalg.matrix_power", A)
     if n == 0:
         # the identity, still in the graph (a zero gradient, as PyTorch gives)
-        return A * 0 + eye(shape[-1], dtype=A.dtype, device=A.device)
+        return A * 0 + eye(A._data.shape[-1], dtype=A.dtype, device=A.device)
     if n < 0:
         A = inv(A)
         n = -n
