@@ -969,14 +969,18 @@ def _bit_mask(condition, ints):
     return _np.subtract(condition.view(_np.int8), 1, dtype=_np.int8).astype(ints, copy=False)
 
 
+# the array types whose bits select() may view: NumPy's, and those a higher layer registers
+# (ember.compile's recording arrays, so that a replay selects as eager code does); not the
+# meta device's, which hold no bits
+BIT_SELECTABLE_TYPES = {_np.ndarray}
+
+
 def _bit_selectable(condition, *arrays) -> bool:
-    # NumPy arrays and their subclasses: ember.compile's recording arrays take the bit path
-    # too, so that a replay selects as eager code does
     return (
-        isinstance(condition, _np.ndarray)
+        condition.__class__ in BIT_SELECTABLE_TYPES
         and condition.dtype == _np.bool_
         and all(
-            isinstance(a, _np.ndarray)
+            a.__class__ in BIT_SELECTABLE_TYPES
             and a.dtype == arrays[0].dtype
             and a.dtype.kind in "biufc"
             and a.dtype.itemsize in _SAME_WIDTH_INT

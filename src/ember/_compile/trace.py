@@ -23,6 +23,7 @@ import operator
 
 import numpy as np
 
+from .. import _backend
 from ..autograd import _watch
 from .symbolic import Symbolic
 
@@ -131,6 +132,9 @@ class Traced(np.ndarray):
         if Traced._recorder is not None and not Traced._recorder.broken:
             Traced._recorder.broken = "iterating over an array inside the step"
         return iter(np.ndarray.view(self, np.ndarray))
+
+
+_backend.BIT_SELECTABLE_TYPES.add(Traced)  # select()'s bit path records as NumPy calls
 
 
 def _call(fn, args, kwargs):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as _np
+
 from .._tensor import Tensor
 from ..autograd.node import Node, torch_int
 from ._dispatch import array_module, check_same_device, grad_state, result, wrap
@@ -110,6 +112,12 @@ def pointwise_loss(node_cls, input: Tensor, target: Tensor, terms, reduction: st
     )
 
 
+def _total_weight(node) -> Tensor:
+    if node.weights is None:  # _nll_loss_plain: every weight 1
+        return wrap(_np.asarray(node.input_shape[0], dtype=node.input._data.dtype))
+    return wrap(node.weights.sum(dtype=node.weights.dtype))
+
+
 class NllLossBackward0(Node):
     """d loss / d input: ``-weight[target] / denominator`` at each target class, else 0.
 
@@ -124,7 +132,7 @@ class NllLossBackward0(Node):
         "reduction": lambda node: REDUCTIONS.index(node.reduction),
         "self": ("tensor", lambda node: node.input),
         "target": 0,
-        "total_weight": ("tensor", lambda node: wrap(node.weights.sum(dtype=node.weights.dtype))),
+        "total_weight": ("tensor", _total_weight),
         "weight": ("tensor", lambda node: node.weight),
     }
 
@@ -190,6 +198,38 @@ def _check_target_shape(shape: tuple, target_shape: tuple) -> None:
         raise RuntimeError(f"Expected target size {expected}, got {list(target_shape)}")
 
 
+_FAST_FLOATS = (_np.dtype(_np.float32), _np.dtype(_np.float64))
+
+
+def _nll_loss_plain(input: Tensor, target: Tensor, reduction: str, ignore_index: int) -> Tensor:
+    """``nll_loss`` of a (N, C) NumPy input with in-range int64 targets, no weight and no
+    target equal to ``ignore_index``: every weight 1, so the loss is the picked entries' sum
+    (over N for the mean) and the gradient's coefficient one number. The values are those of
+    the general path to the bit: ``-sum(x)`` is ``sum(-x)``, and ``N`` is exact."""
+    data, t = input._data, target._data
+    picked = data[_np.arange(data.shape[0]), t]
+    one = data.dtype.type(1)
+    count = data.dtype.type(data.shape[0]) if reduction == "mean" else one
+    out = _np.asarray(-picked.sum() / count)
+    if not (input._rg and grad_state.enabled):
+        return result(NllLossBackward0, out, (input,))
+    return result(
+        NllLossBackward0,
+        out,
+        (input,),
+        (target,),
+        scale=_np.asarray(-one / count),  # 0-d: the same for every target
+        safe=t,
+        input_shape=data.shape,
+        reduction=reduction,
+        class_dim=1,
+        input=input,
+        weight=None,
+        weights=None,  # all ones: total_weight is the count
+        ignore_index=ignore_index,
+    )
+
+
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -227,6 +267,18 @@ def nll_loss(
         raise RuntimeError(
             f"expected scalar type {input.dtype.legacy_name} but found {weight.dtype.legacy_name}"
         )
+    if (
+        data.ndim == 2
+        and weight is None
+        and reduction != "none"
+        and xp is _np
+        and t.dtype == _np.int64
+        and data.dtype in _FAST_FLOATS
+        and (ignore_index < 0 or ignore_index >= classes)
+        and t.size
+        and t.view(_np.uint64).max() < classes  # one pass: a negative index wraps around
+    ):
+        return _nll_loss_plain(input, target, reduction, ignore_index)
     ignored = t == ignore_index
     any_ignored = bool(ignored.any()) if t.size else False
     safe = xp.where(ignored, 0, t) if any_ignored else t
