@@ -181,6 +181,24 @@ def _log_softmax_backward_block(classes: int, inner: int):
     return kernel
 
 
+def _small_rows_softmax(x, out, log: bool) -> bool:
+    """The one-block passes on a small (rows, classes) array, written into ``out``, when every
+    row's maximum is finite: then no pass can warn (nothing overflows, no inf - inf), so no
+    ``errstate`` is needed, which costs more than the passes at this size. False (``out``
+    unwritten) otherwise: the caller silences the warnings a row of infinities would raise."""
+    top = x.max(axis=1, keepdims=True)
+    if not np.isfinite(top).all():
+        return False
+    np.subtract(x, top, out=out)
+    if log:
+        total = np.exp(out).sum(axis=1, keepdims=True)
+        out -= np.log(total, out=total)
+    else:
+        np.exp(out, out=out)
+        out /= out.sum(axis=1, keepdims=True)
+    return True
+
+
 def _softmax_array(data, d: int, log: bool):
     """softmax / log_softmax of a real NumPy array along ``d``, in blocks of whole slices
     ``[i, :, j]`` of its (before d, d, after d) view."""
@@ -191,6 +209,10 @@ def _softmax_array(data, d: int, log: bool):
     classes, inner = work.shape[d], math.prod(work.shape[d + 1 :])
     row = classes * inner
     if work.size <= _SMALL and inner == 1:  # one block: the same passes, without the machinery
+        if work.ndim == 2 and d == 1:
+            done = _small_rows_softmax(work, out, log)
+            if done:
+                return out
         with np.errstate(all="ignore"):
             flat_in, flat_out = work.reshape(-1), out.reshape(-1)
             if log:
