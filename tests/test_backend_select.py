@@ -59,3 +59,19 @@ def test_zero_where_gives_positive_zero_even_over_nan(dtype):
     assert got.dtype == values.dtype
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
     assert not np.signbit(got[[0, 1, 4]]).any()
+
+
+def test_masked_fill_selects_by_bits_with_where_s_values():
+    import ember
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((32, 512)).astype(np.float32)
+    x[0, :4] = [np.nan, -0.0, np.inf, -np.inf]
+    mask = rng.random((32, 512)) > 0.5
+    for value in (0.0, -0.0, 2.5, float("nan")):
+        got = ember.tensor(x).masked_fill(ember.tensor(mask), value).numpy()
+        want = np.where(mask, np.float32(value), x)
+        assert got.tobytes() == want.tobytes()
+    row = rng.random(512) > 0.5  # a mask that broadcasts over the rows
+    got = ember.tensor(x).masked_fill(ember.tensor(row), ember.tensor(-1.0)).numpy()
+    assert got.tobytes() == np.where(row, np.float32(-1), x).tobytes()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.sparse  # noqa: F401 - installs the sparse gradient embedding(sparse=True) makes
 from ember.ops import embedding as embedding_module
 from ember.ops.embedding import embedding
 from tests.helpers import check_gradients

@@ -5,8 +5,8 @@ from __future__ import annotations
 import builtins
 import math
 
+from .. import _backend, return_types
 from .. import _dtype as dt
-from .. import return_types
 from .._creation import zeros
 from .._kernels import jit
 from .._kernels.blocked import is_plain_numpy
@@ -872,9 +872,10 @@ def _fill_where(input: Tensor, mask: Tensor, value, node_cls, saved: tuple) -> T
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value._data.ndim} dimension(s)."
             )
-        out = xp.where(mask._data, value._data.astype(input._data.dtype), input._data)
+        # select: NumPy's where branches per element, and a random mask mispredicts
+        out = _backend.select(mask._data, value._data.astype(input._data.dtype), input._data)
         return result(node_cls, out, (input, value), saved, mask=mask)
-    out = xp.where(mask._data, xp.asarray(value, dtype=input._data.dtype), input._data)
+    out = _backend.select(mask._data, xp.asarray(value, dtype=input._data.dtype), input._data)
     if out.shape != shape:
         out = xp.broadcast_to(out, shape).copy()
     return result(node_cls, out, (input,), saved, mask=mask)
