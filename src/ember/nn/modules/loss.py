@@ -16,6 +16,11 @@ class _Loss(Module):
         self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
 
+def _check_margin_positive(loss: str, margin: float) -> None:
+    if margin <= 0:
+        raise ValueError(f"{loss}: expected margin to be greater than 0, got {margin} instead")
+
+
 class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -254,10 +259,7 @@ class TripletMarginLoss(_Loss):
         reduction: str = "mean",
     ):
         super().__init__(size_average, reduce, reduction)
-        if margin <= 0:
-            raise ValueError(
-                f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead"
-            )
+        _check_margin_positive("TripletMarginLoss", margin)
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor, positive, negative):
@@ -277,11 +279,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         reduction: str = "mean",
     ):
         super().__init__(None, None, reduction)
-        if margin <= 0:
-            raise ValueError(
-                f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
-                f"{margin} instead"
-            )
+        _check_margin_positive("TripletMarginWithDistanceLoss", margin)
         if distance_function is None:
             from .distance import PairwiseDistance
 
