@@ -111,11 +111,7 @@ class _ConvNd(Module):
             f"stride={self.stride}"
         )
         if self.padding != (0,) * n:
-            s += (
-                f", padding={self.padding}"
-                if isinstance(self.padding, str)
-                else f", padding={self.padding}"
-            )
+            s += f", padding={self.padding}"
         if self.dilation != (1,) * n:
             s += f", dilation={self.dilation}"
         if self.output_padding != (0,) * n:
