@@ -63,13 +63,15 @@ class _ConvNd(Module):
         self.output_padding = _tuple(output_padding, n)
         self.padding_mode = padding_mode
         self.transposed = self._transposed
-        shape = (
-            (in_channels, out_channels // groups)
-            if self._transposed
-            else (out_channels, in_channels // groups)
-        ) + self.kernel_size
-        _empty_weight_and_bias(self, shape, (out_channels,), bias, device, dtype)
+        _empty_weight_and_bias(self, self._weight_shape(), (out_channels,), bias, device, dtype)
         self.reset_parameters()
+
+    def _weight_shape(self) -> tuple:
+        """(in, out / groups, *kernel) for a transposed convolution, else (out, in / groups,
+        *kernel): PyTorch's layout of the weight."""
+        if self._transposed:
+            return (self.in_channels, self.out_channels // self.groups) + self.kernel_size
+        return (self.out_channels, self.in_channels // self.groups) + self.kernel_size
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))

@@ -133,11 +133,7 @@ class _LazyConvMixin(LazyModuleMixin):
         self.in_channels = input.shape[0] if unbatched else input.shape[1]
         if self.in_channels % self.groups:
             raise ValueError("in_channels must be divisible by groups")
-        if self._transposed:
-            shape = (self.in_channels, self.out_channels // self.groups)
-        else:
-            shape = (self.out_channels, self.in_channels // self.groups)
-        self.weight.materialize(shape + tuple(self.kernel_size))
+        self.weight.materialize(self._weight_shape())
         if self.bias is not None:
             self.bias.materialize((self.out_channels,))
         self.reset_parameters()
