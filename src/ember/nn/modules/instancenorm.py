@@ -9,7 +9,8 @@ from .normalization import _BatchNorm
 
 
 class _InstanceNorm(_BatchNorm):
-    _spatial = 1
+    # the spatial dims, and the input dims _check_input_dim accepts: (C, *spatial), (N, C, *spatial)
+    _spatial, _allowed_dims = 1, (2, 3)
 
     def __init__(
         self,
@@ -26,13 +27,6 @@ class _InstanceNorm(_BatchNorm):
         super().__init__(
             num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
         )
-
-    def _check_input_dim(self, input) -> None:
-        allowed = (self._spatial + 1, self._spatial + 2)
-        if input.dim() not in allowed:
-            raise ValueError(
-                f"expected {allowed[0]}D or {allowed[1]}D input (got {input.dim()}D input)"
-            )
 
     def forward(self, input):
         self._check_input_dim(input)
@@ -70,16 +64,16 @@ class _InstanceNorm(_BatchNorm):
 class InstanceNorm1d(_InstanceNorm):
     """Normalise each (sample, channel) of (N, C, L) or (C, L) input over L."""
 
-    _spatial = 1
+    _spatial, _allowed_dims = 1, (2, 3)
 
 
 class InstanceNorm2d(_InstanceNorm):
     """Normalise each (sample, channel) of (N, C, H, W) or (C, H, W) input over H, W."""
 
-    _spatial = 2
+    _spatial, _allowed_dims = 2, (3, 4)
 
 
 class InstanceNorm3d(_InstanceNorm):
     """Normalise each (sample, channel) of (N, C, D, H, W) input over D, H, W."""
 
-    _spatial = 3
+    _spatial, _allowed_dims = 3, (4, 5)
