@@ -23,6 +23,7 @@ import numpy as _np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode as _gm
+from ..profiler._ops import closure_trampoline
 from . import policy
 from .state import state
 
@@ -33,27 +34,6 @@ _FLOAT32 = _np.dtype("float32")
 _lock = threading.Lock()
 _holders = [0]
 _installed: list = []  # _prepare(...) of each function swapped now
-_CODES: dict = {}
-
-
-def _trampoline(n_free: int) -> types.CodeType:
-    """Code calling ``_ember_amp[0](_ember_amp[1], args, kwargs)`` with ``n_free`` free
-    variables, so that it can replace the code of a closure with that many cells."""
-    code = _CODES.get(n_free)
-    if code is None:
-        names = [f"_cell{i}" for i in range(n_free)]
-        src = ["def _outer():"]
-        src += [f"    {n} = None" for n in names]
-        src.append(f"    def op(*args, {_KWARG}=None, **kwargs):")
-        if names:
-            src.append("        if 0:")
-            src.append(f"            ({', '.join(names)},)")
-        src.append(f"        return {_KWARG}[0]({_KWARG}[1], args, kwargs)")
-        src.append("    return op")
-        namespace: dict = {}
-        exec("\n".join(src), namespace)
-        code = _CODES[n_free] = namespace["_outer"]().__code__
-    return code
 
 
 def _is_ours(code: types.CodeType) -> bool:
@@ -163,7 +143,8 @@ def _prepare(fn, categories: dict) -> tuple:
     )
     original.__kwdefaults__ = fn.__kwdefaults__
     op = _Op(original, fn, categories, _dtype_position(fn))
-    trampoline = _trampoline(len(fn.__code__.co_freevars)).replace(co_name=fn.__code__.co_name)
+    n_free = len(fn.__code__.co_freevars)
+    trampoline = closure_trampoline(n_free, _KWARG).replace(co_name=fn.__code__.co_name)
     return fn, fn.__code__, fn.__kwdefaults__, trampoline, {_KWARG: (cast_and_call, op)}
 
 

@@ -84,23 +84,24 @@ def op_functions() -> list:
 _TRAMPOLINES: dict = {}
 
 
-def _trampoline(n_free: int) -> types.CodeType:
-    """Code that calls ``_ember_op[0](_ember_op[1], args, kwargs)`` and has ``n_free`` free
-    variables, so that it can replace the code of a closure with that many cells."""
-    code = _TRAMPOLINES.get(n_free)
+def closure_trampoline(n_free: int, keyword: str = "_ember_op") -> types.CodeType:
+    """Code that calls ``keyword[0](keyword[1], args, kwargs)`` (``keyword`` a keyword-only
+    argument) and has ``n_free`` free variables, so that it can replace the code of a closure
+    with that many cells; the profiler's keyword is ``_ember_op``, autocast's ``_ember_amp``."""
+    code = _TRAMPOLINES.get((keyword, n_free))
     if code is None:
         names = [f"_cell{i}" for i in range(n_free)]
         src = ["def _outer():"]
         src += [f"    {n} = None" for n in names]
-        src.append("    def op(*args, _ember_op=None, **kwargs):")
+        src.append(f"    def op(*args, {keyword}=None, **kwargs):")
         if names:
             src.append("        if 0:")
             src.append(f"            ({', '.join(names)},)")
-        src.append("        return _ember_op[0](_ember_op[1], args, kwargs)")
+        src.append(f"        return {keyword}[0]({keyword}[1], args, kwargs)")
         src.append("    return op")
         namespace: dict = {}
         exec("\n".join(src), namespace)
-        code = _TRAMPOLINES[n_free] = namespace["_outer"]().__code__
+        code = _TRAMPOLINES[keyword, n_free] = namespace["_outer"]().__code__
     return code
 
 
@@ -116,7 +117,7 @@ class Patched:
             original.__kwdefaults__ = fn.__kwdefaults__
             self._saved.append((fn, fn.__code__, fn.__kwdefaults__))
             n_free = len(fn.__code__.co_freevars)
-            fn.__code__ = _trampoline(n_free).replace(co_name=fn.__code__.co_name)
+            fn.__code__ = closure_trampoline(n_free).replace(co_name=fn.__code__.co_name)
             fn.__kwdefaults__ = {"_ember_op": (runner, (original, name))}
 
     def restore(self) -> None:
