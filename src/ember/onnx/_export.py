@@ -19,7 +19,7 @@ import threading
 import warnings
 
 from .._tensor import Tensor
-from ..profiler._ops import signature_of
+from ..profiler._ops import op_name, signature_of
 from ._graph import GraphBuilder, value_info
 from ._state import OnnxExporterError, TracerWarning, exporting
 from ._symbolics import SYMBOLICS
@@ -92,14 +92,6 @@ def _bind(fn, name: str, args, kwargs) -> dict:
     return out
 
 
-def _like_name(fn) -> str:
-    """``zeros_like``/``ones_like``/... share one closure, which the profiler names ``make``:
-    the factory it closes over tells them apart."""
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    factory = cells.get("factory")
-    return f"{factory.cell_contents.__name__}_like" if factory is not None else "make"
-
-
 def _tensors_in(obj) -> list:
     if isinstance(obj, Tensor):
         return [obj]
@@ -123,7 +115,7 @@ class _Recorder:
         self.depth += 1
         try:
             result = fn(*args, **kwargs)
-            self._record(_like_name(fn) if name == "make" else name, fn, args, kwargs, result)
+            self._record(op_name(fn, name), fn, args, kwargs, result)
         finally:
             self.depth -= 1
         return result

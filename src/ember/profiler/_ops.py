@@ -81,6 +81,17 @@ def op_functions() -> list:
     return list(found.values())
 
 
+def op_name(fn, name: str) -> str:
+    """The name of op ``fn`` that ``op_functions`` gave ``name``: ``zeros_like``,
+    ``ones_like``, ... share one closure named ``make``, which the factory it closes over
+    tells apart (for an export's or a graph's node)."""
+    if name != "make":
+        return name
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    factory = cells.get("factory")
+    return f"{factory.cell_contents.__name__}_like" if factory is not None else name
+
+
 _TRAMPOLINES: dict = {}
 
 

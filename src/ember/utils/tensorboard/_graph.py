@@ -34,7 +34,7 @@ from ... import nn
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...jit import TracedModule
-from ...profiler._ops import Patched, signature_of
+from ...profiler._ops import Patched, op_name, signature_of
 
 # the GraphDef producer version TensorBoard's graph plugin is given by PyTorch's writer
 GRAPH_PRODUCER = 22
@@ -76,16 +76,6 @@ def _named_arguments(signature, args: tuple, kwargs: dict) -> list:
         else:
             pairs.append((name, value))
     return pairs
-
-
-def _op_name(fn, name: str) -> str:
-    """The op's name; ``zeros_like``, ``ones_like``, ... share one closure named ``make``,
-    which the factory it closes over tells apart."""
-    if name != "make":
-        return name
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    factory = cells.get("factory")
-    return f"{factory.cell_contents.__name__}_like" if factory is not None else name
 
 
 def _shapes(tensors: list) -> AttrValue:
@@ -142,7 +132,7 @@ class _Recorder:
             self.depth -= 1
         outputs = _tensors_in(result)
         if outputs:  # ops that return Python values (sizes, items) are not nodes
-            self._record(_op_name(fn, name), fn, args, kwargs, outputs)
+            self._record(op_name(fn, name), fn, args, kwargs, outputs)
         return result
 
     def _record(self, op: str, fn, args, kwargs, outputs: list) -> None:
