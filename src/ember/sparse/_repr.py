@@ -32,6 +32,27 @@ def _body(data, indent: int) -> str:
     return dense_repr._render(show, fmt, width, indent, summarize)
 
 
+def _suffixes(t, shape, nnz: int, bool_implied: bool) -> list:
+    """The ``device=``, ``size=``, ``nnz=``, ``dtype=``, ``layout=`` and grad terms after a
+    sparse tensor's arrays; ``dtype=`` is left out for the default float and complex dtypes,
+    int64, and (``bool_implied``: COO, as torch prints it) bool."""
+    suffixes = []
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    suffixes.append(f"size={tuple(shape)}")
+    suffixes.append(f"nnz={nnz}")
+    d = t.dtype
+    implied = d is dt.get_default_dtype() or d is dt.get_default_complex_dtype() or d is dt.int64
+    if not (implied or (bool_implied and d is dt.bool_)):
+        suffixes.append(f"dtype={d!r}")
+    suffixes.append(f"layout={t.layout!r}")
+    if t._grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._rg:
+        suffixes.append("requires_grad=True")
+    return suffixes
+
+
 def sparse_repr(t) -> str:
     storage = t._data
     prefix = "tensor("
@@ -47,24 +68,7 @@ def sparse_repr(t) -> str:
         + _body(storage.values, indent + len(values_prefix))
         + ")"
     )
-    suffixes = []
-    if t.device.type != "cpu":
-        suffixes.append(f"device='{t.device}'")
-    suffixes.append(f"size={tuple(storage.shape)}")
-    suffixes.append(f"nnz={storage.nnz}")
-    d = t.dtype
-    if not (
-        d is dt.get_default_dtype()
-        or d is dt.get_default_complex_dtype()
-        or d is dt.int64
-        or d is dt.bool_
-    ):
-        suffixes.append(f"dtype={d!r}")
-    suffixes.append(f"layout={t.layout!r}")
-    if t._grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
-    elif t._rg:
-        suffixes.append("requires_grad=True")
+    suffixes = _suffixes(t, storage.shape, storage.nnz, bool_implied=True)
     # the first suffix of a sparse tensor starts a line, the others follow on it while it
     # stays within the line width
     return dense_repr._add_suffixes(text, suffixes, indent, force_newline=True)
@@ -83,17 +87,5 @@ def compressed_repr(t) -> str:
         head = f"{name}=tensor("
         parts.append(head + _body(data._data, indent + len(head)) + ")")
     text = prefix + (",\n" + " " * indent).join(parts)
-    suffixes = []
-    if t.device.type != "cpu":
-        suffixes.append(f"device='{t.device}'")
-    suffixes.append(f"size={tuple(t._data.shape)}")
-    suffixes.append(f"nnz={t._nnz()}")
-    d = t.dtype
-    if not (d is dt.get_default_dtype() or d is dt.get_default_complex_dtype() or d is dt.int64):
-        suffixes.append(f"dtype={d!r}")
-    suffixes.append(f"layout={t.layout!r}")
-    if t._grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
-    elif t._rg:
-        suffixes.append("requires_grad=True")
+    suffixes = _suffixes(t, t._data.shape, t._nnz(), bool_implied=False)
     return dense_repr._add_suffixes(text, suffixes, indent)
