@@ -168,18 +168,7 @@ class Node:
         if self._saved_hooks is not None and "result" in self._saved_hooks:
             packed, unpack = self._saved_hooks["result"]
             return _checked_unpack(unpack, packed)
-        data, vc, version = record
-        Tensor = TENSOR_LAYER.Tensor
-        if vc[0] != version:
-            shown = Tensor._wrap(data)
-            shown._vc = vc
-            _raise_modified(self, shown, version)
-        out = _new(Tensor)
-        out._data = data
-        out._vc = vc
-        out._rg = True
-        out._grad_fn = self
-        return out
+        return graph_output(self, record)
 
     def release(self) -> None:
         self._saved = None
@@ -322,6 +311,24 @@ TENSOR_LAYER = _TensorLayer()
 
 def _tensor_class():
     return TENSOR_LAYER.Tensor
+
+
+def graph_output(node: Node, saved: tuple):
+    """An output of ``node`` saved as (its array, its version counter, the version it had),
+    rebuilt as a tensor of the graph (so that formulas differentiate again); raises if it was
+    modified in place since."""
+    data, vc, version = saved
+    Tensor = TENSOR_LAYER.Tensor
+    if vc[0] != version:
+        shown = Tensor._wrap(data)
+        shown._vc = vc
+        _raise_modified(node, shown, version)
+    out = _new(Tensor)
+    out._data = data
+    out._vc = vc
+    out._rg = True
+    out._grad_fn = node
+    return out
 
 
 def _raise_modified(node: Node, t, saved_version: int) -> None:

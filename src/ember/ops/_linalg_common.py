@@ -11,10 +11,8 @@ from __future__ import annotations
 from .. import _backend, return_types
 from .._tensor import Tensor
 from ..autograd import _cuts
-from ..autograd.node import FREED_MESSAGE, Node, _raise_modified
+from ..autograd.node import FREED_MESSAGE, Node, graph_output
 from ._dispatch import grad_state, record, record_output, wrap
-
-_new = object.__new__
 
 
 class LinAlgError(RuntimeError):
@@ -173,16 +171,8 @@ class MultiOutputNode(Node):
         if records is None:
             raise RuntimeError(FREED_MESSAGE)
         outs = []
-        for nr, (data, vc, version) in enumerate(records):
-            if vc[0] != version:
-                shown = Tensor._wrap(data)
-                shown._vc = vc
-                _raise_modified(self, shown, version)
-            out = _new(Tensor)
-            out._data = data
-            out._vc = vc
-            out._rg = True
-            out._grad_fn = self
+        for nr, saved in enumerate(records):
+            out = graph_output(self, saved)
             out._out_nr = nr
             outs.append(out)
         return tuple(outs)
