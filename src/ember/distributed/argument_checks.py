@@ -55,23 +55,18 @@ def ensure_same_dtype(*tensors) -> None:
                 )
 
 
-def group_rank(pg, global_rank, group_rank_, what: str) -> int:
+def group_rank(pg, global_rank, group_rank_, what: str, default: int | None = None) -> int:
     """The group rank of a ``src``/``dst`` given as a global rank or as ``group_src``/``group_dst``,
-    checked to be one of the group's ranks."""
-    if group_rank_ is not None:
-        if global_rank is not None:
-            raise ValueError("Can't specify both group_rank and global_rank")
-        rank = group_rank_
-    elif global_rank is None:
-        raise ValueError("Must specify global_rank or group_rank")
-    else:
-        rank = pg.group_rank(global_rank)
+    checked to be one of the group's ranks; ``default`` (a global rank) where neither is given."""
+    rank = canonical_rank(pg, global_rank, group_rank_, default)
     check_root(pg, rank, what)
     return rank
 
 
-def canonical_rank(pg, global_rank, group_rank_) -> int:
+def canonical_rank(pg, global_rank, group_rank_, default: int | None = None) -> int:
     """As ``group_rank`` without the range check (torch checks the range after other things)."""
+    if global_rank is None and group_rank_ is None:
+        global_rank = default  # torch's root 0 of gather, scatter and the object collectives
     if group_rank_ is not None:
         if global_rank is not None:
             raise ValueError("Can't specify both group_rank and global_rank")

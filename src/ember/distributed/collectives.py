@@ -461,9 +461,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     pg = _group(group)
     if pg is None:
         return None
-    if dst is None and group_dst is None:
-        dst = 0
-    root = checks.canonical_rank(pg, dst, group_dst)
+    root = checks.canonical_rank(pg, dst, group_dst, default=0)
     checks.validate_list_for_rank(pg.rank(), root, gather_list, "gather_list", "destination")
     checks.check_root(pg, root, "gather")
     _nccl_unsupported(pg, tensor, "gather")
@@ -496,9 +494,7 @@ def scatter(
     pg = _group(group)
     if pg is None:
         return None
-    if src is None and group_src is None:
-        src = 0
-    root = checks.canonical_rank(pg, src, group_src)
+    root = checks.canonical_rank(pg, src, group_src, default=0)
     checks.validate_list_for_rank(pg.rank(), root, scatter_list, "scatter_list", "source")
     checks.check_root(pg, root, "scatter")
     _nccl_unsupported(pg, tensor, "scatter")

@@ -73,9 +73,7 @@ def broadcast_object_list(
     pg = _group(group)
     if pg is None:
         return
-    if src is None and group_src is None:
-        src = 0
-    root = checks.group_rank(pg, src, group_src, "broadcast_object_list")
+    root = checks.group_rank(pg, src, group_src, "broadcast_object_list", default=0)
     payload = _pickled(list(object_list)) if pg.rank() == root else None
     size = np.array([0 if payload is None else payload.size], np.int64)
     wait(pg, [pg.comm.Ibcast(size, root)], "broadcast_object_list")
@@ -91,9 +89,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     pg = _group(group)
     if pg is None:
         return
-    if dst is None and group_dst is None:
-        dst = 0
-    root = checks.canonical_rank(pg, dst, group_dst)
+    root = checks.canonical_rank(pg, dst, group_dst, default=0)
     checks.validate_list_for_rank(pg.rank(), root, object_gather_list, "gather_list", "destination")
     checks.check_root(pg, root, "gather_object")
     is_root = pg.rank() == root
@@ -128,9 +124,7 @@ def scatter_object_list(
     pg = _group(group)
     if pg is None:
         return
-    if src is None and group_src is None:
-        src = 0
-    root = checks.group_rank(pg, src, group_src, "scatter_object_list")
+    root = checks.group_rank(pg, src, group_src, "scatter_object_list", default=0)
     sizes = data = into = None
     if pg.rank() == root:
         items = list(scatter_object_input_list or [])
