@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as _np
-
 from .._tensor import Tensor
 from ..autograd.node import Node, torch_int
-from ._dispatch import array_module, check_same_device, grad_state, result, wrap
+from ._dispatch import NUMPY_ARRAY, array_module, check_same_device, grad_state, result, wrap
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -114,7 +112,7 @@ def pointwise_loss(node_cls, input: Tensor, target: Tensor, terms, reduction: st
 
 def _total_weight(node) -> Tensor:
     if node.weights is None:  # _nll_loss_plain: every weight 1
-        return wrap(_np.asarray(node.input_shape[0], dtype=node.input._data.dtype))
+        return wrap(_HOST.asarray(node.input_shape[0], dtype=node.input._data.dtype))
     return wrap(node.weights.sum(dtype=node.weights.dtype))
 
 
@@ -198,7 +196,8 @@ def _check_target_shape(shape: tuple, target_shape: tuple) -> None:
         raise RuntimeError(f"Expected target size {expected}, got {list(target_shape)}")
 
 
-_FAST_FLOATS = (_np.dtype(_np.float32), _np.dtype(_np.float64))
+_HOST = array_module(NUMPY_ARRAY(0))  # NumPy, as the backend hands it out
+_FAST_FLOATS = (_HOST.dtype(_HOST.float32), _HOST.dtype(_HOST.float64))
 
 
 def _nll_loss_plain(input: Tensor, target: Tensor, reduction: str, ignore_index: int) -> Tensor:
@@ -207,10 +206,10 @@ def _nll_loss_plain(input: Tensor, target: Tensor, reduction: str, ignore_index:
     (over N for the mean) and the gradient's coefficient one number. The values are those of
     the general path to the bit: ``-sum(x)`` is ``sum(-x)``, and ``N`` is exact."""
     data, t = input._data, target._data
-    picked = data[_np.arange(data.shape[0]), t]
+    picked = data[_HOST.arange(data.shape[0]), t]
     one = data.dtype.type(1)
     count = data.dtype.type(data.shape[0]) if reduction == "mean" else one
-    out = _np.asarray(-picked.sum() / count)
+    out = _HOST.asarray(-picked.sum() / count)
     if not (input._rg and grad_state.enabled):
         return result(NllLossBackward0, out, (input,))
     return result(
@@ -218,7 +217,7 @@ def _nll_loss_plain(input: Tensor, target: Tensor, reduction: str, ignore_index:
         out,
         (input,),
         (target,),
-        scale=_np.asarray(-one / count),  # 0-d: the same for every target
+        scale=_HOST.asarray(-one / count),  # 0-d: the same for every target
         safe=t,
         input_shape=data.shape,
         reduction=reduction,
@@ -271,12 +270,12 @@ def nll_loss(
         data.ndim == 2
         and weight is None
         and reduction != "none"
-        and xp is _np
-        and t.dtype == _np.int64
+        and xp is _HOST
+        and t.dtype == _HOST.int64
         and data.dtype in _FAST_FLOATS
         and (ignore_index < 0 or ignore_index >= classes)
         and t.size
-        and t.view(_np.uint64).max() < classes  # one pass: a negative index wraps around
+        and t.view(_HOST.uint64).max() < classes  # one pass: a negative index wraps around
     ):
         return _nll_loss_plain(input, target, reduction, ignore_index)
     ignored = t == ignore_index
