@@ -246,12 +246,16 @@ class _Buffer:
         t._vc[0] += 1
 
 
-def _average(buf: _Buffer, n: int) -> None:
-    a = buf.array
-    if a.dtype.kind in "fc":
-        a /= n
-    else:
-        a //= n
+def _written_reduction(buf: _Buffer, op, n: int) -> None:
+    """A reduction over ``n`` ranks landed in ``buf``: divided by ``n`` for AVG (MPI has no
+    average; integers floor-divide), then written back."""
+    if op == RedOpType.AVG:
+        a = buf.array
+        if a.dtype.kind in "fc":
+            a /= n
+        else:
+            a //= n
+    buf.written()
 
 
 def _group(group):
@@ -303,9 +307,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     mpi_op = _mpi_op(op, buf.array.dtype)
 
     def finish():
-        if op == RedOpType.AVG:
-            _average(buf, pg.size())
-        buf.written()
+        _written_reduction(buf, op, pg.size())
 
     request = pg.comm.Iallreduce(MPI.IN_PLACE, buf.array, mpi_op)
     return _run(pg, [request], "all_reduce", finish, async_op, [tensor], buf)
@@ -347,9 +349,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
 
     def finish():
         if is_root:
-            if op == RedOpType.AVG:
-                _average(buf, pg.size())
-            buf.written()
+            _written_reduction(buf, op, pg.size())
 
     request = pg.comm.Ireduce(send, recv, mpi_op, root)
     return _run(pg, [request], "reduce", finish, async_op, keep=buf)
@@ -418,9 +418,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     mpi_op = _mpi_op(op, src.array.dtype)
 
     def finish():
-        if op == RedOpType.AVG:
-            _average(out, pg.size())
-        out.written()
+        _written_reduction(out, op, pg.size())
 
     request = pg.comm.Ireduce_scatter_block(src.array, out.array, mpi_op)
     return _run(pg, [request], "reduce_scatter_tensor", finish, async_op, keep=(src, out))
