@@ -150,15 +150,8 @@ def _read_line(conn: socket.socket, deadline: float, what: str) -> dict:
 
 def _grow(comm, port_name: str | None, world_size: int):
     """Members so far accept newcomers (collectively) until the world is complete."""
-    from mpi4py import MPI
-
     while comm.Get_size() < world_size:
-        intercomm = comm.Accept(port_name if comm.Get_rank() == 0 else None, MPI.INFO_NULL, 0)
-        merged = intercomm.Merge(high=False)
-        intercomm.Free()
-        if comm is not MPI.COMM_SELF:
-            comm.Free()
-        comm = merged
+        comm = _admit_one(comm, port_name if comm.Get_rank() == 0 else None)
     return comm
 
 
@@ -204,7 +197,7 @@ def join_world(point: RendezvousPoint, timeout: float):
             comm = MPI.COMM_SELF
             for peer_rank in range(1, world_size):
                 _send_line(peers[peer_rank], {"port": port_name})
-                comm = _grow_once(comm, port_name)
+                comm = _admit_one(comm, port_name)
             MPI.Close_port(port_name)
             for conn in peers.values():
                 conn.close()
@@ -259,8 +252,9 @@ def _connect_to_rank_0(point: RendezvousPoint, deadline: float, timeout: float) 
         time.sleep(0.05)
 
 
-def _grow_once(comm, port_name: str):
-    """Rank 0's side of admitting one newcomer (the other members run ``_grow``)."""
+def _admit_one(comm, port_name: str | None):
+    """Admit one newcomer into ``comm`` (collective over its members; ``port_name`` is read on
+    rank 0 only): the merged communicator, the old one freed."""
     from mpi4py import MPI
 
     intercomm = comm.Accept(port_name, MPI.INFO_NULL, 0)
