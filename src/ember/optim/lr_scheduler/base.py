@@ -153,15 +153,20 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None) -> None:
+        if epoch is None:
+            self.last_epoch += 1
+            self._set_lrs(self.get_lr)
+        else:
+            self.last_epoch = epoch
+            closed_form = getattr(self, "_get_closed_form_lr", None)
+            self._set_lrs(closed_form if closed_form is not None else self.get_lr)
+
+    def _set_lrs(self, compute) -> None:
+        """Set each group's lr to the values ``compute()`` gives (``get_lr`` or the closed
+        form, called as from within ``step``, so without its warning)."""
         self._get_lr_called_within_step = True
         try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                self.last_epoch = epoch
-                closed_form = getattr(self, "_get_closed_form_lr", None)
-                values = closed_form() if closed_form is not None else self.get_lr()
+            values = compute()
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
