@@ -70,6 +70,15 @@ def test_csr_repr_of_int_and_requires_grad_tensors_match_torch(torch_sparse):
     )
 
 
+@pytest.mark.parametrize("to", ["to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc"])
+def test_bool_compressed_repr_leaves_the_dtype_out_as_torch(torch_sparse, to):
+    args = ((1, 1),) if to.endswith(("bsr", "bsc")) else ()
+    dense = [[True, False], [False, True]]
+    same_repr(
+        getattr(ember.tensor(dense), to)(*args), getattr(torch_sparse.tensor(dense), to)(*args)
+    )
+
+
 @pytest.mark.parametrize(
     "crow, col, values",
     [

@@ -32,10 +32,10 @@ def _body(data, indent: int) -> str:
     return dense_repr._render(show, fmt, width, indent, summarize)
 
 
-def _suffixes(t, shape, nnz: int, bool_implied: bool) -> list:
+def _suffixes(t, shape, nnz: int) -> list:
     """The ``device=``, ``size=``, ``nnz=``, ``dtype=``, ``layout=`` and grad terms after a
     sparse tensor's arrays; ``dtype=`` is left out for the default float and complex dtypes,
-    int64, and (``bool_implied``: COO, as torch prints it) bool."""
+    int64 and bool, as torch prints them for every sparse layout."""
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
@@ -43,7 +43,7 @@ def _suffixes(t, shape, nnz: int, bool_implied: bool) -> list:
     suffixes.append(f"nnz={nnz}")
     d = t.dtype
     implied = d is dt.get_default_dtype() or d is dt.get_default_complex_dtype() or d is dt.int64
-    if not (implied or (bool_implied and d is dt.bool_)):
+    if not (implied or d is dt.bool_):
         suffixes.append(f"dtype={d!r}")
     suffixes.append(f"layout={t.layout!r}")
     if t._grad_fn is not None:
@@ -68,7 +68,7 @@ def sparse_repr(t) -> str:
         + _body(storage.values, indent + len(values_prefix))
         + ")"
     )
-    suffixes = _suffixes(t, storage.shape, storage.nnz, bool_implied=True)
+    suffixes = _suffixes(t, storage.shape, storage.nnz)
     # the first suffix of a sparse tensor starts a line, the others follow on it while it
     # stays within the line width
     return dense_repr._add_suffixes(text, suffixes, indent, force_newline=True)
@@ -87,5 +87,5 @@ def compressed_repr(t) -> str:
         head = f"{name}=tensor("
         parts.append(head + _body(data._data, indent + len(head)) + ")")
     text = prefix + (",\n" + " " * indent).join(parts)
-    suffixes = _suffixes(t, t._data.shape, t._nnz(), bool_implied=False)
+    suffixes = _suffixes(t, t._data.shape, t._nnz())
     return dense_repr._add_suffixes(text, suffixes, indent)
