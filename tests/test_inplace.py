@@ -1,3 +1,6 @@
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -210,3 +213,45 @@ def test_addbmm_inplace_resizes_self_to_the_result_as_torch():
     assert base.grad.tolist() == [15.0]
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         ember.zeros(1).addmm_(ember.ones(3, 4), ember.ones(4, 5))  # addmm_ does not resize
+
+
+def test_setitem_writes_only_the_elements_its_key_selects():
+    # two writers of disjoint elements of one tensor (threads here, processes over shared
+    # memory in tests/multiprocessing) keep each other's writes, as in PyTorch
+    t = ember.zeros(2, 1000)
+    lost = []
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def writer(row):
+        for i in range(1, 3000):
+            t[row, 0] = float(i)
+            if t[row, 0].item() != i:
+                lost.append((row, i))
+                return
+
+    try:
+        threads = [threading.Thread(target=writer, args=(row,)) for row in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert lost == []
+    assert t[:, 0].tolist() == [2999.0, 2999.0] and t[:, 1:].abs().sum().item() == 0
+
+
+def test_setitem_reads_its_value_before_writing_and_counts_a_version():
+    t = ember.arange(5.0)
+    view = t[2:]
+    t[1:] = t[:-1]  # the value overlaps the written elements
+    assert t.tolist() == [0.0, 0.0, 1.0, 2.0, 3.0] and view.tolist() == [1.0, 2.0, 3.0]
+    assert t._version == 1
+    t.index_put_((ember.tensor([0, 0, 4]),), ember.tensor([1.0, 2.0, 3.0]), accumulate=True)
+    assert t.tolist() == [3.0, 0.0, 1.0, 2.0, 6.0] and t._version == 2
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.zeros(3).expand(2, 3)[0] = 1.0
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        t[ember.tensor([5])] = 1.0
+    assert t.tolist() == [3.0, 0.0, 1.0, 2.0, 6.0] and t._version == 2

@@ -62,15 +62,26 @@ def _write(self: Tensor, new: Tensor, op: str, resize: bool = False) -> None:
 
 
 def apply_inplace(
-    self: Tensor, fn, args: tuple, op: str, needs_old: bool = True, resize: bool = False
+    self: Tensor,
+    fn,
+    args: tuple,
+    op: str,
+    needs_old: bool = True,
+    resize: bool = False,
+    write_into=None,
 ) -> Tensor:
     """Run out-of-place ``fn(old, *args)`` and make its result the new value of ``self``
-    (``resize``: of the result's shape, where ``self`` is no view)."""
+    (``resize``: of the result's shape, where ``self`` is no view). Outside the graph,
+    ``write_into(self, *args)``, where given, writes into self's memory itself and says whether
+    it did (an op that touches a few elements then writes only those)."""
     grad_on = _gm.state.enabled
     if not grad_on or not (self._rg or _any_requires_grad(args)):
         with _gm.no_grad():
             _cuts.state.quiet += 1  # writing into a tensor is not a use that cuts the graph
             try:
+                if write_into is not None and write_into(self, *args):
+                    self._vc[0] += 1
+                    return self
                 new = fn(self, *args)
             finally:
                 _cuts.state.quiet -= 1

@@ -388,7 +388,14 @@ T.__getitem__ = ix.getitem
 def _setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) or not isinstance(value, (int, float, bool)):
         value = value if isinstance(value, Tensor) else creation.tensor(value, dtype=self.dtype)
-    _inplace.apply_inplace(self, ix.index_put_key, (key, value), "index_put_", needs_old=False)
+    _inplace.apply_inplace(
+        self,
+        ix.index_put_key,
+        (key, value),
+        "index_put_",
+        needs_old=False,
+        write_into=ix.index_put_key_into,
+    )
 
 
 T.__setitem__ = _setitem
@@ -580,6 +587,7 @@ def _index_put_(self, indices, values, accumulate: bool = False):
         (indices, values),
         "index_put_",
         needs_old=False,
+        write_into=lambda t, i, v: ix.index_put_into(t, i, v, accumulate),
     )
 
 

@@ -27,6 +27,7 @@ from ._dispatch import (
 from .padding_modes import pad_by_mode
 from .shape import broadcast_shapes, make_view
 
+_HOST = array_module(NUMPY_ARRAY(0))  # NumPy (ops import no NumPy)
 sort_result = return_types.sort
 topk_result = return_types.topk
 
@@ -307,8 +308,10 @@ class IndexPutBackward0(Node):
         return g_self, g_values
 
 
-def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
-    """Out-of-place ``input[indices] = values`` (``+=`` with accumulate, duplicates summed)."""
+def _prepared_put(input: Tensor, indices, values):
+    """index_put's checks, in PyTorch's order: the normalized key, whether it is basic, the key
+    as given, the value as a tensor of the input's dtype (the graph's input) and its array
+    broadcast to what the key selects."""
     raw = indices if isinstance(indices, tuple) else (indices,)
     key, basic = normalize_key(input, raw, check_bounds=False)
     if not basic:  # too many indices, mask shapes and integer bounds come first
@@ -328,10 +331,10 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     if values._data.dtype != input._data.dtype:
         values = values.to(input.dtype)
     xp = array_module(input._data)
-    out = input._data.copy()
+    data = input._data
     # PyTorch checks the value's shape before the indices' bounds
     try:
-        target_shape = out[key if basic else _clipped_key(out.shape, key)].shape
+        target_shape = data[key if basic else _clipped_key(data.shape, key)].shape
     except NotImplementedError:  # a mask into a meta tensor: how many it picks is unknown
         target_shape = values._data.shape  # (unchecked, as torch's meta kernel)
     while values._data.ndim > len(target_shape) and values._data.shape[0] == 1:
@@ -344,11 +347,22 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
             f"broadcast to indexing result of shape {list(target_shape)}"
         ) from None
     if not basic:
-        _check_advanced_bounds(out.shape, key)
+        _check_advanced_bounds(data.shape, key)
+    return key, raw, values, v
+
+
+def _put(out, key, v, accumulate: bool) -> None:
     if accumulate:
-        xp.add.at(out, key, v)
+        array_module(out).add.at(out, key, v)
     else:
         out[key] = v
+
+
+def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``input[indices] = values`` (``+=`` with accumulate, duplicates summed)."""
+    key, raw, values, v = _prepared_put(input, indices, values)
+    out = input._data.copy()
+    _put(out, key, v, accumulate)
     saved_indices = tuple(k for k in raw if isinstance(k, Tensor))
     return result(
         IndexPutBackward0,
@@ -360,8 +374,25 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     )
 
 
-def index_put_key(input: Tensor, key, values) -> Tensor:
-    """``index_put`` for a raw ``__setitem__`` key (ints, slices, tensors ...)."""
+def index_put_into(input: Tensor, indices, values, accumulate: bool = False) -> bool:
+    """``input[indices] = values`` written into input's own memory, only where the key points,
+    as PyTorch's kernel writes: processes writing other elements of one shared tensor keep
+    their writes, and one element costs no copy of the whole. False (nothing written) where the
+    copying path must run instead: no NumPy array, or memory that is not writeable (its error)."""
+    data = input._data
+    if not is_plain_numpy(data):
+        return False
+    key, _, _, v = _prepared_put(input, indices, values)
+    if not data.flags.writeable:
+        return False
+    if _HOST.may_share_memory(data, v):
+        v = v.copy()  # t[1:] = t[:-1] reads the old values, as the copying path does
+    _put(data, key, v, accumulate)
+    return True
+
+
+def _setitem_arguments(input: Tensor, key, values) -> tuple:
+    """A raw ``__setitem__`` key (ints, slices, tensors ...) and value as index_put takes them."""
     key = key if isinstance(key, tuple) else (key,)
     masks = [k for k in key if isinstance(k, Tensor) and k._data.dtype.kind in "bu"]
     tensors = [k for k in key if isinstance(k, Tensor)]
@@ -381,7 +412,17 @@ def index_put_key(input: Tensor, key, values) -> Tensor:
                 "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
             )
         values = values.to(input.dtype)
-    return index_put(input, key, values)
+    return key, values
+
+
+def index_put_key(input: Tensor, key, values) -> Tensor:
+    """``index_put`` for a raw ``__setitem__`` key (ints, slices, tensors ...)."""
+    return index_put(input, *_setitem_arguments(input, key, values))
+
+
+def index_put_key_into(input: Tensor, key, values) -> bool:
+    """``index_put_into`` for a raw ``__setitem__`` key."""
+    return index_put_into(input, *_setitem_arguments(input, key, values))
 
 
 # --------------------------------------------------------------------------------------------
