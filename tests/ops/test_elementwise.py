@@ -431,3 +431,14 @@ def test_addcdiv_in_float16_rounds_once_as_torch():
     assert (
         ember.addcdiv(a.bfloat16(), t1.bfloat16(), t2.bfloat16(), value=0.3).dtype == ember.bfloat16
     )
+
+
+def test_a_zero_dim_float_tensor_to_the_powers_torch_computes_as_products():
+    # -2 and -0.5 take a reciprocal of a product, which for a 0-d input is a NumPy scalar
+    x = ember.tensor(3.0, dtype=ember.float64, requires_grad=True)
+    for exponent, value, slope in ((-2, 1 / 9, -2 / 27), (-0.5, 3**-0.5, -0.5 * 3**-1.5)):
+        y = x**exponent
+        (grad,) = ember.autograd.grad(y, x)
+        assert y.shape == () and y.dtype == ember.float64
+        assert abs(y.item() - value) < 1e-15 and abs(grad.item() - slope) < 1e-15
+    assert (ember.tensor(3, dtype=ember.uint8) ** -0.5).item() == pytest.approx(3**-0.5)

@@ -981,8 +981,8 @@ def pow(input, exponent) -> Tensor:
             data = xp.sqrt(ad)
         elif floating and e in (3, -2, -0.5):  # torch's products, not the C library's pow
             data = ad * ad * ad if e == 3 else ad * ad if e == -2 else xp.sqrt(ad)
-            if e != 3:
-                xp.reciprocal(data, out=data)
+            if e != 3:  # (a 0-d product is a NumPy scalar, which takes no out=)
+                data = xp.reciprocal(data, out=data if isinstance(data, xp.ndarray) else None)
         else:
             data = ad ** data_of(e, ad)  # a 0-d array of ad's dtype: bfloat16 stays bfloat16
         return result(PowBackward0, data, (a,), (a,), exponent=e)
