@@ -135,3 +135,72 @@ def test_a_suffix_past_the_line_width_starts_a_new_line_as_torch(torch_mod):
         lambda m: m.tensor(values[:2], dtype=m.float64, requires_grad=True) * 2,
     ):
         assert repr(make(ember)) == repr(make(torch_mod)).replace("torch.", "ember.")
+
+
+PRINT_OPTION_CASES = [
+    {"precision": 2},
+    {"precision": 0},
+    {"threshold": 5},
+    {"edgeitems": 1, "threshold": 5},
+    {"edgeitems": 0, "threshold": 3},
+    {"linewidth": 30},
+    {"linewidth": 200, "threshold": 50},
+    {"sci_mode": True},
+    {"sci_mode": False},
+    {"precision": 6, "sci_mode": True},
+    {"profile": "short"},
+    {"profile": "full"},
+]
+PRINTED_VALUES = [
+    [1.12345, 2.5, -3.75],
+    [[0.001, 20000.0], [3.0, 4.0]],
+    [1e-6, 1.0],
+    [0.0, 0.0],
+    [float("nan"), 1.5],
+    [123456789.0, 1.0],
+    [[float(i * j) for i in range(20)] for j in range(30)],
+]
+
+
+def _printed(m, options, values):
+    m.set_printoptions(**options)
+    try:
+        tensors = (
+            m.tensor(values),
+            m.tensor(values, dtype=m.float64, requires_grad=True) * 2,
+            m.arange(40).reshape(4, 10),
+            m.zeros(2, 0),
+            m.tensor(values).to(m.complex64) * (1 + 1j),
+        )
+        return "\n".join(repr(t) for t in tensors).replace(m.__name__, "M")
+    finally:
+        m.set_printoptions(profile="default")
+
+
+@pytest.mark.parametrize("options", PRINT_OPTION_CASES, ids=str)
+def test_print_options_print_as_torchs(options, torch_mod):
+    for values in PRINTED_VALUES:
+        assert _printed(ember, options, values) == _printed(torch_mod, options, values)
+
+
+def test_print_options_are_set_read_and_restored():
+    assert ember._tensor_str.get_printoptions() == {
+        "precision": 4,
+        "threshold": 1000,
+        "edgeitems": 3,
+        "linewidth": 80,
+        "sci_mode": None,
+    }
+    ember.set_printoptions(2)  # positional, as torch's
+    try:
+        assert repr(ember.tensor([1.12345])) == "tensor([1.12])"
+        with ember._tensor_str.printoptions(precision=1, threshold=5):
+            assert repr(ember.arange(10.0)) == "tensor([0., 1., 2.,  ..., 7., 8., 9.])"
+            assert repr(ember.tensor([1.26])) == "tensor([1.3])"
+        assert repr(ember.tensor([1.126])) == "tensor([1.13])"
+        ember.set_printoptions(sci_mode=True)
+        assert repr(ember.tensor([1.5, 2.0])) == "tensor([1.50e+00, 2.00e+00])"
+    finally:
+        ember.set_printoptions(profile="default")
+    assert repr(ember.tensor([1.12345])) == "tensor([1.1235])"
+    assert ember._tensor_str.PRINT_OPTS.sci_mode is None

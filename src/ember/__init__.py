@@ -100,6 +100,7 @@ _tensor_methods.attach_on_first_use(["stft", "istft"], _load_stft)
 # Debugging, data and file namespaces load on first use: `import ember` stays quick.
 _LAZY = frozenset(
     {
+        "_tensor_str",
         "amp",
         "cpu",
         "datasets",

@@ -65,6 +65,7 @@ from ._memory_format import (
 from ._method_functions import *
 from ._settings import *
 from ._tensor import Size, Tensor
+from ._tensor_repr import set_printoptions
 from ._type_info import finfo, iinfo
 from ._windows import *
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -307,10 +308,6 @@ def typename(obj) -> str:
 def clone(input: Tensor, *, memory_format=None) -> Tensor:  # noqa: F811
     """A copy of ``input``; ``preserve_format`` (the default) keeps a dense tensor's strides."""
     return input.clone(memory_format=memory_format)
-
-
-def set_printoptions(**kwargs) -> None:
-    """Accepted for compatibility; ember prints with PyTorch's default options."""
 
 
 # torch's constants

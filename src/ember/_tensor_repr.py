@@ -1,33 +1,101 @@
-"""Print tensors the way PyTorch does: ``tensor([1., 2.], requires_grad=True)``."""
+"""Print tensors the way PyTorch does: ``tensor([1., 2.], requires_grad=True)``, under the
+options ``set_printoptions`` sets (precision, summarising threshold, edge items, line width,
+scientific notation), which ``ember._tensor_str`` also offers under torch's names."""
 
 from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
 
 import numpy as _np
 
 from . import _backend
 from . import _dtype as dt
 
-_EDGE_ITEMS = 3
-_THRESHOLD = 1000
-_LINE_WIDTH = 80
+
+@dataclasses.dataclass
+class _PrinterOptions:
+    precision: int = 4
+    threshold: float = 1000
+    edgeitems: int = 3
+    linewidth: int = 80
+    sci_mode: bool | None = None
+
+
+PRINT_OPTS = _PrinterOptions()
+
+_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
+}
+
+
+def set_printoptions(
+    precision: int | None = None,
+    threshold: float | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    profile: str | None = None,
+    sci_mode: bool | None = None,
+) -> None:
+    """Set how tensors print, as ``torch.set_printoptions``: ``precision`` digits after the
+    point (4), more than ``threshold`` elements (1000) are summarised to ``edgeitems`` (3) at
+    each end of every dimension, rows wrap at ``linewidth`` (80) characters; ``profile``
+    ("default", "short", "full") sets those four first; ``sci_mode`` True or False forces or
+    forbids scientific notation, None (also when left out) lets the values decide.
+
+    >>> set_printoptions(precision=2)
+    >>> set_printoptions(profile="default")
+    """
+    for name, value in _PROFILES.get(profile, {}).items():
+        setattr(PRINT_OPTS, name, value)
+    for name, value in (
+        ("precision", precision),
+        ("threshold", threshold),
+        ("edgeitems", edgeitems),
+        ("linewidth", linewidth),
+    ):
+        if value is not None:
+            setattr(PRINT_OPTS, name, value)
+    PRINT_OPTS.sci_mode = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current options, as keywords ``set_printoptions`` takes back."""
+    return dataclasses.asdict(PRINT_OPTS)
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs):
+    """``set_printoptions(**kwargs)`` for the ``with`` block only."""
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
 
 
 def _float_formatter(values):
+    precision = PRINT_OPTS.precision
+    fixed, scientific = f"{{:.{precision}f}}", f"{{:.{precision}e}}"
     finite = values[_np.isfinite(values)]
-    if finite.size == 0:
-        return lambda v: _special(v) or f"{v:.4f}"
     absolute = _np.abs(finite)
-    int_mode = bool(_np.all(finite == _np.ceil(finite)))
     nonzero = absolute[absolute != 0]  # zeros do not decide fixed vs scientific (as torch)
-    big = float(nonzero.max()) if nonzero.size else 0.0
-    small = float(nonzero.min()) if nonzero.size else 1.0
-    if int_mode:
-        if big / max(small, 1e-300) > 1000.0 or big > 1e8:
-            return lambda v: _special(v) or f"{v:.4e}"
+    if nonzero.size == 0:  # zeros, nan and inf only: torch's formatter stays in int mode
         return lambda v: _special(v) or f"{v:.0f}."
-    if big / max(small, 1e-300) > 1000.0 or big > 1e8 or small < 1e-4:
-        return lambda v: _special(v) or f"{v:.4e}"
-    return lambda v: _special(v) or f"{v:.4f}"
+    int_mode = bool(_np.all(finite == _np.ceil(finite)))
+    big, small = float(nonzero.max()), float(nonzero.min())
+    sci_mode = PRINT_OPTS.sci_mode
+    if sci_mode is None:
+        sci_mode = big / small > 1000.0 or big > 1e8 or small < 1e-4
+    if sci_mode:
+        return lambda v: _special(v) or scientific.format(v)
+    if int_mode:
+        return lambda v: _special(v) or f"{v:.0f}."
+    return lambda v: _special(v) or fixed.format(v)
 
 
 def _special(v) -> str | None:
@@ -40,7 +108,7 @@ def _special(v) -> str | None:
 
 def _complex_formatter(data):
     """Real and imaginary parts get a formatter and a width each, as PyTorch prints them."""
-    summarize = data.size > _THRESHOLD
+    summarize = data.size > PRINT_OPTS.threshold
     parts = []
     for part in (data.real, data.imag):
         fmt = _formatter(part)
@@ -63,13 +131,14 @@ def _formatter(data):
         return lambda v: "True" if v else "False"
     if kind in "iu":
         return lambda v: str(int(v))
-    values = _summary_values(data) if data.size > _THRESHOLD else data.reshape(-1)
+    values = _summary_values(data) if data.size > PRINT_OPTS.threshold else data.reshape(-1)
     return _float_formatter(values.astype("float64"))
 
 
 def _edge_indices(n: int):
-    if n > 2 * _EDGE_ITEMS:
-        return list(range(_EDGE_ITEMS)) + list(range(n - _EDGE_ITEMS, n))
+    edge = PRINT_OPTS.edgeitems
+    if n > 2 * edge:
+        return list(range(edge)) + list(range(n - edge, n))
     return list(range(n))
 
 
@@ -77,7 +146,7 @@ def _edges(data):
     """The items a summarised print shows (torch's ``get_summarized_data``): along every
     dimension longer than 2 * edgeitems only the first and last edgeitems, read straight from
     ``data`` without touching the rest: a 5000 x 5000 tensor costs 36 reads, not a copy."""
-    if data.ndim == 0 or all(n <= 2 * _EDGE_ITEMS for n in data.shape):
+    if data.ndim == 0 or all(n <= 2 * PRINT_OPTS.edgeitems for n in data.shape):
         return data
     index = _np.ix_(*(_edge_indices(n) for n in data.shape))
     if not isinstance(data, _np.ndarray):  # CuPy: index on the device, copy 36 items
@@ -96,15 +165,17 @@ def _render(data, fmt, width, indent, summarize, line_width=None, shape=None):
     if data.ndim == 0:
         return fmt(data.item()).rjust(width)
     shape = data.shape if shape is None else shape
-    n = data.shape[0]
-    if summarize and shape[0] > 2 * _EDGE_ITEMS:
-        idx = list(range(_EDGE_ITEMS)) + [None] + list(range(n - _EDGE_ITEMS, n))
+    n, edge = data.shape[0], PRINT_OPTS.edgeitems
+    if summarize and shape[0] > 2 * edge:
+        idx = list(range(edge)) + [None] + list(range(n - edge, n))
     else:
         idx = list(range(n))
     if data.ndim == 1:
+        if idx == [None]:  # edgeitems=0
+            return "[...]"
         # PyTorch marks the elided middle of a row with " ..." (one space more than ", ")
         items = [" ..." if i is None else fmt(data[i].item()).rjust(width) for i in idx]
-        per_line = max(1, (80 - indent) // ((line_width or width) + 2))
+        per_line = max(1, (PRINT_OPTS.linewidth - indent) // ((line_width or width) + 2))
         lines = [", ".join(items[k : k + per_line]) for k in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     parts = [
@@ -130,8 +201,8 @@ def tensor_repr(t) -> str:
     if t.device.type == "meta":
         return _meta_repr(t)
     data = t._data
-    shape = data.shape
-    summarize = data.size > _THRESHOLD
+    shape, size = data.shape, data.size
+    summarize = size > PRINT_OPTS.threshold
     if summarize:
         data = _edges(data)  # before any copy: the rest is never read
     if type(data) is not _np.ndarray:
@@ -141,11 +212,13 @@ def tensor_repr(t) -> str:
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
     d = t.dtype
-    if data.size == 0:
+    if size == 0:
         body = "[]"
         if data.ndim != 1:
-            suffixes.insert(0, f"size={tuple(data.shape)}")
+            suffixes.append(f"size={tuple(data.shape)}")
     else:
+        if not PRINT_OPTS.edgeitems:  # no values shown: the shape is
+            suffixes.append(f"size={tuple(shape)}")
         # ``show`` holds every value the print reads: all of them, or the edges of each dim
         show = data.astype("float32") if d is dt.bfloat16 else data
         if show.dtype.kind == "c":
@@ -159,7 +232,7 @@ def tensor_repr(t) -> str:
     default_complex = dt.get_default_complex_dtype()
     # an empty tensor has no values to tell its dtype by: every dtype but the default float
     # is shown (as torch)
-    shown_anyway = data.size == 0 and d is not default_float
+    shown_anyway = size == 0 and d is not default_float
     if shown_anyway or not (
         d is default_float or d is default_complex or d is dt.int64 or d is dt.bool_
     ):
@@ -189,7 +262,7 @@ def _add_suffixes(text: str, suffixes: list, indent: int, force_newline: bool = 
     parts = [text]
     last_line = len(text) - text.rfind("\n") + 1  # torch's count, one more than the columns
     for suffix in suffixes:
-        if force_newline or last_line + len(suffix) + 2 > _LINE_WIDTH:
+        if force_newline or last_line + len(suffix) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line = indent + len(suffix)
             force_newline = False

@@ -22,7 +22,7 @@ def _body(data, indent: int) -> str:
     if data.size == 0:
         return f"[], size={tuple(data.shape)}"
     show = data.astype("float32") if dt.FROM_NUMPY[data.dtype] is dt.bfloat16 else data
-    summarize = data.size > dense_repr._THRESHOLD
+    summarize = data.size > dense_repr.PRINT_OPTS.threshold
     if show.dtype.kind == "c":
         fmt, line_width = dense_repr._complex_formatter(show)
         return dense_repr._render(show, fmt, 0, indent, summarize, line_width)
