@@ -315,3 +315,53 @@ def test_logcumsumexp_of_complex_values_as_torch():
     np.testing.assert_allclose(
         np.array(ember.logcumsumexp(x, 0).tolist()[1]), torch_dim0_row1, rtol=1e-12
     )
+
+
+def test_histc_bins_as_atens_arithmetic_in_the_inputs_precision():
+    # (0.6 + 1.5) * 100 / 3.5 is 59.99999 in float32: bin 59, where NumPy's float64 edges say 60
+    t = ember.tensor([[0.6, -1.5], [2.0, 0.25]])
+    assert ember.histc(t).nonzero().flatten().tolist() == [0, 50, 59, 99]
+    assert ember.histc(t.double()).nonzero().flatten().tolist() == [0, 50, 60, 99]
+    assert ember.histc(ember.tensor([1.0, 2.0]), bins=4, min=2.5, max=2.5).tolist() == [
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+    ]
+    with pytest.raises(RuntimeError, match=r"range of \[nan, nan\] is not finite"):
+        ember.histc(ember.tensor([float("nan"), 1.0]))
+    with pytest.raises(RuntimeError, match=r"range of \[0, inf\] is not finite"):
+        ember.histc(ember.tensor([1.0]), min=0, max=float("inf"))
+    with pytest.raises(RuntimeError, match="bins must be > 0, but got 0 for dimension 0"):
+        ember.histc(ember.tensor([1.0]), bins=0)
+
+
+def test_histogram_edges_are_torchs_linspace_and_bins_agree_with_them(torch_mod):
+    rng = np.random.default_rng(1)
+    for trial in range(200):
+        dtype = ("float32", "float64", "float16", "bfloat16")[trial % 4]
+        values = np.round(rng.standard_normal(int(rng.integers(0, 40))) * 3, trial % 3)
+        bins = int(rng.integers(1, 120))
+        options = ({}, {"min": -1.5, "max": 2.0}, {"min": 0.5, "max": 0.5})[trial % 3]
+        got, want = (
+            m.histc(m.tensor(values, dtype=getattr(m, dtype)), bins, **options).float().tolist()
+            for m in (ember, torch_mod)
+        )
+        assert got == want, (dtype, bins, options, values)
+        if dtype in ("float16", "bfloat16"):
+            continue
+        for extra in ({}, {"range": (-1.5, 2.0)}, {"range": (1.0, 1.0)}, {"density": True}):
+            weight = np.linspace(0.1, 2.0, values.size)
+            (gh, ge), (th, te) = (
+                m.histogram(
+                    m.tensor(values, dtype=getattr(m, dtype)),
+                    bins,
+                    weight=m.tensor(weight, dtype=getattr(m, dtype)) if trial % 2 else None,
+                    **extra,
+                )
+                for m in (ember, torch_mod)
+            )
+            assert ge.tolist() == te.tolist(), (dtype, bins, extra, values)
+            np.testing.assert_allclose(gh.tolist(), th.tolist(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="min should not exceed max, but got min 3 max 1"):
+        ember.histogram(ember.tensor([1.0, 2.0]), 4, range=(3.0, 1.0))

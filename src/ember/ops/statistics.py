@@ -8,11 +8,12 @@ came from, as in PyTorch. Histograms and counts are not differentiable.
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 
 from .. import _dtype as dt
 from .. import return_types
-from .._creation import zeros_like
+from .._creation import _spaced, zeros_like
 from .._tensor import Tensor
 from ..autograd.node import Node
 from ._dispatch import array_module, non_differentiable, norm_dims, result, wrap, wrap_dim
@@ -343,52 +344,101 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:
     data = input._data
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype.legacy_name}'")
-    result_dtype = data.dtype
-    if data.dtype.kind != "f":  # bfloat16: binned as float32 (which holds it exactly)
-        data = data.astype(dt.float32.np)
     if bins <= 0:
-        raise RuntimeError("torch.histc: bins must be > 0")
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     xp = array_module(data)
     lo, hi = float(min), float(max)
-    if lo == hi and data.size:
+    if lo == hi and data.size:  # (min == max: the data's range)
         lo, hi = float(data.min()), float(data.max())
-    if lo == hi:
-        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(
+            f"torch.histc: range of [{_c_number(lo)}, {_c_number(hi)}] is not finite"
+        )
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
-    counts, _ = xp.histogram(data[~xp.isnan(data)] if data.size else data, bins, (lo, hi))
-    return non_differentiable("histc", wrap(counts.astype(result_dtype)), input)
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    counts = _linear_bin_counts(xp, data.reshape(-1), bins, lo, hi)
+    return non_differentiable("histc", wrap(counts.astype(data.dtype)), input)
+
+
+def _c_number(value: float) -> str:
+    """A float as C++'s stream prints it in ATen's messages: 0, 1.5, inf, -nan."""
+    if math.isnan(value):
+        return "-nan" if math.copysign(1.0, value) < 0 else "nan"
+    return f"{value:g}"
+
+
+def _linear_bin_counts(xp, flat, bins: int, lo: float, hi: float):
+    """ATen's histc: an element's bin is ``int((x - lo) * bins / (hi - lo))`` in the input's
+    precision (each step rounded to a 2-byte float too, as c10's Half and BFloat16), the top
+    edge in the last bin, NaN and what lies outside [lo, hi] in none. (NumPy's histogram bins
+    by its float64 edges instead: 0.6 of [-1.5, 2] in 100 float32 bins lands one bin higher.)"""
+    lo_t, hi_t = flat.dtype.type(lo), flat.dtype.type(hi)
+    inside = flat[(flat >= lo_t) & (flat <= hi_t)]
+    pos = ((inside - lo_t) * flat.dtype.type(bins) / (hi_t - lo_t)).astype(dt.int64.np)
+    xp.minimum(pos, bins - 1, out=pos)
+    return xp.bincount(pos, minlength=bins)[:bins]
 
 
 def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool = False):
     data = input._data
     xp = array_module(data)
-    edges = bins._data if isinstance(bins, Tensor) else int(bins)
-    w = weight._data if isinstance(weight, Tensor) else None
-    if range is None and not isinstance(bins, Tensor) and data.size:
-        range = (float(data.min()), float(data.max()))
-    hist, bin_edges = xp.histogram(data, edges, range=range, weights=w, density=density)
-    bin_edges = bin_edges.astype(data.dtype)
-    if w is not None or density:  # NumPy sums these in float64; torch in the input's dtype
-        hist = _accumulated_histogram(xp, data, bin_edges, w, density)
-    return histogram_result(wrap(hist.astype(data.dtype)), wrap(bin_edges))
-
-
-def _accumulated_histogram(xp, data, edges, weights, density: bool):
-    """ATen's histogram loop: each element's weight added to its bin in input order, in the
-    data's dtype, then ``hist / (hist.sum() * bin widths)`` for a density."""
     flat = data.reshape(-1)
-    inside = (flat >= edges[0]) & (flat <= edges[-1])  # NaN is in no bin
-    bins = xp.minimum(xp.searchsorted(edges, flat[inside], side="right") - 1, edges.size - 2)
-    if weights is None:
-        values = xp.ones(bins.shape, dtype=data.dtype)
+    w = weight._data.reshape(-1) if isinstance(weight, Tensor) else None
+    if isinstance(bins, Tensor):  # given edges: a binary search, as ATen's general kernel
+        edges = bins._data.astype(data.dtype, copy=False)
+        inside = (flat >= edges[0]) & (flat <= edges[-1])  # NaN is in no bin
+        index = xp.searchsorted(edges, flat[inside], side="right") - 1
+        xp.minimum(index, edges.size - 2, out=index)
     else:
-        values = weights.reshape(-1)[inside].astype(data.dtype, copy=False)
-    hist = xp.zeros(edges.size - 1, dtype=data.dtype)
-    xp.add.at(hist, bins, values)
-    if density:
-        hist = hist / (hist.sum() * xp.diff(edges))
-    return hist
+        if range is None:
+            lo, hi = (float(flat.min()), float(flat.max())) if flat.size else (0.0, 1.0)
+        else:
+            lo, hi = (float(v) for v in range)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(
+                f"torch.histogramdd: dimension 0's range [{_c_number(lo)}, {_c_number(hi)}] "
+                "is not finite"
+            )
+        if lo > hi:
+            raise RuntimeError(
+                f"torch.histogramdd: min should not exceed max, but got min {_c_number(lo)} "
+                f"max {_c_number(hi)} for dimension 0"
+            )
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = _spaced(lo, hi, int(bins) + 1, dt.FROM_NUMPY[data.dtype], xp)
+        inside, index = _linear_bins(xp, flat, edges)
+    if w is None and not density:
+        hist = xp.bincount(index, minlength=edges.size - 1).astype(data.dtype)
+    else:  # each weight added to its bin in input order, in the data's dtype (as ATen's loop)
+        values = xp.ones(index.shape, data.dtype) if w is None else w[inside].astype(data.dtype)
+        hist = xp.zeros(edges.size - 1, dtype=data.dtype)
+        xp.add.at(hist, index, values)
+        if density:
+            hist = hist / (hist.sum() * xp.diff(edges))
+    return histogram_result(wrap(hist.astype(data.dtype, copy=False)), wrap(edges))
+
+
+def _linear_bins(xp, flat, edges):
+    """ATen's bins over evenly spaced ``edges``: ``int((x - lo) · bins / (hi - lo))`` in the
+    data's precision, then moved to agree with the edges themselves (the edge at or below x,
+    looked for among the neighbours), the top edge in the last bin. Which elements lie inside
+    [lo, hi], and their bins."""
+    lo, hi = edges[0], edges[-1]
+    inside = (flat >= lo) & (flat <= hi)
+    x = flat[inside]
+    n_edges = edges.size
+    guess = ((x - lo) * flat.dtype.type(n_edges - 1) / (hi - lo)).astype(dt.int64.np)
+    first = xp.maximum(guess - 1, 0)
+    index = first - 1
+    for k in builtins.range(3):  # upper_bound over edges[first : min(guess + 2, n_edges)]
+        at = first + k
+        within = at < xp.minimum(guess + 2, n_edges)
+        index += within & (edges[xp.minimum(at, n_edges - 1)] <= x)
+    xp.minimum(index, n_edges - 2, out=index)
+    return inside, index
 
 
 def bincount(input: Tensor, weights=None, minlength: int = 0) -> Tensor:
