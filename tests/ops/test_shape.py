@@ -297,3 +297,8 @@ def test_diag_embed_refuses_identical_dims():
     with pytest.raises(RuntimeError, match="diagonal dimensions cannot be identical 0, -2"):
         ember.diag_embed(ember.zeros(3), 0, 0, -2)
     assert ember.diag_embed(ember.zeros(2, 3), 1, 0, 2).shape == (4, 2, 4)
+
+
+def test_broadcast_to_takes_one_int_as_the_size():
+    assert ember.tensor(2.0).broadcast_to(3).tolist() == [2.0, 2.0, 2.0]
+    assert ember.broadcast_to(ember.tensor([1.0]), 2).tolist() == [1.0, 1.0]

@@ -246,3 +246,11 @@ def test_arithmetic_and_transpose_keep_a_compressed_layout_as_in_torch(torch_spa
     assert_same_compressed(
         op(convert(ember.tensor(DENSE), layout)), op(convert(torch_sparse.tensor(DENSE), layout))
     )
+
+
+def test_one_int_blocksize_is_a_square_block():
+    dense = ember.arange(16.0).reshape(4, 4)
+    for method in ("to_sparse_bsr", "to_sparse_bsc"):
+        blocked = getattr(dense, method)(2)
+        assert blocked._blocksize == (2, 2) and tuple(blocked.values().shape) == (4, 2, 2)
+        assert blocked.to_dense().tolist() == dense.tolist()

@@ -426,7 +426,7 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 
 def broadcast_to(input: Tensor, size) -> Tensor:
-    return expand(input, tuple(size))
+    return expand(input, (size,) if isinstance(size, int) else tuple(size))
 
 
 def broadcast_shapes(*shapes) -> tuple:

@@ -367,7 +367,9 @@ class _ToCompressedBackward(Node):
 
 def to_compressed(self: Tensor, layout, blocksize=None, dense_dim=None) -> SparseCompressedTensor:
     """``self`` (dense, COO or compressed) in a compressed ``layout``; blocked layouts keep
-    every block that holds a nonzero (or a stored element)."""
+    every block that holds a nonzero (or a stored element); one int is a square block."""
+    if isinstance(blocksize, int) and not isinstance(blocksize, bool):
+        blocksize = (blocksize, blocksize)
     if dense_dim:
         raise NotImplementedError("to_sparse_compressed: dense_dim is not supported by ember")
     if (
