@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import warnings
 
+from .. import _backend
+from .._kernels import jit
 from .._tensor import Tensor
 from ..autograd.node import Node, torch_int
 from ._dispatch import NUMPY_ARRAY, array_module, check_same_device, grad_state, result, wrap
@@ -108,6 +110,78 @@ def pointwise_loss(node_cls, input: Tensor, target: Tensor, terms, reduction: st
         count=terms.size,
         **attrs,
     )
+
+
+# --- the compiled pointwise losses (ember._kernels.loss_jit) ---------------------------------
+# A loss over n elements reads its inputs once: the ``none`` reduction writes the terms, the
+# others one float64 partial sum per block (the total added here). Cheap kernels (smooth L1)
+# split over threads only from 2^17 elements a span (below that the hand-off costs more),
+# the costly ones (an exp an element) from 2^15.
+CHEAP_SPAN = 1 << 17
+COSTLY_SPAN = 1 << 15  # losses with an exp or a log: 2-3 ns an element
+
+
+# Below this many elements the NumPy paths run even where jit.MIN_WORK lets kernels in (the
+# tests set it to 0): their sums are reassociated, so a small loss in eager mode would not
+# equal, to the bit, the NumPy ops ember.compile records and replays (its tests train small
+# models and compare exactly). From here up a loss takes the kernel in eager mode only.
+KERNEL_MIN_ELEMENTS = 1 << 14
+
+
+def _loss_kernels(*arrays):
+    """``ember._kernels.loss_jit`` when kernels are on and ``arrays`` are plain NumPy float32 or
+    float64 arrays of one shape and dtype, big enough to be worth it; else None."""
+    if arrays[0].size < KERNEL_MIN_ELEMENTS:
+        return None
+    return _backend.compiled_kernels("loss_jit", *arrays)
+
+
+def _flat(array):
+    return _HOST.ascontiguousarray(array).reshape(-1)
+
+
+def _fused_loss_forward(
+    kernels, name: str, arrays: tuple, constants: tuple, reduction: str, span, outputs=()
+):
+    """The loss ``loss_jit.<name>_terms`` / ``<name>_sums`` computes over ``arrays`` (the first
+    gives the shape and dtype), reduced; ``span``: elements a thread takes at least;
+    ``outputs``: flat arrays the kernel also writes (what it keeps for the backward)."""
+    first = arrays[0]
+    flat = [_flat(a) for a in arrays]
+    n = first.size
+    if reduction == "none":
+        out = _HOST.empty(first.shape, first.dtype)
+        jit.parallel_for(getattr(kernels, name + "_terms"), n, *flat, out.reshape(-1), *outputs,
+                         *constants, min_chunk=span)  # fmt: skip
+        return out
+    block = kernels.BLOCK
+    partial = _HOST.empty(-(-n // block))
+    jit.parallel_for(getattr(kernels, name + "_sums"), partial.size, *flat, partial, *outputs,
+                     *constants, min_chunk=max(1, span // block))  # fmt: skip
+    total = partial.sum()
+    return _HOST.asarray(total / n if reduction == "mean" else total, dtype=first.dtype)
+
+
+def _fused_loss_backward(node, kernels, name: str, arrays: tuple, constants: tuple, g, span):
+    """d loss / d input from ``loss_jit.<name>_backward`` (``g`` of the terms' shape) or
+    ``<name>_backward_scalar`` (a reduced loss's ``g``, divided by the count for the mean);
+    None where ``g`` does not fit (another dtype or shape): the caller's formula runs."""
+    first = arrays[0]
+    flat = [_flat(a) for a in arrays]
+    out = _HOST.empty(first.shape, first.dtype)
+    g = g._data
+    if node.reduction == "none":
+        if g.__class__ is not first.__class__ or g.dtype != first.dtype or g.shape != first.shape:
+            return None
+        jit.parallel_for(getattr(kernels, name + "_backward"), first.size, *flat, _flat(g),
+                         out.reshape(-1), *constants, min_chunk=span)  # fmt: skip
+        return out
+    if node.reduction == "mean":
+        g = g / max(node.count, 1)  # the rounding of the formula's ``g / count``
+    g = first.dtype.type(g)
+    jit.parallel_for(getattr(kernels, name + "_backward_scalar"), first.size, *flat,
+                     out.reshape(-1), g, *constants, min_chunk=span)  # fmt: skip
+    return out
 
 
 def _total_weight(node) -> Tensor:
@@ -273,9 +347,9 @@ def nll_loss(
         and xp is _HOST
         and t.dtype == _HOST.int64
         and data.dtype in _FAST_FLOATS
-        and (ignore_index < 0 or ignore_index >= classes)
         and t.size
         and t.view(_HOST.uint64).max() < classes  # one pass: a negative index wraps around
+        and (ignore_index < 0 or ignore_index >= classes or not (t == ignore_index).any())
     ):
         return _nll_loss_plain(input, target, reduction, ignore_index)
     ignored = t == ignore_index

@@ -11,12 +11,26 @@ import math
 
 from .. import _backend
 from .._backend import errstate
+from .._kernels import jit
 from .._tensor import Tensor
-from ._dispatch import array_module, check_same_device, promote
-from .activation import log_softmax, logsigmoid, softplus_array
+from ._dispatch import (
+    array_module,
+    check_same_device,
+    grad_state,
+    named,
+    promote,
+    result,
+    wrap,
+)
+from .activation import LogSoftmaxBackward0, log_softmax, logsigmoid, softplus_array
 from .elementwise import clamp, sigmoid
 from .loss import (
+    CHEAP_SPAN,
+    COSTLY_SPAN,
     PointwiseLossNode,
+    _fused_loss_backward,
+    _fused_loss_forward,
+    _loss_kernels,
     check_reduction,
     legacy_reduction,
     nll_loss,
@@ -87,7 +101,55 @@ def binary_cross_entropy(
     )
 
 
+def _bce_logits_fused(x, t, weight: Tensor | None, pos_weight: Tensor | None):
+    """(kernels, name, arrays, has_pw) of the compiled BCE-on-logits for ``x`` and ``t``, with
+    ``weight`` / ``pos_weight`` broadcast to x's shape (of x's dtype), or None: the formula."""
+    kernels = _loss_kernels(x, t)
+    if kernels is None:
+        return None
+    if weight is None and pos_weight is None:
+        return kernels, "bce_logits", (x, t), ()
+    xp = array_module(x)
+    full = []
+    for extra in (weight, pos_weight):
+        if extra is None:
+            full.append(x)  # a stand-in the kernel does not read (pos_weight) / ones (weight)
+            continue
+        data = extra._data
+        if data.__class__ is not x.__class__ or data.dtype != x.dtype or data.ndim > x.ndim:
+            return None
+        if broadcast_shapes(data.shape, x.shape) != x.shape:
+            return None
+        full.append(data if data.shape == x.shape else xp.broadcast_to(data, x.shape))
+    if weight is None:
+        full[0] = xp.ones(x.shape, x.dtype)
+    return kernels, "weighted_bce_logits", (x, t, *full), (pos_weight is not None,)
+
+
 class BinaryCrossEntropyWithLogitsBackward0(PointwiseLossNode):
+    sigmoid_of_x = None  # σ(x), kept by the compiled float32 forward
+
+    def backward(self, g):
+        if grad_state.enabled:  # create_graph: the formula in ember ops, differentiable again
+            return super().backward(g)
+        x, t = self.unpack_saved()
+        fused = _bce_logits_fused(x._data, t._data, self.weight, self.pos_weight)
+        if fused is None:
+            return super().backward(g)
+        kernels, name, arrays, flags = fused
+        one = x._data.dtype.type(1)
+        if self.sigmoid_of_x is not None:  # σ(x) from the forward: one cheap pass
+            arrays = (self.sigmoid_of_x, t._data)
+            gx = _fused_loss_backward(self, kernels, "bce_logits_saved", arrays, (), g, CHEAP_SPAN)
+        else:
+            gx = _fused_loss_backward(self, kernels, name, arrays, (one, *flags), g, COSTLY_SPAN)
+        if gx is None:
+            return super().backward(g)
+        gt = None
+        if self._edges[1] is not None:  # rare: the target's formula in ember ops
+            gt = super().backward(g)[1]
+        return wrap(gx), gt
+
     def d_input(self, x, t):
         pw = self.pos_weight
         if pw is None:
@@ -129,6 +191,29 @@ def binary_cross_entropy_with_logits(
     refuse_grad("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     input, target = promote("binary_cross_entropy_with_logits", input, target)
     x, t = input._data, target._data
+    fused = _bce_logits_fused(x, t, weight, pos_weight)
+    if fused is not None:  # one pass, no temporaries
+        kernels, name, arrays, flags = fused
+        one = x.dtype.type(1)
+        sigmoid_of_x, outputs = None, ()
+        if name == "bce_logits" and x.dtype.char == "f" and input._rg and grad_state.enabled:
+            # float32: keep σ(x), so the backward computes no exp
+            name, sigmoid_of_x = "bce_logits_keep", array_module(x).empty(x.shape, x.dtype)
+            outputs = (sigmoid_of_x.reshape(-1),)
+        out = _fused_loss_forward(
+            kernels, name, arrays, (one, *flags), reduction, COSTLY_SPAN, outputs
+        )
+        return result(
+            BinaryCrossEntropyWithLogitsBackward0,
+            out,
+            (input, target),
+            (input, target),
+            reduction=reduction,
+            count=x.size,
+            weight=None if weight is None else weight.detach(),
+            pos_weight=None if pos_weight is None else pos_weight.detach(),
+            sigmoid_of_x=sigmoid_of_x,
+        )
     softplus_neg = softplus_array(array_module(x), -x)
     if pos_weight is not None:
         pos_weight = pos_weight.detach()
@@ -147,6 +232,72 @@ def binary_cross_entropy_with_logits(
         weight=weight,
         pos_weight=pos_weight,
     )
+
+
+class LogSoftmaxRowsBackward(LogSoftmaxBackward0):
+    """log-softmax over the classes of (N, C) logits computed by ``loss_jit``'s row kernels
+    (cross-entropy's first node, under torch's name). The forward keeps the softmax
+    (``probs``, one array of the logits' size) so that the backward, one row kernel when no
+    graph is built, needs no exp; with a graph it is log-softmax's formula."""
+
+    torch_name = "LogSoftmaxBackward0"
+
+    def backward(self, g):
+        y = self.saved_output()._data  # raises if the output was modified in place
+        if not grad_state.enabled:
+            probs = self.probs
+            kernels = _loss_kernels(g._data, probs)
+            if kernels is not None:
+                xp = array_module(probs)
+                out = xp.empty(probs.shape, probs.dtype)
+                grad = xp.ascontiguousarray(g._data)
+                jit.parallel_for(
+                    kernels.log_softmax_backward_rows, y.shape[0], grad, probs, out,
+                    min_chunk=_row_span(y, cheap=True),
+                )  # fmt: skip
+                return wrap(out)
+        return super().backward(g)
+
+
+def _row_span(array, cheap: bool = False) -> int:
+    """Rows a thread takes at least (a pass with an exp an element is costly, one without is
+    cheap)."""
+    return max(1, (CHEAP_SPAN if cheap else COSTLY_SPAN) // max(array.shape[1], 1))
+
+
+def log_softmax_classes(input: Tensor, class_dim: int) -> Tensor:
+    """``log_softmax(input, class_dim)``: for (N, C) float logits of finite row maxima, one
+    compiled pass a row (exp, sum, log, shift) instead of NumPy's six."""
+    data = input._data
+    if data.ndim == 2 and class_dim == 1:
+        kernels = _loss_kernels(data)
+        if kernels is not None:
+            xp = array_module(data)
+            top = data.max(axis=1)
+            if xp.isfinite(top).all():  # else the general path's infinities and NaNs
+                logits = xp.ascontiguousarray(data)
+                out = xp.empty(data.shape, data.dtype)
+                keep = bool(input._rg and grad_state.enabled)
+                probs = xp.empty(data.shape if keep else (1, 1), data.dtype)
+                kernel = getattr(kernels, f"log_softmax_rows_{data.dtype.name}")
+                jit.parallel_for(
+                    kernel, data.shape[0], logits, top, out, probs, keep,
+                    min_chunk=_row_span(data),
+                )  # fmt: skip
+                return result(
+                    LogSoftmaxRowsBackward,
+                    out,
+                    (input,),
+                    save_output=True,
+                    dim=1,
+                    dim_arg=1,
+                    probs=probs,
+                )
+    return log_softmax(input, class_dim)
+
+
+# the profiler shows it as "log_softmax" inside cross_entropy, as torch's shows aten::log_softmax
+named(log_softmax_classes, "log_softmax")
 
 
 def cross_entropy(
@@ -197,7 +348,7 @@ def cross_entropy(
             )
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
-    log_probs = log_softmax(input, class_dim)
+    log_probs = log_softmax_classes(input, class_dim)
     w_shape = [1] * input.dim()
     w_shape[class_dim] = classes
     if tuple(target.shape) == tuple(input.shape):  # class probabilities
