@@ -160,3 +160,32 @@ def test_cpu_autocast_runs_linear_in_bfloat16_and_backward_reaches_float32_param
 def test_other_dtypes_keep_a_plain_slot(name):
     # the hot path reads .np on every op: only bfloat16 goes through a property
     assert type(getattr(dt, name if name != "bool" else "bool_")) is dt.dtype
+
+
+def test_bfloat16_is_a_floating_dtype_to_every_nan_check(torch_mod):
+    # ml_dtypes' bfloat16 has NumPy kind "V": checks of kind "f" alone missed it
+    def results(m):
+        x = m.tensor([float("nan"), -2.0, 0.3]).to(m.bfloat16)
+        y = m.tensor([0.3, float("nan"), 5.0]).to(m.bfloat16)
+        p = m.tensor([[[[1.0, float("nan")], [2.0, 3.0]]]]).to(m.bfloat16).requires_grad_()
+        pooled = m.nn.functional.max_pool2d(p, 2)
+        pooled.sum().backward()
+        s = m.tensor([5.0, 6.0]).to(m.bfloat16).requires_grad_()
+        reduced = m.tensor([1.0, 2.0]).to(m.bfloat16).scatter_reduce(0, m.tensor([0, 0]), s, "amax")
+        reduced.sum().backward()
+        return [
+            x.sign().float().tolist(),
+            y.cummax(0)[1].tolist(),
+            y.cummin(0)[1].tolist(),
+            p.grad.float().tolist(),
+            s.grad.float().tolist(),
+        ]
+
+    assert results(ember) == results(torch_mod)
+
+
+def test_anomaly_mode_sees_nan_in_a_bfloat16_gradient():
+    q = ember.tensor([1.0, 2.0]).to(ember.bfloat16).requires_grad_()
+    with ember.autograd.detect_anomaly():
+        with pytest.raises(RuntimeError, match="returned nan values"):
+            (q * float("nan")).sum().backward()

@@ -240,6 +240,12 @@ def set_default_dtype(d: dtype) -> None:
     _default[0] = d
 
 
+def is_floating_array_dtype(np_dtype) -> bool:
+    """Whether an array's NumPy dtype is a real floating type: kind "f", or ml_dtypes'
+    bfloat16, whose kind is "V" (a test of ``kind == "f"`` alone misses it: NaN checks, sign)."""
+    return np_dtype.kind == "f" or np_dtype.name == "bfloat16"
+
+
 def from_numpy_dtype(np_dtype) -> dtype:
     try:
         return FROM_NUMPY[np_dtype]

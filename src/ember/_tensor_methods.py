@@ -414,6 +414,10 @@ def _inplace_method(name: str, fn, needs_old: bool = True, resize: bool = False)
     return method
 
 
+# ATen multiplies a 2-byte float by a number read in float32: ew.mul does, not NumPy here
+_OPMATH = ("mul_",)
+
+
 def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
     """add_/sub_/mul_/div_: with no graph to record, write straight into the buffer."""
     slow = _inplace_method(name, fn, needs_old)
@@ -428,6 +432,9 @@ def _fast_arith(name: str, fn, ufunc: str, needs_old: bool):
                 _backend.writeable(data)
                 and data.dtype.kind == "f"
                 and (value.__class__ in NUMBERS or value.dtype == data.dtype)
+                and not (
+                    data.dtype.itemsize == 2 and value.__class__ in NUMBERS and name in _OPMATH
+                )
             ):
                 if isinstance(other, Tensor) and type(value) is not type(data):
                     return slow(self, other, alpha=alpha) if alpha != 1 else slow(self, other)

@@ -442,3 +442,45 @@ def test_a_zero_dim_float_tensor_to_the_powers_torch_computes_as_products():
         assert y.shape == () and y.dtype == ember.float64
         assert abs(y.item() - value) < 1e-15 and abs(grad.item() - slope) < 1e-15
     assert (ember.tensor(3, dtype=ember.uint8) ** -0.5).item() == pytest.approx(3**-0.5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_two_byte_floats_times_and_over_a_number_read_it_in_float32(dtype):
+    # ATen's mul and div kernels take the number in float32 and round once; add and sub round
+    # the number to the tensor's dtype first (as NumPy does everywhere)
+    values = np.random.default_rng(0).standard_normal(4000).astype(np.float32)
+    x = ember.tensor(values).to(getattr(ember, dtype))
+    wide = x.float()._data
+    for number in (0.1, 1 / 3, 3.3, 257):
+        want = (wide * np.float32(number)).astype(x._data.dtype)
+        assert (x * number)._data.tobytes() == want.tobytes()
+        assert (x / number)._data.tobytes() == (wide / np.float32(number)).astype(
+            want.dtype
+        ).tobytes()
+        y = x.clone()
+        y.mul_(number)
+        assert y._data.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_two_byte_floats_with_numbers_round_as_torchs(dtype, torch_mod):
+    values = np.random.default_rng(0).standard_normal(4000).astype(np.float32)
+
+    def results(m):
+        t = m.tensor(values).to(getattr(m, dtype))
+        outs = []
+        for number in (0.1, 1 / 3, 1e4, -7):
+            inplace = t.clone()
+            inplace /= number
+            outs += [
+                t * number,
+                number * t,
+                t / number,
+                number / t,
+                inplace,
+                t + number,
+                t - number,
+            ]
+        return [o.float().tolist() for o in outs]
+
+    assert results(ember) == results(torch_mod)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from .._backend import array_module
+from .._dtype import is_floating_array_dtype
 from . import _watch
 from ._cuts import EMBER_DIR
 
@@ -111,7 +112,7 @@ def apply_checked(node, grads):
             if g is None:
                 continue
             xp_data = g._data
-            if xp_data.dtype.kind == "f" and not bool(isfinite_all(xp_data)):
+            if is_floating_array_dtype(xp_data.dtype) and not bool(isfinite_all(xp_data)):
                 what = "nan" if bool(array_module(xp_data).isnan(xp_data).any()) else "inf"
                 raise RuntimeError(
                     f"Function '{node.name()}' returned {what} values in its {i}th output."

@@ -213,7 +213,7 @@ def _max_pool_disjoint(x: Tensor, kernel, out_size):
     best = xp.array(views[0])
     for v in views[1:]:
         xp.maximum(best, v, out=best)
-    if data.dtype.kind == "f" and bool(xp.isnan(best).any()):
+    if dt.is_floating_array_dtype(data.dtype) and bool(xp.isnan(best).any()):
         return None
     if not (x._rg and grad_state.enabled):
         return result(MaxPoolWindowsBackward, best, (x,))
@@ -273,7 +273,7 @@ def window_scatter(g: Tensor, which, shape, kernel) -> Tensor:
     tiled = shape[2] == oh * kernel[0] and shape[3] == ow * kernel[1]
     out = xp.empty(shape, dtype=data.dtype) if tiled else xp.zeros(shape, dtype=data.dtype)
     views = _window_views(out, kernel, (oh, ow))
-    if data.dtype.kind != "f" or bool(xp.isfinite(data).all()):
+    if not dt.is_floating_array_dtype(data.dtype) or bool(xp.isfinite(data).all()):
         for k, view in enumerate(views):  # g * mask: exact zeros where g is finite
             xp.multiply(data, which == k, out=view)
     else:  # NaN or inf in g stays at the chosen positions only

@@ -162,7 +162,7 @@ def scatter_reduce(
         xp.multiply.at(nonzero, key, xp.where(part == 0, 1, part).astype(data.dtype))
         attrs["zero_counts"] = wrap(zero_count)
         attrs["nonzero_products"] = wrap(nonzero)
-    if data.dtype.kind != "f":
+    if not dt.is_floating_array_dtype(data.dtype):  # (bfloat16 is kind "V")
         return wrap(out)
     return result(
         ScatterReduceBackward0, out, (input, src), (input, src, index), save_output=True, **attrs

@@ -274,7 +274,7 @@ def _cumulative_extreme(input: Tensor, dim: int, accumulate: str, op: str, resul
     positions = xp.arange(data.shape[d]).reshape([-1 if i == d else 1 for i in range(data.ndim)])
     # the latest position where the running extreme was reached (or a NaN met), as torch
     reached = data == running
-    if data.dtype.kind == "f":
+    if dt.is_floating_array_dtype(data.dtype):
         reached |= xp.isnan(data)
     index = xp.maximum.accumulate(xp.where(reached, positions, 0), axis=d)
     idx = wrap(index.astype(dt.int64.np))

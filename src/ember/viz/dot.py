@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from .. import _dtype as dt
 from .._memory_scope import format_bytes as _fmt_bytes
 from ..autograd.anomaly import isfinite_all
 from ..autograd.graph import saved_arrays, saved_bytes, walk
@@ -83,7 +84,7 @@ def _shape_text(shape, dtype) -> str:
 
 
 def _nonfinite(data) -> bool:
-    return data.dtype.kind == "f" and data.size > 0 and not bool(isfinite_all(data))
+    return dt.is_floating_array_dtype(data.dtype) and data.size > 0 and not bool(isfinite_all(data))
 
 
 def _grad_norm(t) -> float | None:
