@@ -115,9 +115,9 @@ def pointwise_loss(node_cls, input: Tensor, target: Tensor, terms, reduction: st
 # --- the compiled pointwise losses (ember._kernels.loss_jit) ---------------------------------
 # A loss over n elements reads its inputs once: the ``none`` reduction writes the terms, the
 # others one float64 partial sum per block (the total added here). Cheap kernels (smooth L1)
-# split over threads only from 2^17 elements a span (below that the hand-off costs more),
+# split over threads only from 2^18 elements a span (below that the hand-off costs more),
 # the costly ones (an exp an element) from 2^15.
-CHEAP_SPAN = 1 << 17
+CHEAP_SPAN = 1 << 18
 COSTLY_SPAN = 1 << 15  # losses with an exp or a log: 2-3 ns an element
 
 
