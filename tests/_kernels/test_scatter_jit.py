@@ -93,3 +93,61 @@ def test_gather_kernel_equals_indexing_and_torch(case, index_dtype):
     torch = pytest.importorskip("torch")
     expected = torch.tensor(data).gather(dim, torch.tensor(index.astype("int64"))).numpy()
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "uint8", "int16", "float16", "int32", "int64", "float64"]
+)
+def test_gather_kernel_copies_every_width_as_torch(dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    data = (rng.standard_normal((7, 33)) * 50).astype(dtype)
+    index = rng.integers(0, 33, (7, 20))
+    got = ember.tensor(data).gather(1, ember.tensor(index))
+    assert str(got.dtype).split(".")[1] == str(torch.tensor(data).dtype).split(".")[1]
+    want = torch.tensor(data).gather(1, torch.tensor(index)).numpy()
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("bad", [-1, 33, 1000])
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+@pytest.mark.parametrize("shape,dim", [((4, 33), 1), ((33, 3, 2), 0), ((2, 33, 5), -2)])
+def test_kernels_raise_torchs_bounds_error(bad, index_dtype, shape, dim):
+    torch = pytest.importorskip("torch")
+    index = np.zeros(shape, index_dtype)
+    index.reshape(-1)[-1] = bad  # the last row: the kernel has written the others
+    x = np.ones(shape, "float32")
+    for fn in (
+        lambda m: m.tensor(x).gather(dim, m.tensor(index)),
+        lambda m: m.tensor(x).scatter_add(dim, m.tensor(index), m.tensor(x)),
+    ):
+        with pytest.raises(RuntimeError) as want:
+            fn(torch)
+        with pytest.raises(RuntimeError) as got:
+            fn(ember)
+        assert str(got.value) == str(want.value)
+
+
+def test_gather_gradient_from_a_broadcast_gradient_and_a_narrow_index():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    data = rng.standard_normal((6, 5, 40))
+    index = rng.integers(0, 40, (4, 5, 70))  # narrower than the input along dim 0
+    grads = []
+    for m in (ember, torch):
+        x = m.tensor(data, requires_grad=True)
+        y = x.gather(2, m.tensor(index))
+        (y.sum() * 3).backward()  # the gradient: a broadcast view of one number
+        grads.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(grads[0][0], grads[1][0])
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12)
+
+
+def test_integer_scatter_add_wraps_as_torch():
+    torch = pytest.importorskip("torch")
+    base = np.full((3, 8), 120, "int8")
+    index = np.tile(np.arange(8), (3, 2))
+    src = np.full((3, 16), 5, "int8")
+    got = ember.tensor(base).scatter_add(1, ember.tensor(index), ember.tensor(src)).numpy()
+    want = torch.tensor(base).scatter_add(1, torch.tensor(index), torch.tensor(src)).numpy()
+    np.testing.assert_array_equal(got, want)

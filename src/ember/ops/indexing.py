@@ -444,9 +444,11 @@ def _along_dim_key(xp, index, dim: int) -> tuple:
 _INDEX_DTYPES = (dt.int64.np, dt.int32.np)
 
 
-def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=None) -> None:
+def _check_index_tensor(
+    op: str, input: Tensor, dim: int, index: Tensor, src=None, bounds: bool = True
+) -> None:
     """PyTorch's checks of gather/scatter's index: src dtype, then (unless the index is empty)
-    index dtype, rank, sizes and bounds."""
+    index dtype, rank, sizes and (unless not ``bounds``: a kernel checks them) bounds."""
     idx = index._data
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
@@ -479,14 +481,18 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor, src=Non
                 f"apart from dimension {dim} and to be no larger size than src "
                 f"{list(src_shape if src_shape is not None else idx.shape)}"
             )
-    if idx.size:
-        size = shape[dim] if shape else 1
-        lo, hi = int(idx.min()), int(idx.max())
-        if lo < 0 or hi >= size:  # negative indices do not wrap here, as in PyTorch
-            raise RuntimeError(
-                f"index {hi if hi >= size else lo} is out of bounds for dimension "
-                f"{dim} with size {size}"
-            )
+    if bounds:
+        _check_bounds(idx, shape[dim] if shape else 1, dim)
+
+
+def _check_bounds(idx, size: int, dim: int) -> None:
+    """PyTorch's bounds error of gather/scatter (negative indices do not wrap here)."""
+    lo, hi = int(idx.min()), int(idx.max())
+    if lo < 0 or hi >= size:
+        raise RuntimeError(
+            f"index {hi if hi >= size else lo} is out of bounds for dimension {dim} with size "
+            f"{size}"
+        )
 
 
 class GatherBackward0(Node):
@@ -494,8 +500,25 @@ class GatherBackward0(Node):
 
     def backward(self, g):
         self.unpack_saved()  # the index, checked against in-place changes since forward
+        if not grad_state.enabled:  # no graph to build: the compiled scatter into zeros
+            out = _scattered_into_zeros(self.shape, self.dim, self.index._data, g._data)
+            if out is not None:
+                return wrap(out)
         out = zeros(self.shape, dtype=g.dtype, device=g.device)
         return out.scatter_add(self.dim, self.index, g)
+
+
+def _scattered_into_zeros(shape, d: int, index, g):
+    """``zeros(shape).scatter_add(d, index, g)`` as one compiled pass on NumPy arrays, or None
+    where the kernels do not apply (the index was bounds-checked by the forward)."""
+    if not (len(shape) and is_plain_numpy(g)):
+        return None
+    xp = array_module(g)
+    out = xp.zeros(shape, dtype=g.dtype)
+    kernels = _along_dim_kernels(out, index, d, work=out.size)
+    if kernels is None or not kernels.scatter_add_(out, d, index, g):
+        return None
+    return out
 
 
 class SortBackward0(GatherBackward0):  # sort's values: a gather of the input by the indices
@@ -529,8 +552,9 @@ def gathered(input: Tensor, dim: int, index: Tensor, node_cls) -> Tensor:
     if index._data.size == 0:  # PyTorch checks nothing more for an empty index
         out = xp.empty(index._data.shape, dtype=data.dtype)
         return result(node_cls, out, (input,), (index,), shape=data.shape, dim=d, index=index)
-    _check_index_tensor("gather", input, d, index)
+    _check_index_tensor("gather", input, d, index, bounds=False)
     if data.ndim == 0:
+        _check_bounds(index._data, 1, d)
         return result(
             node_cls,
             data.reshape(1)[index._data.reshape(-1)].reshape(index._data.shape),
@@ -541,13 +565,28 @@ def gathered(input: Tensor, dim: int, index: Tensor, node_cls) -> Tensor:
             index=index,
         )
     idx = index._data
-    kernels = _along_dim_kernels(data, idx, d, contiguous=False)
-    if kernels is not None:
-        out = kernels.gather(data, d, idx)
-    else:
+    out = _compiled_gather(data, idx, d)
+    if out is None:
+        _check_bounds(idx, data.shape[d], d)
         key = _along_dim_key(xp, idx.reshape(1) if idx.ndim == 0 else idx, d)
         out = data[key].reshape(idx.shape)
     return result(node_cls, out, (input,), (index,), shape=data.shape, dim=d, index=index)
+
+
+def _compiled_gather(data, idx, d: int):
+    """gather by ember._kernels.scatter_jit (any dtype of 1 to 8 bytes, on NumPy arrays), or
+    None where it does not apply or an index is out of bounds (the caller raises)."""
+    if not (is_plain_numpy(data) and is_plain_numpy(idx)) or idx.ndim != data.ndim:
+        return None
+    if data.dtype.itemsize not in (1, 2, 4, 8) or idx.dtype not in _INDEX_DTYPES:
+        return None
+    kernels = jit.module("scatter_jit", idx.size)
+    if kernels is None:
+        return None
+    if any(i != s for k, (i, s) in enumerate(zip(idx.shape, data.shape)) if k != d):
+        # an index narrower than the input along another dim reads that corner of it
+        data = data[tuple(slice(None) if k == d else slice(0, i) for k, i in enumerate(idx.shape))]
+    return kernels.gather(data, d, idx)
 
 
 def _embed(small: Tensor, shape: tuple) -> Tensor:
@@ -646,34 +685,45 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     return result(ScatterBackward1, out, (input,), (index,), dim=d, index=index)
 
 
-def _along_dim_kernels(out, index, d: int, contiguous: bool = True):
-    """ember._kernels.scatter_jit for a float NumPy ``out`` (1-d or more; C-contiguous where
-    ``contiguous``: it is written in place) whose ``index`` matches its shape but along ``d``
-    (gather and its backward), with enough elements to pay for it, when compiled kernels are
-    on; else None (NumPy's indexing and ``add.at``)."""
-    if not (is_plain_numpy(out) and is_plain_numpy(index)) or out.dtype.char not in "fd":
+_SUMMED_BY_KERNEL = "fdbhilqB"  # float32/64 and the integer dtypes torch has
+
+
+def _along_dim_kernels(out, index, d: int, work: int | None = None, copied: bool = False):
+    """ember._kernels.scatter_jit's scatter_add_ for a C-contiguous NumPy ``out`` (or one the
+    caller ``copied`` first; 1-d or more, float or integer: it is written in place) whose
+    int32/int64 ``index`` matches its shape but along ``d``, with enough elements (``work``,
+    else the index's) to pay for it, when compiled kernels are on; else None (``add.at``)."""
+    if (
+        not (is_plain_numpy(out) and is_plain_numpy(index))
+        or out.dtype.char not in _SUMMED_BY_KERNEL
+    ):
         return None
-    if out.ndim == 0 or index.ndim != out.ndim or (contiguous and not out.flags.c_contiguous):
+    if out.ndim == 0 or index.ndim != out.ndim or not (copied or out.flags.c_contiguous):
+        return None
+    if index.dtype not in _INDEX_DTYPES:
         return None
     if any(i != o for k, (i, o) in enumerate(zip(index.shape, out.shape)) if k != d):
         return None
-    return jit.module("scatter_jit", index.size)
+    return jit.module("scatter_jit", index.size if work is None else work)
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_add")
-    _check_index_tensor("scatter_add", input, d, index, src)
-    if index._data.size == 0:
+    idx = index._data
+    out = input._data
+    kernels = None if idx.size == 0 else _along_dim_kernels(out, idx, d, copied=True)
+    # the kernel checks the bounds as it goes
+    _check_index_tensor("scatter_add", input, d, index, src, bounds=kernels is None)
+    if idx.size == 0:
         return input.clone()
-    xp = array_module(input._data)
-    out = input._data.copy()
+    out = out.copy()  # C order
     part = _src_part(src, index)._data.astype(out.dtype, copy=False)
-    kernels = _along_dim_kernels(out, index._data, d)
     if kernels is not None:
-        kernels.scatter_add_(out, d, index._data, part)
+        if not kernels.scatter_add_(out, d, idx, part):
+            _check_bounds(idx, out.shape[d], d)
     else:
-        target, key = _scatter_target(xp, out, index._data, d)
-        xp.add.at(target, key, part)
+        target, key = _scatter_target(array_module(out), out, idx, d)
+        array_module(out).add.at(target, key, part)
     return result(
         ScatterAddBackward0,
         out,
