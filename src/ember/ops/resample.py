@@ -194,7 +194,9 @@ def apply_along_axes(input: Tensor, matrices, taps=None) -> Tensor:
     GEMM 0 · inf would spread NaN over every output of the row."""
     xp = array_module(input._data)
     data = input._data
-    exact = dt.is_floating_array_dtype(data.dtype) and data.size and not bool(xp.isfinite(data).all())
+    exact = (
+        dt.is_floating_array_dtype(data.dtype) and data.size and not bool(xp.isfinite(data).all())
+    )
     out = input
     for i, m in enumerate(matrices):
         if m is None:
