@@ -1123,6 +1123,13 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     if data.ndim and 0 < k and 4 * k <= size:  # a few of many: select, then sort only those
+        found = _compiled_topk(data, d, k, largest)
+        if found is not None:
+            values, indices = found[0], wrap(found[1])
+            out = result(
+                TopkBackward0, values, (input,), (indices,), shape=data.shape, dim=d, index=indices
+            )
+            return topk_result(out, indices)
         picked = _top_positions(data, d, k, largest)
         if picked is not None:
             indices = wrap(picked)
@@ -1132,6 +1139,18 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         return topk_result(input.clone(), indices)
     indices = narrow_indices(indices, d, k)
     return topk_result(gathered(input, d, indices, TopkBackward0), indices)
+
+
+_TOPK_KERNEL_MAX_K = 64  # a line costs up to k moves an element: past this, partitioning wins
+
+
+def _compiled_topk(data, d: int, k: int, largest: bool):
+    """(values, indices) from ember._kernels.topk_jit for a float32/64 or integer NumPy array
+    and a small k, or None (no kernel, or a NaN: argsort orders those)."""
+    if k > _TOPK_KERNEL_MAX_K or not is_plain_numpy(data) or data.dtype.char not in "fdbhilqB":
+        return None
+    kernels = jit.module("topk_jit", data.size)
+    return None if kernels is None else kernels.topk(data, d, k, largest)
 
 
 def _top_positions(data, d: int, k: int, largest: bool):
