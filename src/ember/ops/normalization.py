@@ -400,7 +400,75 @@ def _batch_norm_compiled(kernels, input, layout, weight, bias, eps, stats=None):
 
 
 class NativeGroupNormBackward0(_FusedNormBackward):
-    pass
+    def _array_backward(self, g, x, weight, need):
+        kernels = _group_norm_kernels(x._data, g._data, weight, self.mean)
+        if kernels is None:
+            return super()._array_backward(g, x, weight, need)
+        n, group, width, size = self.layout.shape
+        shape = (n, group * width, size)
+        gx, gw, gb = _kernel_call(
+            array_module(x._data),
+            _KernelCall(kernels.group_norm_backward),
+            g._data.reshape(shape),
+            x._data.reshape(shape),
+            self.mean.reshape(n, group),
+            self.rstd.reshape(n, group),
+            None if weight is None else weight._data,
+            True,  # the input gradient is always made: one array count, whatever is wanted
+        )
+        return (
+            wrap(gx.reshape(x._data.shape)) if need[0] else None,
+            wrap(gw.reshape(self.affine_shape)) if need[1] else None,
+            wrap(gb.reshape(self.affine_shape)) if need[2] else None,
+        )
+
+
+def _group_norm_kernels(data, *others):
+    """ember._kernels.groupnorm_jit when compiled kernels are on and every array is a
+    float32/float64 NumPy array (or ember.compile's recording of one) of one dtype, else None
+    (the NumPy path)."""
+    recording = _recorder(array_module(data)) is not None
+    if not (is_plain_numpy(data) or recording) or not data.size:
+        return None
+    if data.dtype.name not in ("float32", "float64"):
+        return None
+    for other in others:
+        array = getattr(other, "_data", other)
+        if array is not None and (type(array) is not type(data) or array.dtype != data.dtype):
+            return None
+    return jit.module("groupnorm_jit", data.size)  # small group norms keep to NumPy
+
+
+def _group_norm_compiled(kernels, input, layout, weight, bias, eps):
+    """Group norm by the compiled kernel; the same node and canonical statistics (shaped
+    (N, G, 1, 1)) as :func:`_fused_norm`."""
+    data = input._data
+    n, group, width, size = layout.shape
+    forward = _KernelCall(kernels.group_norm_forward)
+    out, mean, rstd = _kernel_call(
+        array_module(data),
+        forward,
+        data.reshape(n, group * width, size),
+        group,
+        None if weight is None else weight._data,
+        None if bias is None else bias._data,
+        float(eps),
+    )
+    kept = (n, group, 1, 1)
+    mean, rstd = mean.reshape(kept), rstd.reshape(kept)
+    output = _fused_norm_result(
+        NativeGroupNormBackward0,
+        out.reshape(data.shape),
+        (input, weight, bias),
+        layout,
+        eps,
+        mean,
+        rstd,
+        None,
+        (group * width,),
+        0,
+    )
+    return output, mean, rstd
 
 
 def _param_array(p: Tensor | None, layout: _Layout, work):
@@ -666,9 +734,13 @@ def native_group_norm(
         )
     _check_norm_input(input, "GroupNormKernelImpl", weight, bias)
     layout = _Layout((N, group, C // group, HxW), (2, 3), (1, 2))
-    out, mean, _, rstd = _fused_norm(
-        NativeGroupNormBackward0, input, layout, weight, bias, eps, (C,), 0
-    )
+    kernels = _group_norm_kernels(input._data, weight, bias)
+    if kernels is not None:  # statistics and output in three passes per group
+        out, mean, rstd = _group_norm_compiled(kernels, input, layout, weight, bias, eps)
+    else:
+        out, mean, _, rstd = _fused_norm(
+            NativeGroupNormBackward0, input, layout, weight, bias, eps, (C,), 0
+        )
     dtype = input._data.dtype
     stats = (mean.reshape(N, group).astype(dtype), rstd.reshape(N, group).astype(dtype))
     # recorded on weight and bias too: torch marks the statistics as requiring grad when any
