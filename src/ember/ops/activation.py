@@ -12,6 +12,7 @@ import math
 from .. import _backend
 from .._kernels import blocked as _blocked
 from .._kernels.jit import module as jit_module
+from .._kernels.pointwise_backward import backward_map as _piecewise_backward
 from .._tensor import Tensor
 from ..autograd.node import Node, torch_int
 from ._dispatch import array_module, float_result, grad_state, result, wrap, wrap_dim
@@ -212,7 +213,7 @@ class LeakyReluBackward0(Node):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
             slope = (self.negative_slope,)
-            fused = _piecewise("leaky_relu_backward", g._data, x._data, constants=slope)
+            fused = _piecewise_backward("leaky_relu_backward", g._data, x._data, slope)
             if fused is not None:
                 return wrap(fused)
         return where(x > 0, g, g * self.negative_slope)
@@ -246,7 +247,7 @@ class EluBackward0(Node):
         if not grad_state.enabled:
             constants = (s, k, s * a * k, 0)
             name = "elu_backward_float32" if x._data.dtype.char == "f" else "elu_backward"
-            fused = _piecewise(name, g._data, x._data, constants=constants)
+            fused = _piecewise_backward(name, g._data, x._data, constants)
             if fused is not None:
                 return wrap(fused)
         # d/dx s·α(e^{kx} - 1) = s·α·k·e^{kx}; clamp keeps exp finite on the unused branch
@@ -366,7 +367,7 @@ class HardswishBackward0(Node):
         # d/dx x·relu6(x + 3)/6 = 0 below -3, x/3 + 1/2 in between, 1 above 3
         if not grad_state.enabled:
             constants = (3, 0.5, 0, 1)
-            fused = _piecewise("hardswish_backward", g._data, x._data, constants=constants)
+            fused = _piecewise_backward("hardswish_backward", g._data, x._data, constants)
             if fused is not None:
                 return wrap(fused)
         return g * where(x < -3, 0.0, where(x <= 3, x / 3 + 0.5, 1.0))
@@ -391,7 +392,7 @@ class HardsigmoidBackward0(Node):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
             constants = (3, 6, 0, 1)
-            fused = _piecewise("hardsigmoid_backward", g._data, x._data, constants=constants)
+            fused = _piecewise_backward("hardsigmoid_backward", g._data, x._data, constants)
             if fused is not None:
                 return wrap(fused)
         return g * ((x > -3) & (x < 3)) / 6
@@ -476,9 +477,8 @@ class SoftplusBackward0(Node):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
             constants = (self.beta, self.threshold)
-            fused = _piecewise(
-                "softplus_backward_float32", g._data, x._data, constants=constants, dtypes="f"
-            )
+            name = "softplus_backward_float32"
+            fused = _piecewise_backward(name, g._data, x._data, constants, dtypes="f")
             if fused is not None:
                 return wrap(fused)
         z = x * self.beta
@@ -506,6 +506,12 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 class LogSigmoidBackward0(Node):
     def backward(self, g):
         (x,) = self.unpack_saved()
+        if not grad_state.enabled:
+            float32 = x._data.dtype.char == "f"
+            name = "logsigmoid_backward_float32" if float32 else "logsigmoid_backward_float64"
+            fused = _piecewise_backward(name, g._data, x._data)
+            if fused is not None:
+                return wrap(fused)
         return g * sigmoid(-x)  # d/dx -log(1 + e^-x) = σ(-x)
 
 
@@ -522,7 +528,10 @@ def logsigmoid(input: Tensor) -> Tensor:
     """log σ(x) = -softplus(-x), finite for large |x|."""
     _floating(input, "log_sigmoid_forward")
     data = input._data
-    out = -softplus_array(array_module(data), -data)
+    name = "logsigmoid_float32" if data.dtype.char == "f" else "logsigmoid_float64"
+    out = _piecewise(name, data)  # one pass
+    if out is None:
+        out = -softplus_array(array_module(data), -data)
     return result(LogSigmoidBackward0, out.astype(data.dtype, copy=False), (input,), (input,))
 
 
@@ -565,7 +574,7 @@ class MishBackward0(Node):
     def backward(self, g):
         (x,) = self.unpack_saved()
         if not grad_state.enabled:
-            fused = _piecewise("mish_backward_float32", g._data, x._data, dtypes="f")
+            fused = _piecewise_backward("mish_backward_float32", g._data, x._data, dtypes="f")
             if fused is not None:
                 return wrap(fused)
         t = tanh(softplus(x))

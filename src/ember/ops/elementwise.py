@@ -12,6 +12,7 @@ import math
 
 from .. import _backend
 from .. import _dtype as dt
+from .._kernels.pointwise_backward import backward_map as _backward_map
 from .._tensor import Tensor
 from .._type_info import finfo, iinfo
 from ..autograd.node import Node, torch_node_name
@@ -929,6 +930,11 @@ class PowBackward0(Node):  # tensor ** number
         e = self.exponent
         if e == 0:
             return g * 0
+        if e in (2, 3) and not grad_state.enabled:  # one pass, as the formula rounds
+            name = "square_backward" if e == 2 else "cube_backward"
+            fused = _backward_map(name, g._data, x._data, (e,))
+            if fused is not None:
+                return wrap(fused)
         return g * _conj(x ** (e - 1) * e)  # d x^e = e x^(e-1)
 
 
@@ -985,6 +991,12 @@ def _check_integer_exponent(dtype, exponent: int) -> None:
         )
 
 
+def _cube(ad):
+    """ad·ad·ad: one compiled pass over a large float array, else NumPy's two."""
+    kernels = _backend.compiled_kernels("pointwise_jit", ad)
+    return ad * ad * ad if kernels is None else _backend.compiled_map(kernels.cube, ad)
+
+
 def pow(input, exponent) -> Tensor:
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         if isinstance(exponent, bool):
@@ -1006,7 +1018,7 @@ def pow(input, exponent) -> Tensor:
         elif e == 0.5 and floating:
             data = xp.sqrt(ad)
         elif floating and e in (3, -2, -0.5):  # torch's products, not the C library's pow
-            data = ad * ad * ad if e == 3 else ad * ad if e == -2 else xp.sqrt(ad)
+            data = _cube(ad) if e == 3 else ad * ad if e == -2 else xp.sqrt(ad)
             if e != 3:  # (a 0-d product is a NumPy scalar, which takes no out=)
                 data = xp.reciprocal(data, out=data if isinstance(data, xp.ndarray) else None)
         else:
