@@ -402,13 +402,24 @@ T.__setitem__ = _setitem
 
 
 # --- in-place forms ---
-def _inplace_method(name: str, fn, needs_old: bool = True, resize: bool = False):
+def _inplace_method(name: str, fn, needs_old: bool = True, resize: bool = False, into=None):
+    """``self.<name>(...)`` as ``fn``'s result written into self; ``into(self, ...)``, where
+    given, writes outside the graph only what the op changes (see apply_inplace)."""
+
     def method(self, *args, **kwargs):
+        write_into = into
         if kwargs:
+            write_into = into and (lambda t, *a: into(t, *a, **kwargs))
             return _inplace.apply_inplace(
-                self, lambda old, *a: fn(old, *a, **kwargs), args, name, needs_old, resize
+                self,
+                lambda old, *a: fn(old, *a, **kwargs),
+                args,
+                name,
+                needs_old,
+                resize,
+                write_into,
             )
-        return _inplace.apply_inplace(self, fn, args, name, needs_old, resize)
+        return _inplace.apply_inplace(self, fn, args, name, needs_old, resize, write_into)
 
     named(method, name)
     return method
@@ -498,6 +509,14 @@ T.__isub__ = T.sub_
 T.__imul__ = T.mul_
 T.__itruediv__ = T.div_
 
+# in place outside the graph, these write only the elements they change, as torch's kernels
+# (writers of other elements of one shared tensor keep their writes)
+_WRITTEN_WHERE_CHANGED = {
+    "scatter_": ix.scatter_into,
+    "scatter_add_": ix.scatter_add_into,
+    "index_add_": ix.index_add_into,
+    "index_fill_": ix.index_fill_into,
+}
 _INPLACE = {
     "pow_": ew.pow,
     "floor_divide_": ew.floor_divide,
@@ -526,7 +545,7 @@ _INPLACE = {
     "masked_scatter_": ix.masked_scatter,
 }
 for _name, _fn in _INPLACE.items():
-    setattr(T, _name, _inplace_method(_name, _fn))
+    setattr(T, _name, _inplace_method(_name, _fn, into=_WRITTEN_WHERE_CHANGED.get(_name)))
 for _name in ew.UNARY:
     setattr(T, _name + "_", _inplace_method(_name + "_", getattr(ew, _name)))
 _MORE_INPLACE = {
@@ -582,7 +601,9 @@ T.absolute_ = _inplace_method("absolute_", _abs_into_self)
 T.__ipow__ = T.pow_
 T.__imod__ = T.remainder_
 T.__ifloordiv__ = T.floor_divide_
-T.masked_fill_ = _inplace_method("masked_fill_", ix.masked_fill, needs_old=False)
+T.masked_fill_ = _inplace_method(
+    "masked_fill_", ix.masked_fill, needs_old=False, into=ix.masked_fill_into
+)
 T.copy_ = _inplace_method("copy_", _inplace.copy_value, needs_old=False)
 T.fill_ = _inplace_method("fill_", _inplace.fill_value, needs_old=False)
 
@@ -891,11 +912,16 @@ for _name in (
     "renorm",
 ):
     setattr(T, _name + "_", _inplace_method(_name + "_", getattr(T, _name)))
+T.index_copy_ = _inplace_method("index_copy_", T.index_copy, into=_shc.index_copy_into)
 
 
 def _put_(self, index, source, accumulate: bool = False):
     return _inplace.apply_inplace(
-        self, lambda old, i, s: _shc.put(old, i, s, accumulate), (index, source), "put_"
+        self,
+        lambda old, i, s: _shc.put(old, i, s, accumulate),
+        (index, source),
+        "put_",
+        write_into=lambda t, i, s: _shc.put_into(t, i, s, accumulate),
     )
 
 

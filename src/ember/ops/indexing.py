@@ -425,6 +425,22 @@ def index_put_key_into(input: Tensor, key, values) -> bool:
     return index_put_into(input, *_setitem_arguments(input, key, values))
 
 
+def writes_alone(input: Tensor, *others) -> bool:
+    """Whether an op outside the graph may write into ``input``'s own memory where it changes
+    it (as PyTorch's kernels write): a writeable NumPy array that shares no memory with the
+    ``others`` (tensors, arrays or numbers: an index, a source, a mask), which the copying
+    path reads first. Writers of other elements of one shared tensor (threads, processes)
+    keep their writes that way, where a whole copy written back would undo them."""
+    data = input._data
+    if not is_plain_numpy(data) or not data.flags.writeable:
+        return False
+    for other in others:
+        array = getattr(other, "_data", None)
+        if array is not None and _HOST.may_share_memory(data, array):
+            return False
+    return True
+
+
 # --------------------------------------------------------------------------------------------
 # gather / scatter / index_select / index_add
 # --------------------------------------------------------------------------------------------
@@ -641,48 +657,64 @@ class ScatterAddBackward0(Node):
         return g, g_src
 
 
-def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None):
+def _scatter_checked(input: Tensor, dim: int, index: Tensor, src, reduce):
+    """scatter's checks, in PyTorch's order: (dim, src), or None when nothing is written."""
     if index._data.__class__ is not input._data.__class__:
         check_same_device("scatter", input, index)
-    if src is None:
-        src = value
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter")
     if index._data.size == 0 and not isinstance(src, Tensor):  # torch checks nothing then
-        return input.clone()
+        return None
     _check_index_tensor("scatter", input, d, index, src)
     if index._data.size == 0:  # nothing is written (and nothing more is checked)
-        return input.clone()
-    xp = array_module(input._data)
-    out = input._data.copy()
-    target, key = _scatter_target(xp, out, index._data, d)
+        return None
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    return d, src
+
+
+def _scatter_write(out, d: int, index: Tensor, src, reduce) -> None:
+    """scatter's writes into the array ``out``, in place."""
+    xp = array_module(out)
+    target, key = _scatter_target(xp, out, index._data, d)
     if isinstance(src, Tensor):
-        part = _src_part(src, index)._data.astype(out.dtype, copy=False)
-        if reduce == "add":
-            xp.add.at(target, key, part)
-        elif reduce == "multiply":
-            xp.multiply.at(target, key, part)
-        else:
-            target[key] = part.reshape(-1) if out.ndim == 0 else part
-        if reduce is not None:
-            return wrap(out)
-        return result(
-            ScatterBackward0,
-            out,
-            (input, src),
-            (index,),
-            dim=d,
-            index=index,
-            src_shape=src._data.shape,
-        )
+        src = _src_part(src, index)._data.astype(out.dtype, copy=False)
+        if out.ndim == 0 and reduce is None:
+            src = src.reshape(-1)
     if reduce == "add":
         xp.add.at(target, key, src)
     elif reduce == "multiply":
         xp.multiply.at(target, key, src)
     else:
         target[key] = src
-    return result(ScatterBackward1, out, (input,), (index,), dim=d, index=index)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None):
+    src = value if src is None else src
+    checked = _scatter_checked(input, dim, index, src, reduce)
+    if checked is None:
+        return input.clone()
+    d, src = checked
+    out = input._data.copy()
+    _scatter_write(out, d, index, src, reduce)
+    if not isinstance(src, Tensor):
+        return result(ScatterBackward1, out, (input,), (index,), dim=d, index=index)
+    if reduce is not None:
+        return wrap(out)
+    return result(
+        ScatterBackward0, out, (input, src), (index,), dim=d, index=index, src_shape=src._data.shape
+    )
+
+
+def scatter_into(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None):
+    """``input.scatter_(...)`` outside the graph, written where the index points (see
+    :func:`writes_alone`); False where the copying path must run."""
+    src = value if src is None else src
+    if not writes_alone(input, index, src):
+        return False
+    checked = _scatter_checked(input, dim, index, src, reduce)
+    if checked is not None:
+        _scatter_write(input._data, checked[0], index, src, reduce)
+    return True
 
 
 _SUMMED_BY_KERNEL = "fdbhilqB"  # float32/64 and the integer dtypes torch has
@@ -707,16 +739,17 @@ def _along_dim_kernels(out, index, d: int, work: int | None = None, copied: bool
     return jit.module("scatter_jit", index.size if work is None else work)
 
 
-def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_add")
+def _scatter_add_write(input: Tensor, out, d: int, index: Tensor, src: Tensor, copied: bool):
+    """scatter_add's checks (PyTorch's order) and its sums into the array ``out`` (a copy of
+    input's, ``copied``, or its own memory); False when there was nothing to add."""
     idx = index._data
-    out = input._data
-    kernels = None if idx.size == 0 else _along_dim_kernels(out, idx, d, copied=True)
+    kernels = None if idx.size == 0 else _along_dim_kernels(out, idx, d, copied=copied)
     # the kernel checks the bounds as it goes
     _check_index_tensor("scatter_add", input, d, index, src, bounds=kernels is None)
     if idx.size == 0:
-        return input.clone()
-    out = out.copy()  # C order
+        return False
+    if copied:
+        out = out.copy()  # C order
     part = _src_part(src, index)._data.astype(out.dtype, copy=False)
     if kernels is not None:
         if not kernels.scatter_add_(out, d, idx, part):
@@ -724,6 +757,14 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     else:
         target, key = _scatter_target(array_module(out), out, idx, d)
         array_module(out).add.at(target, key, part)
+    return out
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_add")
+    out = _scatter_add_write(input, input._data, d, index, src, copied=True)
+    if out is False:
+        return input.clone()
     return result(
         ScatterAddBackward0,
         out,
@@ -733,6 +774,16 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         index=index,
         src_shape=src._data.shape,
     )
+
+
+def scatter_add_into(input: Tensor, dim: int, index: Tensor, src: Tensor) -> bool:
+    """``input.scatter_add_(...)`` outside the graph, summed into input's own memory where the
+    index points (see :func:`writes_alone`); False where the copying path must run."""
+    if not writes_alone(input, index, src):
+        return False
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "scatter_add")
+    _scatter_add_write(input, input._data, d, index, src, copied=False)
+    return True
 
 
 def _out_of_range(idx, size: int):
@@ -794,7 +845,8 @@ class IndexAddBackward0(Node):
         return g, g_src
 
 
-def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+def _index_add_checked(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha):
+    """index_add's checks: (dim, alpha in the tensor's type)."""
     if index._data.__class__ is not input._data.__class__:
         check_same_device("index_add", input, index)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_add")
@@ -802,10 +854,14 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     alpha = _checked_scalar(alpha, input.dtype)
     if input.dtype.category <= dt.INT:  # alpha in the tensor's type: truncated, wrapped
         alpha = int(alpha.real if isinstance(alpha, complex) else alpha)
-    xp = array_module(input._data)
+    return d, alpha
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    d, alpha = _index_add_checked(input, dim, index, source, alpha)
     out = input._data.copy()
     if out.size:
-        _add_at_index(xp, out, d, index._data, source._data, alpha)
+        _add_at_index(array_module(out), out, d, index._data, source._data, alpha)
     return result(
         IndexAddBackward0,
         out,
@@ -816,6 +872,18 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         alpha=alpha,
         src_shape=source._data.shape,
     )
+
+
+def index_add_into(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> bool:
+    """``input.index_add_(...)`` outside the graph, added into input's own memory at the
+    indexed slices only (see :func:`writes_alone`); False where the copying path must run."""
+    if not writes_alone(input, index, source):
+        return False
+    d, alpha = _index_add_checked(input, dim, index, source, alpha)
+    data = input._data
+    if data.size:
+        _add_at_index(_HOST, data, d, index._data, source._data, alpha)
+    return True
 
 
 def _add_at_index(xp, out, d: int, index, source, alpha) -> None:
@@ -896,13 +964,31 @@ class MaskedFillBackward1(MaskedFillBackward0):  # a tensor value: inputs (self,
     pass
 
 
+def _checked_fill_value(input: Tensor, value):
+    if not isinstance(value, Tensor):
+        return _checked_scalar(value, input.dtype)
+    if value._data.ndim == 0:
+        _checked_scalar(value.item(), input.dtype)
+    return value
+
+
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     node_cls = MaskedFillBackward1 if isinstance(value, Tensor) else MaskedFillBackward0
-    if not isinstance(value, Tensor):
-        value = _checked_scalar(value, input.dtype)
-    elif value._data.ndim == 0:
-        _checked_scalar(value.item(), input.dtype)
+    value = _checked_fill_value(input, value)
     return _fill_where(input, mask, value, node_cls, (mask,))
+
+
+def masked_fill_into(input: Tensor, mask: Tensor, value) -> bool:
+    """``input.masked_fill_(mask, value)`` outside the graph, written where the mask is True
+    only (see :func:`writes_alone`); False where the copying path must run."""
+    if not writes_alone(input, mask, value):
+        return False
+    value = _checked_fill_value(input, value)
+    mask, fill, shape = _fill_checked(input, mask, value)
+    if shape != input._data.shape:
+        return False  # the copying path says that self cannot take the broadcast shape
+    _HOST.copyto(input._data, fill, where=mask._data)
+    return True
 
 
 # the C++ type names of torch's checked scalar conversion (c10::checked_convert)
@@ -939,8 +1025,9 @@ def _checked_scalar(value, dtype: dt.dtype):
     return value
 
 
-def _fill_where(input: Tensor, mask: Tensor, value, node_cls, saved: tuple) -> Tensor:
-    """masked_fill recorded as ``node_cls`` saving ``saved`` (the mask, or index_fill's index)."""
+def _fill_checked(input: Tensor, mask: Tensor, value):
+    """masked_fill's checks: (the mask on input's device, the fill value as an array of
+    input's dtype, the broadcast shape of input and mask)."""
     if mask._data.__class__ is not input._data.__class__:
         if mask._data.ndim:
             check_same_device("masked_fill", input, mask)
@@ -963,12 +1050,19 @@ def _fill_where(input: Tensor, mask: Tensor, value, node_cls, saved: tuple) -> T
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value._data.ndim} dimension(s)."
             )
-        # select: NumPy's where branches per element, and a random mask mispredicts
-        out = _backend.select(mask._data, value._data.astype(input._data.dtype), input._data)
+        return mask, value._data.astype(input._data.dtype), shape
+    return mask, xp.asarray(value, dtype=input._data.dtype), shape
+
+
+def _fill_where(input: Tensor, mask: Tensor, value, node_cls, saved: tuple) -> Tensor:
+    """masked_fill recorded as ``node_cls`` saving ``saved`` (the mask, or index_fill's index)."""
+    mask, fill, shape = _fill_checked(input, mask, value)
+    # select: NumPy's where branches per element, and a random mask mispredicts
+    out = _backend.select(mask._data, fill, input._data)
+    if isinstance(value, Tensor):
         return result(node_cls, out, (input, value), saved, mask=mask)
-    out = _backend.select(mask._data, xp.asarray(value, dtype=input._data.dtype), input._data)
     if out.shape != shape:
-        out = xp.broadcast_to(out, shape).copy()
+        out = array_module(out).broadcast_to(out, shape).copy()
     return result(node_cls, out, (input,), saved, mask=mask)
 
 
@@ -976,14 +1070,27 @@ class IndexFillBackward0(MaskedFillBackward0):
     """index_fill as a masked_fill; the index is saved (the mask is built from it)."""
 
 
-def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+def _index_fill_mask(input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1), "index_fill")
     mask = zeros(input._data.shape, dtype=dt.bool_, device=input.device)
     if input._data.ndim == 0:  # torch treats a 0-d input as one of shape (1,)
         mask._data[...] = index._data.size > 0
     else:
         mask._data[(slice(None),) * d + (index._data.reshape(-1),)] = True
+    return mask
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    mask = _index_fill_mask(input, dim, index)
     return _fill_where(input, mask, value, IndexFillBackward0, (index,))
+
+
+def index_fill_into(input: Tensor, dim: int, index: Tensor, value) -> bool:
+    """``input.index_fill_(...)`` outside the graph, written at the indexed slices only (see
+    :func:`writes_alone`); False where the copying path must run."""
+    if not writes_alone(input, index, value):
+        return False
+    return masked_fill_into(input, _index_fill_mask(input, dim, index), value)
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:

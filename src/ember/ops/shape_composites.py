@@ -12,7 +12,7 @@ import warnings
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._dispatch import array_module, wrap, wrap_dim
-from .indexing import getitem, index_put, index_select
+from .indexing import getitem, index_put, index_put_into, index_select, writes_alone
 from .shape import (
     _each,
     atleast_2d,
@@ -422,7 +422,9 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
 # index_copy and put: writes through index_put (whose gradient routes around the overwritten
 # positions)
 # --------------------------------------------------------------------------------------------
-def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+def _index_copy_checked(input: Tensor, dim: int, index: Tensor, source: Tensor):
+    """index_copy's checks: (the tensor written, a 0-d input as one of shape (1,) as torch
+    treats it; index_put's key; the source shaped for it)."""
     d = wrap_dim(dim, builtins.max(input.dim(), 1), "index_copy")
     if index.dim() > 1 or index.dtype != dt.int64:
         raise IndexError(
@@ -438,14 +440,28 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
             f"index_copy_(): index {int(data.max())} is out of bounds for "
             f"dimension {d} with size {n}"
         )
-    if input.dim() == 0:  # torch treats a 0-d input (and source) as one of shape (1,)
-        return index_copy(input.reshape(1), 0, index, source.reshape(-1)).reshape(())
+    target = input
+    if input.dim() == 0:  # (and its source as one of shape (1,))
+        target, d, source = input.reshape(1), 0, source.reshape(-1)
     key = (slice(None),) * d + (index.reshape(-1),)
-    src = source if source.dim() == input.dim() else source.unsqueeze(d)
-    return index_put(input, key, src)
+    return target, key, source if source.dim() == target.dim() else source.unsqueeze(d)
 
 
-def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    target, key, src = _index_copy_checked(input, dim, index, source)
+    out = index_put(target, key, src)
+    return out.reshape(()) if input.dim() == 0 else out
+
+
+def index_copy_into(input: Tensor, dim: int, index: Tensor, source: Tensor) -> bool:
+    """``input.index_copy_(...)`` outside the graph, written at the indexed slices only (see
+    :func:`~ember.ops.indexing.writes_alone`); False where the copying path must run."""
+    if not writes_alone(input, index, source):
+        return False
+    return index_put_into(*_index_copy_checked(input, dim, index, source))
+
+
+def _put_checked(input: Tensor, index: Tensor) -> None:
     numel = input.numel()
     data = index._data
     if data.size and (int(data.min()) < -numel or int(data.max()) >= numel):
@@ -453,9 +469,23 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
             f"out of range: tried to access index {int(data.max())} on a tensor "
             f"of {numel} elements."
         )
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    _put_checked(input, index)
     flat = input.reshape(-1)
     out = index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
     return out.reshape(input.shape)
+
+
+def put_into(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> bool:
+    """``input.put_(...)`` outside the graph, written at the indexed elements only (see
+    :func:`~ember.ops.indexing.writes_alone`); False where the copying path must run."""
+    if not (writes_alone(input, index, source) and input._data.flags.c_contiguous):
+        return False  # (a flat view of the input's memory needs C order)
+    _put_checked(input, index)
+    flat = input.reshape(-1)
+    return index_put_into(flat, (index.reshape(-1),), source.reshape(-1), accumulate)
 
 
 def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=None) -> Tensor:
