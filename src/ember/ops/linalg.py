@@ -558,6 +558,46 @@ def _einsum_plan(xp, operands):
     return ("greedy", max(max(sizes), EINSUM_INTERMEDIATE_ELEMENTS))
 
 
+def _einsum_as_matmul(xp, terms: list, out_term: str, arrays: list):
+    """A two-operand einsum that is a batched matrix product (letters in both operands and
+    the output: batch; in one operand and the output: rows or columns; in both operands
+    only: contracted; in one operand only: summed first) as one ``matmul`` on permuted
+    operands, as torch contracts through bmm; None where it is not one (NumPy's einsum
+    plans no BLAS call once a letter is shared by both operands and the output)."""
+    if len(arrays) != 2 or any(x.dtype.kind not in "fc" for x in arrays):
+        return None
+    (ta, tb), (a, b) = terms, arrays
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or not set(ta) & set(tb) - set(out_term):
+        return None  # a diagonal, or nothing contracted (an outer or elementwise product)
+    sizes = {}
+    for term, x in ((ta, a), (tb, b)):
+        for c, n in zip(term, x.shape):
+            if sizes.setdefault(c, n) != n:
+                return None  # a broadcast dim (the ellipsis): einsum's rules
+    # letters of one operand alone, summed away first
+    a_alone = [i for i, c in enumerate(ta) if c not in tb and c not in out_term]
+    b_alone = [i for i, c in enumerate(tb) if c not in ta and c not in out_term]
+    if a_alone:
+        a = a.sum(axis=tuple(a_alone))
+        ta = "".join(c for i, c in enumerate(ta) if i not in a_alone)
+    if b_alone:
+        b = b.sum(axis=tuple(b_alone))
+        tb = "".join(c for i, c in enumerate(tb) if i not in b_alone)
+    batch = [c for c in out_term if c in ta and c in tb]
+    rows = [c for c in out_term if c in ta and c not in tb]
+    cols = [c for c in out_term if c in tb and c not in ta]
+    inner = [c for c in ta if c in tb and c not in out_term]
+    count = math.prod(sizes[c] for c in batch)
+    m, n = math.prod(sizes[c] for c in rows), math.prod(sizes[c] for c in cols)
+    k = math.prod(sizes[c] for c in inner)
+    left = a.transpose([ta.index(c) for c in batch + rows + inner]).reshape(count, m, k)
+    right = b.transpose([tb.index(c) for c in batch + inner + cols]).reshape(count, k, n)
+    product = xp.matmul(left, right).reshape([sizes[c] for c in batch + rows + cols])
+    order = batch + rows + cols
+    out = product.transpose([order.index(c) for c in out_term])
+    return out if out.flags.c_contiguous else out.copy()  # (ascontiguousarray makes 0-d 1-d)
+
+
 def einsum(equation: str, *operands) -> Tensor:
     """Einstein summation, differentiable in every operand (also to higher order)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -573,7 +613,9 @@ def einsum(equation: str, *operands) -> Tensor:
         # one integer operand summed along a dim: torch reduces with sum, which gives int64
         arrays = [arrays[0].astype(dt.int64.np)]
     try:
-        out = xp.einsum(eq, *arrays, optimize=_einsum_plan(xp, operands))
+        out = _einsum_as_matmul(xp, terms, out_term, arrays)
+        if out is None:
+            out = xp.einsum(eq, *arrays, optimize=_einsum_plan(xp, operands))
     except ValueError as exc:
         raise RuntimeError(
             f"einsum(): {exc} (equation '{equation}', shapes "
