@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember._kernels import jit
+from ember._kernels import jit, scatter_jit
 
 pytest.importorskip("numba")
 
@@ -151,3 +151,19 @@ def test_integer_scatter_add_wraps_as_torch():
     got = ember.tensor(base).scatter_add(1, ember.tensor(index), ember.tensor(src)).numpy()
     want = torch.tensor(base).scatter_add(1, torch.tensor(index), torch.tensor(src)).numpy()
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 16), (3, 0, 4), (2, 3, 0)])
+def test_zero_size_index_adds_and_gathers_nothing(shape):
+    index = np.zeros(shape[:2] + (min(shape[2], 5),), np.int64)
+    out = np.zeros(shape, np.float32)
+    assert scatter_jit.scatter_add_(out, 2, index, np.ones(index.shape, np.float32))
+    assert out.shape == shape and not out.any()
+    got = scatter_jit.gather(np.ones(shape, np.float32), 2, index)
+    assert got is not None and got.shape == index.shape
+
+
+def test_gather_backward_of_a_zero_size_batch():
+    x = ember.zeros(0, 2, 16, requires_grad=True)
+    x.gather(2, ember.zeros(0, 2, 9, dtype=ember.int64)).sum().backward()
+    assert tuple(x.grad.shape) == (0, 2, 16)

@@ -111,6 +111,8 @@ def scatter_add_(out, dim: int, index, src) -> bool:
     """Add ``src`` into the C-contiguous ``out`` at ``index`` along ``dim``, in place; False
     (``out`` partly written) when an index is outside ``[0, out.shape[dim])``. ``index`` and
     ``src`` (any strides, broadcast views too) have ``out``'s shape apart from ``dim``."""
+    if index.size == 0:
+        return True  # nothing to add (and no first row to size the spans by)
     steps = index.shape[dim]
     target = out.reshape(_around(out.shape, dim, out.shape[dim]))
     view = _around(out.shape, dim, steps)
@@ -129,6 +131,8 @@ def gather(data, dim: int, index):
     view = _around(data.shape, dim, index.shape[dim])
     where = index.reshape(view)
     out = np.empty(index.shape, data.dtype)
+    if out.size == 0:
+        return out
     if not _run(
         _gather_rows, _gather_planes, source, where, out.view(bits).reshape(view), where[0].size
     ):
