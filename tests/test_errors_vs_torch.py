@@ -86,6 +86,13 @@ CASES = [
         "Integers to negative integer powers are not allowed",
     ),
     ("len 0-d", lambda m: len(m.tensor(1.0)), "len() of a 0-d tensor"),
+    ("cumsum_ bool", lambda m: m.tensor([True]).cumsum_(0), '"cumsum_out_cpu" not implemented'),
+    ("cumprod_ bool", lambda m: m.tensor([True]).cumprod_(0), "not implemented for 'Bool'"),
+    (
+        "cumsum_ dtype",
+        lambda m: m.ones(2).cumsum_(0, dtype=m.int64),
+        "input tensor dtype float and output tensor dtype long int should match",
+    ),
 ]
 
 

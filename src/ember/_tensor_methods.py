@@ -582,8 +582,6 @@ _MORE_INPLACE = {
     "bitwise_or_": ew.bitwise_or,
     "bitwise_xor_": ew.bitwise_xor,
     "bitwise_not_": ew.bitwise_not,
-    "cumsum_": red.cumsum,
-    "cumprod_": red.cumprod,
     "sgn_": _num.sgn,  # z/|z| for complex tensors (ew.sign refuses them)
 }
 for _name, _fn in _MORE_INPLACE.items():
@@ -596,6 +594,27 @@ def _abs_into_self(input: Tensor) -> Tensor:
     return ew.abs(input)
 
 
+def _cumulative_(name: str, fn):
+    """cumsum_/cumprod_: torch's in-place checks first (a dtype= other than the tensor's, a bool
+    tensor, which its kernels do not take)."""
+    inplace = _inplace_method(name, fn)
+
+    def method(self, dim, *, dtype=None):
+        if dtype is not None and dtype != self.dtype:
+            raise RuntimeError(
+                f"Bad in-place call: input tensor dtype {dt.C_NAMES[self.dtype.name]} and "
+                f"output tensor dtype {dt.C_NAMES[dtype.name]} should match"
+            )
+        if self.dtype == dt.bool_:
+            raise NotImplementedError(f"\"{name[:-1]}_out_cpu\" not implemented for 'Bool'")
+        return inplace(self, dim)
+
+    named(method, name)
+    return method
+
+
+T.cumsum_ = _cumulative_("cumsum_", red.cumsum)
+T.cumprod_ = _cumulative_("cumprod_", red.cumprod)
 T.abs_ = _inplace_method("abs_", _abs_into_self)
 T.absolute_ = _inplace_method("absolute_", _abs_into_self)
 T.__ipow__ = T.pow_
