@@ -1,12 +1,16 @@
-"""Peak memory of a training step and import time: ember and PyTorch, each in a fresh process.
+"""Peak memory of training steps and import time: ember and PyTorch, each in a fresh process.
 
 Run: uv run python benchmarks/memory.py
 
-Peak memory: the MLP 784-512-512-10 step at batch 512 (SGD, cross-entropy), six steps once the
-model, data and optimizer exist. "Peak RSS rise" is the process's peak resident memory during
-the steps (Linux's VmHWM, reset just before them) minus its resident memory before them: what
-the steps add, gradients included. tracemalloc sees NumPy's buffers, not PyTorch's allocator.
-Import time: ``import ember`` / ``import torch`` in a new interpreter, alternating, median of nine.
+Peak memory: the MLP 784-512-512-10 step at batch 512 (SGD, cross-entropy) and the ResNet-style
+step of the wide suite (``wide_workloads.resnet_step``: conv-BN-ReLU stem and two residual
+blocks, 32 channels, 64 x 3x32x32, SGD momentum), once the model, data and optimizer exist. Two
+figures of the process's peak resident memory (Linux's VmHWM, reset to the current resident size
+first) minus its resident memory at the reset: "first steps", over one warm-up step and six more
+(what a user sees: compiled kernels loaded, optimizer state made, buffers an allocator keeps),
+and "steady steps", over the six alone. tracemalloc sees NumPy's buffers, not PyTorch's
+allocator. Import time: ``import ember`` / ``import torch`` in a
+new interpreter, alternating, median of nine.
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ STEP = r"""
 import json, sys, tracemalloc
 sys.path.insert(0, {bench!r})
 lib = __import__({lib!r})
-from training import mlp_step
+if {workload!r} == "mlp-b512":
+    from training import mlp_step
+
+    step = mlp_step(lib, 512)
+else:
+    from wide_workloads import resnet_step
+
+    step = resnet_step(lib).run
 
 
 def status(key):
@@ -34,21 +45,33 @@ def status(key):
         return next(int(line.split()[1]) for line in f if line.startswith(key))
 
 
-step = mlp_step(lib, 512)
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")  # reset the peak (VmHWM) to the current resident size
-before = status("VmRSS")
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the peak (VmHWM) back to the current resident size
+    return status("VmRSS")
+
+
+before = reset_peak()
 tracemalloc.start()
+step()  # the warm-up
 for _ in range(6):
     step()
 traced_peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
-print(json.dumps({{"rise_kb": status("VmHWM") - before, "traced_peak": traced_peak}}))
+first = status("VmHWM") - before
+before = reset_peak()
+for _ in range(6):
+    step()
+steady = status("VmHWM") - before
+print(json.dumps({{"first_kb": first, "steady_kb": steady, "traced_peak": traced_peak}}))
 """
 
 
-def step_memory(lib: str, runs: int = 3) -> dict:
-    code = STEP.format(bench=str(Path(__file__).parent), lib=lib)
+WORKLOADS = {"mlp-b512": "MLP step b512", "resnet": "ResNet-style step"}
+
+
+def step_memory(lib: str, workload: str, runs: int = 3) -> dict:
+    code = STEP.format(bench=str(Path(__file__).parent), lib=lib, workload=workload)
     results = []
     for _ in range(runs):
         done = subprocess.run(
@@ -89,7 +112,7 @@ def main() -> None:
         libs.append("torch")
     except ImportError:
         print("torch is not installed: only ember is measured")
-    memory = {lib: step_memory(lib) for lib in libs}
+    memory = {w: {lib: step_memory(lib, w) for lib in libs} for w in WORKLOADS}
     imports = import_times(libs)
     print(f"\n{machine_info()}\n")
     print("| measure | " + " | ".join(libs) + " | ember/torch |")
@@ -97,17 +120,22 @@ def main() -> None:
 
     def row(name, values, fmt, ratio=True):
         cells = [fmt(values[lib]) for lib in libs]
-        shown = f"{values['ember'] / values['torch']:.2f}" if ratio and "torch" in values else "—"
+        shown = "—"
+        if ratio and values.get("torch"):
+            shown = f"{values['ember'] / values['torch']:.2f}"
         print(f"| {name} | " + " | ".join(cells) + f" | {shown} |")
 
     mb = lambda kb: f"{kb / 1024:.1f} MB"  # noqa: E731
-    row("MLP step b512: peak RSS rise", {k: v["rise_kb"] for k, v in memory.items()}, mb)
-    row(
-        "MLP step b512: tracemalloc peak (NumPy buffers)",
-        {k: v["traced_peak"] / 1024 for k, v in memory.items()},
-        mb,
-        ratio=False,
-    )
+    for workload, label in WORKLOADS.items():
+        measured = memory[workload]
+        for key, what in (("first_kb", "first steps"), ("steady_kb", "steady steps")):
+            row(f"{label}: peak RSS rise, {what}", {k: v[key] for k, v in measured.items()}, mb)
+        row(
+            f"{label}: tracemalloc peak (NumPy buffers)",
+            {k: v["traced_peak"] / 1024 for k, v in measured.items()},
+            mb,
+            ratio=False,
+        )
     row("import time", imports, lambda s: f"{s * 1000:.0f} ms")
 
 
