@@ -108,6 +108,9 @@ class CopySlices(Node):
     """The base of a view that was modified in place: its gradient splits into the part outside
     the view (unchanged) and the part inside, which flows to the op that wrote the view."""
 
+    def name(self) -> str:
+        return "torch::autograd::CopySlices"  # torch's; its class is CopySlices
+
     def backward(self, g):
         from ._creation import ones
 
