@@ -219,8 +219,8 @@ def test_pad_modes_match_torch_values_gradients_and_names(shape, amounts, mode):
         y = m.nn.functional.pad(t, amounts, mode=mode)
         weights = np.random.default_rng(9).standard_normal(tuple(y.shape))
         (y * m.tensor(weights)).sum().backward()
-        name = y.grad_fn.name() if m is ember else type(y.grad_fn).__name__
-        results.append((y.detach().numpy(), t.grad.numpy(), name))
+        names = (y.grad_fn.name(), type(y.grad_fn).__name__)  # (CopySlices: they differ)
+        results.append((y.detach().numpy(), t.grad.numpy(), names))
     (got, got_grad, got_name), (want, want_grad, want_name) = results
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got_grad, want_grad, rtol=1e-12, atol=1e-12)
