@@ -354,10 +354,10 @@ class NativeBatchNormBackward0(_FusedNormBackward):
         )
 
 
-def _batch_norm_kernels(data, *others):
-    """ember._kernels.normalization_jit when compiled kernels are on and every array is a
-    float32/float64 NumPy array (or ember.compile's recording of one) of one dtype, else None
-    (the NumPy path)."""
+def _norm_kernels(module: str, data, *others):
+    """The kernel module ``ember._kernels.<module>`` when compiled kernels are on and every
+    array is a float32/float64 NumPy array (or ember.compile's recording of one) of one
+    dtype, else None (the NumPy path; small norms keep to it too)."""
     recording = _recorder(array_module(data)) is not None
     if not (is_plain_numpy(data) or recording) or not data.size:
         return None
@@ -367,7 +367,11 @@ def _batch_norm_kernels(data, *others):
         array = getattr(other, "_data", other)
         if array is not None and (type(array) is not type(data) or array.dtype != data.dtype):
             return None
-    return jit.module("normalization_jit", data.size)  # small batch norms keep to NumPy
+    return jit.module(module, data.size)
+
+
+def _batch_norm_kernels(data, *others):
+    return _norm_kernels("normalization_jit", data, *others)
 
 
 def _batch_norm_compiled(kernels, input, layout, weight, bias, eps, stats=None):
@@ -424,19 +428,7 @@ class NativeGroupNormBackward0(_FusedNormBackward):
 
 
 def _group_norm_kernels(data, *others):
-    """ember._kernels.groupnorm_jit when compiled kernels are on and every array is a
-    float32/float64 NumPy array (or ember.compile's recording of one) of one dtype, else None
-    (the NumPy path)."""
-    recording = _recorder(array_module(data)) is not None
-    if not (is_plain_numpy(data) or recording) or not data.size:
-        return None
-    if data.dtype.name not in ("float32", "float64"):
-        return None
-    for other in others:
-        array = getattr(other, "_data", other)
-        if array is not None and (type(array) is not type(data) or array.dtype != data.dtype):
-            return None
-    return jit.module("groupnorm_jit", data.size)  # small group norms keep to NumPy
+    return _norm_kernels("groupnorm_jit", data, *others)
 
 
 def _group_norm_compiled(kernels, input, layout, weight, bias, eps):
